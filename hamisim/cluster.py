@@ -1,0 +1,88 @@
+"""Nodes and cards as HAMi registers them, and the cluster they form.
+
+A :class:`Card` carries the fields of one entry of the node annotation
+``hami.io/node-nvidia-register`` (same names). A :class:`Node` adds the
+kube-scheduler view (allocatable CPU and memory), the pair scores of
+``hami.io/node-nvidia-score`` used by ``topology-aware`` and the per-GPU cordon
+list of HAMi v2.10.0 (``hami.io/device-cordon``). Usage is *not* part of these
+objects: it is state of a simulation (see :mod:`hamisim.state`).
+
+File loading lives in :mod:`hamisim.clusterfile`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Card", "Node", "SchedulerConfig", "Cluster"]
+
+
+@dataclass(frozen=True)
+class Card:
+    """One physical GPU as HAMi's scheduler sees it.
+
+    ``type`` must contain ``NVIDIA`` (any case) for HAMi's NVIDIA backend to
+    offer the card at all. Real registrations look like ``NVIDIA-Tesla T4``;
+    the exact string ``NVIDIA`` (used by HAMi's unit tests) makes the card
+    score count the pod's own request (HAMI-SEMANTICS §3.1).
+    """
+
+    id: str
+    index: int = 0
+    count: int = 10
+    devmem: int = 0
+    devcore: int = 100
+    type: str = "NVIDIA"
+    numa: int = 0
+    health: bool = True
+    mode: str = "hami-core"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A Kubernetes node with its registered cards in registration order."""
+
+    name: str
+    cards: tuple[Card, ...] = ()
+    cpu_milli: int | None = None
+    memory_mib: int | None = None
+    #: ``hami.io/node-nvidia-score``: pair scores uuid -> uuid -> int.
+    pair_scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: card ids cordoned with ``hami.io/device-cordon`` (HAMi v2.10.0).
+    cordon: frozenset[str] = frozenset()
+
+    @property
+    def registered(self) -> bool:
+        """HAMi knows the node only when its device plugin registered cards."""
+        return len(self.cards) > 0
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """HAMi and kube-scheduler settings (cluster file ``scheduler:``).
+
+    Defaults are HAMi's chart defaults and kube-scheduler's.
+    """
+
+    gpu_scheduler_policy: str = "spread"
+    node_scheduler_policy: str = "binpack"
+    default_memory: int = 0
+    default_cores: int = 0
+    default_gpu_num: int = 1
+    memory_factor: int = 1
+    #: 0 = kube-scheduler's adaptive default, 100 = every node.
+    percentage_of_nodes_to_score: int = 0
+    #: hamisim convention for equal node scores: ``last`` (stable, cluster
+    #: order, last wins) or ``random`` (seeded).
+    node_tie_break: str = "last"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """An ordered list of nodes plus the scheduler settings."""
+
+    nodes: tuple[Node, ...]
+    scheduler: SchedulerConfig = SchedulerConfig()
+
+    @property
+    def n_cards(self) -> int:
+        return sum(len(n.cards) for n in self.nodes)

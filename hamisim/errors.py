@@ -1,0 +1,32 @@
+"""Exceptions shared by every hamisim reader and command."""
+from __future__ import annotations
+
+
+class HamisimError(Exception):
+    """Base class of hamisim's own errors."""
+
+
+class InputError(HamisimError):
+    """Bad user input, located in a file.
+
+    ``str(err)`` is ``"file:line: problem"`` (``line`` omitted when unknown); the
+    CLI prints exactly that and exits with status 2.
+    """
+
+    def __init__(self, path: str | None, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        if self.path is None:
+            return self.problem
+        if self.line is None:
+            return f"{self.path}: {self.problem}"
+        return f"{self.path}:{self.line}: {self.problem}"
+
+
+class SchedulerError(HamisimError):
+    """A HAMi Filter *error* (not an unschedulable result), e.g. invalid
+    ``hami.io/device-scoring-weights``; HAMi reports these as scheduler errors."""

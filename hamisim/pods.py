@@ -1,0 +1,165 @@
+"""Pods as HAMi's admission webhook and scheduler see them.
+
+A :class:`Pod` lists containers with their resource ``limits`` / ``requests``
+under the real resource names (``nvidia.com/gpu``, ``nvidia.com/gpumem``,
+``nvidia.com/gpumem-percentage``, ``nvidia.com/gpucores``) and its annotations
+under their real names. :func:`admit` applies the webhook's defaults once
+(HAMI-SEMANTICS §2.3); :func:`container_request` turns one admitted container
+into the per-container :class:`Request` that Fit consumes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from .cluster import SchedulerConfig
+
+__all__ = [
+    "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE",
+    "Container", "Pod", "Request", "admit", "default_core_limit",
+    "container_request", "pod_requests",
+]
+
+GPU = "nvidia.com/gpu"
+GPUMEM = "nvidia.com/gpumem"
+GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
+GPUCORES = "nvidia.com/gpucores"
+#: HAMi's sentinel for "no memory percentage requested".
+NO_PERCENTAGE = 101
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Container:
+    """Resource limits and requests of one container (resource name -> int)."""
+
+    limits: Mapping[str, int] = field(default_factory=dict)
+    requests: Mapping[str, int] = field(default_factory=dict)
+
+    def value(self, name: str) -> int | None:
+        """Limits win over requests, as in HAMi's request generation."""
+        if name in self.limits:
+            return self.limits[name]
+        return self.requests.get(name)
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod spec: app containers, init containers, annotations, CPU/memory.
+
+    ``cpu_milli`` / ``memory_mib`` are the pod's kube-scheduler requests (sum
+    over containers, as kube-scheduler's NodeResourcesFit uses them).
+    """
+
+    name: str
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Request:
+    """One container's NVIDIA request as handed to Fit (HAMi ``ContainerDeviceRequest``)."""
+
+    nums: int
+    memreq: int = 0
+    mempercentagereq: int = NO_PERCENTAGE
+    coresreq: int = 0
+    type: str = "NVIDIA"
+
+
+def default_core_limit(container: Container, *, count: str = GPU, memory: str = GPUMEM,
+                       memory_percentage: str = GPUMEM_PERCENTAGE,
+                       cores: str = GPUCORES) -> int | None:
+    """The ``gpucores`` limit after the webhook's default-exclusivity rule.
+
+    Returns the (possibly defaulted) core limit, or ``None`` when none is
+    written. A count with no cores becomes exclusive (cores 100) when the
+    percentage is exactly 100, or when no memory is asked for at all.
+    """
+    if cores in container.limits:
+        return container.limits[cores]
+    has_count = count in container.limits or count in container.requests
+    if not has_count or cores in container.requests:
+        return None
+    pct = container.value(memory_percentage)
+    if pct is not None:
+        return 100 if pct == 100 else None
+    if not memory or container.value(memory) is None:
+        return 100
+    return None
+
+
+def _admit_container(c: Container, config: SchedulerConfig) -> Container:
+    limits = dict(c.limits)
+    if GPU not in limits and config.default_gpu_num > 0 and any(
+            k in limits for k in (GPUCORES, GPUMEM, GPUMEM_PERCENTAGE)):
+        limits[GPU] = config.default_gpu_num
+    c = replace(c, limits=limits)
+    core = default_core_limit(c)
+    if core is not None and GPUCORES not in limits:
+        limits[GPUCORES] = core
+    return replace(c, limits=limits)
+
+
+def admit(pod: Pod, config: SchedulerConfig) -> Pod:
+    """Apply HAMi's admission webhook mutation to every container.
+
+    Rejects (``ValueError``) a ``gpumem-percentage`` outside 0..100, as the
+    webhook does.
+    """
+    for c in (*pod.init_containers, *pod.containers):
+        pct = c.value(GPUMEM_PERCENTAGE)
+        if pct is not None and not 0 <= pct <= 100:
+            raise ValueError(
+                f"pod {pod.name}: {GPUMEM_PERCENTAGE} {pct} is outside 0..100; "
+                "HAMi's admission webhook rejects it")
+    return replace(
+        pod,
+        containers=tuple(_admit_container(c, config) for c in pod.containers),
+        init_containers=tuple(_admit_container(c, config) for c in pod.init_containers),
+    )
+
+
+def container_request(c: Container, config: SchedulerConfig) -> Request | None:
+    """HAMi's request generation for one (admitted) container.
+
+    ``None`` when the container asks for no NVIDIA card, or when its memory
+    request leaves int32 after ``memory_factor`` (HAMi v2.10.0 then produces
+    no request at all).
+    """
+    nums = c.value(GPU)
+    if not nums or nums <= 0:
+        return None
+    memreq = c.value(GPUMEM) or 0
+    if config.memory_factor > 1:
+        memreq *= config.memory_factor
+    if not -2**31 <= memreq <= _INT32_MAX:
+        return None
+    pct = NO_PERCENTAGE
+    raw_pct = c.value(GPUMEM_PERCENTAGE)
+    if raw_pct is not None:
+        raw_pct = min(raw_pct, 100)
+        if raw_pct > 0:
+            pct = raw_pct
+    if pct == NO_PERCENTAGE and memreq == 0:
+        if config.default_memory != 0:
+            memreq = config.default_memory
+        else:
+            pct = 100
+    cores = c.value(GPUCORES)
+    coresreq = config.default_cores if cores is None else cores
+    return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=coresreq)
+
+
+def pod_requests(pod: Pod, config: SchedulerConfig) -> tuple[list[Request | None], int]:
+    """Per-container requests of an admitted pod, init containers first.
+
+    Returns ``(requests, n_init)``; containers without a card request give ``None``.
+    """
+    reqs = [container_request(c, config) for c in pod.init_containers]
+    reqs += [container_request(c, config) for c in pod.containers]
+    return reqs, len(pod.init_containers)
