@@ -16,7 +16,7 @@ __all__ = [
     "REASONS", "REASON_CODE", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
     "DEVICE_TYPE_NOT_FOUND", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
     "Pick", "Decision", "fit_reason", "parse_reason", "failed_scheduling_message",
-    "devices_annotation",
+    "devices_annotation", "pads_empty_segments",
 ]
 
 #: HAMi's per-card reason keys (pkg/device/common/common.go), in code order.
@@ -72,6 +72,10 @@ class Decision:
     message: str | None = None
     node_reasons: dict[str, list[str]] = field(default_factory=dict)
     node_index: int = -1
+    #: whether GPU-less containers get an empty annotation segment: HAMi pads
+    #: them under the card *model* type, so only nodes whose cards are typed
+    #: exactly ``NVIDIA`` show them (HAMI-SEMANTICS §9.1.9).
+    pad_empty: bool = True
 
     @property
     def bound(self) -> bool:
@@ -79,10 +83,11 @@ class Decision:
 
     @property
     def devices(self) -> str | None:
-        """The ``hami.io/vgpu-devices-allocated`` value, or ``None`` when pending."""
-        if self.node is None:
+        """The ``hami.io/vgpu-devices-allocated`` value; ``None`` when pending or
+        when HAMi placed no card (a pod without GPU requests)."""
+        if self.node is None or not any(self.containers):
             return None
-        return devices_annotation(self.containers)
+        return devices_annotation(self.containers, self.pad_empty)
 
     @property
     def card_ids(self) -> list[str]:
@@ -124,11 +129,17 @@ def failed_scheduling_message(n_nodes: int, node_reasons: Mapping[str, Iterable[
     return msg
 
 
-def devices_annotation(containers: Sequence[Sequence[Pick]]) -> str:
+def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = True) -> str:
     """Encode ``hami.io/vgpu-devices-allocated`` for NVIDIA.
 
     Each card ``UUID,NVIDIA,<mem>,<cores>:``; each container closed by ``;``.
+    GPU-less containers give an empty segment only when ``pad_empty``.
     """
     return "".join(
         "".join(f"{p.uuid},NVIDIA,{p.usedmem},{p.usedcores}:" for p in picks) + ";"
-        for picks in containers)
+        for picks in containers if picks or pad_empty)
+
+
+def pads_empty_segments(card_types: Iterable[str]) -> bool:
+    """Whether a node's annotation keeps empty segments (a card typed exactly ``NVIDIA``)."""
+    return any(t == "NVIDIA" for t in card_types)

@@ -135,10 +135,12 @@ def container_request(c: Container, config: SchedulerConfig) -> Request | None:
     if not nums or nums <= 0:
         return None
     memreq = c.value(GPUMEM) or 0
-    if config.memory_factor > 1:
-        memreq *= config.memory_factor
-    if not -2**31 <= memreq <= _INT32_MAX:
+    # HAMi v2.10.0 drops the request (silently, no error) when the memory is
+    # negative or would leave int32 once multiplied by memory_factor.
+    factor = max(config.memory_factor, 1)
+    if memreq < 0 or memreq > _INT32_MAX // factor:
         return None
+    memreq *= factor
     pct = NO_PERCENTAGE
     raw_pct = c.value(GPUMEM_PERCENTAGE)
     if raw_pct is not None:

@@ -25,7 +25,7 @@ from .cluster import Cluster, Node
 from .gosort import go_sort
 from .outcome import (
     DEVICE_TYPE_NOT_FOUND, NODE_INSUFFICIENT_DEVICE, NODE_UNREGISTERED, Decision, Pick,
-    failed_scheduling_message, fit_reason,
+    failed_scheduling_message, fit_reason, pads_empty_segments,
 )
 from .policy import (
     KEY_BINPACK, KEY_NUMA, KEY_SPREAD, MODE_CHAIN, SINGLE_BINPACK, SINGLE_MUTEX, CardPolicy,
@@ -536,7 +536,8 @@ class ReferenceScheduler:
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
                                       pod.memory_mib)
-        return Decision(pod.name, nodes[i].name, res.containers, node_index=i)
+        return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
+                        pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
 
 
 def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None):
