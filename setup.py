@@ -1,9 +1,28 @@
 """Build the compiled kernel hamisim._core (everything else is in pyproject.toml)."""
 import os
 
+import shutil
+from pathlib import Path
+
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+
+
+class build_py_with_workloads(build_py):
+    """Ship the top-level workloads/ folder inside the package (hamisim/workloads),
+    so `hamisim run` finds the bundled data after a plain `pip install .`."""
+
+    def run(self):
+        super().run()
+        src = HERE / "workloads"
+        dst = Path(self.build_lib) / "hamisim" / "workloads"
+        if src.is_dir():
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(src, dst)
 
 # HAMISIM_DEBUG=1 builds the kernel with bounds checking, for debugging.
 DEBUG = os.environ.get("HAMISIM_DEBUG") == "1"
@@ -21,6 +40,7 @@ extensions = [
 ]
 
 setup(
+    cmdclass={"build_py": build_py_with_workloads},
     ext_modules=cythonize(
         extensions,
         compiler_directives={

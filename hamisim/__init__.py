@@ -1,0 +1,38 @@
+"""hamisim: simulate HAMi GPU scheduling on Kubernetes clusters.
+
+The public API::
+
+    from hamisim import load_cluster, make_scheduler, Pod, Container
+    sched = make_scheduler(load_cluster("cluster.yaml"))        # kernel backend
+    decision = sched.schedule(Pod("p", (Container({"nvidia.com/gpu": 1}),)))
+    decision.node, decision.devices, decision.message
+
+``backend="reference"`` selects the pure-Python executable specification.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .cluster import Card, Cluster, Node, SchedulerConfig
+from .errors import HamisimError, InputError, SchedulerError
+from .outcome import Decision, Pick
+from .pods import Container, Pod, Request
+from .scheduler import BACKENDS, make_scheduler
+
+__all__ = [
+    "__version__", "Card", "Cluster", "Node", "SchedulerConfig", "HamisimError", "InputError",
+    "SchedulerError", "Decision", "Pick", "Container", "Pod", "Request", "BACKENDS",
+    "make_scheduler", "load_cluster", "load_scenario", "run_scenario",
+]
+
+
+def __getattr__(name: str):
+    # File readers and the scenario runner import PyYAML and friends; load them
+    # on first use so `import hamisim` stays light.
+    if name == "load_cluster":
+        from .clusterfile import load_cluster
+        return load_cluster
+    if name in ("load_scenario", "run_scenario"):
+        from . import scenario
+        return getattr(scenario, name)
+    raise AttributeError(f"module 'hamisim' has no attribute {name!r}")

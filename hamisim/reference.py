@@ -469,6 +469,12 @@ class ReferenceScheduler:
             req[cached.node][1] += cached.memory_mib
         return [(a, b) for a, b in req]
 
+    def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+        """Record a placement made elsewhere (an initial state), as HAMi's
+        informer does for a pod that already carries its annotations."""
+        self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib)
+
     def delete(self, name: str) -> None:
         """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
         self.pods.pop(name, None)
