@@ -47,7 +47,159 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
     _add_backend(sc)
     sc.set_defaults(func=cmd_scenario)
+
+    rn = sub.add_parser(
+        "run", help="replay a trace against a cluster (default: the bundled openb workload)",
+        description="Simulate a pod trace on a cluster and write events, time series, a "
+                    "summary and figures. With no CLUSTER and TRACE: the bundled Alibaba openb "
+                    "GPU cluster (1,213 nodes, 6,212 GPUs) and its default pod list, re-timed "
+                    "to an 80% offered GPU load, under HAMi's default policies.")
+    rn.add_argument("cluster", metavar="CLUSTER", nargs="?",
+                    help="cluster file (.yaml/.json) or openb node list (.csv)")
+    rn.add_argument("trace", metavar="TRACE", nargs="?",
+                    help="trace file (.csv/.parquet/.jsonl) or openb pod list (.csv)")
+    _add_run_options(rn)
+    rn.add_argument("--out", default="hamisim-out", metavar="DIR",
+                    help="results folder, replaced atomically (default: %(default)s)")
+    rn.set_defaults(func=cmd_run)
+
+    cp = sub.add_parser(
+        "compare", help="the same workload under several node and card policies",
+        description="Run every combination of --node-policy and --gpu-policy values, each "
+                    "with --seeds seeds, on the same workload; write one table and one "
+                    "overlay plot.")
+    cp.add_argument("cluster", metavar="CLUSTER", nargs="?")
+    cp.add_argument("trace", metavar="TRACE", nargs="?")
+    _add_run_options(cp, multi=True)
+    cp.add_argument("--seeds", type=_positive_int, default=1, metavar="K",
+                    help="seeds per policy: --seed, --seed+1, ... (default: 1)")
+    cp.add_argument("--out", default="hamisim-compare", metavar="DIR",
+                    help="results folder, replaced atomically (default: %(default)s)")
+    cp.set_defaults(func=cmd_compare)
+
+    pl = sub.add_parser("plot", help="redraw the figures of a results folder",
+                        description="Redraw DIR/figures from DIR/timeseries of a 'run'.")
+    pl.add_argument("dir", metavar="DIR")
+    pl.set_defaults(func=cmd_plot)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _percentage(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be 0..100, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 10:
+        raise argparse.ArgumentTypeError(f"must be a positive fraction of capacity, got {value}")
+    return value
+
+
+def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
+    many = {"action": "append"} if multi else {}
+    p.add_argument("--gpu-policy", metavar="P", **many,
+                   help="card policy, e.g. spread, binpack, mutex,binpack,numa "
+                        "(overrides the cluster file; default: HAMi's spread)"
+                        + ("; repeat to compare" if multi else ""))
+    p.add_argument("--node-policy", metavar="P", **many,
+                   help="node policy binpack or spread (default: HAMi's binpack)"
+                        + ("; repeat to compare" if multi else ""))
+    p.add_argument("--mode", choices=("replay", "fill"), default="replay",
+                   help="replay: arrivals and departures in time; fill: the FGD paper's "
+                        "protocol (one attempt per pod, no departures) (default: replay)")
+    p.add_argument("--fill-to", type=float, default=130.0, metavar="PCT",
+                   help="fill mode: submit pods until their GPU request reaches PCT%% of "
+                        "capacity (default: 130)")
+    p.add_argument("--load", type=_fraction, default=0.8, metavar="X",
+                   help="replay: re-time arrivals (Poisson) to offered GPU load X, a fraction "
+                        "of capacity (default: 0.8)")
+    p.add_argument("--as-traced", action="store_true",
+                   help="replay the trace's own timestamps instead of re-timing")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--retry", choices=("backoff", "none"), default="backoff",
+                   help="replay: retry unschedulable pods with kube-scheduler's backoff, or "
+                        "give each pod one attempt (default: backoff)")
+    p.add_argument("--percentage-of-nodes-to-score", type=_percentage, metavar="N",
+                   help="kube-scheduler's percentageOfNodesToScore (0 = adaptive default)")
+    p.add_argument("--node-tie-break", choices=("last", "random"),
+                   help="equal node scores: last in cluster order, or a seeded random pick")
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                   help="table format of the results (default: parquet)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: only on a terminal)")
+    _add_backend(p)
+
+
+def _spec(args: argparse.Namespace, **overrides):
+    from .study import RunSpec
+    if (args.cluster is None) != (args.trace is None):
+        raise InputError(None, None, "give both CLUSTER and TRACE, or neither (bundled openb)")
+    fields = dict(cluster=args.cluster, trace=args.trace, mode=args.mode,
+                  load=None if args.as_traced else args.load, fill_to=args.fill_to,
+                  seed=args.seed, backend=args.backend, retry=args.retry,
+                  percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
+                  node_tie_break=args.node_tie_break, progress=args.progress)
+    fields.update(overrides)
+    return RunSpec(**fields)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .study import run, write_run
+    spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
+    result = run(spec)
+    out = write_run(result, args.out, args.format, title=spec.label)
+    r = result.summary["results"]
+    rows = [("pods", r["pods"]), ("bound", r["bound"]), ("departed", r["departed"]),
+            ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
+            ("scheduling attempts", r["attempts"]),
+            ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
+            ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
+            ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}")]
+    print(f"hamisim run: {spec.label}, mode {spec.mode}, seed {spec.seed}")
+    for k, v in rows:
+        print(f"  {k:32s} {v}")
+    print(f"results written to {out}/ (events, timeseries, summary.json, figures/)")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .study import compare, policy_grid
+    base = _spec(args)
+    specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
+    table = compare(specs, args.out, args.format)
+    cols = ["policy", "seed", "bound", "abandoned", "queueing_delay_p99_s",
+            "peak_gpu_allocated", "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"]
+    view = table[[c for c in cols if c in table.columns]]
+    with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
+    print(f"results written to {args.out}/ (compare table, figures/compare.png, runs/)")
+    return EXIT_OK
+
+
+def with_pd_options(fn):
+    import pandas as pd
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        fn()
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .study import plot_folder
+    try:
+        paths = plot_folder(args.dir)
+    except FileNotFoundError as err:
+        raise InputError(None, None, str(err)) from None
+    for p in paths:
+        print(p)
+    return EXIT_OK
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:

@@ -1,0 +1,247 @@
+"""Cluster allocation and fragmentation, kept up to date per changed node.
+
+:class:`ClusterMeter` mirrors HAMi's per-card usage (the same collapsed
+usage the schedulers hold) in numpy arrays and keeps cluster totals as sums
+of per-node terms, so a bind or a departure costs work on that one node, not
+a rescan of the cluster.
+
+Fragmentation follows the FGD paper (Weng et al., ATC '23; FGD-OPENB.md
+§4.1), generalised from milli-GPU to HAMi cards:
+
+* a card's *free amount* ``f`` (in GPUs) is ``min(free cores / devcore,
+  free memory / devmem)``, and 0 when its slots are exhausted or it is
+  unhealthy or cordoned;
+* a card can *host* a typical pod shape when HAMi's Fit would accept it on
+  that card alone: a free slot, enough memory (the shape's MiB, or its
+  percentage of this card), enough cores, the exclusive-card rules, the
+  type filter;
+* a node can host a shape when at least ``k`` of its cards can and its free
+  CPU covers the shape's CPU; then the free amount of the cards that cannot
+  host the shape is fragment, otherwise all of the node's free amount is
+  (a CPU-only shape counts all free GPU as fragment, as in FGD);
+* node fragmentation is the popularity-weighted sum over the typical shapes
+  and cluster fragmentation the sum over nodes.
+
+Typical shapes are the workload's most popular pod shapes covering at least
+95 % of its pods (FGD's target workload), see :func:`typical_shapes`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .cluster import Cluster, SchedulerConfig
+from .pods import NO_PERCENTAGE, Pod, admit, pod_requests
+from .reference import type_allowed
+
+__all__ = ["Shape", "typical_shapes", "ClusterMeter", "TIMESERIES_COLUMNS"]
+
+_MICRO = 1_000_000
+USE_GPUTYPE = "nvidia.com/use-gputype"
+NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A typical pod shape: CPU, cards per pod and what each card must give."""
+
+    cpu_milli: int
+    nums: int                      # cards; 0 = CPU-only
+    memreq: int = 0                # MiB per card (0 = use pct)
+    pct: int = NO_PERCENTAGE       # share of the card's memory, 101 = none
+    cores: int = 0
+    use_gputype: str = ""
+    nouse_gputype: str = ""
+    weight: float = 1.0
+
+
+def _shape_key(pod: Pod, config: SchedulerConfig) -> tuple:
+    try:
+        reqs, _ = pod_requests(admit(pod, config), config)
+    except ValueError:
+        reqs = []
+    req = next((r for r in reqs if r is not None), None)
+    ann = pod.annotations
+    if req is None:
+        return (pod.cpu_milli, 0, 0, NO_PERCENTAGE, 0, "", "")
+    return (pod.cpu_milli, req.nums, req.memreq, req.mempercentagereq, min(req.coresreq, 100),
+            ann.get(USE_GPUTYPE, ""), ann.get(NOUSE_GPUTYPE, ""))
+
+
+def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
+                   coverage: float = 0.95) -> list[Shape]:
+    """The most popular shapes covering ``coverage`` of the pods, weights summing to 1.
+
+    Ties in popularity are broken by the shape itself, so the result does not
+    depend on the order of ``pods``.
+    """
+    counts = Counter(_shape_key(p, config) for p in pods)
+    total = sum(counts.values())
+    if total == 0:
+        return []
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    kept, covered = [], 0
+    for key, n in ranked:
+        kept.append((key, n))
+        covered += n
+        if covered >= coverage * total:
+            break
+    norm = sum(n for _, n in kept)
+    return [Shape(*key, weight=n / norm) for key, n in kept]
+
+
+TIMESERIES_COLUMNS = (
+    "time", "pods_arrived", "pods_pending", "pods_running", "pods_departed", "pods_abandoned",
+    "hami_gpu_total", "hami_gpu_allocated", "hami_gpu_zero_tenant", "nodes_gpu_idle",
+    "hami_vgpu_slots_total", "hami_vgpu_slots_allocated",
+    "hami_gpu_memory_total_bytes", "hami_gpu_memory_allocated_bytes",
+    "hami_gpu_core_total", "hami_gpu_core_allocated", "hami_gpu_core_allocated_ratio",
+    "unallocated_gpu", "frag_gpu", "frag_pct_of_capacity", "frag_rate_pct",
+)
+
+
+class ClusterMeter:
+    """Per-card usage and per-node aggregates of a cluster, updated incrementally."""
+
+    def __init__(self, cluster: Cluster, shapes: Sequence[Shape] = ()) -> None:
+        nodes = cluster.nodes
+        self.n_nodes = len(nodes)
+        self.node_start = np.zeros(self.n_nodes + 1, dtype=np.int64)
+        self.row: dict[str, int] = {}
+        count, devmem, devcore, usable, types = [], [], [], [], []
+        for i, node in enumerate(nodes):
+            for c in node.cards:
+                self.row[c.id] = len(count)
+                count.append(c.count)
+                devmem.append(c.devmem)
+                devcore.append(c.devcore)
+                usable.append(c.health and c.id not in node.cordon)
+                types.append(c.type)
+            self.node_start[i + 1] = len(count)
+        self.count = np.array(count, dtype=np.int64)
+        self.devmem = np.array(devmem, dtype=np.int64)
+        self.devcore = np.array(devcore, dtype=np.int64)
+        self.usable = np.array(usable, dtype=bool)
+        self.used = np.zeros_like(self.count)
+        self.usedmem = np.zeros_like(self.count)
+        self.usedcores = np.zeros_like(self.count)
+        self.node_cpu = np.array([-1 if n.cpu_milli is None else n.cpu_milli for n in nodes],
+                                 dtype=np.int64)
+        self.node_cpu_used = np.zeros(self.n_nodes, dtype=np.int64)
+        self.shapes = list(shapes)
+        # the shapes as arrays, and each shape's type filter per card
+        sh = self.shapes
+        self._sh = {
+            "nums": np.array([x.nums for x in sh], dtype=np.int64),
+            "memreq": np.array([x.memreq for x in sh], dtype=np.int64),
+            "pct": np.array([x.pct for x in sh], dtype=np.int64),
+            "has_pct": np.array([x.pct != NO_PERCENTAGE for x in sh], dtype=bool),
+            "cores": np.array([x.cores for x in sh], dtype=np.int64),
+            "whole": np.array([x.cores == 100 for x in sh], dtype=bool),
+            "zero_core": np.array([x.cores == 0 for x in sh], dtype=bool),
+            "cpu": np.array([x.cpu_milli for x in sh], dtype=np.int64),
+            "weight": np.array([x.weight for x in sh], dtype=float),
+            "type_ok": np.array([[type_allowed({USE_GPUTYPE: x.use_gputype,
+                                                NOUSE_GPUTYPE: x.nouse_gputype}, t)
+                                  for t in types] for x in sh], dtype=bool).reshape(
+                                      len(sh), len(types)),
+        }
+        self.n_cards = len(count)
+        self.capacity = float(self.n_cards)
+        self.totals = {
+            "slots_total": int(self.count.sum()), "memory_total": int(self.devmem.sum()),
+            "core_total": int(self.devcore.sum()),
+        }
+        # per-node terms whose sums are the cluster totals
+        self.node_alloc = np.zeros(self.n_nodes, dtype=np.int64)
+        # free amount and fragment per node in micro-GPUs (integers), so the
+        # running cluster sums stay exact however many updates they see
+        self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_frag = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_idle = np.zeros(self.n_nodes, dtype=bool)
+        for i in range(self.n_nodes):
+            self._refresh(i)
+        self.sum_alloc = int(self.node_alloc.sum())
+        self.sum_free = int(self.node_free.sum())
+        self.sum_frag = int(self.node_frag.sum())
+        self.sum_idle = int(self.node_idle.sum())
+
+    # -- updates ---------------------------------------------------------
+    def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]], cpu_milli: int = 0,
+              sign: int = 1) -> None:
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``."""
+        for uuid, (used, mem, cores) in usage.items():
+            r = self.row[uuid]
+            self.used[r] += sign * used
+            self.usedmem[r] += sign * mem
+            self.usedcores[r] += sign * cores
+        self.node_cpu_used[node] += sign * cpu_milli
+        old = (self.node_alloc[node], self.node_free[node], self.node_frag[node],
+               self.node_idle[node])
+        self._refresh(node)
+        self.sum_alloc += int(self.node_alloc[node] - old[0])
+        self.sum_free += int(self.node_free[node] - old[1])
+        self.sum_frag += int(self.node_frag[node] - old[2])
+        self.sum_idle += int(self.node_idle[node]) - int(old[3])
+
+    def _refresh(self, i: int) -> None:
+        a, b = int(self.node_start[i]), int(self.node_start[i + 1])
+        used, count = self.used[a:b], self.count[a:b]
+        devmem, devcore = self.devmem[a:b], self.devcore[a:b]
+        freemem, freecore = devmem - self.usedmem[a:b], devcore - self.usedcores[a:b]
+        self.node_alloc[i] = int((used > 0).sum())
+        self.node_idle[i] = b > a and not used.any()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.minimum(np.where(devcore > 0, freecore / devcore, 0.0),
+                               np.where(devmem > 0, freemem / devmem, 0.0))
+        f = np.where((used < count) & self.usable[a:b], np.clip(share, 0.0, 1.0), 0.0)
+        total_free = float(f.sum())
+        self.node_free[i] = round(total_free * _MICRO)
+        if not self.shapes or b == a:
+            self.node_frag[i] = 0
+            return
+        cpu_free = None if self.node_cpu[i] < 0 else int(self.node_cpu[i] - self.node_cpu_used[i])
+        # every typical shape against every card of the node at once: (shapes, cards)
+        sh = self._sh
+        usedcores = self.usedcores[a:b]
+        mem_need = np.where(sh["memreq"][:, None] > 0, sh["memreq"][:, None],
+                            np.where(sh["has_pct"][:, None], devmem[None, :] * sh["pct"][:, None]
+                                     // 100, 0))
+        card_open = (used < count) & self.usable[a:b]
+        host = (card_open[None, :] & sh["type_ok"][:, a:b] & (freemem[None, :] >= mem_need)
+                & (freecore[None, :] >= sh["cores"][:, None]))
+        host &= ~(sh["whole"][:, None] & ((devcore == 100) & (used > 0))[None, :])
+        host &= ~(sh["zero_core"][:, None] & ((devcore != 0) & (usedcores == devcore))[None, :])
+        can = (sh["nums"] > 0) & (host.sum(axis=1) >= sh["nums"])
+        if cpu_free is not None:
+            can &= cpu_free >= sh["cpu"]
+        stranded = np.where(can, (f[None, :] * ~host).sum(axis=1), total_free)
+        self.node_frag[i] = round(float((sh["weight"] * stranded).sum()) * _MICRO)
+
+    # -- readings --------------------------------------------------------
+    def reading(self) -> dict[str, float]:
+        """Cluster totals now (names as in :data:`TIMESERIES_COLUMNS`)."""
+        t = self.totals
+        used_cores = int(self.usedcores.sum())
+        free = self.sum_free / _MICRO
+        frag = self.sum_frag / _MICRO
+        return {
+            "hami_gpu_total": self.n_cards,
+            "hami_gpu_allocated": self.sum_alloc,
+            "hami_gpu_zero_tenant": self.n_cards - self.sum_alloc,
+            "nodes_gpu_idle": self.sum_idle,
+            "hami_vgpu_slots_total": t["slots_total"],
+            "hami_vgpu_slots_allocated": int(self.used.sum()),
+            "hami_gpu_memory_total_bytes": t["memory_total"] * 2**20,
+            "hami_gpu_memory_allocated_bytes": int(self.usedmem.sum()) * 2**20,
+            "hami_gpu_core_total": t["core_total"],
+            "hami_gpu_core_allocated": used_cores,
+            "hami_gpu_core_allocated_ratio": used_cores / t["core_total"] if t["core_total"] else 0.0,
+            "unallocated_gpu": free,
+            "frag_gpu": frag,
+            "frag_pct_of_capacity": 100.0 * frag / self.capacity if self.capacity else 0.0,
+            "frag_rate_pct": 100.0 * frag / free if free > 0 else 0.0,
+        }
