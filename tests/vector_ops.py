@@ -119,3 +119,202 @@ def _with_text(cp, text: str):
 
 
 BACKENDS = {"reference": ReferenceOps()}
+
+
+# ---------------------------------------------------------------------------
+# The compiled kernel's test entry points
+# ---------------------------------------------------------------------------
+def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str = "NVIDIA"):
+    """A kernel card table holding one node made of the vector's cards.
+
+    ``req_type`` is the container's request type: it decides the vendor
+    filter (substring, any case) and the card-score type equality.
+    """
+    from hamisim import _core
+
+    i64 = lambda key: np.array([c[key] for c in cards], dtype=np.int64)  # noqa: E731
+    u8 = lambda vals: np.array(vals, dtype=np.uint8)  # noqa: E731
+    k = len(cards)
+    types = list(dict.fromkeys(c["type"] for c in cards))
+    modes = list(dict.fromkeys(c["mode"] for c in cards))
+    pair = np.zeros(k * k, dtype=np.int64)
+    for a, ca in enumerate(cards):
+        row = (pair_scores or {}).get(ca["id"], {})
+        for b, cb in enumerate(cards):
+            pair[a * k + b] = row.get(cb["id"], 0)
+    is_vendor = u8([req_type.upper() in c["type"].upper() for c in cards])
+    table = _core.CardTable(
+        node_start=np.array([0, k], dtype=np.int64),
+        pair_start=np.array([0, k * k], dtype=np.int64),
+        n_vendor=np.array([int(is_vendor.sum())], dtype=np.int64),
+        count=i64("count"), devmem=i64("devmem"), devcore=i64("devcore"), numa=i64("numa"),
+        index=i64("index"), health=u8([c["health"] for c in cards]),
+        cordoned=u8([False] * k), is_vendor=is_vendor,
+        type_exact=u8([c["type"] == req_type for c in cards]),
+        type_id=np.array([types.index(c["type"]) for c in cards], dtype=np.int32),
+        mode_id=np.array([modes.index(c["mode"]) for c in cards], dtype=np.int32),
+        used=i64("used"), usedmem=i64("usedmem"), usedcores=i64("usedcores"), pair=pair,
+        alloc_cpu=np.array([-1], dtype=np.int64), alloc_mem=np.array([-1], dtype=np.int64),
+        req_cpu=np.zeros(1, dtype=np.int64), req_mem=np.zeros(1, dtype=np.int64))
+    return table, types, modes
+
+
+def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: list[dict],
+              types: list[str], modes: list[str], w=(1, 1, 1), registered=("NVIDIA",)):
+    from hamisim import _core
+    from hamisim.policy import numa_bind
+    from hamisim.state import encode_policy, request_rows
+
+    mode, chain, n_chain = encode_policy(sort_policy)
+    fp = parse_card_policy(fit_text)
+    mode_ann = ann.get(ref.VGPU_MODE)
+    return _core.PodSpec(
+        request_rows(reqs, registered), n_init, mode, chain, n_chain, sort_policy.numa_bind,
+        numa_bind(ann), fp.mutex, fp.topology,
+        np.array([np.float32(x) for x in w], dtype=np.float32),
+        np.array([ref.type_allowed(ann, t) for t in types] or [1], dtype=np.uint8),
+        np.array([ref.mode_allowed(mode_ann, m) for m in modes] or [1], dtype=np.uint8),
+        np.array([ref.uuid_allowed(ann, c["id"]) for c in cards] or [1], dtype=np.uint8))
+
+
+def _kernel_picks(cards: list[dict], picks) -> list[dict]:
+    return [{"uuid": cards[p]["id"], "type": "NVIDIA", "usedmem": int(m), "usedcores": int(c),
+             "idx": cards[p]["index"]} for p, m, c in picks]
+
+
+def _status_reason(status: int, counts: list[int], n_cards: int) -> str:
+    from hamisim import _core
+    from hamisim.outcome import (DEVICE_TYPE_NOT_FOUND, NODE_INSUFFICIENT_DEVICE, REASONS,
+                                 fit_reason)
+
+    st = _core.ST_NAMES
+    if status == st["FIT"]:
+        return ""
+    if status == st["INSUFFICIENT"]:
+        return NODE_INSUFFICIENT_DEVICE
+    if status == st["TYPE_NOT_FOUND"]:
+        return DEVICE_TYPE_NOT_FOUND
+    return fit_reason(dict(zip(REASONS, counts)), n_cards)
+
+
+class KernelOps:
+    """The vectors' operations on the compiled kernel's test entry points."""
+
+    name = "kernel"
+
+    def card_score(self, c: dict, requests: list[dict], w: dict) -> float:
+        from hamisim import _core
+        from hamisim.state import request_rows
+
+        i64 = lambda key: np.array([c[key]], dtype=np.int64)  # noqa: E731
+        reqs = [request(r) for r in requests]
+        match = np.array([[r.type == c["type"] for r in reqs]], dtype=np.uint8)
+        ws = np.array([np.float32(x) for x in weights(w)], dtype=np.float32)
+        out = _core.card_scores(i64("count"), i64("devmem"), i64("devcore"), i64("used"),
+                                i64("usedmem"), i64("usedcores"), request_rows(reqs), match, ws)
+        return float(out[0])
+
+    def card_less(self, policy: str, numa_bind: bool, a: dict, b: dict) -> bool:
+        from hamisim import _core
+        from hamisim.state import encode_policy
+
+        cp = parse_card_policy(policy, numa_bind)
+        mode, chain, n_chain = encode_policy(cp)
+        key = lambda d: (d["score"], d["numa"], d["used"], d["index"])  # noqa: E731
+        return _core.card_less(mode, chain, n_chain, cp.numa_bind, key(a), key(b))
+
+    def _sort(self, policy: str, numa_bind: bool, scores, numa, used, index) -> list[int]:
+        from hamisim import _core
+        from hamisim.state import encode_policy
+
+        cp = parse_card_policy(policy, numa_bind)
+        mode, chain, n_chain = encode_policy(cp)
+        perm = _core.sort_order(mode, chain, n_chain, cp.numa_bind,
+                                np.array(scores, dtype=np.float32),
+                                np.array(numa, dtype=np.int64), np.array(used, dtype=np.int64),
+                                np.array(index, dtype=np.int64))
+        return perm.tolist()
+
+    def sort_order(self, policy: str, numa_bind: bool, ids: list[str], scores: dict,
+                   numa: dict, used: dict | None = None) -> list[str]:
+        perm = self._sort(policy, numa_bind, [scores[i] for i in ids],
+                          [numa.get(i, 0) for i in ids], [(used or {}).get(i, 0) for i in ids],
+                          list(range(len(ids))))
+        return [ids[p] for p in perm]
+
+    def node_base_score(self, cards: list[dict]) -> float:
+        from hamisim import _core
+
+        a = {k: np.array([c[k] for c in cards], dtype=np.int64)
+             for k in ("count", "devmem", "devcore", "used", "usedmem", "usedcores")}
+        return _core.node_base_score(a["count"], a["devmem"], a["devcore"], a["used"],
+                                     a["usedmem"], a["usedcores"])
+
+    def node_less(self, policy: str, a: float, b: float) -> bool:
+        from hamisim import _core
+        from hamisim.policy import node_policy_spread
+
+        return _core.node_less(node_policy_spread(policy), a, b)
+
+    def fit(self, case: dict) -> tuple[bool, list[dict], str]:
+        from hamisim import _core
+        from hamisim.outcome import REASONS, fit_reason
+
+        cards = case["cards"]
+        ann = case.get("annotations") or {}
+        text = pod_gpu_policy(case.get("default_gpu_policy", ""), ann)
+        # Fit receives the list as given: the kernel's fit_on_node counts every
+        # card as a vendor card.
+        table, types, modes = _one_node_table(cards, case.get("pair_scores"))
+        r = request(case["request"])
+        spec = _pod_spec([r], 0, parse_card_policy(text), text, ann, cards, types, modes)
+        perm = list(range(len(cards)))
+        if case.get("sort"):
+            s = case["sort"]
+            perm = self._sort(s["policy"], s["numa_bind"], [s["cards_scores"][c["id"]]
+                                                            for c in cards],
+                              [c["numa"] for c in cards], [c["used"] for c in cards],
+                              [c["index"] for c in cards])
+        core = _core.Core(table)
+        ok, picks, counts, n_cards = core.fit_on_node(spec, 0, 0, perm)
+        reason = "" if ok else fit_reason(dict(zip(REASONS, counts)), n_cards)
+        return ok, _kernel_picks(cards, picks), reason
+
+    def fit_container(self, case: dict) -> tuple[bool, list[str], str]:
+        from hamisim import _core
+
+        cards = case["cards"]
+        reqs = [request(r) for r in case["requests"]]
+        assert len(reqs) == 1, "the kernel fits one request per container"
+        ann = case.get("annotations") or {}
+        text = pod_gpu_policy(case.get("default_gpu_policy", ""), ann)
+        table, types, modes = _one_node_table(cards, case.get("pair_scores"), reqs[0].type)
+        spec = _pod_spec(reqs, 0, parse_card_policy(case["list_policy"], case["numa_bind"]),
+                         text, ann, cards, types, modes, weights(case.get("weights")),
+                         tuple(case.get("registered_types", ["NVIDIA"])))
+        st, picks, counts, n_cards = _core.Core(table).fit_in_devices_on_node(spec, 0, 0)
+        return (st == _core.ST_NAMES["FIT"], [cards[p]["id"] for p, _, _ in picks],
+                _status_reason(st, counts, n_cards))
+
+    def node_pipeline(self, case: dict) -> dict[str, tuple]:
+        from hamisim import _core
+
+        ann = case.get("annotations") or {}
+        text = pod_gpu_policy(case.get("default_gpu_policy", ""), ann)
+        reqs = [request(c[0]) if c else None for c in case["containers"]]
+        out = {}
+        for name, node in case["nodes"].items():
+            cards = node["cards"]
+            table, types, modes = _one_node_table(cards, None)
+            spec = _pod_spec(reqs, case["n_init"],
+                             parse_card_policy(node["list_policy"], node["numa_bind"]), text,
+                             ann, cards, types, modes, weights(case.get("weights")))
+            st, score, containers, counts, n_cards = _core.Core(table).score_node(spec, 0)
+            devices = [_kernel_picks(cards, picks) for picks in containers]
+            ok = st == _core.ST_NAMES["FIT"]
+            out[name] = (ok, devices, score if ok else 0.0,
+                         _status_reason(st, counts, n_cards))
+        return out
+
+
+BACKENDS["kernel"] = KernelOps()

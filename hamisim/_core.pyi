@@ -1,0 +1,135 @@
+"""Type stub of the compiled kernel (hamisim/_core.pyx); C types in trailing comments."""
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+U8 = npt.NDArray[np.uint8]
+F32 = npt.NDArray[np.float32]
+
+CODES: dict[str, int]           # policy codes, request columns and flags
+REASON_ORDER: tuple[str, ...]   # reason code -> HAMi reason key (== outcome.REASONS)
+ST_NAMES: dict[str, int]        # node status codes: FIT, FIT_FAILED, INSUFFICIENT, ...
+
+Pick3 = tuple[int, int, int]    # (node-local card position: int, mem: int64_t, cores: int64_t)
+
+class CardTable:
+    """Cluster arrays (hamisim.state.ClusterState); usage arrays are read live."""
+
+    max_cards: int              # int
+    n_nodes: int                # int
+    def __init__(
+        self,
+        *,
+        node_start: I64,        # int64_t[n_nodes + 1]
+        pair_start: I64,        # int64_t[n_nodes + 1]
+        n_vendor: I64,          # int64_t[n_nodes]
+        count: I64,             # int64_t[n_cards]
+        devmem: I64,            # int64_t[n_cards]
+        devcore: I64,           # int64_t[n_cards]
+        numa: I64,              # int64_t[n_cards]
+        index: I64,             # int64_t[n_cards]
+        health: U8,             # uint8_t[n_cards]
+        cordoned: U8,           # uint8_t[n_cards]
+        is_vendor: U8,          # uint8_t[n_cards]
+        type_exact: U8,         # uint8_t[n_cards]
+        type_id: I32,           # int32_t[n_cards]
+        mode_id: I32,           # int32_t[n_cards]
+        used: I64,              # int64_t[n_cards], live
+        usedmem: I64,           # int64_t[n_cards], live
+        usedcores: I64,         # int64_t[n_cards], live
+        pair: I64,              # int64_t[sum k*k]
+        alloc_cpu: I64,         # int64_t[n_nodes], -1 = unconstrained
+        alloc_mem: I64,         # int64_t[n_nodes], -1 = unconstrained
+        req_cpu: I64,           # int64_t[n_nodes], live
+        req_mem: I64,           # int64_t[n_nodes], live
+    ) -> None: ...
+
+class PodSpec:
+    """One attempt's encoded request (hamisim.state.encode_pod)."""
+
+    n_cont: int                 # int
+    def __init__(
+        self,
+        req: I64,               # int64_t[n_cont, 5]: nums, memreq, pct, coresreq, flags
+        n_init: int,            # int
+        mode: int,              # int: policy.MODE_CHAIN / SINGLE_*
+        chain: I32,             # int32_t[3]: policy.KEY_*
+        n_chain: int,           # int
+        sort_numa_bind: bool,   # bint
+        fit_numa_bind: bool,    # bint
+        mutex: bool,            # bint
+        topology: bool,         # bint
+        weights: F32,           # float[3]: slot, core, memory
+        type_ok: U8,            # uint8_t[n_types]
+        mode_ok: U8,            # uint8_t[n_modes]
+        uuid_ok: U8,            # uint8_t[n_cards]
+        cpu_milli: int = ...,   # int64_t
+        memory_mib: int = ...,  # int64_t
+    ) -> None: ...
+
+class Core:
+    """Scratch buffers plus the attempt loop over one CardTable."""
+
+    np_rej_node: I64            # int64_t[n_nodes]: rejected nodes, visiting order
+    np_rej_bits: I32            # int32_t[n_nodes]: 1 = cpu, 2 = memory
+    np_window: I64              # int64_t[n_nodes]: nodes handed to HAMi, cluster order
+    np_status: I32              # int32_t[n_nodes]: per window position
+    np_score: F32               # float[n_nodes]: node base score per window position
+    np_counts: I32              # int32_t[n_nodes, 11]: Fit reason histogram per window position
+    np_ncards: I64              # int64_t[n_nodes]: cards handed to Fit per window position
+    np_tied: I64                # int64_t[n_nodes]: window positions tied with the winner
+    np_out_n: Any               # int[cap_c]
+    np_out_pos: Any             # int[cap_c, cap_k]
+    np_out_mem: Any             # int64_t[cap_c, cap_k]
+    np_out_cores: Any           # int64_t[cap_c, cap_k]
+    n_rejected: int             # int
+    n_window: int               # int
+    n_fit: int                  # int
+    n_tied: int                 # int
+    best: int                   # int: window position, -1 = none
+    next_start: int             # int
+    node_score: float           # float
+    def __init__(self, table: CardTable, max_containers: int = ...) -> None: ...
+    def attempt(
+        self,
+        pod: PodSpec,
+        start: int,             # int
+        wanted: int,            # int
+        wants_gpu: bool,        # bint
+        node_spread: bool,      # bint
+        sample_only: bool = ...,  # bint
+    ) -> int: ...               # int: window position of the chosen node, -1 = none
+    def place(self, pod: PodSpec, node: int) -> int: ...   # int status
+    def picks(self, n_cont: int) -> list[list[Pick3]]: ...
+    def fit_on_node(
+        self, pod: PodSpec, node: int, ci: int, perm: Any
+    ) -> tuple[bool, list[Pick3], list[int], int]: ...
+    def fit_in_devices_on_node(
+        self, pod: PodSpec, node: int, ci: int
+    ) -> tuple[int, list[Pick3], list[int], int]: ...
+    def score_node(
+        self, pod: PodSpec, node: int
+    ) -> tuple[int, float, list[list[Pick3]], list[int], int]: ...
+
+def card_scores(
+    count: I64, devmem: I64, devcore: I64, used: I64, usedmem: I64, usedcores: I64,
+    req: I64,                   # int64_t[n_req, 5]
+    match: U8,                  # uint8_t[n_cards, n_req]
+    weights: F32,               # float[3]
+) -> F32: ...                   # float[n_cards]
+def card_less(
+    mode: int, chain: Any, n_chain: int, numa_bind: bool,
+    a: tuple[float, int, int, int],   # (float score, int64_t numa, int64_t used, int64_t index)
+    b: tuple[float, int, int, int],
+) -> bool: ...
+def sort_order(
+    mode: int, chain: Any, n_chain: int, numa_bind: bool,
+    scores: F32, numa: I64, used: I64, index: I64,
+) -> npt.NDArray[np.intc]: ...  # int[n]: Go sort.Sort permutation
+def node_base_score(
+    count: I64, devmem: I64, devcore: I64, used: I64, usedmem: I64, usedcores: I64
+) -> float: ...                 # float (float32 value)
+def node_less(spread: bool, a: float, b: float) -> bool: ...   # float a, float b

@@ -1,0 +1,1099 @@
+# cython: language_level=3
+"""Compiled filter-and-score kernel: HAMi's Filter for one attempt.
+
+The readable specification is :mod:`hamisim.reference`; every function here
+is the twin of one there and must take the identical decision (checked by
+tests/test_kernel_equivalence.py and the HAMi vectors on both backends).
+
+Layout (see :mod:`hamisim.state`): card rows grouped by node, node ``i`` owning
+rows ``node_start[i]:node_start[i+1]`` in registration order. Inside a node
+the kernel works on *local* positions ``0..k-1``; a permutation ``perm`` of
+them is the node's card list as HAMi holds it (re-sorted in place with Go's
+``sort.Sort`` for every container). Nothing on the hot path allocates, raises
+or touches a Python object: scratch buffers are sized once (and grown from
+Python, outside ``nogil``, when a larger pod comes along).
+
+Float32: card and node scores are computed in C ``float``, one operation at a
+time in Go's order; setup.py forbids FMA contraction (``-ffp-contract=off``).
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.string cimport memcpy, memset
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Codes shared with Python (hamisim.policy, hamisim.outcome); kernel.py checks
+# them against the Python constants at import.
+# ---------------------------------------------------------------------------
+cdef enum:
+    MODE_CHAIN = 0
+    SINGLE_MUTEX = 1
+    SINGLE_BINPACK = 2
+    SINGLE_SPREAD = 3
+    KEY_BINPACK = 1
+    KEY_SPREAD = 2
+    KEY_NUMA = 3
+
+# Reason codes: the order of hamisim.outcome.REASONS.
+cdef enum:
+    R_NOT_HEALTH = 0
+    R_CORDONED = 1
+    R_TYPE = 2
+    R_NUMA = 3
+    R_UUID = 4
+    R_SLICING = 5
+    R_EXCLUSIVE = 6
+    R_MEMORY = 7
+    R_CORE = 8
+    R_COMPUTE_UNITS = 9
+    R_ALLOCATED = 10
+    N_REASONS = 11
+
+# Outcome of one node (and of one container on it).
+cdef enum:
+    ST_FIT = 0
+    ST_FIT_FAILED = 1          # Fit's per-card reason histogram
+    ST_INSUFFICIENT = 2        # "NodeInsufficientDevice"
+    ST_TYPE_NOT_FOUND = 3      # "Device type not found"
+    ST_UNREGISTERED = 4        # "node unregistered"
+
+# Request row columns (hamisim.state.REQ_FIELDS).
+cdef enum:
+    Q_NUMS = 0
+    Q_MEM = 1
+    Q_PCT = 2
+    Q_CORES = 3
+    Q_FLAGS = 4
+    Q_WIDTH = 5
+    QF_REGISTERED = 1
+    QF_NVIDIA = 2
+
+cdef enum:
+    NO_PERCENTAGE = 101
+
+CODES = {
+    "MODE_CHAIN": MODE_CHAIN, "SINGLE_MUTEX": SINGLE_MUTEX,
+    "SINGLE_BINPACK": SINGLE_BINPACK, "SINGLE_SPREAD": SINGLE_SPREAD,
+    "KEY_BINPACK": KEY_BINPACK, "KEY_SPREAD": KEY_SPREAD, "KEY_NUMA": KEY_NUMA,
+    "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
+    "QF_REGISTERED": QF_REGISTERED, "QF_NVIDIA": QF_NVIDIA,
+}
+REASON_ORDER = (
+    "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
+    "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
+    "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
+)
+ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
+            "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED}
+
+
+# ---------------------------------------------------------------------------
+# Structs
+# ---------------------------------------------------------------------------
+ctypedef struct SortCtx:
+    const float* score          # node-local
+    const int64_t* numa
+    const int64_t* used         # working usage (mutex sorts by tenants)
+    const int64_t* index
+    int mode
+    int n_chain
+    int chain[3]
+    bint numa_bind
+
+
+ctypedef struct Cards:
+    # The whole cluster (or one test node): static fields, live usage, pairs.
+    int n_nodes
+    const int64_t* node_start
+    const int64_t* pair_start
+    const int64_t* n_vendor
+    const int64_t* count
+    const int64_t* devmem
+    const int64_t* devcore
+    const int64_t* numa
+    const int64_t* index
+    const uint8_t* health
+    const uint8_t* cordoned
+    const uint8_t* is_vendor
+    const uint8_t* type_exact
+    const int32_t* type_id
+    const int32_t* mode_id
+    const int64_t* used
+    const int64_t* usedmem
+    const int64_t* usedcores
+    const int64_t* pair
+    const int64_t* alloc_cpu
+    const int64_t* alloc_mem
+    const int64_t* req_cpu
+    const int64_t* req_mem
+
+
+ctypedef struct Pod:
+    int n_cont
+    int n_init
+    const int64_t* req         # n_cont x Q_WIDTH
+    float ws
+    float wc
+    float wm
+    int mode
+    int n_chain
+    int chain[3]
+    bint sort_numa_bind
+    bint fit_numa_bind
+    bint mutex
+    bint topology
+    const uint8_t* type_ok     # per type id
+    const uint8_t* mode_ok     # per mode id
+    const uint8_t* uuid_ok     # per card row
+    int64_t cpu
+    int64_t mem
+
+
+ctypedef struct Node:
+    # One node's slice of Cards, node-local pointers.
+    int k
+    int row0
+    int64_t n_vendor
+    const int64_t* count
+    const int64_t* devmem
+    const int64_t* devcore
+    const int64_t* numa
+    const int64_t* index
+    const uint8_t* health
+    const uint8_t* cordoned
+    const uint8_t* is_vendor
+    const uint8_t* type_exact
+    const int32_t* type_id
+    const int32_t* mode_id
+    const int64_t* used
+    const int64_t* usedmem
+    const int64_t* usedcores
+    const int64_t* pair
+
+
+ctypedef struct Scratch:
+    int cap_k                  # >= cards of any node
+    int cap_c                  # >= containers of the pod
+    int64_t* w_used            # working usage copy (cap_k)
+    int64_t* w_usedmem
+    int64_t* w_usedcores
+    float* score               # card scores (cap_k)
+    int* perm                  # the node's card list (cap_k)
+    int* pk_pos                # picks of the current Fit (cap_k)
+    int64_t* pk_mem
+    int64_t* pk_cores
+    int* combo                 # topology combinations (cap_k)
+    int* best_combo
+    int* out_n                 # per container: number of picks (cap_c)
+    int* out_pos               # per container: picks at [c * cap_k ...]
+    int64_t* out_mem
+    int64_t* out_cores
+    int32_t* counts            # Fit reason histogram of the failure (N_REASONS)
+    int64_t n_cards            # cards handed to the failing Fit
+    float node_score
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+cdef inline int64_t _floordiv(int64_t a, int64_t b) noexcept nogil:
+    # Python's // (floor), as the reference computes.
+    cdef int64_t q = a / b
+    if (a % b != 0) and ((a < 0) != (b < 0)):
+        q -= 1
+    return q
+
+
+cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
+    cdef int r0 = <int>c.node_start[i]
+    nv.k = <int>(c.node_start[i + 1] - r0)
+    nv.row0 = r0
+    nv.n_vendor = c.n_vendor[i]
+    nv.count = c.count + r0
+    nv.devmem = c.devmem + r0
+    nv.devcore = c.devcore + r0
+    nv.numa = c.numa + r0
+    nv.index = c.index + r0
+    nv.health = c.health + r0
+    nv.cordoned = c.cordoned + r0
+    nv.is_vendor = c.is_vendor + r0
+    nv.type_exact = c.type_exact + r0
+    nv.type_id = c.type_id + r0
+    nv.mode_id = c.mode_id + r0
+    nv.used = c.used + r0
+    nv.usedmem = c.usedmem + r0
+    nv.usedcores = c.usedcores + r0
+    nv.pair = c.pair + c.pair_start[i]
+
+
+# ---------------------------------------------------------------------------
+# §3.1 card score, §5.3 node base score
+# ---------------------------------------------------------------------------
+cdef inline float _card_score(int64_t count, int64_t devmem, int64_t devcore, int64_t used,
+                              int64_t usedmem, int64_t usedcores, const int64_t* req,
+                              int n_req, const uint8_t* match, float ws, float wc,
+                              float wm) noexcept nogil:
+    # req: n_req rows of Q_WIDTH; match[j]: request j's type equals the card type.
+    cdef int64_t n = 0, c = 0, m = 0, pct
+    cdef int j
+    cdef float slot, core, mem
+    cdef float ten = 10.0
+    if count == 0 or devcore == 0 or devmem == 0:
+        return 0.0
+    for j in range(n_req):
+        if not match[j]:
+            continue
+        n += 1
+        c += req[j * Q_WIDTH + Q_CORES]
+        pct = req[j * Q_WIDTH + Q_PCT]
+        if pct != 0 and pct != NO_PERCENTAGE:
+            m += _floordiv(devmem * pct, 100)
+        else:
+            m += req[j * Q_WIDTH + Q_MEM]
+    slot = <float>(n + used) / <float>count
+    core = <float>(c + usedcores) / <float>devcore
+    mem = <float>(m + usedmem) / <float>devmem
+    return ten * ((ws * slot + wc * core) + wm * mem)
+
+
+cdef inline float _node_base_score(int k, const int64_t* count, const int64_t* devmem,
+                                   const int64_t* devcore, const int64_t* used,
+                                   const int64_t* usedmem,
+                                   const int64_t* usedcores) noexcept nogil:
+    cdef int64_t sc = 0, sm = 0, sk = 0, su = 0, sum_ = 0, suk = 0
+    cdef int p
+    cdef float ten = 10.0
+    cdef float a, b, c
+    for p in range(k):
+        sc += count[p]
+        sk += devcore[p]
+        sm += devmem[p]
+        su += used[p]
+        suk += usedcores[p]
+        sum_ += usedmem[p]
+    if sc == 0 or sk == 0 or sm == 0:
+        return 0.0
+    a = <float>su / <float>sc
+    b = <float>suk / <float>sk
+    c = <float>sum_ / <float>sm
+    return ten * ((a + b) + c)
+
+
+# ---------------------------------------------------------------------------
+# §3.2 card comparator and §3.3 Go's sort.Sort
+# ---------------------------------------------------------------------------
+cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
+    cdef float sa = ctx.score[a]
+    cdef float sb = ctx.score[b]
+    cdef int64_t na = ctx.numa[a]
+    cdef int64_t nb = ctx.numa[b]
+    cdef int i, key
+    cdef bint binpack
+    if ctx.mode == MODE_CHAIN:
+        for i in range(ctx.n_chain):
+            key = ctx.chain[i]
+            if key == KEY_BINPACK:
+                if sa != sb:
+                    return sa < sb
+            elif key == KEY_SPREAD:
+                if sa != sb:
+                    return sa > sb
+            elif key == KEY_NUMA:
+                if na != nb:
+                    return na < nb
+        return ctx.index[a] < ctx.index[b]
+    if ctx.mode == SINGLE_MUTEX:
+        if ctx.used[a] != ctx.used[b]:
+            return ctx.used[a] > ctx.used[b]
+        return na < nb
+    binpack = ctx.mode == SINGLE_BINPACK
+    if ctx.numa_bind:
+        if na != nb:
+            return na > nb if binpack else na < nb
+        return sa < sb if binpack else sa > sb
+    if sa != sb:
+        return sa < sb if binpack else sa > sb
+    return na < nb
+
+
+include "_gosort.pxi"
+
+
+# ---------------------------------------------------------------------------
+# §4 Fit
+# ---------------------------------------------------------------------------
+cdef inline int64_t _pair(const Node* nv, int a, int b) noexcept nogil:
+    return nv.pair[a * nv.k + b]
+
+
+cdef int _topology_choice(const Node* nv, Scratch* s, int npick, int origin) noexcept nogil:
+    # Replace the picks by the origin-sized choice; returns origin.
+    cdef int i, j, best, t, r, n
+    cdef int64_t total, best_sum
+    cdef bint have = False
+    if origin == 1:
+        best = 0
+        best_sum = 0
+        for i in range(npick):
+            total = 0
+            for j in range(npick):
+                if j != i:
+                    total += _pair(nv, s.pk_pos[i], s.pk_pos[j])
+            if not have or total < best_sum:
+                best, best_sum, have = i, total, True
+        s.pk_pos[0] = s.pk_pos[best]
+        s.pk_mem[0] = s.pk_mem[best]
+        s.pk_cores[0] = s.pk_cores[best]
+        return 1
+    # Combinations of origin out of npick, lexicographic, iteratively.
+    r = origin
+    n = npick
+    for i in range(r):
+        s.combo[i] = i
+    while True:
+        total = 0
+        for i in range(r):
+            for j in range(i + 1, r):
+                total += _pair(nv, s.pk_pos[s.combo[i]], s.pk_pos[s.combo[j]])
+        if not have or total > best_sum:
+            best_sum, have = total, True
+            memcpy(s.best_combo, s.combo, r * sizeof(int))
+        t = r - 1
+        while t >= 0 and s.combo[t] == n - r + t:
+            t -= 1
+        if t < 0:
+            break
+        s.combo[t] += 1
+        for j in range(t + 1, r):
+            s.combo[j] = s.combo[j - 1] + 1
+    # best_combo is increasing, so compacting in place is safe.
+    for i in range(r):
+        j = s.best_combo[i]
+        s.pk_pos[i] = s.pk_pos[j]
+        s.pk_mem[i] = s.pk_mem[j]
+        s.pk_cores[i] = s.pk_cores[j]
+    return r
+
+
+cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
+              int* npick_out) noexcept nogil:
+    # Walk the vendor cards of s.perm from the last; usage from s.w_*.
+    # Returns 1 (fit, picks in s.pk_*[0:*npick_out]) or 0 (histogram in s.counts).
+    cdef int64_t origin = req[Q_NUMS]
+    cdef int64_t nums = origin
+    cdef int64_t coresreq = req[Q_CORES]
+    cdef int64_t memreq = req[Q_MEM]
+    cdef int64_t pct = req[Q_PCT]
+    cdef bint req_nvidia = (req[Q_FLAGS] & QF_NVIDIA) != 0
+    cdef int64_t prevnuma = -1
+    cdef int64_t mem
+    cdef int npick = 0
+    cdef int t, p
+    cdef int32_t* counts = s.counts
+    memset(counts, 0, N_REASONS * sizeof(int32_t))
+    s.n_cards = nv.n_vendor
+    for t in range(nv.k - 1, -1, -1):
+        p = s.perm[t]
+        if not nv.is_vendor[p]:
+            continue
+        if not nv.health[p]:
+            counts[R_NOT_HEALTH] += 1
+            continue
+        if nv.cordoned[p]:
+            counts[R_CORDONED] += 1
+            continue
+        if (not pod.type_ok[nv.type_id[p]] or not pod.mode_ok[nv.mode_id[p]]
+                or not req_nvidia):
+            counts[R_TYPE] += 1
+            continue
+        if pod.fit_numa_bind and nv.numa[p] != prevnuma:
+            if nums != origin:
+                counts[R_NUMA] += npick
+            nums = origin
+            prevnuma = nv.numa[p]
+            npick = 0
+        if not pod.uuid_ok[nv.row0 + p]:
+            counts[R_UUID] += 1
+            continue
+        if s.w_used[p] >= nv.count[p]:
+            counts[R_SLICING] += 1
+            continue
+        if pod.mutex and s.w_used[p] > 0:
+            counts[R_EXCLUSIVE] += 1
+            continue
+        if coresreq > 100:
+            coresreq = 100          # sticky for the rest of the walk
+        mem = memreq if memreq > 0 else 0
+        if pct != NO_PERCENTAGE and memreq == 0:
+            mem = _floordiv(nv.devmem[p] * pct, 100)
+        if nv.devmem[p] - s.w_usedmem[p] < mem:
+            counts[R_MEMORY] += 1
+            continue
+        if nv.devcore[p] - s.w_usedcores[p] < coresreq:
+            counts[R_CORE] += 1
+            continue
+        if nv.devcore[p] == 100 and coresreq == 100 and s.w_used[p] > 0:
+            counts[R_EXCLUSIVE] += 1
+            continue
+        if nv.devcore[p] != 0 and s.w_usedcores[p] == nv.devcore[p] and coresreq == 0:
+            counts[R_COMPUTE_UNITS] += 1
+            continue
+        s.pk_pos[npick] = p
+        s.pk_mem[npick] = mem
+        s.pk_cores[npick] = coresreq
+        npick += 1
+        if not pod.topology:
+            nums -= 1
+            if nums == 0:
+                npick_out[0] = npick
+                return 1
+    if pod.topology:
+        if npick == origin:
+            npick_out[0] = npick
+            return 1
+        if npick > origin:
+            npick_out[0] = _topology_choice(nv, s, npick, <int>origin)
+            return 1
+    if npick:
+        counts[R_ALLOCATED] = npick
+    npick_out[0] = 0
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# §5.1 one container on one node, §5.2 the whole pod on one node
+# ---------------------------------------------------------------------------
+cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noexcept nogil:
+    # Score, sort s.perm in place, Fit, add the picks to the working usage.
+    cdef const int64_t* req = pod.req + ci * Q_WIDTH
+    cdef int p, i, npick = 0
+    cdef SortCtx ctx
+    for p in range(nv.k):
+        s.score[p] = _card_score(nv.count[p], nv.devmem[p], nv.devcore[p], s.w_used[p],
+                                 s.w_usedmem[p], s.w_usedcores[p], req, 1,
+                                 nv.type_exact + p, pod.ws, pod.wc, pod.wm)
+    if not (req[Q_FLAGS] & QF_REGISTERED):
+        return ST_TYPE_NOT_FOUND
+    ctx.score = s.score
+    ctx.numa = nv.numa
+    ctx.used = s.w_used
+    ctx.index = nv.index
+    ctx.mode = pod.mode
+    ctx.n_chain = pod.n_chain
+    ctx.chain[0] = pod.chain[0]
+    ctx.chain[1] = pod.chain[1]
+    ctx.chain[2] = pod.chain[2]
+    ctx.numa_bind = pod.sort_numa_bind
+    go_sort_perm(s.perm, nv.k, &ctx)
+    if req[Q_NUMS] > nv.n_vendor:
+        return ST_INSUFFICIENT
+    if not _fit(nv, pod, req, s, &npick):
+        return ST_FIT_FAILED
+    s.out_n[ci] = npick
+    for i in range(npick):
+        p = s.pk_pos[i]
+        s.w_used[p] += 1
+        s.w_usedmem[p] += s.pk_mem[i]
+        s.w_usedcores[p] += s.pk_cores[i]
+        s.out_pos[ci * s.cap_k + i] = p
+        s.out_mem[ci * s.cap_k + i] = s.pk_mem[i]
+        s.out_cores[ci * s.cap_k + i] = s.pk_cores[i]
+    return ST_FIT
+
+
+cdef inline void _reset(const Node* nv, Scratch* s) noexcept nogil:
+    # A fresh copy of the node's current usage, cards in registration order.
+    cdef int p
+    memcpy(s.w_used, nv.used, nv.k * sizeof(int64_t))
+    memcpy(s.w_usedmem, nv.usedmem, nv.k * sizeof(int64_t))
+    memcpy(s.w_usedcores, nv.usedcores, nv.k * sizeof(int64_t))
+    for p in range(nv.k):
+        s.perm[p] = p
+
+
+cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
+    cdef int ci, st
+    for ci in range(pod.n_init):
+        s.out_n[ci] = 0
+        if pod.req[ci * Q_WIDTH + Q_NUMS] <= 0:
+            continue
+        _reset(nv, s)
+        st = _fit_in_devices(nv, pod, ci, s)
+        if st != ST_FIT:
+            return st
+    _reset(nv, s)
+    s.node_score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
+                                    nv.usedmem, nv.usedcores)
+    for ci in range(pod.n_init, pod.n_cont):
+        s.out_n[ci] = 0
+        if pod.req[ci * Q_WIDTH + Q_NUMS] <= 0:
+            continue
+        st = _fit_in_devices(nv, pod, ci, s)
+        if st != ST_FIT:
+            return st
+    return ST_FIT
+
+
+# ---------------------------------------------------------------------------
+# Python-facing containers for the arrays
+# ---------------------------------------------------------------------------
+cdef inline const int64_t* _p64(const int64_t[::1] a):
+    return &a[0] if a.shape[0] else NULL
+
+
+cdef inline const uint8_t* _pu8(const uint8_t[::1] a):
+    return &a[0] if a.shape[0] else NULL
+
+
+cdef inline const int32_t* _pi32(const int32_t[::1] a):
+    return &a[0] if a.shape[0] else NULL
+
+
+def _check(a, dtype, name):
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != 1 \
+            or not a.flags.c_contiguous:
+        raise TypeError(f"{name}: expected a contiguous 1-d {np.dtype(dtype)} array")
+
+
+cdef class CardTable:
+    """The cluster's card and node arrays (see :class:`hamisim.state.ClusterState`).
+
+    Holds references to the arrays; the usage arrays are read live, so
+    updating them in place (``state.used[rows] += ...``) is seen at once.
+    """
+    cdef Cards c
+    cdef readonly int max_cards
+    cdef readonly int n_nodes
+    cdef list _keep
+
+    def __init__(self, *, node_start, pair_start, n_vendor, count, devmem, devcore, numa,
+                 index, health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
+                 usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem):
+        arrays = dict(node_start=node_start, pair_start=pair_start, n_vendor=n_vendor,
+                      count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
+                      used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
+                      alloc_cpu=alloc_cpu, alloc_mem=alloc_mem, req_cpu=req_cpu,
+                      req_mem=req_mem)
+        for name, a in arrays.items():
+            _check(a, np.int64, name)
+        for name, a in dict(health=health, cordoned=cordoned, is_vendor=is_vendor,
+                            type_exact=type_exact).items():
+            _check(a, np.uint8, name)
+        _check(type_id, np.int32, "type_id")
+        _check(mode_id, np.int32, "mode_id")
+        n_nodes = len(node_start) - 1
+        n_rows = int(node_start[n_nodes])
+        for name in ("count", "devmem", "devcore", "numa", "index", "used", "usedmem",
+                     "usedcores"):
+            if len(arrays[name]) != n_rows:
+                raise ValueError(f"{name}: expected {n_rows} rows")
+        # Keep every array alive: the struct holds raw pointers into them.
+        self._keep = [node_start, pair_start, n_vendor, count, devmem, devcore, numa, index,
+                      health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
+                      usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem]
+        self.c.n_nodes = n_nodes
+        self.c.node_start = _p64(node_start)
+        self.c.pair_start = _p64(pair_start)
+        self.c.n_vendor = _p64(n_vendor)
+        self.c.count = _p64(count)
+        self.c.devmem = _p64(devmem)
+        self.c.devcore = _p64(devcore)
+        self.c.numa = _p64(numa)
+        self.c.index = _p64(index)
+        self.c.used = _p64(used)
+        self.c.usedmem = _p64(usedmem)
+        self.c.usedcores = _p64(usedcores)
+        self.c.pair = _p64(pair)
+        self.c.alloc_cpu = _p64(alloc_cpu)
+        self.c.alloc_mem = _p64(alloc_mem)
+        self.c.req_cpu = _p64(req_cpu)
+        self.c.req_mem = _p64(req_mem)
+        self.c.health = _pu8(health)
+        self.c.cordoned = _pu8(cordoned)
+        self.c.is_vendor = _pu8(is_vendor)
+        self.c.type_exact = _pu8(type_exact)
+        self.c.type_id = _pi32(type_id)
+        self.c.mode_id = _pi32(mode_id)
+        sizes = np.diff(node_start)
+        self.max_cards = int(sizes.max()) if n_nodes else 0
+        self.n_nodes = n_nodes
+
+
+cdef class PodSpec:
+    """One attempt's encoded request (see :func:`hamisim.state.encode_pod`)."""
+    cdef Pod p
+    cdef list _keep
+    cdef readonly int n_cont
+
+    def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
+                 bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
+                 uuid_ok, cpu_milli=0, memory_mib=0):
+        cdef const int64_t[:, ::1] r = req
+        cdef const float[::1] w = weights
+        cdef const int32_t[::1] ch = chain
+        cdef int i
+        if r.shape[1] != Q_WIDTH:
+            raise ValueError(f"req: expected {Q_WIDTH} columns")
+        if not 0 <= n_init <= r.shape[0]:
+            raise ValueError("n_init out of range")
+        if not 0 <= n_chain <= 3 or ch.shape[0] < 3:
+            raise ValueError("chain: expected 3 entries, n_chain <= 3")
+        _check(type_ok, np.uint8, "type_ok")
+        _check(mode_ok, np.uint8, "mode_ok")
+        _check(uuid_ok, np.uint8, "uuid_ok")
+        self._keep = [req, type_ok, mode_ok, uuid_ok]
+        self.n_cont = <int>r.shape[0]
+        self.p.n_cont = self.n_cont
+        self.p.n_init = n_init
+        self.p.req = &r[0, 0] if r.shape[0] else NULL
+        self.p.ws = w[0]
+        self.p.wc = w[1]
+        self.p.wm = w[2]
+        self.p.mode = mode
+        self.p.n_chain = n_chain
+        for i in range(3):
+            self.p.chain[i] = ch[i]
+        self.p.sort_numa_bind = sort_numa_bind
+        self.p.fit_numa_bind = fit_numa_bind
+        self.p.mutex = mutex
+        self.p.topology = topology
+        self.p.type_ok = _pu8(type_ok)
+        self.p.mode_ok = _pu8(mode_ok)
+        self.p.uuid_ok = _pu8(uuid_ok)
+        self.p.cpu = cpu_milli
+        self.p.mem = memory_mib
+
+
+# ---------------------------------------------------------------------------
+# The kernel: one scheduling attempt over the cluster
+# ---------------------------------------------------------------------------
+cdef class Core:
+    """Scratch space plus the attempt loop over one :class:`CardTable`.
+
+    Buffers are allocated here once (node-sized and card-sized) and grown
+    only when a pod has more containers than any before.
+
+    After :meth:`attempt` the result buffers hold, for the examined nodes:
+    ``rejected`` (node, reason bits 1 = cpu, 2 = memory) in visiting order,
+    ``window`` (nodes handed to HAMi, cluster order) with ``status``,
+    ``score``, ``counts`` and ``n_cards`` per window position, and ``tied``
+    (nodes tied with the winner, in the order hamisim's tie convention lists
+    them). After :meth:`place` the pick buffers hold the chosen node's cards.
+    """
+    cdef CardTable table
+    cdef Scratch s
+    cdef object _bufs
+    # result buffers (node-sized)
+    cdef int64_t[::1] rej_node
+    cdef int32_t[::1] rej_bits
+    cdef int64_t[::1] window
+    cdef int32_t[::1] status
+    cdef float[::1] wscore
+    cdef int32_t[:, ::1] counts
+    cdef int64_t[::1] ncards
+    cdef int64_t[::1] tied
+    cdef int64_t[::1] fits
+    cdef int64_t[::1] ascore          # least-allocated scores
+    cdef readonly object np_rej_node, np_rej_bits, np_window, np_status, np_score
+    cdef readonly object np_counts, np_ncards, np_tied
+    cdef readonly object np_out_n, np_out_pos, np_out_mem, np_out_cores
+    cdef readonly int n_rejected, n_window, n_fit, n_tied, best, next_start
+
+    def __init__(self, CardTable table, int max_containers=4):
+        self.table = table
+        n = max(table.n_nodes, 1)
+        self.np_rej_node = np.zeros(n, dtype=np.int64)
+        self.np_rej_bits = np.zeros(n, dtype=np.int32)
+        self.np_window = np.zeros(n, dtype=np.int64)
+        self.np_status = np.zeros(n, dtype=np.int32)
+        self.np_score = np.zeros(n, dtype=np.float32)
+        self.np_counts = np.zeros((n, N_REASONS), dtype=np.int32)
+        self.np_ncards = np.zeros(n, dtype=np.int64)
+        self.np_tied = np.zeros(n, dtype=np.int64)
+        self.rej_node = self.np_rej_node
+        self.rej_bits = self.np_rej_bits
+        self.window = self.np_window
+        self.status = self.np_status
+        self.wscore = self.np_score
+        self.counts = self.np_counts
+        self.ncards = self.np_ncards
+        self.tied = self.np_tied
+        self.fits = np.zeros(n, dtype=np.int64)
+        self.ascore = np.zeros(n, dtype=np.int64)
+        self._alloc(max(table.max_cards, 1), max(max_containers, 1))
+
+    def _alloc(self, int cap_k, int cap_c):
+        cdef int64_t[::1] w_used, w_usedmem, w_usedcores, pk_mem, pk_cores, out_mem, out_cores
+        cdef float[::1] score
+        cdef int[::1] perm, pk_pos, combo, best_combo, out_n, out_pos
+        cdef int32_t[::1] counts
+        bufs = dict(
+            w_used=np.zeros(cap_k, np.int64), w_usedmem=np.zeros(cap_k, np.int64),
+            w_usedcores=np.zeros(cap_k, np.int64), score=np.zeros(cap_k, np.float32),
+            perm=np.zeros(cap_k, np.intc), pk_pos=np.zeros(cap_k, np.intc),
+            pk_mem=np.zeros(cap_k, np.int64), pk_cores=np.zeros(cap_k, np.int64),
+            combo=np.zeros(cap_k, np.intc), best_combo=np.zeros(cap_k, np.intc),
+            out_n=np.zeros(cap_c, np.intc), out_pos=np.zeros(cap_c * cap_k, np.intc),
+            out_mem=np.zeros(cap_c * cap_k, np.int64),
+            out_cores=np.zeros(cap_c * cap_k, np.int64),
+            counts=np.zeros(N_REASONS, np.int32))
+        self._bufs = bufs
+        w_used = bufs["w_used"]; w_usedmem = bufs["w_usedmem"]
+        w_usedcores = bufs["w_usedcores"]; score = bufs["score"]; perm = bufs["perm"]
+        pk_pos = bufs["pk_pos"]; pk_mem = bufs["pk_mem"]; pk_cores = bufs["pk_cores"]
+        combo = bufs["combo"]; best_combo = bufs["best_combo"]; out_n = bufs["out_n"]
+        out_pos = bufs["out_pos"]; out_mem = bufs["out_mem"]; out_cores = bufs["out_cores"]
+        counts = bufs["counts"]
+        self.s.cap_k = cap_k
+        self.s.cap_c = cap_c
+        self.s.w_used = &w_used[0]
+        self.s.w_usedmem = &w_usedmem[0]
+        self.s.w_usedcores = &w_usedcores[0]
+        self.s.score = &score[0]
+        self.s.perm = &perm[0]
+        self.s.pk_pos = &pk_pos[0]
+        self.s.pk_mem = &pk_mem[0]
+        self.s.pk_cores = &pk_cores[0]
+        self.s.combo = &combo[0]
+        self.s.best_combo = &best_combo[0]
+        self.s.out_n = &out_n[0]
+        self.s.out_pos = &out_pos[0]
+        self.s.out_mem = &out_mem[0]
+        self.s.out_cores = &out_cores[0]
+        self.s.counts = &counts[0]
+        self.np_out_n = bufs["out_n"]
+        self.np_out_pos = bufs["out_pos"].reshape(cap_c, cap_k)
+        self.np_out_mem = bufs["out_mem"].reshape(cap_c, cap_k)
+        self.np_out_cores = bufs["out_cores"].reshape(cap_c, cap_k)
+
+    cdef inline void _fit_pod(self, PodSpec pod):
+        if pod.n_cont > self.s.cap_c:
+            self._alloc(self.s.cap_k, max(pod.n_cont, 2 * self.s.cap_c))
+
+    def attempt(self, PodSpec pod, int start, int wanted, bint wants_gpu, bint node_spread,
+                bint sample_only=False):
+        """One attempt: kube-scheduler's sampling, then HAMi's Filter or least-allocated.
+
+        Returns the window position of the chosen node (hamisim's convention,
+        last wins), or -1 when no node fits. ``sample_only`` stops after the
+        sampling (used when the pod's Filter errors out).
+        """
+        self._fit_pod(pod)
+        with nogil:
+            self._attempt(&pod.p, start, wanted, wants_gpu, node_spread, sample_only)
+        return self.best
+
+    cdef void _attempt(self, const Pod* pod, int start, int wanted, bint wants_gpu,
+                       bint node_spread, bint sample_only) noexcept nogil:
+        cdef const Cards* c = &self.table.c
+        cdef int n = c.n_nodes
+        cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
+        cdef Node nv
+        self.n_rejected = 0
+        self.n_window = 0
+        self.n_fit = 0
+        self.n_tied = 0
+        self.best = -1
+        if n == 0:
+            self.next_start = 0
+            return
+        # kube-scheduler: feasible nodes from the rotating start (kubesched.sample_feasible)
+        for step in range(n):
+            i = (start + step) % n
+            examined += 1
+            bits = 0
+            if c.alloc_cpu[i] != -1 and pod.cpu > c.alloc_cpu[i] - c.req_cpu[i]:
+                bits |= 1
+            if c.alloc_mem[i] != -1 and pod.mem > c.alloc_mem[i] - c.req_mem[i]:
+                bits |= 2
+            if bits:
+                self.rej_node[self.n_rejected] = i
+                self.rej_bits[self.n_rejected] = bits
+                self.n_rejected += 1
+            else:
+                self.fits[nfeas] = i       # visiting order for now
+                nfeas += 1
+                if i >= start:
+                    split += 1
+                if nfeas >= wanted:
+                    break
+        self.next_start = (start + examined) % n
+        # Cluster order: the visited nodes below `start` come after the wrap.
+        for j in range(split, nfeas):
+            self.window[self.n_window] = self.fits[j]
+            self.n_window += 1
+        for j in range(split):
+            self.window[self.n_window] = self.fits[j]
+            self.n_window += 1
+        if sample_only:
+            return
+        if not wants_gpu:
+            self._least_allocated(pod)
+            return
+        for j in range(self.n_window):
+            i = <int>self.window[j]
+            _node_view(c, i, &nv)
+            if nv.k == 0:
+                st = ST_UNREGISTERED
+                self.ncards[j] = 0
+            else:
+                st = _score_node(&nv, pod, &self.s)
+                if st == ST_FIT:
+                    self.wscore[j] = self.s.node_score
+                    self.fits[self.n_fit] = j
+                    self.n_fit += 1
+                elif st == ST_FIT_FAILED:
+                    memcpy(&self.counts[j, 0], self.s.counts, N_REASONS * sizeof(int32_t))
+                    self.ncards[j] = self.s.n_cards
+            self.status[j] = st
+        if self.n_fit:
+            self._choose_node(node_spread)
+
+    cdef inline bint _node_less(self, bint spread, float a, float b) noexcept nogil:
+        return a > b if spread else a < b
+
+    cdef void _choose_node(self, bint spread) noexcept nogil:
+        # reference._choose_node: a stable insertion sort of the fits (window
+        # order) by the node comparator, last wins; ties = equal to the last.
+        cdef int nf = self.n_fit
+        cdef int j, pos, last, item
+        cdef bint has_nan = False
+        cdef float best, sc
+        for j in range(nf):
+            sc = self.wscore[self.fits[j]]
+            if sc != sc:
+                has_nan = True
+                break
+        if not has_nan:
+            # A total order: the last of the stable sort is the last extreme.
+            last = <int>self.fits[0]
+            for j in range(1, nf):
+                item = <int>self.fits[j]
+                if not self._node_less(spread, self.wscore[item], self.wscore[last]):
+                    last = item
+            best = self.wscore[last]
+            for j in range(nf):
+                item = <int>self.fits[j]
+                if self.wscore[item] == best:
+                    self.tied[self.n_tied] = item
+                    self.n_tied += 1
+            self.best = last
+            return
+        # NaN scores: no total order, replay the insertion sort literally.
+        for j in range(1, nf):
+            item = <int>self.fits[j]
+            pos = j
+            while pos > 0 and self._node_less(spread, self.wscore[item],
+                                              self.wscore[self.fits[pos - 1]]):
+                self.fits[pos] = self.fits[pos - 1]
+                pos -= 1
+            self.fits[pos] = item
+        last = <int>self.fits[nf - 1]
+        best = self.wscore[last]
+        for j in range(nf):
+            item = <int>self.fits[j]
+            if self.wscore[item] == best:
+                self.tied[self.n_tied] = item
+                self.n_tied += 1
+        self.best = last
+
+    cdef void _least_allocated(self, const Pod* pod) noexcept nogil:
+        # kubesched.least_allocated_choice over the window.
+        cdef const Cards* c = &self.table.c
+        cdef int j, i, nparts
+        cdef int64_t total, sc, best_score = -1
+        cdef int best = -1
+        for j in range(self.n_window):
+            i = <int>self.window[j]
+            nparts = 0
+            total = 0
+            if c.alloc_cpu[i] != -1 and c.alloc_cpu[i] != 0:
+                total += _floordiv((c.alloc_cpu[i] - c.req_cpu[i] - pod.cpu) * 100,
+                                   c.alloc_cpu[i])
+                nparts += 1
+            if c.alloc_mem[i] != -1 and c.alloc_mem[i] != 0:
+                total += _floordiv((c.alloc_mem[i] - c.req_mem[i] - pod.mem) * 100,
+                                   c.alloc_mem[i])
+                nparts += 1
+            sc = _floordiv(total, nparts) if nparts else 0
+            self.ascore[j] = sc
+            if sc >= best_score:
+                best = j
+                best_score = sc
+        self.best = best
+        if best >= 0:
+            for j in range(self.n_window):
+                if self.ascore[j] == best_score:
+                    self.tied[self.n_tied] = j
+                    self.n_tied += 1
+
+    def place(self, PodSpec pod, int node):
+        """Re-run the pod on ``node`` and leave its picks in the pick buffers.
+
+        Returns the node's status (0 = fit). The picks are node-local card
+        positions, per container ``np_out_pos[c, :np_out_n[c]]``.
+        """
+        cdef Node nv
+        cdef int st
+        if not 0 <= node < self.table.n_nodes:
+            raise IndexError(node)
+        self._fit_pod(pod)
+        _node_view(&self.table.c, node, &nv)
+        if nv.k == 0:
+            return ST_UNREGISTERED
+        with nogil:
+            st = _score_node(&nv, &pod.p, &self.s)
+        return st
+
+    # -- test entry points on one node -----------------------------------
+    def fit_on_node(self, PodSpec pod, int node, int ci, perm):
+        """Fit container ``ci`` on ``node`` with its cards in order ``perm``.
+
+        Every card of the node counts as a vendor card (Fit receives the
+        list already filtered). Returns ``(fit, picks, counts, n_cards)``,
+        picks as ``(position, mem, cores)``.
+        """
+        cdef Node nv
+        cdef int ok, npick = 0, i
+        cdef const int[::1] pm = np.ascontiguousarray(perm, dtype=np.intc)
+        self._fit_pod(pod)
+        _node_view(&self.table.c, node, &nv)
+        if pm.shape[0] != nv.k:
+            raise ValueError("perm: one entry per card")
+        _reset(&nv, &self.s)
+        for i in range(nv.k):
+            self.s.perm[i] = pm[i]
+        nv.n_vendor = nv.k
+        ok = _fit(&nv, &pod.p, pod.p.req + ci * Q_WIDTH, &self.s, &npick)
+        picks = [(self.s.pk_pos[i], self.s.pk_mem[i], self.s.pk_cores[i])
+                 for i in range(npick)]
+        return bool(ok), picks, self._counts_list(), int(self.s.n_cards)
+
+    def fit_in_devices_on_node(self, PodSpec pod, int node, int ci):
+        """Score, sort and Fit container ``ci`` on ``node`` from registration order.
+
+        Returns ``(status, picks, counts, n_cards)``.
+        """
+        cdef Node nv
+        cdef int st, i
+        self._fit_pod(pod)
+        _node_view(&self.table.c, node, &nv)
+        _reset(&nv, &self.s)
+        st = _fit_in_devices(&nv, &pod.p, ci, &self.s)
+        picks = []
+        if st == ST_FIT:
+            picks = [(self.s.out_pos[ci * self.s.cap_k + i], self.s.out_mem[ci * self.s.cap_k + i],
+                      self.s.out_cores[ci * self.s.cap_k + i]) for i in range(self.s.out_n[ci])]
+        return st, picks, self._counts_list(), int(self.s.n_cards)
+
+    def score_node(self, PodSpec pod, int node):
+        """The whole pod on ``node``: ``(status, score, picks per container, counts, n_cards)``."""
+        cdef int st = self.place(pod, node)
+        containers = []
+        if st == ST_FIT:
+            containers = self.picks(pod.n_cont)
+        return st, float(self.s.node_score), containers, self._counts_list(), \
+            int(self.s.n_cards)
+
+    def picks(self, int n_cont):
+        """Per container ``[(position, mem, cores), ...]`` from the last :meth:`place`."""
+        cdef int ci, i, base
+        out = []
+        for ci in range(n_cont):
+            base = ci * self.s.cap_k
+            out.append([(self.s.out_pos[base + i], self.s.out_mem[base + i],
+                         self.s.out_cores[base + i]) for i in range(self.s.out_n[ci])])
+        return out
+
+    def _counts_list(self):
+        return [self.s.counts[i] for i in range(N_REASONS)]
+
+    @property
+    def node_score(self):
+        return float(self.s.node_score)
+
+
+# ---------------------------------------------------------------------------
+# Stateless test entry points
+# ---------------------------------------------------------------------------
+def card_scores(count, devmem, devcore, used, usedmem, usedcores, req, match, weights):
+    """Card score (§3.1) of each card for one container's requests.
+
+    ``req`` is ``(n_req, 5)`` int64 request rows, ``match[card, j]`` whether
+    request ``j``'s type equals the card's type; returns float32 scores.
+    """
+    cdef const int64_t[::1] cnt = count, dm = devmem, dc = devcore
+    cdef const int64_t[::1] u = used, um = usedmem, uc = usedcores
+    cdef const int64_t[:, ::1] r = np.ascontiguousarray(req, dtype=np.int64).reshape(-1, Q_WIDTH)
+    cdef const uint8_t[:, ::1] mt = np.ascontiguousarray(match, dtype=np.uint8).reshape(
+        cnt.shape[0], r.shape[0])
+    cdef const float[::1] w = weights
+    cdef Py_ssize_t p, n = cnt.shape[0]
+    out = np.zeros(n, dtype=np.float32)
+    cdef float[::1] o = out
+    cdef const int64_t* rp = &r[0, 0] if r.shape[0] else NULL
+    for p in range(n):
+        o[p] = _card_score(cnt[p], dm[p], dc[p], u[p], um[p], uc[p], rp, <int>r.shape[0],
+                           &mt[p, 0] if r.shape[0] else NULL, w[0], w[1], w[2])
+    return out
+
+
+def card_less(int mode, chain, int n_chain, bint numa_bind, a, b):
+    """The comparator (§3.2) on two cards given as ``(score, numa, used, index)``."""
+    cdef float score[2]
+    cdef int64_t numa[2]
+    cdef int64_t used[2]
+    cdef int64_t index[2]
+    cdef SortCtx ctx
+    cdef int i
+    score[0] = a[0]; numa[0] = a[1]; used[0] = a[2]; index[0] = a[3]
+    score[1] = b[0]; numa[1] = b[1]; used[1] = b[2]; index[1] = b[3]
+    ctx.score = score
+    ctx.numa = numa
+    ctx.used = used
+    ctx.index = index
+    ctx.mode = mode
+    ctx.n_chain = n_chain
+    for i in range(3):
+        ctx.chain[i] = chain[i] if i < len(chain) else 0
+    ctx.numa_bind = numa_bind
+    return bool(_sort_less(&ctx, 0, 1))
+
+
+def sort_order(int mode, chain, int n_chain, bint numa_bind, scores, numa, used, index):
+    """Go's ``sort.Sort`` of cards ``0..n-1`` with the comparator; returns the permutation."""
+    cdef const float[::1] sc = scores
+    cdef const int64_t[::1] nu = numa, us = used, ix = index
+    cdef Py_ssize_t n = sc.shape[0]
+    cdef SortCtx ctx
+    cdef int i
+    perm = np.arange(n, dtype=np.intc)
+    cdef int[::1] pm = perm
+    if n == 0:
+        return perm
+    ctx.score = &sc[0]
+    ctx.numa = &nu[0]
+    ctx.used = &us[0]
+    ctx.index = &ix[0]
+    ctx.mode = mode
+    ctx.n_chain = n_chain
+    for i in range(3):
+        ctx.chain[i] = chain[i] if i < len(chain) else 0
+    ctx.numa_bind = numa_bind
+    go_sort_perm(&pm[0], <int>n, &ctx)
+    return perm
+
+
+def node_base_score(count, devmem, devcore, used, usedmem, usedcores):
+    """Node base score (§5.3) over the given cards."""
+    cdef const int64_t[::1] cnt = count, dm = devmem, dc = devcore
+    cdef const int64_t[::1] u = used, um = usedmem, uc = usedcores
+    if cnt.shape[0] == 0:
+        return 0.0
+    return float(_node_base_score(<int>cnt.shape[0], &cnt[0], &dm[0], &dc[0], &u[0], &um[0],
+                                  &uc[0]))
+
+
+def node_less(bint spread, float a, float b):
+    """Node comparator (§5.4) on float32 scores."""
+    return bool(a > b if spread else a < b)

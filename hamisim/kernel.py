@@ -1,0 +1,220 @@
+"""The compiled backend: :class:`KernelScheduler`, glue around :mod:`hamisim._core`.
+
+Same interface and same decisions as :class:`hamisim.reference.ReferenceScheduler`
+(the oracle). The difference is where the work happens: the cluster is
+turned into arrays once (:mod:`hamisim.state`), usage is kept incrementally
+(a bind adds the pod's collapsed contribution, a delete subtracts it, which
+equals HAMi's rebuild from the pod cache), and each attempt is one call into
+the kernel. Python only encodes the pod before the call and builds the
+:class:`~hamisim.outcome.Decision` after it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _core
+from .cluster import Cluster
+from .kubesched import num_feasible_nodes_to_find
+from .outcome import (
+    DEVICE_TYPE_NOT_FOUND, INSUFFICIENT_CPU, INSUFFICIENT_MEMORY, NODE_INSUFFICIENT_DEVICE,
+    NODE_UNREGISTERED, REASONS, Decision, Pick, failed_scheduling_message, fit_reason,
+    pads_empty_segments,
+)
+from . import policy as _policy
+from .policy import (
+    numa_bind, parse_card_policy, pod_gpu_policy, pod_node_policy, node_policy_spread,
+    pod_weights,
+)
+from .pods import NO_PERCENTAGE, Pod, admit, pod_requests
+from .reference import collapsed_usage
+from .state import REQ_FIELDS, REQ_NVIDIA, REQ_REGISTERED, ClusterState, encode_pod
+
+__all__ = ["KernelScheduler", "card_table", "pod_spec"]
+
+# The kernel hard-codes these; fail loudly at import if Python's ever move.
+assert _core.REASON_ORDER == REASONS, "hamisim._core reason codes out of date"
+assert all(_core.CODES[k] == getattr(_policy, k) for k in (
+    "MODE_CHAIN", "SINGLE_MUTEX", "SINGLE_BINPACK", "SINGLE_SPREAD", "KEY_BINPACK",
+    "KEY_SPREAD", "KEY_NUMA")), "hamisim._core policy codes out of date"
+assert _core.CODES["NO_PERCENTAGE"] == NO_PERCENTAGE
+assert _core.CODES["Q_WIDTH"] == len(REQ_FIELDS)
+assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_NVIDIA"]) == (REQ_REGISTERED, REQ_NVIDIA)
+
+ST = _core.ST_NAMES
+_ST_FIT, _ST_FAILED = ST["FIT"], ST["FIT_FAILED"]
+_STATUS_REASON = {ST["INSUFFICIENT"]: NODE_INSUFFICIENT_DEVICE,
+                  ST["TYPE_NOT_FOUND"]: DEVICE_TYPE_NOT_FOUND,
+                  ST["UNREGISTERED"]: NODE_UNREGISTERED}
+_CPU_MEM = {1: [INSUFFICIENT_CPU], 2: [INSUFFICIENT_MEMORY],
+            3: [INSUFFICIENT_CPU, INSUFFICIENT_MEMORY]}
+
+
+def card_table(state: ClusterState) -> _core.CardTable:
+    """The kernel's view of ``state`` (it reads the usage arrays live)."""
+    return _core.CardTable(
+        node_start=state.node_start, pair_start=state.pair_start, n_vendor=state.n_vendor,
+        count=state.count, devmem=state.devmem, devcore=state.devcore, numa=state.numa,
+        index=state.index, health=state.health, cordoned=state.cordoned,
+        is_vendor=state.is_nvidia, type_exact=state.type_exact, type_id=state.type_id,
+        mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
+        usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
+        alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem)
+
+
+def pod_spec(enc) -> _core.PodSpec:
+    """A :class:`hamisim._core.PodSpec` from a :class:`hamisim.state.PodEncoding`."""
+    return _core.PodSpec(enc.req, enc.n_init, enc.mode, enc.chain, enc.n_chain,
+                         enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
+                         enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
+                         enc.cpu_milli, enc.memory_mib)
+
+
+@dataclass
+class _Bound:
+    node: int
+    rows: np.ndarray        # card rows the pod holds
+    delta: np.ndarray       # (len(rows), 3): used, usedmem, usedcores
+    cpu_milli: int
+    memory_mib: int
+
+
+class KernelScheduler:
+    """HAMi's scheduler on a cluster, one attempt at a time, compiled.
+
+    Decision for decision identical to :class:`~hamisim.reference.ReferenceScheduler`.
+    """
+
+    backend = "kernel"
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.config = cluster.scheduler
+        self.state = ClusterState(cluster)
+        self._table = card_table(self.state)
+        self._core = _core.Core(self._table)
+        self._pods: dict[str, _Bound] = {}
+        self.next_start = 0
+        self._wanted = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score,
+                                                  self.state.n_nodes)
+        self._reason_cache: dict[tuple, str] = {}
+        self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
+
+    # -- state ---------------------------------------------------------
+    def delete(self, name: str) -> None:
+        """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
+        b = self._pods.pop(name, None)
+        if b is not None:
+            self.state.add_usage(b.rows, b.delta, b.node, b.cpu_milli, b.memory_mib, sign=-1)
+
+    def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+        """Record a placement made elsewhere (an initial state), as HAMi's
+        informer does for a pod that already carries its annotations."""
+        self.delete(name)
+        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib)
+
+    def usage_by_card(self) -> dict[str, tuple[int, int, int]]:
+        """``{card id: (used, usedmem, usedcores)}`` as HAMi's cache holds it now."""
+        s = self.state
+        return {cid: (u, m, c) for cid, u, m, c in zip(
+            s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
+
+    def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
+              cpu_milli: int, memory_mib: int) -> None:
+        contrib = collapsed_usage(containers, n_init)
+        # The reference looks a pod's cards up among its node's cards.
+        r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
+        row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
+        rows = np.array([row_of[u] for u in contrib], dtype=np.int64)
+        delta = np.array(list(contrib.values()), dtype=np.int64).reshape(-1, 3)
+        b = _Bound(node, rows, delta, cpu_milli, memory_mib)
+        self.state.add_usage(b.rows, b.delta, node, b.cpu_milli, b.memory_mib)
+        self._pods[name] = b
+
+    # -- one attempt -----------------------------------------------------
+    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
+        """One scheduling attempt of ``pod``; a bound pod enters the cache.
+
+        ``tie_draw`` in [0, 1) picks among equally scored nodes when the
+        cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        """
+        self.delete(pod.name)             # re-scheduling never double-counts
+        cfg = self.config
+        pod = admit(pod, cfg)
+        requests, n_init = pod_requests(pod, cfg)
+        wants_gpu = any(r is not None for r in requests)
+        state, core = self.state, self._core
+        policy = None
+        weights = (1, 1, 1)
+        node_spread = False
+        if wants_gpu:
+            policy = parse_card_policy(pod_gpu_policy(cfg.gpu_scheduler_policy,
+                                                      pod.annotations),
+                                       numa_bind(pod.annotations))
+            try:
+                weights = pod_weights(pod.annotations)
+            except ValueError:
+                # HAMi's Filter errors out after kube-scheduler sampled the nodes.
+                spec = pod_spec(encode_pod(state, pod, requests, n_init, None, weights))
+                core.attempt(spec, self.next_start, self._wanted, False, False, True)
+                self.next_start = core.next_start
+                raise
+            node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
+                                                             pod.annotations))
+        spec = pod_spec(encode_pod(state, pod, requests, n_init, policy, weights))
+        best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, node_spread)
+        self.next_start = core.next_start
+        if best >= 0 and cfg.node_tie_break == "random" and tie_draw is not None:
+            tied = core.np_tied[:core.n_tied].tolist()
+            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+        names = state.node_names
+        if best < 0:
+            node_reasons = self._node_reasons(wants_gpu)
+            msg = failed_scheduling_message(state.n_nodes, node_reasons)
+            return Decision(pod.name, message=msg, node_reasons=node_reasons)
+        node = int(core.np_window[best])
+        if not wants_gpu:
+            containers: list[list[Pick]] = [[] for _ in requests]
+        else:
+            st = core.place(spec, node)
+            assert st == _ST_FIT, "kernel: chosen node no longer fits"
+            ids = state.card_ids
+            index = state.index
+            r0 = int(state.node_start[node])
+            containers = [[Pick(ids[r0 + p], int(m), int(c), int(index[r0 + p]))
+                           for p, m, c in picks] for picks in core.picks(len(requests))]
+        self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
+        if not wants_gpu:
+            return Decision(pod.name, names[node], containers, node_index=node)
+        return Decision(pod.name, names[node], containers, node_index=node,
+                        pad_empty=self._pad_empty[node])
+
+    def _node_reasons(self, wants_gpu: bool) -> dict[str, list[str]]:
+        """Every examined and rejected node's reasons, in the reference's order."""
+        core, names = self._core, self.state.node_names
+        out = {names[i]: list(_CPU_MEM[b]) for i, b in zip(
+            core.np_rej_node[:core.n_rejected].tolist(),
+            core.np_rej_bits[:core.n_rejected].tolist())}
+        if not wants_gpu:
+            return out
+        nw = core.n_window
+        window = core.np_window[:nw].tolist()
+        status = core.np_status[:nw].tolist()
+        cache = self._reason_cache
+        for j, (i, st) in enumerate(zip(window, status)):
+            if st == _ST_FIT:
+                continue
+            if st == _ST_FAILED:
+                row = core.np_counts[j]
+                n_cards = int(core.np_ncards[j])
+                key = (row.tobytes(), n_cards)
+                reason = cache.get(key)
+                if reason is None:
+                    counts = {name: int(n) for name, n in zip(REASONS, row.tolist()) if n}
+                    reason = cache[key] = fit_reason(counts, n_cards)
+                out[names[i]] = [reason]
+            else:
+                out[names[i]] = [_STATUS_REASON[st]]
+        return out
