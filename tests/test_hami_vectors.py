@@ -25,9 +25,11 @@ VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 
 def _cases(kind_file: str):
     doc = json.loads((VECTORS / kind_file).read_text())
+    params = []
     for i, case in enumerate(doc["cases"]):
         marks = [pytest.mark.skip(reason=case["skip_reason"])] if "skip_reason" in case else []
-        yield pytest.param(case, id=f"{i}-{case['name'][:60]}", marks=marks)
+        params.append(pytest.param(case, id=f"{i}-{case['name'][:60]}", marks=marks))
+    return params
 
 
 backends = pytest.mark.parametrize("ops", list(BACKENDS.values()), ids=list(BACKENDS))
