@@ -23,6 +23,7 @@ __all__ = [
     "__version__", "Card", "Cluster", "Node", "SchedulerConfig", "HamisimError", "InputError",
     "SchedulerError", "Decision", "Pick", "Container", "Pod", "Request", "BACKENDS",
     "make_scheduler", "load_cluster", "load_scenario", "run_scenario",
+    "RunSpec", "run", "compare", "simulate", "EngineConfig", "read_trace",
 ]
 
 
@@ -35,4 +36,13 @@ def __getattr__(name: str):
     if name in ("load_scenario", "run_scenario"):
         from . import scenario
         return getattr(scenario, name)
+    if name in ("RunSpec", "run", "compare"):
+        from . import study
+        return getattr(study, name)
+    if name in ("simulate", "EngineConfig"):
+        from . import engine
+        return getattr(engine, name)
+    if name == "read_trace":
+        from .traces import read_trace
+        return read_trace
     raise AttributeError(f"module 'hamisim' has no attribute {name!r}")

@@ -157,7 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .study import run, write_run
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     result = run(spec)
-    out = write_run(result, args.out, args.format, title=spec.label)
+    label = result.summary["label"]
+    out = write_run(result, args.out, args.format, title=label)
     r = result.summary["results"]
     rows = [("pods", r["pods"]), ("bound", r["bound"]), ("departed", r["departed"]),
             ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
@@ -165,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
             ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
             ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}")]
-    print(f"hamisim run: {spec.label}, mode {spec.mode}, seed {spec.seed}")
+    print(f"hamisim run: {label}, mode {spec.mode}, seed {spec.seed}")
     for k, v in rows:
         print(f"  {k:32s} {v}")
     print(f"results written to {out}/ (events, timeseries, summary.json, figures/)")

@@ -73,8 +73,9 @@ class SimResult:
     events: pd.DataFrame
     timeseries: pd.DataFrame
     summary: dict = field(default_factory=dict)
-    #: tenants/slots per card (nodes x cards, NaN where a node has fewer
-    #: cards) at the moment the most cards had a tenant
+    #: allocated share of each card (nodes x cards, NaN where a node has
+    #: fewer cards) at the moment the most cards had a tenant; see
+    #: ClusterMeter.allocation_share
     occupancy: np.ndarray | None = None
 
 
@@ -164,8 +165,10 @@ class _Engine:
         self.delays: list[float] = []
         self.n_attempts = 0
         self.fill_clock: float | None = None    # fill mode has no event loop
+        self.live = 0                           # pending timers that can change state
+        self.feeder_done = False
         self.peak_alloc = -1
-        self.peak_used = self.meter.used.copy()
+        self.peak_usage = self.meter.allocation_share()
 
     @property
     def now(self) -> float:
@@ -177,10 +180,23 @@ class _Engine:
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
         if self.meter.sum_alloc > self.peak_alloc:
             self.peak_alloc = self.meter.sum_alloc
-            self.peak_used = self.meter.used.copy()
+            self.peak_usage = self.meter.allocation_share()
 
     def _at(self, delay: float, priority: int, callback) -> None:
         _Timer(self.env, delay, priority, callback)
+
+    def _at_live(self, delay: float, priority: int, callback) -> None:
+        """A timer that can change the cluster (departure, deletion, backoff end).
+
+        While none is pending and all pods have arrived, nothing can change any
+        more: the 5-minute flush then stops, and with it the simulation.
+        """
+        self.live += 1
+
+        def fire(event, cb=callback):
+            self.live -= 1
+            cb(event)
+        _Timer(self.env, delay, priority, fire)
 
     def _request_pass(self) -> None:
         if not self.pass_pending:
@@ -200,6 +216,7 @@ class _Engine:
             self._arrive(order, tp)
             if progress is not None:
                 progress.update(1)
+        self.feeder_done = True
 
     def _arrive(self, order: int, tp: TracePodLike) -> None:
         name = tp.pod.name
@@ -211,8 +228,8 @@ class _Engine:
         self.gpu_arrived += st.gpu
         self.rec.event(self.now, name, "arrive")
         if tp.deletion is not None:
-            self._at(max(tp.deletion - self.env.now, 0.0), _DEPART,
-                     lambda _e, n=name: self._delete(n))
+            self._at_live(max(tp.deletion - self.env.now, 0.0), _DEPART,
+                          lambda _e, n=name: self._delete(n))
         self._enqueue(st)
         self._request_pass()
 
@@ -265,7 +282,7 @@ class _Engine:
         self.delays.append(now - st.arrival)
         self.rec.event(now, st.pod.name, "bind", d.node, d.devices)
         if self.cfg.mode == "replay" and st.deletion is None and st.duration is not None:
-            self._at(st.duration, _DEPART, lambda _e, n=st.pod.name: self._delete(n))
+            self._at_live(st.duration, _DEPART, lambda _e, n=st.pod.name: self._delete(n))
 
     def _abandon(self, st: _PodState, why: str) -> None:
         st.status = "gone"
@@ -311,7 +328,7 @@ class _Engine:
                 st.status = "backoff"
                 st.gen += 1
                 gen = st.gen
-                self._at(ready - now, _ARRIVE, lambda _e, s=st, g=gen: self._retry(s, g))
+                self._at_live(ready - now, _ARRIVE, lambda _e, s=st, g=gen: self._retry(s, g))
 
     def _retry(self, st: _PodState, gen: int) -> None:
         if st.gen == gen and st.status == "backoff":
@@ -319,6 +336,8 @@ class _Engine:
             self._request_pass()
 
     def _flush(self, st: _PodState, gen: int) -> None:
+        if self.feeder_done and self.live == 0:
+            return          # nothing can change any more: the run is over
         if st.gen == gen and st.status == "unschedulable":
             self.unschedulable.pop(st.pod.name, None)
             self._enqueue(st)
@@ -332,9 +351,10 @@ class _Engine:
         if progress is not None:
             progress.close()
 
-    def run_fill(self, pods: Iterable[Pod], total: int | None) -> None:
+    def run_fill(self, pods: Iterable, total: int | None) -> None:
         progress = _progress_bar(total, self.cfg.progress)
-        for order, pod in enumerate(pods):
+        for order, item in enumerate(pods):
+            pod = getattr(item, "pod", item)
             self.fill_clock = float(order)     # one submission per second
             st = _PodState(pod, order, float(order), None, None,
                            gpu_request(pod))
@@ -376,8 +396,7 @@ class _Engine:
         per_node = np.diff(m.node_start)
         width = int(per_node.max()) if len(per_node) else 0
         occ = np.full((m.n_nodes, width), np.nan)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(m.count > 0, self.peak_used / m.count, 0.0)
+        share = self.peak_usage
         for i in range(m.n_nodes):
             a, b = m.node_start[i], m.node_start[i + 1]
             occ[i, : b - a] = share[a:b]
@@ -398,8 +417,8 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     """Run one simulation.
 
     ``workload`` is, in ``replay`` mode, trace pods (``.pod``, ``.arrival``,
-    ``.duration``, ``.deletion``) in arrival order; in ``fill`` mode, plain
-    :class:`~hamisim.pods.Pod` objects in submission order. ``shapes`` are the
+    ``.duration``, ``.deletion``) in arrival order; in ``fill`` mode, pods (or
+    trace pods) in submission order. ``shapes`` are the
     typical pod shapes for the fragmentation metric. The same inputs and seed
     give identical results.
     """

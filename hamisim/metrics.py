@@ -222,6 +222,14 @@ class ClusterMeter:
         self.node_frag[i] = round(float((sh["weight"] * stranded).sum()) * _MICRO)
 
     # -- readings --------------------------------------------------------
+    def allocation_share(self) -> np.ndarray:
+        """Per card, the largest of its used share of slots, cores and memory."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts = [np.where(cap > 0, use / cap, 0.0) for use, cap in (
+                (self.used, self.count), (self.usedcores, self.devcore),
+                (self.usedmem, self.devmem))]
+        return np.maximum.reduce(parts)
+
     def reading(self) -> dict[str, float]:
         """Cluster totals now (names as in :data:`TIMESERIES_COLUMNS`)."""
         t = self.totals

@@ -64,8 +64,8 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
                        vmin=0, vmax=1)
-        ax.set(xlabel="node (cluster order)", ylabel="card slot",
-               title="Card occupancy at peak allocation (tenants / slots)")
+        ax.set(xlabel="node (cluster order)", ylabel="card (registration order)",
+               title="Card allocation at peak (largest used share of slots, cores, memory)")
         fig.colorbar(im, ax=ax, fraction=0.04)
         out.append(_save(fig, folder / "occupancy.png"))
 
@@ -83,13 +83,28 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     return out
 
 
+def _styles(labels: Sequence[str]) -> dict[str, dict]:
+    """Colour per card policy, line style per node policy, for ``node=X card=Y`` labels."""
+    parts = [dict(p.split("=", 1) for p in lab.split() if "=" in p) for lab in labels]
+    cards = list(dict.fromkeys(p.get("card", lab) for p, lab in zip(parts, labels)))
+    nodes = list(dict.fromkeys(p.get("node", "") for p in parts))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    dashes = ["-", "--", ":", "-."]
+    return {lab: {"color": colours[cards.index(p.get("card", lab)) % len(colours)],
+                  "ls": dashes[nodes.index(p.get("node", "")) % len(dashes)]}
+            for p, lab in zip(parts, labels)}
+
+
 def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill: bool) -> Path:
     """One overlay plot: per policy the median over seeds with a 25-75 % band.
 
     In fill mode the x-axis is the arrived workload (integer percent bins) and
-    the y-axis unallocated GPU %; in replay mode, time and cards with a tenant.
+    the y-axis unallocated GPU %, zoomed on where the policies part; in replay
+    mode, time and cards with a tenant. Colour = card policy, line style =
+    node policy.
     """
     fig, ax = plt.subplots(figsize=(8, 5))
+    styles = _styles(list(series))
     for label, frames in series.items():
         curves = []
         for ts in frames:
@@ -105,21 +120,23 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
         grid = curves[0][0][:n]
         ys = np.array([y[:n] for _, y in curves])
         med = np.median(ys, axis=0)
-        line, = ax.plot(grid, med, label=label)
+        ax.plot(grid, med, label=label, lw=1.8, **styles[label])
         if len(curves) > 1:
             ax.fill_between(grid, np.percentile(ys, 25, axis=0), np.percentile(ys, 75, axis=0),
-                            color=line.get_color(), alpha=0.2, lw=0)
+                            color=styles[label]["color"], alpha=0.15, lw=0)
     if fill:
         top = ax.get_xlim()[1]
-        ax.plot([0, 100, top], [100, 0, 0], color="grey", ls=":", label="ideal")
+        ax.plot([0, 100, top], [100, 0, 0], color="black", lw=0.8, ls=":", label="ideal")
+        lows = [ln.get_ydata()[-1] for ln in ax.get_lines()[:-1]]
         ax.set(xlabel="arrived workload (% of GPU capacity)", ylabel="unallocated GPU (%)",
-               xlim=(0, top), ylim=(0, 100))
-        ax.set_title("Unallocated GPU vs arrived workload (median, 25–75 % band)")
+               xlim=(50, top), ylim=(0, max(50.0, 1.3 * max(lows, default=0))))
+        ax.set_title("Unallocated GPU vs arrived workload\n(median over seeds, 25–75 % band)")
     else:
         ax.set(xlabel=xlabel, ylabel="cards with a tenant (%)", ylim=(0, 100))
         ax.set_title("GPU allocation over time (median over seeds, 25–75 % band)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper right", title="colour: card policy, style: node policy",
+              title_fontsize=8)
     return _save(fig, path)
 
 

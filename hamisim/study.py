@@ -74,6 +74,7 @@ class RunSpec:
 
     @property
     def label(self) -> str:
+        """``node=<policy> card=<policy>``; ``default`` where the cluster file decides."""
         return f"node={self.node_policy or 'default'} card={self.gpu_policy or 'default'}"
 
 
@@ -138,6 +139,7 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
         "scheduler": dataclasses.asdict(s),
         "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards},
         "typical_shapes": len(shapes),
+        "label": f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}",
         "results": result.summary,
     }
     return result
@@ -165,12 +167,13 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
         for spec in specs:
             res = run(spec)
             r = res.summary["results"]
-            rows.append({"policy": spec.label, "node_policy": res.summary["scheduler"][
+            label = res.summary["label"]
+            rows.append({"policy": label, "node_policy": res.summary["scheduler"][
                 "node_scheduler_policy"], "gpu_policy": res.summary["scheduler"][
                 "gpu_scheduler_policy"], "seed": spec.seed, **{
                 k: v for k, v in r.items() if not isinstance(v, dict)}})
-            series.setdefault(spec.label, []).append(res.timeseries)
-            sub = tmp / "runs" / f"{_slug(spec.label)}-seed{spec.seed}"
+            series.setdefault(label, []).append(res.timeseries)
+            sub = tmp / "runs" / f"{_slug(label)}-seed{spec.seed}"
             sub.mkdir(parents=True)
             write_table(res.timeseries, sub, "timeseries", fmt)
             write_json(res.summary, sub / "summary.json")

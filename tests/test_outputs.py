@@ -1,0 +1,115 @@
+"""Results folders: every file written, byte-identical on rerun, never half-written."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from hamisim.cli import main
+from hamisim.study import RunSpec, run, write_run
+
+CLUSTER = """\
+nodes:
+  - name_prefix: gpu
+    replicas: 4
+    cpu_milli: 32000
+    gpus: 4
+    card: {count: 4, devmem: 16000, devcore: 100, type: NVIDIA-Tesla T4}
+"""
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    rows = ["name,arrival,duration,gpu,gpumem_percentage,gpucores,cpu_milli,gpu_policy"]
+    for i in range(60):
+        share = [25, 50, 100][i % 3]
+        policy = "mutex" if i % 7 == 0 else ""
+        rows.append(f"p{i},{i * 0.7:.1f},{5 + (i * 13) % 17},1,{share},{share},2000,{policy}")
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path
+
+
+def spec(inputs, **kw) -> RunSpec:
+    return RunSpec(cluster=str(inputs / "cluster.yaml"), trace=str(inputs / "trace.csv"),
+                   load=None, progress=False, **kw)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_rerun_is_byte_identical(inputs, fmt):
+    a = write_run(run(spec(inputs, seed=3)), inputs / "a", fmt)
+    b = write_run(run(spec(inputs, seed=3)), inputs / "b", fmt)
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert {f"events.{fmt}", f"timeseries.{fmt}", "summary.json"} <= {str(n) for n in names}
+    assert any(str(n).startswith("figures/") for n in names)
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_summary_records_inputs(inputs):
+    res = run(spec(inputs, gpu_policy="binpack", seed=5))
+    s = json.loads(json.dumps(res.summary))
+    assert s["inputs"]["seed"] == 5 and s["scheduler"]["gpu_scheduler_policy"] == "binpack"
+    assert len(s["inputs"]["trace_sha256"]) == 64
+    assert s["results"]["pods"] == 60
+
+
+def test_failed_write_leaves_no_folder(inputs, monkeypatch):
+    import hamisim.study as study
+
+    def broken(*a, **k):
+        raise RuntimeError("disk full")
+    monkeypatch.setattr(study, "plot_run", broken)
+    with pytest.raises(RuntimeError):
+        write_run(run(spec(inputs)), inputs / "out", "csv")
+    assert not (inputs / "out").exists()
+    assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
+
+
+def test_rewrite_replaces_previous_results(inputs):
+    out = inputs / "out"
+    out.mkdir()
+    (out / "stale.txt").write_text("old")
+    write_run(run(spec(inputs)), out, "csv")
+    assert not (out / "stale.txt").exists() and (out / "events.csv").exists()
+
+
+def test_cli_run_and_plot(inputs, capsys):
+    out = inputs / "res"
+    assert main(["run", str(inputs / "cluster.yaml"), str(inputs / "trace.csv"), "--as-traced",
+                 "--out", str(out), "--format", "csv", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "node=binpack card=spread" in text and str(out) in text
+    (out / "figures" / "utilisation.png").unlink()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "figures" / "utilisation.png").exists()
+
+
+def test_cli_run_needs_both_inputs(inputs, capsys):
+    assert main(["run", str(inputs / "cluster.yaml")]) == 2
+    assert "CLUSTER and TRACE" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_run_without_arguments_uses_the_bundled_workload(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--no-progress"]) == 0
+    out = tmp_path / "hamisim-out"
+    for name in ("events.parquet", "timeseries.parquet", "summary.json",
+                 "figures/utilisation.png", "figures/pending.png", "figures/occupancy.png"):
+        assert (out / name).exists(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cluster"] == {"nodes": 1213, "gpus": 6212}
+    assert summary["results"]["bound"] > 0
+
+
+@pytest.mark.slow
+def test_compare_fill_on_openb_writes_table_and_overlay(tmp_path):
+    out = tmp_path / "cmp"
+    assert main(["compare", "--mode", "fill", "--fill-to", "60", "--node-policy", "binpack",
+                 "--node-policy", "spread", "--gpu-policy", "spread", "--gpu-policy",
+                 "mutex,binpack", "--out", str(out), "--format", "csv", "--no-progress"]) == 0
+    table = (out / "compare.csv").read_text().splitlines()
+    assert len(table) == 1 + 4
+    assert (out / "figures" / "compare.png").stat().st_size > 10_000
