@@ -118,6 +118,7 @@ class _Recorder:
         self.ev: dict[str, list] = {c: [] for c in EVENT_COLUMNS}
         self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
         self.ts["gpu_arrived"] = []
+        self.ts["queueing_delay_s"] = []
 
     def event(self, time, pod, event, node=None, devices=None, message=None) -> None:
         ev = self.ev
@@ -166,6 +167,8 @@ class _Engine:
         self.n_attempts = 0
         self.fill_clock: float | None = None    # fill mode has no event loop
         self.live = 0                           # pending timers that can change state
+        self.row_time: float = -1.0             # binds at the current time, for the
+        self.row_delays: list[float] = []       # time series' queueing delay
         self.feeder_done = False
         self.peak_alloc = -1
         self.peak_usage = self.meter.allocation_share()
@@ -178,6 +181,9 @@ class _Engine:
     def _sample(self) -> None:
         self.rec.sample(self.now, self.counts, self.meter.reading())
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
+        # mean wait of the pods bound at this time (NaN when none was)
+        waits = self.row_delays if self.row_time == self.now else []
+        self.rec.ts["queueing_delay_s"].append(float(np.mean(waits)) if waits else float("nan"))
         if self.meter.sum_alloc > self.peak_alloc:
             self.peak_alloc = self.meter.sum_alloc
             self.peak_usage = self.meter.allocation_share()
@@ -280,6 +286,9 @@ class _Engine:
         self.counts["pods_pending"] -= 1
         self.counts["pods_running"] += 1
         self.delays.append(now - st.arrival)
+        if self.row_time != now:
+            self.row_time, self.row_delays = now, []
+        self.row_delays.append(now - st.arrival)
         self.rec.event(now, st.pod.name, "bind", d.node, d.devices)
         if self.cfg.mode == "replay" and st.deletion is None and st.duration is not None:
             self._at_live(st.duration, _DEPART, lambda _e, n=st.pod.name: self._delete(n))
