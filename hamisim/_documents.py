@@ -294,6 +294,29 @@ class Doc(Value):
 # ---------------------------------------------------------------------------
 # loading
 
+def read_text(path: str | os.PathLike[str], max_bytes: int = _MAX_FILE_BYTES) -> str:
+    """A whole file as UTF-8 text (BOM stripped).
+
+    ``InputError`` when unreadable, larger than ``max_bytes`` or not UTF-8 (at
+    the line of the bad byte).
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(name, None, f"cannot read file: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InputError(name, None, f"file is larger than {max_bytes >> 30} GiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(name, line, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} "
+                                     f"at offset {exc.start})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def load_document(path: str | os.PathLike[str]) -> Value:
     """Read a ``.yaml`` / ``.yml`` / ``.json`` file into a located :class:`Value`.
 
@@ -305,21 +328,7 @@ def load_document(path: str | os.PathLike[str]) -> Value:
     if ext not in (".yaml", ".yml", ".json"):
         raise InputError(name, None, f"unsupported file type '{ext or '(none)'}' "
                                      "(expected .yaml, .yml or .json)")
-    try:
-        with open(name, "rb") as fh:
-            raw = fh.read(_MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(name, None, f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) > _MAX_FILE_BYTES:
-        raise InputError(name, None, "file is larger than 1 GiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(name, line, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} "
-                                     f"at offset {exc.start})") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = read_text(name)
     return parse_json(text, name) if ext == ".json" else parse_yaml(text, name)
 
 

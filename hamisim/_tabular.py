@@ -22,6 +22,7 @@ import re
 from typing import Iterator
 
 from .errors import InputError
+from ._documents import read_text as _read_text
 
 __all__ = ["read_text", "csv_header", "csv_records", "parse_int_cell", "parse_float_cell",
            "first_line", "split_lines"]
@@ -36,21 +37,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """The file's text (UTF-8, BOM stripped); ``InputError`` when unreadable, not
     UTF-8 (at the line of the bad byte) or empty (only whitespace)."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as fh:
-            raw = fh.read(_MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(name, None, f"cannot read file: {exc.strerror or exc}") from None
-    if len(raw) > _MAX_FILE_BYTES:
-        raise InputError(name, None, "file is larger than 4 GiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(name, line, f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} "
-                                     f"at offset {exc.start})") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = _read_text(name, _MAX_FILE_BYTES)
     if not text.strip():
         raise InputError(name, None, "file is empty")
     return text
