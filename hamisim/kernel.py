@@ -19,7 +19,7 @@ from .cluster import Cluster
 from .kubesched import num_feasible_nodes_to_find
 from .outcome import (
     DEVICE_TYPE_NOT_FOUND, INSUFFICIENT_CPU, INSUFFICIENT_MEMORY, NODE_INSUFFICIENT_DEVICE,
-    NODE_UNREGISTERED, REASONS, Decision, Pick, failed_scheduling_message, fit_reason,
+    NODE_UNREGISTERED, REASONS, Decision, Pick, failed_scheduling_message, histogram_message, fit_reason,
     pads_empty_segments,
 )
 from . import policy as _policy
@@ -69,6 +69,29 @@ def pod_spec(enc) -> _core.PodSpec:
                          enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
                          enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
                          enc.cpu_milli, enc.memory_mib)
+
+
+_ROW_WEIGHTS = np.random.default_rng(20261129).integers(1, 2**62, size=64, dtype=np.int64)
+
+
+def _count_rows(keys: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Distinct rows of an integer matrix with their counts, fast.
+
+    Rows are grouped by a 64-bit random linear hash (a 1-D sort instead of
+    ``np.unique(axis=0)``'s row sort); a collision is detected and falls back
+    to the exact method.
+    """
+    w = _ROW_WEIGHTS[: keys.shape[1]] if keys.shape[1] <= len(_ROW_WEIGHTS) else None
+    if w is not None:
+        with np.errstate(over="ignore"):
+            h = keys @ w
+        _, first, inverse, n = np.unique(h, return_index=True, return_inverse=True,
+                                         return_counts=True)
+        reps = keys[first]
+        if np.array_equal(reps[inverse.reshape(-1)], keys):
+            return list(zip(reps, n.tolist()))
+    rows, n = np.unique(keys, axis=0, return_counts=True)
+    return list(zip(rows, n.tolist()))
 
 
 @dataclass
@@ -171,9 +194,10 @@ class KernelScheduler:
             best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
         names = state.node_names
         if best < 0:
-            node_reasons = self._node_reasons(wants_gpu)
-            msg = failed_scheduling_message(state.n_nodes, node_reasons)
-            return Decision(pod.name, message=msg, node_reasons=node_reasons)
+            snap = self._failure_snapshot(wants_gpu)
+            msg = histogram_message(state.n_nodes, self._histogram(snap))
+            return Decision(pod.name, message=msg,
+                            reasons_factory=lambda: self._node_reasons(snap))
         node = int(core.np_window[best])
         if not wants_gpu:
             containers: list[list[Pick]] = [[] for _ in requests]
@@ -191,14 +215,66 @@ class KernelScheduler:
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node])
 
-    def _node_reasons(self, wants_gpu: bool) -> dict[str, list[str]]:
-        """Every examined and rejected node's reasons, in the reference's order."""
-        core, names = self._core, self.state.node_names
-        out = {names[i]: list(_CPU_MEM[b]) for i, b in zip(
-            core.np_rej_node[:core.n_rejected].tolist(),
-            core.np_rej_bits[:core.n_rejected].tolist())}
+    def _failure_snapshot(self, wants_gpu: bool) -> tuple:
+        """Copies of the kernel's failure buffers (the next attempt reuses them)."""
+        core = self._core
+        rej = (core.np_rej_node[:core.n_rejected].copy(),
+               core.np_rej_bits[:core.n_rejected].copy())
         if not wants_gpu:
+            return rej, None
+        nw = core.n_window
+        return rej, (core.np_window[:nw].copy(), core.np_status[:nw].copy(),
+                     core.np_counts[:nw].copy(), core.np_ncards[:nw].copy())
+
+    def _reason(self, row: np.ndarray, n_cards: int) -> str:
+        key = (row.tobytes(), n_cards)
+        reason = self._reason_cache.get(key)
+        if reason is None:
+            counts = {name: int(n) for name, n in zip(REASONS, row.tolist()) if n}
+            reason = self._reason_cache[key] = fit_reason(counts, n_cards)
+        return reason
+
+    def _histogram(self, snap: tuple) -> dict[str, int]:
+        """Reason string -> number of nodes, without a per-node dictionary."""
+        (_, bits), window = snap
+        hist: dict[str, int] = {}
+        n_cpu, n_mem = int((bits & 1).astype(bool).sum()), int((bits & 2).astype(bool).sum())
+        if n_cpu:
+            hist[INSUFFICIENT_CPU] = n_cpu
+        if n_mem:
+            hist[INSUFFICIENT_MEMORY] = n_mem
+        if window is None:
+            return hist
+        _, status, counts, ncards = window
+        for st, reason in _STATUS_REASON.items():
+            n = int((status == st).sum())
+            if n:
+                hist[reason] = hist.get(reason, 0) + n
+        failed = status == _ST_FAILED
+        if failed.any():
+            keys = np.column_stack([counts[failed], ncards[failed]]).astype(np.int64)
+            for key, n in _count_rows(keys):
+                reason = self._reason(key[:-1], int(key[-1]))
+                hist[reason] = hist.get(reason, 0) + n
+        return hist
+
+    def _node_reasons(self, snap: tuple) -> dict[str, list[str]]:
+        """Every examined and rejected node's reasons, in the reference's order."""
+        names = self.state.node_names
+        (rej_node, rej_bits), window = snap
+        out = {names[i]: list(_CPU_MEM[b]) for i, b in zip(rej_node.tolist(),
+                                                          rej_bits.tolist())}
+        if window is None:
             return out
+        nodes, status, counts, ncards = window
+        for j, (i, st) in enumerate(zip(nodes.tolist(), status.tolist())):
+            if st == _ST_FIT:
+                continue
+            if st == _ST_FAILED:
+                out[names[i]] = [self._reason(counts[j], int(ncards[j]))]
+            else:
+                out[names[i]] = [_STATUS_REASON[st]]
+        return out
         nw = core.n_window
         window = core.np_window[:nw].tolist()
         status = core.np_status[:nw].tolist()

@@ -103,6 +103,16 @@ TIMESERIES_COLUMNS = (
 )
 
 
+def _type_matrix(shapes: Sequence[Shape], types: Sequence[str]) -> np.ndarray:
+    """(shapes, cards) booleans: may the shape use the card's type? Evaluated
+    once per distinct type string."""
+    names, inverse = np.unique(np.array(types, dtype=object).astype(str), return_inverse=True)
+    per_type = np.array([[type_allowed({USE_GPUTYPE: x.use_gputype,
+                                        NOUSE_GPUTYPE: x.nouse_gputype}, t) for t in names]
+                         for x in shapes], dtype=bool).reshape(len(shapes), len(names))
+    return per_type[:, inverse.reshape(-1)] if len(types) else per_type
+
+
 class ClusterMeter:
     """Per-card usage and per-node aggregates of a cluster, updated incrementally."""
 
@@ -144,10 +154,7 @@ class ClusterMeter:
             "zero_core": np.array([x.cores == 0 for x in sh], dtype=bool),
             "cpu": np.array([x.cpu_milli for x in sh], dtype=np.int64),
             "weight": np.array([x.weight for x in sh], dtype=float),
-            "type_ok": np.array([[type_allowed({USE_GPUTYPE: x.use_gputype,
-                                                NOUSE_GPUTYPE: x.nouse_gputype}, t)
-                                  for t in types] for x in sh], dtype=bool).reshape(
-                                      len(sh), len(types)),
+            "type_ok": _type_matrix(sh, types),
         }
         self.n_cards = len(count)
         self.capacity = float(self.n_cards)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 __all__ = [
     "REASONS", "REASON_CODE", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
     "DEVICE_TYPE_NOT_FOUND", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
     "Pick", "Decision", "fit_reason", "parse_reason", "failed_scheduling_message",
+    "histogram_message",
     "devices_annotation", "pads_empty_segments",
 ]
 
@@ -63,19 +64,37 @@ class Decision:
     container (init containers first, GPU-less containers as empty lists).
     ``node_reasons`` maps every node that was examined and rejected to its
     reason strings (a node rejected by kube-scheduler for both CPU and memory
-    has two).
+    has two). A backend may pass ``reasons_factory`` instead, so the map of a
+    large cluster is only built when someone reads it.
     """
 
     pod: str
     node: str | None = None
     containers: list[list[Pick]] = field(default_factory=list)
     message: str | None = None
-    node_reasons: dict[str, list[str]] = field(default_factory=dict)
+    _node_reasons: dict[str, list[str]] | None = field(default=None, repr=False,
+                                                       compare=False)
     node_index: int = -1
     #: whether GPU-less containers get an empty annotation segment: HAMi pads
     #: them under the card *model* type, so only nodes whose cards are typed
     #: exactly ``NVIDIA`` show them (HAMI-SEMANTICS §9.1.9).
     pad_empty: bool = True
+    reasons_factory: Callable[[], dict[str, list[str]]] | None = field(
+        default=None, repr=False, compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decision):
+            return NotImplemented
+        return (self.pod, self.node, self.containers, self.message, self.node_index,
+                self.pad_empty, self.node_reasons) == (
+                    other.pod, other.node, other.containers, other.message, other.node_index,
+                    other.pad_empty, other.node_reasons)
+
+    @property
+    def node_reasons(self) -> dict[str, list[str]]:
+        if self._node_reasons is None:
+            self._node_reasons = self.reasons_factory() if self.reasons_factory else {}
+        return self._node_reasons
 
     @property
     def bound(self) -> bool:
@@ -122,6 +141,11 @@ def failed_scheduling_message(n_nodes: int, node_reasons: Mapping[str, Iterable[
     hist: Counter[str] = Counter()
     for reasons in node_reasons.values():
         hist.update(reasons)
+    return histogram_message(n_nodes, hist)
+
+
+def histogram_message(n_nodes: int, hist: Mapping[str, int]) -> str:
+    """:func:`failed_scheduling_message` from the reason histogram itself."""
     msg = f"0/{n_nodes} nodes are available:"
     entries = sorted(f"{n} {reason}" for reason, n in hist.items())
     if entries:

@@ -512,7 +512,7 @@ class ReferenceScheduler:
                 cfg.node_tie_break, tie_draw)
             if choice is None:
                 msg = failed_scheduling_message(len(nodes), node_reasons)
-                return Decision(pod.name, message=msg, node_reasons=node_reasons)
+                return Decision(pod.name, message=msg, _node_reasons=node_reasons)
             i = window[choice]
             self.pods[pod.name] = _Cached(i, [[] for _ in requests], n_init,
                                           pod.cpu_milli, pod.memory_mib)
@@ -537,7 +537,7 @@ class ReferenceScheduler:
                 node_reasons[node.name] = [res.reason]
         if not fits:
             msg = failed_scheduling_message(len(nodes), node_reasons)
-            return Decision(pod.name, message=msg, node_reasons=node_reasons)
+            return Decision(pod.name, message=msg, _node_reasons=node_reasons)
         best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
