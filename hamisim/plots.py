@@ -140,18 +140,39 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
     return _save(fig, path)
 
 
-def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130)) -> Path:
-    """Figure 9(a) style: median unallocated GPU % per policy with a 25–75 % band."""
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for policy, g in curves.groupby("policy", sort=False):
+def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
+                     reference: pd.DataFrame | None = None, title: str = "") -> Path:
+    """Figure 9(a) of the FGD paper: median unallocated GPU % per policy over
+    seeds, with a 25-75 % band and the ideal line.
+
+    ``reference`` (index: arrived percent, columns: policy) adds published
+    medians as markers in each policy's colour.
+    """
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    labels = list(dict.fromkeys(curves["policy"]))
+    styles = _styles(labels)
+    top = 0.0
+    for policy in labels:
+        g = curves[curves["policy"] == policy]
         piv = g.pivot_table(index="arrived_pct", columns="seed", values="unallocated_gpu_pct")
         med = piv.median(axis=1)
-        line, = ax.plot(med.index, med.values, label=policy)
-        ax.fill_between(piv.index, piv.quantile(0.25, axis=1), piv.quantile(0.75, axis=1),
-                        color=line.get_color(), alpha=0.2, lw=0)
-    ax.plot([0, 100, 200], [100, 0, 0], color="grey", ls=":", label="ideal")
+        ax.plot(med.index, med.values, label=policy, lw=1.8, **styles[policy])
+        if piv.shape[1] > 1:
+            ax.fill_between(piv.index, piv.quantile(0.25, axis=1), piv.quantile(0.75, axis=1),
+                            color=styles[policy]["color"], alpha=0.15, lw=0)
+        top = max(top, float(med[med.index >= xlim[0]].max()) if len(med) else 0.0)
+        if reference is not None and policy in reference.columns:
+            ref = reference[policy].dropna()
+            ref = ref[(ref.index >= xlim[0]) & (ref.index % 5 == 0)]
+            ax.plot(ref.index, ref.values, "o", ms=4, mfc="none",
+                    color=styles[policy]["color"])
+    ax.plot([0, 100, 200], [100, 0, 0], color="black", lw=0.8, ls=":", label="ideal")
+    if reference is not None:
+        ax.plot([], [], "o", ms=4, mfc="none", color="grey", label="published (FGD artifact)")
     ax.set(xlabel="arrived workload (% of GPU capacity)", ylabel="unallocated GPU (%)",
-           xlim=xlim, ylim=(0, 100 - xlim[0] + 5))
+           xlim=xlim, ylim=(0, max(min(top * 1.15, 100 - xlim[0] + 5), 10)))
+    ax.set_title(title or "Unallocated GPU vs arrived workload\n"
+                 "(median over seeds, 25–75 % band)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right", ncol=1 if len(labels) < 8 else 2)
     return _save(fig, path)

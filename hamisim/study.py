@@ -27,7 +27,8 @@ from .cluster import Cluster
 from .engine import EngineConfig, SimResult, simulate
 from .metrics import typical_shapes
 from .outputs import atomic_folder, read_table, write_json, write_table
-from .plots import plot_compare, plot_run
+from .fillcurves import curves
+from .plots import plot_compare, plot_fill_curves, plot_run
 from .traces import cluster_from_path, fill_workload, read_trace, retime
 
 __all__ = ["RunSpec", "run", "write_run", "compare", "plot_folder", "DEFAULT_LOAD",
@@ -114,6 +115,9 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
                        retry="none" if spec.mode == "fill" else spec.retry,
                        progress=spec.progress)
     if spec.mode == "fill":
+        # the paper's protocol also randomises the node order per seed
+        order = np.random.default_rng(spec.seed).permutation(len(cluster.nodes))
+        cluster = dataclasses.replace(cluster, nodes=tuple(cluster.nodes[i] for i in order))
         workload = fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed)
         result = simulate(cluster, workload, cfg, shapes, total=len(workload))
     else:
@@ -161,8 +165,10 @@ def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parque
 
 def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "parquet"
             ) -> pd.DataFrame:
-    """Run every spec, write one table and one overlay plot; return the table."""
-    rows, series = [], {}
+    """Run every spec; write one table, one overlay plot and, in fill mode, the
+    ``curves`` table (FGD's binning, :mod:`hamisim.fillcurves`); return the table."""
+    rows, series, curve_parts = [], {}, []
+    fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:
         for spec in specs:
             res = run(spec)
@@ -173,6 +179,8 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
                 "gpu_scheduler_policy"], "seed": spec.seed, **{
                 k: v for k, v in r.items() if not isinstance(v, dict)}})
             series.setdefault(label, []).append(res.timeseries)
+            if fill:
+                curve_parts.append(curves(res.timeseries, label, spec.seed))
             sub = tmp / "runs" / f"{_slug(label)}-seed{spec.seed}"
             sub.mkdir(parents=True)
             write_table(res.timeseries, sub, "timeseries", fmt)
@@ -180,7 +188,12 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
         table = pd.DataFrame(rows)
         write_table(table, tmp, "compare", fmt)
         (tmp / "figures").mkdir()
-        plot_compare(series, tmp / "figures" / "compare.png", specs[0].mode == "fill")
+        if fill:
+            table_c = pd.concat(curve_parts, ignore_index=True)
+            write_table(table_c, tmp, "curves", fmt)
+            plot_fill_curves(table_c, tmp / "figures" / "compare.png")
+        else:
+            plot_compare(series, tmp / "figures" / "compare.png", fill)
     return table
 
 
