@@ -1097,3 +1097,7 @@ def node_base_score(count, devmem, devcore, used, usedmem, usedcores):
 def node_less(bint spread, float a, float b):
     """Node comparator (§5.4) on float32 scores."""
     return bool(a > b if spread else a < b)
+
+
+# The FGD paper's research node policies (hamisim.research).
+include "_research.pxi"

@@ -112,7 +112,9 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                         "(overrides the cluster file; default: HAMi's spread)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--node-policy", metavar="P", **many,
-                   help="node policy binpack or spread (default: HAMi's binpack)"
+                   help="node policy: HAMi's binpack (default) or spread, or one of the FGD "
+                        "paper's research policies random, dotprod, gpuclustering, gpupacking, "
+                        "bestfit, fgd (not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "

@@ -150,7 +150,8 @@ class _Engine:
     def __init__(self, cluster: Cluster, config: EngineConfig, shapes: Sequence[Shape]):
         self.cluster = cluster
         self.cfg = config
-        self.sched = make_scheduler(cluster, backend=config.backend)
+        self.sched = make_scheduler(cluster, backend=config.backend, shapes=shapes,
+                                    seed=config.seed)
         self.meter = ClusterMeter(cluster, shapes)
         self.rec = _Recorder()
         self.rng = np.random.default_rng(config.seed)

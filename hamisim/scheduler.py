@@ -6,12 +6,15 @@ error, never a silent fallback to the slow path.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from .cluster import Cluster
 from .errors import HamisimError
 from .outcome import Decision
 from .pods import Pod
+
+if TYPE_CHECKING:
+    from .metrics import Shape
 
 __all__ = ["BACKENDS", "Backend", "make_scheduler"]
 
@@ -31,8 +34,26 @@ class Backend(Protocol):
     def usage_by_card(self) -> dict[str, tuple[int, int, int]]: ...
 
 
-def make_scheduler(cluster: Cluster, backend: str = "kernel") -> Backend:
-    """A fresh scheduler (empty pod cache) for ``cluster`` on ``backend``."""
+def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["Shape"] = (),
+                   seed: int = 0) -> Backend:
+    """A fresh scheduler (empty pod cache) for ``cluster`` on ``backend``.
+
+    When the cluster's ``node_scheduler_policy`` is one of the FGD paper's
+    research policies (:data:`hamisim.research.RESEARCH_POLICIES`) the result
+    is a :class:`hamisim.research.ResearchScheduler`: ``shapes`` are then the
+    typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
+    Random's draws. Both are ignored for HAMi's own policies.
+    """
+    from .research import is_research_policy
+    if is_research_policy(cluster.scheduler.node_scheduler_policy):
+        if backend not in BACKENDS:
+            raise HamisimError(
+                f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+        from .research import ResearchScheduler
+        if backend == "kernel":
+            _kernel_module()
+        return ResearchScheduler(cluster, cluster.scheduler.node_scheduler_policy,
+                                 shapes=shapes, seed=seed, backend=backend)
     if backend == "reference":
         from .reference import ReferenceScheduler
         return ReferenceScheduler(cluster)
@@ -40,9 +61,22 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel") -> Backend:
         try:
             from .kernel import KernelScheduler
         except ImportError as exc:  # pragma: no cover - depends on the build
-            raise HamisimError(
-                "the compiled kernel hamisim._core is not built; reinstall with "
-                "`pip install .` (a C compiler is needed), or pass --backend reference "
-                f"({exc})") from exc
+            raise _missing_kernel(exc) from exc
         return KernelScheduler(cluster)
     raise HamisimError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+
+
+def _missing_kernel(exc: ImportError) -> HamisimError:
+    return HamisimError(
+        "the compiled kernel hamisim._core is not built; reinstall with "
+        "`pip install .` (a C compiler is needed), or pass --backend reference "
+        f"({exc})")
+
+
+def _kernel_module():
+    """The compiled kernel, or the error that says how to get it."""
+    try:
+        from . import _core
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise _missing_kernel(exc) from exc
+    return _core

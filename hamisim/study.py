@@ -28,6 +28,7 @@ from .engine import EngineConfig, SimResult, simulate
 from .metrics import typical_shapes
 from .outputs import atomic_folder, read_table, write_json, write_table
 from .fillcurves import curves
+from .research import is_research_policy
 from .plots import plot_compare, plot_fill_curves, plot_run
 from .traces import cluster_from_path, fill_workload, read_trace, retime
 
@@ -143,7 +144,8 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
         "scheduler": dataclasses.asdict(s),
         "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards},
         "typical_shapes": len(shapes),
-        "label": f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}",
+        "label": (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
+                  else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
         "results": result.summary,
     }
     return result

@@ -1,0 +1,647 @@
+# Included at the end of _core.pyx (same module, same compiler directives).
+#
+# The six research node policies of the FGD paper (Weng et al., USENIX ATC '23):
+# random, dotprod, gpuclustering, gpupacking, bestfit and fgd, on the paper's
+# Open-Gpu-Share resource model: every usable card holds 1000 milli, a pod asks
+# for k cards with ``milli`` each. The readable specification of every rule is
+# the pure-Python twin :class:`hamisim.research.ResearchReferenceCore`; the two
+# must take identical decisions (tests/test_research_policies.py). The glue,
+# the resource mapping and every resolved ambiguity are documented in
+# :mod:`hamisim.research`.
+#
+# State (all owned here, numpy arrays behind raw pointers):
+#   left[r]        free milli of card row r (0 on unusable cards, never changed)
+#   cpu_req[i]     CPU requested on node i, mem_req[i] memory requested
+#   cls_cnt[i, c]  bound GPU pods of class c on node i (GpuClustering), and
+#                  cls_present[i] the number of classes with a pod
+#   node_ver[i]    bumped whenever node i changes; every cache entry of node i
+#                  records the version it was computed at.
+# FGD caches, per node: the per-shape counts of cards that can host the shape
+# and the free milli of those that cannot, the node's total free milli and
+# its fragmentation F_n; per (node, pod spec): the node's score and best card.
+# A pod changes one node, so a decision recomputes only the nodes that changed
+# since the same spec was last scored.
+from libc.math cimport exp
+
+cdef enum:
+    RP_RANDOM = 0
+    RP_DOTPROD = 1
+    RP_CLUSTERING = 2
+    RP_PACKING = 3
+    RP_BESTFIT = 4
+    RP_FGD = 5
+    # per-node rejection bits
+    RB_CPU = 1
+    RB_MEM = 2
+    RB_MODEL = 4
+    RB_GPU = 8
+    R_MILLI = 1000
+    R_MAX_CPU = 128000
+    R_MAX_GPU = 8000
+
+RESEARCH_CODES = {
+    "random": RP_RANDOM, "dotprod": RP_DOTPROD, "gpuclustering": RP_CLUSTERING,
+    "gpupacking": RP_PACKING, "bestfit": RP_BESTFIT, "fgd": RP_FGD,
+    "RB_CPU": RB_CPU, "RB_MEM": RB_MEM, "RB_MODEL": RB_MODEL, "RB_GPU": RB_GPU,
+    "MILLI": R_MILLI, "MAX_SPEC_CPU": R_MAX_CPU, "MAX_SPEC_GPU": R_MAX_GPU,
+}
+
+# a node whose BestFit raw score Go would reject (free below the request)
+cdef int64_t R_SCORE_NONE = -4611686018427387904
+
+
+cdef inline int64_t* _rs_i64(a):
+    cdef int64_t[::1] v = a.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline int32_t* _rs_i32(a):
+    cdef int32_t[::1] v = a.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline uint8_t* _rs_u8(a):
+    cdef uint8_t[::1] v = a.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline double* _rs_f64(a):
+    cdef double[::1] v = a.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef inline int64_t _fgd_score(double f_before, double f_after) noexcept nogil:
+    """floor(100 * sigmoid((F - F') / 1000)), as an integer."""
+    cdef double x = (f_before - f_after) / 1000.0
+    cdef double s = 1.0 / (1.0 + exp(-x))
+    return <int64_t>(s * 100.0)
+
+
+cdef class ResearchCore:
+    """Scores and card choices of the research policies over one cluster."""
+
+    cdef readonly int n_nodes, n_cards, max_cards, n_types, n_shapes, n_cls, spec_cap
+    cdef readonly int n_feasible, n_tied, n_rejected, next_start, n_pick
+    cdef readonly int64_t best_score
+    # numpy arrays (kept alive here; the pointers below point into them)
+    cdef readonly object np_left, np_cpu_req, np_mem_req, np_node_ver, np_cls_cnt
+    cdef readonly object np_cls_present, np_feasible, np_tied, np_rej_node, np_rej_bits
+    cdef readonly object np_pick, np_score, np_node_gpu
+    cdef object _static, _fgd, _spec, _keep_scratch
+    cdef const int64_t* node_start
+    cdef const int32_t* card_type
+    cdef const uint8_t* card_usable
+    cdef const int64_t* cpu_cap
+    cdef const int64_t* mem_cap
+    cdef int64_t* left
+    cdef int64_t* cpu_req
+    cdef int64_t* mem_req
+    cdef int64_t* node_ver
+    cdef int64_t* cls_cnt
+    cdef int32_t* cls_present
+    cdef const int64_t* sh_cpu
+    cdef const int64_t* sh_milli
+    cdef const int64_t* sh_k
+    cdef const double* sh_w
+    cdef const uint8_t* sh_type_ok
+    cdef double* f_node
+    cdef int64_t* f_ver
+    cdef int64_t* f_total
+    cdef int32_t* f_cnt
+    cdef int64_t* f_small
+    cdef int64_t* c_score
+    cdef int32_t* c_gpu
+    cdef int64_t* c_ver
+    cdef int64_t* feas
+    cdef int64_t* tied
+    cdef int64_t* rej_node
+    cdef int32_t* rej_bits
+    cdef int64_t* score
+    cdef int32_t* node_gpu
+    cdef int32_t* pick
+    cdef uint8_t* mark
+    cdef int64_t* chg_row
+    cdef int64_t* chg_new
+
+    def __init__(self, node_start, card_type, card_usable, cpu_cap, mem_cap, int n_types,
+                 sh_cpu, sh_milli, sh_k, sh_w, sh_type_ok, int spec_cap=16):
+        """Static arrays: ``node_start`` int64[n_nodes+1]; per card ``card_type``
+        int32 (type id < n_types) and ``card_usable`` uint8; per node ``cpu_cap``
+        int64 and ``mem_cap`` int64 (-1 = unconstrained); typical shapes
+        ``sh_cpu``, ``sh_milli``, ``sh_k`` int64[S], ``sh_w`` float64[S] and
+        ``sh_type_ok`` uint8[S, n_types]."""
+        ns = np.ascontiguousarray(node_start, dtype=np.int64)
+        ct = np.ascontiguousarray(card_type, dtype=np.int32)
+        cu = np.ascontiguousarray(card_usable, dtype=np.uint8)
+        cc = np.ascontiguousarray(cpu_cap, dtype=np.int64)
+        mc = np.ascontiguousarray(mem_cap, dtype=np.int64)
+        s_cpu = np.ascontiguousarray(sh_cpu, dtype=np.int64)
+        s_milli = np.ascontiguousarray(sh_milli, dtype=np.int64)
+        s_k = np.ascontiguousarray(sh_k, dtype=np.int64)
+        s_w = np.ascontiguousarray(sh_w, dtype=np.float64)
+        n_shapes = s_cpu.shape[0]
+        s_tok = np.ascontiguousarray(sh_type_ok, dtype=np.uint8).reshape(n_shapes, max(n_types, 1))
+        n_nodes = ns.shape[0] - 1
+        n_cards = ct.shape[0]
+        if n_nodes < 0 or ns[n_nodes] != n_cards or cu.shape[0] != n_cards:
+            raise ValueError("ResearchCore: inconsistent card arrays")
+        if cc.shape[0] != n_nodes or mc.shape[0] != n_nodes:
+            raise ValueError("ResearchCore: per-node arrays must have n_nodes entries")
+        if not (s_milli.shape[0] == s_k.shape[0] == s_w.shape[0] == n_shapes):
+            raise ValueError("ResearchCore: shape arrays differ in length")
+        if n_cards and (ct.min() < 0 or ct.max() >= n_types):
+            raise ValueError("ResearchCore: card type id out of range")
+        self.n_nodes = n_nodes
+        self.n_cards = n_cards
+        self.n_types = max(n_types, 1)
+        self.n_shapes = n_shapes
+        sizes = np.diff(ns)
+        self.max_cards = int(sizes.max()) if n_nodes else 0
+        # classes: 0 share (1 card, < 1000 milli), 1..M whole k-card pods,
+        # M+1..2M fractional multi-card pods (M = max cards per node)
+        self.n_cls = 2 * self.max_cards + 1
+        self._static = (ns, ct, cu, cc, mc, s_cpu, s_milli, s_k, s_w, s_tok)
+        self.node_start = _rs_i64(ns)
+        self.card_type = _rs_i32(ct)
+        self.card_usable = _rs_u8(cu)
+        self.cpu_cap = _rs_i64(cc)
+        self.mem_cap = _rs_i64(mc)
+        self.sh_cpu = _rs_i64(s_cpu)
+        self.sh_milli = _rs_i64(s_milli)
+        self.sh_k = _rs_i64(s_k)
+        self.sh_w = _rs_f64(s_w)
+        self.sh_type_ok = _rs_u8(s_tok)
+
+        self.np_left = (cu.astype(np.int64) * R_MILLI)
+        self.np_cpu_req = np.zeros(n_nodes, dtype=np.int64)
+        self.np_mem_req = np.zeros(n_nodes, dtype=np.int64)
+        self.np_node_ver = np.zeros(n_nodes, dtype=np.int64)
+        self.np_cls_cnt = np.zeros((n_nodes, self.n_cls), dtype=np.int64)
+        self.np_cls_present = np.zeros(n_nodes, dtype=np.int32)
+        self.left = _rs_i64(self.np_left)
+        self.cpu_req = _rs_i64(self.np_cpu_req)
+        self.mem_req = _rs_i64(self.np_mem_req)
+        self.node_ver = _rs_i64(self.np_node_ver)
+        self.cls_cnt = _rs_i64(self.np_cls_cnt)
+        self.cls_present = _rs_i32(self.np_cls_present)
+
+        f_node = np.zeros(n_nodes, dtype=np.float64)
+        f_ver = np.full(n_nodes, -1, dtype=np.int64)
+        f_total = np.zeros(n_nodes, dtype=np.int64)
+        f_cnt = np.zeros(max(n_nodes * n_shapes, 1), dtype=np.int32)
+        f_small = np.zeros(max(n_nodes * n_shapes, 1), dtype=np.int64)
+        self._fgd = (f_node, f_ver, f_total, f_cnt, f_small)
+        self.f_node = _rs_f64(f_node)
+        self.f_ver = _rs_i64(f_ver)
+        self.f_total = _rs_i64(f_total)
+        self.f_cnt = _rs_i32(f_cnt)
+        self.f_small = _rs_i64(f_small)
+
+        w = max(n_nodes, 1)
+        self.np_feasible = np.zeros(w, dtype=np.int64)
+        self.np_tied = np.zeros(w, dtype=np.int64)
+        self.np_rej_node = np.zeros(w, dtype=np.int64)
+        self.np_rej_bits = np.zeros(w, dtype=np.int32)
+        self.np_score = np.zeros(w, dtype=np.int64)
+        self.np_node_gpu = np.full(w, -1, dtype=np.int32)
+        mk = max(self.max_cards, 1)
+        self.np_pick = np.zeros(mk, dtype=np.int32)
+        self.feas = _rs_i64(self.np_feasible)
+        self.tied = _rs_i64(self.np_tied)
+        self.rej_node = _rs_i64(self.np_rej_node)
+        self.rej_bits = _rs_i32(self.np_rej_bits)
+        self.score = _rs_i64(self.np_score)
+        self.node_gpu = _rs_i32(self.np_node_gpu)
+        self.pick = _rs_i32(self.np_pick)
+        mark = np.zeros(mk, dtype=np.uint8)
+        chg_row = np.zeros(mk, dtype=np.int64)
+        chg_new = np.zeros(mk, dtype=np.int64)
+        self._spec = None
+        self._keep_scratch = (mark, chg_row, chg_new)
+        self.mark = _rs_u8(mark)
+        self.chg_row = _rs_i64(chg_row)
+        self.chg_new = _rs_i64(chg_new)
+        self.spec_cap = 0
+        self.grow_specs(max(spec_cap, 1))
+        self.n_feasible = self.n_tied = self.n_rejected = self.next_start = self.n_pick = 0
+        self.best_score = 0
+
+    def grow_specs(self, int cap):
+        """Room for pod-spec ids ``0..cap-1`` in the (node, spec) score cache."""
+        if cap <= self.spec_cap:
+            return
+        n = max(self.n_nodes, 1)
+        score = np.zeros((n, cap), dtype=np.int64)
+        gpu = np.full((n, cap), -1, dtype=np.int32)
+        ver = np.full((n, cap), -1, dtype=np.int64)
+        if self._spec is not None:
+            old_s, old_g, old_v = self._spec
+            score[:, :self.spec_cap] = old_s
+            gpu[:, :self.spec_cap] = old_g
+            ver[:, :self.spec_cap] = old_v
+        self._spec = (score, gpu, ver)
+        self.c_score = _rs_i64(score)
+        self.c_gpu = _rs_i32(gpu)
+        self.c_ver = _rs_i64(ver)
+        self.spec_cap = cap
+
+    # -- state -----------------------------------------------------------
+    def bind(self, int node, pos, int64_t milli, int64_t cpu, int64_t mem, int cls,
+             int sign=1):
+        """Add (``sign=1``) or remove (``-1``) a pod: ``milli`` on each card at
+        node-local positions ``pos`` (usable cards only), its CPU and memory, and
+        its GpuClustering class ``cls`` (-1 = none)."""
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(f"node {node} out of range")
+        cdef int64_t a = self.node_start[node], b = self.node_start[node + 1]
+        cdef int64_t r, before, after
+        for p in pos:
+            r = a + <int64_t>p
+            if r < a or r >= b:
+                raise IndexError(f"card position {p} out of range on node {node}")
+            if self.card_usable[r]:
+                self.left[r] -= sign * milli
+        self.cpu_req[node] += sign * cpu
+        self.mem_req[node] += sign * mem
+        if 0 <= cls < self.n_cls:
+            before = self.cls_cnt[node * self.n_cls + cls]
+            after = before + sign
+            self.cls_cnt[node * self.n_cls + cls] = after
+            if before <= 0 < after:
+                self.cls_present[node] += 1
+            elif after <= 0 < before:
+                self.cls_present[node] -= 1
+        self.node_ver[node] += 1
+
+    # -- one attempt -----------------------------------------------------
+    def attempt(self, int policy, int64_t cpu, int64_t cpu_s, int64_t mem, int k,
+                int64_t milli, const uint8_t[::1] type_ok, int spec, int cls, bint no_req,
+                int start, int wanted):
+        """Filter (from the rotating ``start``, stopping after ``wanted`` feasible
+        nodes) and score. Returns the number of top-scored nodes, listed in
+        cluster order in ``np_tied[:n_tied]`` (every feasible node for
+        ``random``); 0 when no node fits (``np_rej_node`` / ``np_rej_bits``
+        then hold the examined nodes' reasons in visiting order)."""
+        if type_ok.shape[0] < self.n_types:
+            raise ValueError("type_ok must have one entry per type id")
+        if spec >= self.spec_cap:
+            raise ValueError("spec id beyond the cache; call grow_specs first")
+        if policy < RP_RANDOM or policy > RP_FGD:
+            raise ValueError(f"unknown research policy code {policy}")
+        with nogil:
+            self._attempt(policy, cpu, cpu_s, mem, k, milli, &type_ok[0], spec, cls, no_req,
+                          start, wanted)
+        return self.n_tied
+
+    def count_fit(self, int node, int64_t milli, const uint8_t[::1] type_ok):
+        """Cards of ``node`` that can take ``milli`` (type allowed, free >= milli)."""
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(f"node {node} out of range")
+        cdef int64_t r, n = 0
+        for r in range(self.node_start[node], self.node_start[node + 1]):
+            if type_ok[self.card_type[r]] and self.left[r] >= milli:
+                n += 1
+        return n
+
+    def choose(self, int policy, int node, int k, int64_t milli, const uint8_t[::1] type_ok,
+               int draw=0):
+        """The cards the pod takes on ``node`` (node-local positions in
+        ``np_pick[:n_pick]``, in choice order); -1 if they cannot be found.
+        ``draw`` is Random's index among the fitting cards of a share pod."""
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(f"node {node} out of range")
+        cdef int64_t a = self.node_start[node], b = self.node_start[node + 1], r
+        cdef int n = 0
+        self.n_pick = 0
+        if k <= 0:
+            return 0
+        if k == 1 and milli < R_MILLI and policy == RP_FGD:
+            if self.node_gpu[node] < 0:
+                return -1
+            self.pick[0] = self.node_gpu[node]
+            self.n_pick = 1
+            return 1
+        if k == 1 and milli < R_MILLI and policy == RP_RANDOM:
+            for r in range(a, b):
+                if type_ok[self.card_type[r]] and self.left[r] >= milli:
+                    if n == draw:
+                        self.pick[0] = <int32_t>(r - a)
+                        self.n_pick = 1
+                        return 1
+                    n += 1
+            return -1
+        n = self._tightest(node, k, milli, &type_ok[0])
+        if n < k:
+            return -1
+        self.n_pick = k
+        return k
+
+    # -- kernel ----------------------------------------------------------
+    cdef int _fit_bits(self, int i, int64_t cpu, int64_t mem, int k, int64_t milli,
+                       const uint8_t* tok) noexcept nogil:
+        cdef int bits = 0
+        cdef int64_t a, b, r
+        cdef int n = 0
+        cdef bint any_type = False
+        if cpu > self.cpu_cap[i] - self.cpu_req[i]:
+            bits |= RB_CPU
+        if self.mem_cap[i] >= 0 and mem > self.mem_cap[i] - self.mem_req[i]:
+            bits |= RB_MEM
+        if bits or k <= 0:
+            return bits
+        a = self.node_start[i]
+        b = self.node_start[i + 1]
+        if a == b:
+            return RB_GPU
+        for r in range(a, b):
+            if tok[self.card_type[r]]:
+                any_type = True
+                if self.left[r] >= milli:
+                    n += 1
+        if not any_type:
+            return RB_MODEL
+        if n < k:
+            return RB_GPU
+        return 0
+
+    cdef int _tightest(self, int i, int k, int64_t milli, const uint8_t* tok) noexcept nogil:
+        """The k fitting cards with the least free milli, ties to the lower
+        index (a stable ascending sort), into pick[0..k); returns how many."""
+        cdef int64_t a = self.node_start[i], b = self.node_start[i + 1], r, best_r, best_l
+        cdef int t
+        for r in range(a, b):
+            self.mark[r - a] = 0
+        for t in range(k):
+            best_r = -1
+            best_l = 0
+            for r in range(a, b):
+                if self.mark[r - a] or not tok[self.card_type[r]] or self.left[r] < milli:
+                    continue
+                if best_r < 0 or self.left[r] < best_l:
+                    best_r = r
+                    best_l = self.left[r]
+            if best_r < 0:
+                return t
+            self.mark[best_r - a] = 1
+            self.pick[t] = <int32_t>(best_r - a)
+        return k
+
+    cdef int64_t _gpu_left(self, int i) noexcept nogil:
+        cdef int64_t r, s = 0
+        for r in range(self.node_start[i], self.node_start[i + 1]):
+            s += self.left[r]
+        return s
+
+    cdef int64_t _score_dotprod(self, int i, int64_t cpu_s, int k, int64_t milli) noexcept nogil:
+        cdef int64_t cpu_left = self.cpu_cap[i] - self.cpu_req[i]
+        cdef double a0, a1, b0, b1, ip, cur
+        if cpu_left < cpu_s:
+            return 0
+        a0 = <double>cpu_left / <double>R_MAX_CPU
+        a1 = <double>self._gpu_left(i) / <double>R_MAX_GPU
+        b0 = <double>cpu_s / <double>R_MAX_CPU
+        b1 = <double>(milli * k) / <double>R_MAX_GPU
+        ip = 0.0
+        ip = ip + a0 * b0
+        ip = ip + a1 * b1
+        cur = ip / 2.0
+        cur = 1.0 - cur
+        return <int64_t>(100.0 * cur)
+
+    cdef int64_t _score_clustering(self, int i, int cls) noexcept nogil:
+        cdef int64_t base, band
+        if cls < 0 or cls >= self.n_cls:
+            return 0
+        base = 25 * (R_MAX_GPU - self._gpu_left(i)) / R_MAX_GPU
+        if self.cls_cnt[i * self.n_cls + cls] > 0:
+            band = 75 if self.cls_present[i] == 1 else 50
+        else:
+            band = 25 if self.cls_present[i] == 0 else 0
+        return base + band
+
+    cdef int64_t _score_packing(self, int i, int k, int64_t milli,
+                                const uint8_t* tok) noexcept nogil:
+        cdef int64_t a = self.node_start[i], b = self.node_start[i + 1], r
+        cdef int64_t g = b - a, free_cards = 0, n_ff = 0, pct = 0, s
+        cdef int t, got
+        if milli <= 0 or k <= 0:
+            return 0
+        for r in range(a, b):
+            if self.left[r] == R_MILLI:
+                free_cards += 1
+        if free_cards == g:
+            s = 33 - g
+            return s if s > g else g
+        got = self._tightest(i, k, milli, tok)
+        if got < k:
+            return 0
+        for t in range(k):
+            r = a + self.pick[t]
+            if self.left[r] == R_MILLI:
+                n_ff += 1
+            pct += self.left[r] * 100 / R_MILLI
+        if n_ff > 0:
+            s = 50 - n_ff
+            return s if s > 33 else 33
+        s = 100 - pct / 10
+        return s if s > 50 else 50
+
+    cdef int64_t _score_bestfit(self, int i, int64_t cpu_s, int k, int64_t milli) noexcept nogil:
+        cdef double f0 = <double>(self.cpu_cap[i] - self.cpu_req[i])
+        cdef double f1 = <double>self._gpu_left(i)
+        cdef double q0 = <double>cpu_s, q1 = <double>(milli * k)
+        cdef double s = 0.0
+        if f0 < q0 or f1 < q1:
+            return R_SCORE_NONE
+        s = s + (f0 - q0) / <double>R_MAX_CPU * 0.5
+        s = s + (f1 - q1) / <double>R_MAX_GPU * 0.5
+        s = (1.0 - s) * 100.0
+        return <int64_t>s
+
+    # FGD ------------------------------------------------------------------
+    cdef inline int64_t _frag(self, int m, int64_t cnt, int64_t small, int64_t total,
+                              int64_t cpu_left) noexcept nogil:
+        if self.sh_milli[m] <= 0:
+            return total
+        if cnt >= self.sh_k[m] and cpu_left >= self.sh_cpu[m]:
+            return small
+        return total
+
+    cdef void _fgd_refresh(self, int i) noexcept nogil:
+        """Node i's per-shape counts, total free milli and F_n."""
+        cdef int64_t a = self.node_start[i], b = self.node_start[i + 1], r, L
+        cdef int64_t total = 0, small, cnt, mm
+        cdef int64_t cpu_left = self.cpu_cap[i] - self.cpu_req[i]
+        cdef int m, S = self.n_shapes, T = self.n_types
+        cdef double F = 0.0
+        for r in range(a, b):
+            total += self.left[r]
+        for m in range(S):
+            mm = self.sh_milli[m]
+            cnt = 0
+            small = 0
+            for r in range(a, b):
+                L = self.left[r]
+                if self.sh_type_ok[m * T + self.card_type[r]] and L >= mm:
+                    cnt += 1
+                else:
+                    small += L
+            self.f_cnt[i * S + m] = <int32_t>cnt
+            self.f_small[i * S + m] = small
+            F = F + self.sh_w[m] * <double>self._frag(m, cnt, small, total, cpu_left)
+        self.f_node[i] = F
+        self.f_total[i] = total
+        self.f_ver[i] = self.node_ver[i]
+
+    cdef double _fgd_after(self, int i, int nchg, int64_t cpu_left) noexcept nogil:
+        """F_n after cards chg_row[0..nchg) get free milli chg_new[..] and the
+        free CPU becomes cpu_left (from the cached per-shape counts)."""
+        cdef int S = self.n_shapes, T = self.n_types, m, c
+        cdef int64_t total = self.f_total[i], cnt, small, mm, r, L, L2
+        cdef bint ok
+        cdef double F = 0.0
+        for c in range(nchg):
+            total += self.chg_new[c] - self.left[self.chg_row[c]]
+        for m in range(S):
+            cnt = self.f_cnt[i * S + m]
+            small = self.f_small[i * S + m]
+            mm = self.sh_milli[m]
+            for c in range(nchg):
+                r = self.chg_row[c]
+                ok = self.sh_type_ok[m * T + self.card_type[r]]
+                L = self.left[r]
+                L2 = self.chg_new[c]
+                if ok and L >= mm:
+                    cnt -= 1
+                else:
+                    small -= L
+                if ok and L2 >= mm:
+                    cnt += 1
+                else:
+                    small += L2
+            F = F + self.sh_w[m] * <double>self._frag(m, cnt, small, total, cpu_left)
+        return F
+
+    cdef int64_t _score_fgd(self, int i, int64_t cpu_s, int k, int64_t milli,
+                            const uint8_t* tok, int spec) noexcept nogil:
+        cdef int64_t a = self.node_start[i], b = self.node_start[i + 1], r, r2
+        cdef int64_t cpu_left, s, best_s = 0
+        cdef int best = -1, t, got
+        cdef bint seen
+        cdef double F, F2
+        cdef int64_t ci
+        if spec >= 0:
+            ci = <int64_t>i * self.spec_cap + spec
+            if self.c_ver[ci] == self.node_ver[i]:
+                self.node_gpu[i] = self.c_gpu[ci]
+                return self.c_score[ci]
+        if self.f_ver[i] != self.node_ver[i]:
+            self._fgd_refresh(i)
+        F = self.f_node[i]
+        cpu_left = self.cpu_cap[i] - self.cpu_req[i]
+        if k == 1 and milli < R_MILLI:
+            # a share pod: try every card that fits, keep the first best
+            for r in range(a, b):
+                if not tok[self.card_type[r]] or self.left[r] < milli:
+                    continue
+                seen = False
+                for r2 in range(a, r):
+                    if (tok[self.card_type[r2]] and self.left[r2] == self.left[r]
+                            and self.card_type[r2] == self.card_type[r]):
+                        seen = True
+                        break
+                if seen:        # same free milli and type: same score, not better
+                    continue
+                self.chg_row[0] = r
+                self.chg_new[0] = self.left[r] - milli
+                F2 = self._fgd_after(i, 1, cpu_left - cpu_s)
+                s = _fgd_score(F, F2)
+                if best < 0 or s > best_s:
+                    best = <int>(r - a)
+                    best_s = s
+            s = best_s
+        else:
+            # CPU-only, whole-card and multi-card pods: the tightest cards
+            if cpu_left < cpu_s:
+                F2 = F          # Go's Sub leaves the node unchanged
+            else:
+                got = self._tightest(i, k, milli, tok) if k > 0 else 0
+                for t in range(got):
+                    self.chg_row[t] = a + self.pick[t]
+                    self.chg_new[t] = self.left[a + self.pick[t]] - milli
+                F2 = self._fgd_after(i, got, cpu_left - cpu_s)
+            s = _fgd_score(F, F2)
+        self.node_gpu[i] = best
+        if spec >= 0:
+            ci = <int64_t>i * self.spec_cap + spec
+            self.c_score[ci] = s
+            self.c_gpu[ci] = best
+            self.c_ver[ci] = self.node_ver[i]
+        return s
+
+    cdef void _attempt(self, int policy, int64_t cpu, int64_t cpu_s, int64_t mem, int k,
+                       int64_t milli, const uint8_t* tok, int spec, int cls, bint no_req,
+                       int start, int wanted) noexcept nogil:
+        cdef int n = self.n_nodes, step, i, j, bits, nfeas = 0, nrej = 0, examined = 0, p
+        cdef int64_t s, best = 0
+        self.n_feasible = self.n_tied = self.n_rejected = 0
+        self.best_score = 0
+        if n == 0:
+            self.next_start = 0
+            return
+        if start < 0 or start >= n:
+            start = 0
+        if wanted <= 0:
+            wanted = n
+        for step in range(n):
+            i = (start + step) % n
+            examined += 1
+            bits = self._fit_bits(i, cpu, mem, k, milli, tok)
+            if bits:
+                self.rej_node[nrej] = i
+                self.rej_bits[nrej] = bits
+                nrej += 1
+            else:
+                self.feas[nfeas] = i
+                nfeas += 1
+                if nfeas >= wanted:
+                    break
+        self.next_start = (start + examined) % n
+        self.n_rejected = nrej
+        self.n_feasible = nfeas
+        if nfeas == 0:
+            return
+        # the feasible nodes in cluster order: undo the rotation
+        p = 0
+        for j in range(1, nfeas):
+            if self.feas[j] < self.feas[j - 1]:
+                p = j
+                break
+        if p > 0:
+            for j in range(nfeas):
+                self.tied[j] = self.feas[(p + j) % nfeas]
+            for j in range(nfeas):
+                self.feas[j] = self.tied[j]
+        for j in range(nfeas):
+            i = <int>self.feas[j]
+            self.node_gpu[i] = -1
+            if policy == RP_RANDOM:
+                s = 0
+            elif policy == RP_DOTPROD:
+                s = self._score_dotprod(i, cpu_s, k, milli)
+            elif policy == RP_CLUSTERING:
+                s = self._score_clustering(i, cls) if k > 0 else 0
+            elif policy == RP_PACKING:
+                s = self._score_packing(i, k, milli, tok)
+            elif policy == RP_BESTFIT:
+                s = self._score_bestfit(i, cpu_s, k, milli)
+            else:
+                s = 100 if no_req else self._score_fgd(i, cpu_s, k, milli, tok, spec)
+            self.score[j] = s
+            if j == 0 or s > best:
+                best = s
+        self.best_score = best
+        for j in range(nfeas):
+            if self.score[j] == best:
+                self.tied[self.n_tied] = self.feas[j]
+                self.n_tied += 1
