@@ -64,6 +64,10 @@ class EngineConfig:
     seed: int = 0
     backend: str = "kernel"
     progress: bool | None = None     # None = only on a terminal
+    #: time-series resolution: ``None`` = one row per event time; else at most
+    #: one row per this many seconds (the state after the first event at or past
+    #: each sampling time), which keeps long replays' tables small
+    sample_interval: float | None = None
 
 
 @dataclass
@@ -168,6 +172,7 @@ class _Engine:
         self.n_attempts = 0
         self.fill_clock: float | None = None    # fill mode has no event loop
         self.live = 0                           # pending timers that can change state
+        self.next_sample = 0.0                  # with a sample interval
         self.row_time: float = -1.0             # binds at the current time, for the
         self.row_delays: list[float] = []       # time series' queueing delay
         self.feeder_done = False
@@ -179,7 +184,12 @@ class _Engine:
         return self.env.now if self.fill_clock is None else self.fill_clock
 
     # -- bookkeeping -------------------------------------------------------
-    def _sample(self) -> None:
+    def _sample(self, force: bool = False) -> None:
+        interval = self.cfg.sample_interval
+        if interval is not None and not force:
+            if self.now < self.next_sample:
+                return
+            self.next_sample = self.now + interval
         self.rec.sample(self.now, self.counts, self.meter.reading())
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
         # mean wait of the pods bound at this time (NaN when none was)
@@ -245,8 +255,8 @@ class _Engine:
         self.pass_pending = False
         while self.active:
             _, _, name = heapq.heappop(self.active)
-            st = self.pods[name]
-            if st.status != "queued":
+            st = self.pods.get(name)
+            if st is None or st.status != "queued":
                 continue
             self._attempt(st)
         self._sample()
@@ -301,6 +311,8 @@ class _Engine:
         self.counts["pods_pending"] -= 1
         self.counts["pods_abandoned"] += 1
         self.rec.event(self.now, st.pod.name, "abandon", message=why)
+        if self.fill_clock is None:
+            del self.pods[st.pod.name]      # memory stays flat in long replays
 
     # -- departures and retries ------------------------------------------
     def _delete(self, name: str) -> None:
@@ -315,6 +327,7 @@ class _Engine:
             self.counts["pods_running"] -= 1
             self.counts["pods_departed"] += 1
             self.rec.event(self.now, name, "depart", self.cluster.nodes[st.node].name)
+            del self.pods[name]
             self._wake_unschedulable()
         else:
             self._abandon(st, "deleted while pending")
@@ -358,6 +371,8 @@ class _Engine:
         progress = _progress_bar(total, self.cfg.progress)
         self.env.process(self._feeder(trace, progress))
         self.env.run()
+        if self.cfg.sample_interval is not None:
+            self._sample(force=True)        # the final state
         if progress is not None:
             progress.close()
 
