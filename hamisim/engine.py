@@ -82,6 +82,11 @@ class SimResult:
     #: ClusterMeter.allocation_share
     occupancy: np.ndarray | None = None
 
+    def summary_table(self) -> pd.DataFrame:
+        """The headline figures (``summary["results"]`` when present) as one row."""
+        flat = self.summary.get("results", self.summary)
+        return pd.DataFrame([{k: v for k, v in flat.items() if not isinstance(v, dict)}])
+
 
 @dataclass
 class _PodState:

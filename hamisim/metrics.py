@@ -175,6 +175,7 @@ class ClusterMeter:
         self.sum_free = int(self.node_free.sum())
         self.sum_frag = int(self.node_frag.sum())
         self.sum_idle = int(self.node_idle.sum())
+        self.sum_used = self.sum_usedmem = self.sum_usedcores = 0
 
     # -- updates ---------------------------------------------------------
     def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]], cpu_milli: int = 0,
@@ -185,6 +186,9 @@ class ClusterMeter:
             self.used[r] += sign * used
             self.usedmem[r] += sign * mem
             self.usedcores[r] += sign * cores
+            self.sum_used += sign * used
+            self.sum_usedmem += sign * mem
+            self.sum_usedcores += sign * cores
         self.node_cpu_used[node] += sign * cpu_milli
         old = (self.node_alloc[node], self.node_free[node], self.node_frag[node],
                self.node_idle[node])
@@ -240,7 +244,7 @@ class ClusterMeter:
     def reading(self) -> dict[str, float]:
         """Cluster totals now (names as in :data:`TIMESERIES_COLUMNS`)."""
         t = self.totals
-        used_cores = int(self.usedcores.sum())
+        used_cores = self.sum_usedcores
         free = self.sum_free / _MICRO
         frag = self.sum_frag / _MICRO
         return {
@@ -249,9 +253,9 @@ class ClusterMeter:
             "hami_gpu_zero_tenant": self.n_cards - self.sum_alloc,
             "nodes_gpu_idle": self.sum_idle,
             "hami_vgpu_slots_total": t["slots_total"],
-            "hami_vgpu_slots_allocated": int(self.used.sum()),
+            "hami_vgpu_slots_allocated": self.sum_used,
             "hami_gpu_memory_total_bytes": t["memory_total"] * 2**20,
-            "hami_gpu_memory_allocated_bytes": int(self.usedmem.sum()) * 2**20,
+            "hami_gpu_memory_allocated_bytes": self.sum_usedmem * 2**20,
             "hami_gpu_core_total": t["core_total"],
             "hami_gpu_core_allocated": used_cores,
             "hami_gpu_core_allocated_ratio": used_cores / t["core_total"] if t["core_total"] else 0.0,

@@ -53,6 +53,8 @@ def test_summary_records_inputs(inputs):
     assert s["inputs"]["seed"] == 5 and s["scheduler"]["gpu_scheduler_policy"] == "binpack"
     assert len(s["inputs"]["trace_sha256"]) == 64
     assert s["results"]["pods"] == 60
+    table = res.summary_table()
+    assert list(table.index) == [0] and table.loc[0, "pods"] == 60
 
 
 def test_failed_write_leaves_no_folder(inputs, monkeypatch):
