@@ -92,7 +92,22 @@ class Core:
     best: int                   # int: window position, -1 = none
     next_start: int             # int
     node_score: float           # float
+    placed: int                 # int: node whose picks are in the pick buffers, -1 = none
+    n_evaluated: int            # int: nodes fully evaluated by the last attempt's fast choice
     def __init__(self, table: CardTable, max_containers: int = ...) -> None: ...
+    def refresh_node(self, node: int) -> None: ...   # int node: recompute its aggregates
+    def refresh_all(self) -> None: ...
+    def apply(
+        self,
+        node: int,              # int
+        rows: Any,              # sequence of int64_t card rows of that node
+        d_used: Any,            # sequence of int64_t, per row
+        d_mem: Any,             # sequence of int64_t, per row
+        d_cores: Any,           # sequence of int64_t, per row
+        cpu: int,               # int64_t
+        mem: int,               # int64_t
+        sign: int = ...,        # int: 1 add, -1 remove
+    ) -> None: ...
     def attempt(
         self,
         pod: PodSpec,
@@ -101,6 +116,7 @@ class Core:
         wants_gpu: bool,        # bint
         node_spread: bool,      # bint
         sample_only: bool = ...,  # bint
+        want_ties: bool = ...,  # bint: list every tied fitting node (random tie-break)
     ) -> int: ...               # int: window position of the chosen node, -1 = none
     def place(self, pod: PodSpec, node: int) -> int: ...   # int status
     def picks(self, n_cont: int) -> list[list[Pick3]]: ...

@@ -16,7 +16,7 @@ Python, outside ``nogil``, when a larger pod comes along).
 Float32: card and node scores are computed in C ``float``, one operation at a
 time in Go's order; setup.py forbids FMA contraction (``-ffp-contract=off``).
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, INT64_MIN, INT64_MAX
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -147,6 +147,35 @@ ctypedef struct Pod:
     const uint8_t* uuid_ok     # per card row
     int64_t cpu
     int64_t mem
+    # Necessary conditions for the pod to fit on a node (see NodeAgg): every
+    # container that asks for cards needs at least one card that could take
+    # it, and as many distinct usable cards as it asks for.
+    int64_t need_n             # distinct eligible cards (largest nums)
+    int64_t need_mem           # free memory, MiB (largest absolute request)
+    int64_t need_pct           # memory percentage (largest; -1 = none)
+    int64_t need_cores         # free cores (largest min(coresreq, 100))
+    uint64_t type_mask         # bits (type_id % 64) the pod accepts
+    uint64_t mode_mask         # bits (mode_id % 64) the pod accepts
+
+
+ctypedef struct NodeAgg:
+    # Per-node aggregates, refreshed on every change of the node's usage.
+    # Eligible card: vendor, healthy, not cordoned, a free slot: every card
+    # Fit can pick is one. The free amounts are maxima over eligible cards
+    # taken per dimension (so a relaxation: a node failing them cannot fit).
+    float score                # node base score (§5.3), exactly _node_base_score
+    int32_t n_elig
+    int32_t n_zero             # eligible cards without a tenant (mutex)
+    int64_t max_pct            # largest pct with floor(devmem*pct/100) <= free (-1 none)
+    int64_t max_mem            # largest devmem - usedmem
+    int64_t max_cores          # largest devcore - usedcores
+    uint64_t types             # bits (type_id % 64) of eligible cards
+    uint64_t modes
+
+
+ctypedef struct Cand:
+    float score
+    int j                      # window position
 
 
 ctypedef struct Node:
@@ -535,6 +564,43 @@ cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------
+# The fast choice: NodeAgg's conditions and the candidates' heap
+# ---------------------------------------------------------------------------
+cdef inline bint _passes(const Pod* pod, const NodeAgg* a) noexcept nogil:
+    # NodeAgg's necessary conditions; False = the node cannot fit the pod.
+    if a.n_elig < pod.need_n or a.max_mem < pod.need_mem or a.max_pct < pod.need_pct \
+            or a.max_cores < pod.need_cores:
+        return False
+    if pod.mutex and a.n_zero < pod.need_n:
+        return False
+    return (a.types & pod.type_mask) != 0 and (a.modes & pod.mode_mask) != 0
+
+
+cdef inline bint _cand_before(bint spread, const Cand* x, const Cand* y) noexcept nogil:
+    # x is preferred to y: the later of the two in the stable sort's result.
+    if x.score != y.score:
+        return x.score < y.score if spread else x.score > y.score
+    return x.j > y.j
+
+
+cdef void _sift_down(Cand* h, bint spread, int root, int n) noexcept nogil:
+    cdef Cand tmp
+    cdef int child
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and _cand_before(spread, &h[child + 1], &h[child]):
+            child += 1
+        if not _cand_before(spread, &h[child], &h[root]):
+            return
+        tmp = h[root]
+        h[root] = h[child]
+        h[child] = tmp
+        root = child
+
+
+# ---------------------------------------------------------------------------
 # Python-facing containers for the arrays
 # ---------------------------------------------------------------------------
 cdef inline const int64_t* _p64(const int64_t[::1] a):
@@ -662,6 +728,51 @@ cdef class PodSpec:
         self.p.uuid_ok = _pu8(uuid_ok)
         self.p.cpu = cpu_milli
         self.p.mem = memory_mib
+        self._filter(r, type_ok, mode_ok)
+
+    cdef void _filter(self, const int64_t[:, ::1] r, type_ok, mode_ok):
+        # The pod-level necessary conditions of NodeAgg; loosest values when
+        # a request cannot be expressed (then every node passes).
+        cdef Py_ssize_t ci
+        cdef int64_t nums, memreq, pct, cores
+        cdef const uint8_t[::1] tok = type_ok
+        cdef const uint8_t[::1] mok = mode_ok
+        cdef Py_ssize_t t
+        self.p.need_n = 0
+        self.p.need_mem = INT64_MIN
+        self.p.need_pct = -1
+        self.p.need_cores = INT64_MIN
+        self.p.type_mask = 0
+        self.p.mode_mask = 0
+        for t in range(tok.shape[0]):
+            if tok[t]:
+                self.p.type_mask |= (<uint64_t>1) << (t % 64)
+        for t in range(mok.shape[0]):
+            if mok[t]:
+                self.p.mode_mask |= (<uint64_t>1) << (t % 64)
+        for ci in range(r.shape[0]):
+            nums = r[ci, Q_NUMS]
+            if nums <= 0:
+                continue
+            if not (r[ci, Q_FLAGS] & QF_REGISTERED) or not (r[ci, Q_FLAGS] & QF_NVIDIA):
+                # "Device type not found" or every card a type mismatch: no node fits.
+                self.p.need_n = INT64_MAX
+                continue
+            if nums > self.p.need_n:
+                self.p.need_n = nums
+            memreq = r[ci, Q_MEM]
+            pct = r[ci, Q_PCT]
+            if pct != NO_PERCENTAGE and memreq == 0:
+                if 0 <= pct <= 100:
+                    if pct > self.p.need_pct:
+                        self.p.need_pct = pct
+            elif memreq > self.p.need_mem:
+                self.p.need_mem = memreq
+            cores = r[ci, Q_CORES]
+            if cores > 100:
+                cores = 100
+            if cores > self.p.need_cores:
+                self.p.need_cores = cores
 
 
 # ---------------------------------------------------------------------------
@@ -698,10 +809,25 @@ cdef class Core:
     cdef readonly object np_counts, np_ncards, np_tied
     cdef readonly object np_out_n, np_out_pos, np_out_mem, np_out_cores
     cdef readonly int n_rejected, n_window, n_fit, n_tied, best, next_start
+    # per-node aggregates (NodeAgg), candidates of the fast choice
+    cdef NodeAgg* agg
+    cdef Cand* cand
+    cdef object _agg_buf, _cand_buf
+    cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
+    cdef readonly int n_evaluated     # nodes fully scored by the last attempt
 
     def __init__(self, CardTable table, int max_containers=4):
         self.table = table
         n = max(table.n_nodes, 1)
+        cdef uint8_t[::1] ab, cb
+        self._agg_buf = np.zeros(n * sizeof(NodeAgg), dtype=np.uint8)
+        self._cand_buf = np.zeros(n * sizeof(Cand), dtype=np.uint8)
+        ab = self._agg_buf
+        cb = self._cand_buf
+        self.agg = <NodeAgg*>&ab[0]
+        self.cand = <Cand*>&cb[0]
+        self.placed = -1
+        self.refresh_all()
         self.np_rej_node = np.zeros(n, dtype=np.int64)
         self.np_rej_bits = np.zeros(n, dtype=np.int32)
         self.np_window = np.zeros(n, dtype=np.int64)
@@ -766,25 +892,114 @@ cdef class Core:
         self.np_out_mem = bufs["out_mem"].reshape(cap_c, cap_k)
         self.np_out_cores = bufs["out_cores"].reshape(cap_c, cap_k)
 
+    # -- per-node aggregates ---------------------------------------------
+    cdef void _refresh(self, int i) noexcept nogil:
+        cdef Node nv
+        cdef NodeAgg* a = &self.agg[i]
+        cdef int p
+        cdef int64_t free, cap, cores
+        _node_view(&self.table.c, i, &nv)
+        a.score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
+                                   nv.usedmem, nv.usedcores) if nv.k else 0.0
+        a.n_elig = 0
+        a.n_zero = 0
+        a.max_pct = -1
+        a.max_mem = INT64_MIN
+        a.max_cores = INT64_MIN
+        a.types = 0
+        a.modes = 0
+        for p in range(nv.k):
+            if (not nv.is_vendor[p] or not nv.health[p] or nv.cordoned[p]
+                    or nv.used[p] >= nv.count[p]):
+                continue
+            a.n_elig += 1
+            if nv.used[p] <= 0:
+                a.n_zero += 1
+            free = nv.devmem[p] - nv.usedmem[p]
+            if free > a.max_mem:
+                a.max_mem = free
+            cores = nv.devcore[p] - nv.usedcores[p]
+            if cores > a.max_cores:
+                a.max_cores = cores
+            # largest pct with floor(devmem * pct / 100) <= free
+            if nv.devmem[p] < 0 or free >= nv.devmem[p]:
+                cap = 100
+            elif free < 0:
+                cap = -1
+            else:
+                cap = (100 * free + 99) // nv.devmem[p]
+                if cap > 100:
+                    cap = 100
+            if cap > a.max_pct:
+                a.max_pct = cap
+            a.types |= (<uint64_t>1) << (nv.type_id[p] % 64)
+            a.modes |= (<uint64_t>1) << (nv.mode_id[p] % 64)
+
+    def refresh_node(self, int node):
+        """Recompute ``node``'s aggregates after its usage arrays changed."""
+        if not 0 <= node < self.table.n_nodes:
+            raise IndexError(node)
+        self._refresh(node)
+
+    def refresh_all(self):
+        """Recompute every node's aggregates (after changing usage behind the kernel)."""
+        cdef int i
+        for i in range(self.table.n_nodes):
+            self._refresh(i)
+
+    def apply(self, int node, rows, d_used, d_mem, d_cores, int64_t cpu, int64_t mem,
+              int sign=1):
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``.
+
+        ``rows`` are card rows, ``d_*`` the per-row contribution; the live
+        usage arrays and the node's aggregates are updated together.
+        """
+        cdef const Cards* c = &self.table.c
+        cdef Py_ssize_t t, n = len(rows)
+        cdef int64_t r
+        cdef int64_t r0, r1
+        if not 0 <= node < self.table.n_nodes:
+            raise IndexError(node)
+        r0 = c.node_start[node]
+        r1 = c.node_start[node + 1]
+        for t in range(n):
+            r = rows[t]
+            if not r0 <= r < r1:
+                raise IndexError(r)
+            (<int64_t*>c.used)[r] += sign * <int64_t>d_used[t]
+            (<int64_t*>c.usedmem)[r] += sign * <int64_t>d_mem[t]
+            (<int64_t*>c.usedcores)[r] += sign * <int64_t>d_cores[t]
+        (<int64_t*>c.req_cpu)[node] += sign * cpu
+        (<int64_t*>c.req_mem)[node] += sign * mem
+        self._refresh(node)
+
     cdef inline void _fit_pod(self, PodSpec pod):
         if pod.n_cont > self.s.cap_c:
             self._alloc(self.s.cap_k, max(pod.n_cont, 2 * self.s.cap_c))
 
     def attempt(self, PodSpec pod, int start, int wanted, bint wants_gpu, bint node_spread,
-                bint sample_only=False):
+                bint sample_only=False, bint want_ties=True):
         """One attempt: kube-scheduler's sampling, then HAMi's Filter or least-allocated.
 
         Returns the window position of the chosen node (hamisim's convention,
         last wins), or -1 when no node fits. ``sample_only`` stops after the
-        sampling (used when the pod's Filter errors out).
+        sampling (used when the pod's Filter errors out). ``want_ties``:
+        list every fitting node tied with the winner in ``tied`` (needed for
+        a random tie-break only; without it ``tied`` holds the winner alone
+        when a GPU pod fits).
+
+        A GPU pod that fits leaves the chosen node's picks in the pick
+        buffers (``placed`` is that node); the per-window ``status`` /
+        ``counts`` buffers are complete only when no node fits.
         """
         self._fit_pod(pod)
         with nogil:
-            self._attempt(&pod.p, start, wanted, wants_gpu, node_spread, sample_only)
+            self._attempt(&pod.p, start, wanted, wants_gpu, node_spread, sample_only,
+                          want_ties)
         return self.best
 
     cdef void _attempt(self, const Pod* pod, int start, int wanted, bint wants_gpu,
-                       bint node_spread, bint sample_only) noexcept nogil:
+                       bint node_spread, bint sample_only, bint want_ties) noexcept nogil:
         cdef const Cards* c = &self.table.c
         cdef int n = c.n_nodes
         cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
@@ -794,42 +1009,60 @@ cdef class Core:
         self.n_fit = 0
         self.n_tied = 0
         self.best = -1
+        self.placed = -1
+        self.n_evaluated = 0
         if n == 0:
             self.next_start = 0
             return
         # kube-scheduler: feasible nodes from the rotating start (kubesched.sample_feasible)
+        cdef int64_t* fits = &self.fits[0]
+        cdef int64_t* window = &self.window[0]
+        cdef int64_t* rej_node = &self.rej_node[0]
+        cdef int32_t* rej_bits = &self.rej_bits[0]
+        cdef const int64_t* alloc_cpu = c.alloc_cpu
+        cdef const int64_t* alloc_mem = c.alloc_mem
+        cdef const int64_t* req_cpu = c.req_cpu
+        cdef const int64_t* req_mem = c.req_mem
+        cdef int64_t pcpu = pod.cpu, pmem = pod.mem
+        cdef int nrej = 0
+        i = start % n - 1
         for step in range(n):
-            i = (start + step) % n
+            i += 1                          # (start + step) % n without a division
+            if i == n:
+                i = 0
             examined += 1
             bits = 0
-            if c.alloc_cpu[i] != -1 and pod.cpu > c.alloc_cpu[i] - c.req_cpu[i]:
+            if alloc_cpu[i] != -1 and pcpu > alloc_cpu[i] - req_cpu[i]:
                 bits |= 1
-            if c.alloc_mem[i] != -1 and pod.mem > c.alloc_mem[i] - c.req_mem[i]:
+            if alloc_mem[i] != -1 and pmem > alloc_mem[i] - req_mem[i]:
                 bits |= 2
             if bits:
-                self.rej_node[self.n_rejected] = i
-                self.rej_bits[self.n_rejected] = bits
-                self.n_rejected += 1
+                rej_node[nrej] = i
+                rej_bits[nrej] = bits
+                nrej += 1
             else:
-                self.fits[nfeas] = i       # visiting order for now
+                fits[nfeas] = i       # visiting order for now
                 nfeas += 1
                 if i >= start:
                     split += 1
                 if nfeas >= wanted:
                     break
+        self.n_rejected = nrej
         self.next_start = (start + examined) % n
         # Cluster order: the visited nodes below `start` come after the wrap.
-        for j in range(split, nfeas):
-            self.window[self.n_window] = self.fits[j]
-            self.n_window += 1
-        for j in range(split):
-            self.window[self.n_window] = self.fits[j]
-            self.n_window += 1
+        memcpy(window, fits + split, (nfeas - split) * sizeof(int64_t))
+        memcpy(window + (nfeas - split), fits, split * sizeof(int64_t))
+        self.n_window = nfeas
         if sample_only:
             return
         if not wants_gpu:
             self._least_allocated(pod)
             return
+        if self._fast_choose(pod, node_spread, want_ties):
+            return
+        # No node fits (or NaN scores): every window node's full evaluation,
+        # for the reason histograms.
+        self.placed = -1
         for j in range(self.n_window):
             i = <int>self.window[j]
             _node_view(c, i, &nv)
@@ -848,6 +1081,98 @@ cdef class Core:
             self.status[j] = st
         if self.n_fit:
             self._choose_node(node_spread)
+
+    # -- the fast choice ------------------------------------------------
+    cdef inline bint _evaluate(self, const Pod* pod, int j) noexcept nogil:
+        # Full HAMi evaluation of window position j; picks stay in the buffers.
+        cdef Node nv
+        cdef int i = <int>self.window[j]
+        _node_view(&self.table.c, i, &nv)
+        self.n_evaluated += 1
+        if nv.k == 0:
+            return False
+        if _score_node(&nv, pod, &self.s) == ST_FIT:
+            self.placed = i
+            return True
+        self.placed = -1
+        return False
+
+    cdef bint _fast_choose(self, const Pod* pod, bint spread, bint want_ties) noexcept nogil:
+        # Candidates (window nodes passing NodeAgg's conditions) in the node
+        # policy's order, best first, each fully evaluated until the first
+        # that truly fits: that is the best score among fitting nodes, the
+        # last one on ties, i.e. reference._choose_node. Returns False when
+        # none fits, or when a score is NaN (no total order: the caller
+        # replays the full sort).
+        cdef int j, nc = 0, top, best_j, k, nw = self.n_window
+        cdef float best_score
+        cdef const NodeAgg* a
+        cdef const NodeAgg* agg = self.agg
+        cdef const int64_t* window = &self.window[0]
+        cdef Cand* h = self.cand
+        cdef Cand c
+        cdef bint found = False, ok, has_nan = False
+        cdef int64_t need_n = pod.need_n, need_mem = pod.need_mem, need_pct = pod.need_pct
+        cdef int64_t need_cores = pod.need_cores
+        cdef int64_t need_zero = pod.need_n if pod.mutex else 0
+        cdef uint64_t type_mask = pod.type_mask, mode_mask = pod.mode_mask
+        for j in range(nw):
+            a = &agg[window[j]]
+            has_nan |= a.score != a.score
+            # NodeAgg's necessary conditions, without branches.
+            ok = ((a.n_elig >= need_n) & (a.max_mem >= need_mem) & (a.max_pct >= need_pct)
+                  & (a.max_cores >= need_cores) & (a.n_zero >= need_zero)
+                  & ((a.types & type_mask) != 0) & ((a.modes & mode_mask) != 0))
+            h[nc].score = a.score
+            h[nc].j = j
+            nc += ok
+        if has_nan or nc == 0:
+            return False
+        top = 0
+        for k in range(1, nc):
+            if _cand_before(spread, &h[k], &h[top]):
+                top = k
+        best_j = h[top].j
+        best_score = h[top].score
+        if self._evaluate(pod, best_j):
+            found = True
+        else:
+            # The cheapest guess failed: a heap of the others, best first.
+            h[top] = h[nc - 1]
+            nc -= 1
+            for k in range(nc // 2 - 1, -1, -1):
+                _sift_down(h, spread, k, nc)
+            while nc > 0:
+                c = h[0]
+                h[0] = h[nc - 1]
+                nc -= 1
+                _sift_down(h, spread, 0, nc)
+                if self._evaluate(pod, c.j):
+                    best_j = c.j
+                    best_score = c.score
+                    found = True
+                    break
+        if not found:
+            return False
+        self.best = best_j
+        self.n_fit = 1
+        if not want_ties:
+            self.tied[0] = best_j
+            self.n_tied = 1
+            return True
+        # Every fitting window node with the winning score, in window order.
+        # (Candidates after best_j with that score were found not to fit.)
+        for j in range(best_j):
+            a = &self.agg[self.window[j]]
+            if a.score == best_score and _passes(pod, a) and self._evaluate(pod, j):
+                self.tied[self.n_tied] = j
+                self.n_tied += 1
+        self.tied[self.n_tied] = best_j
+        self.n_tied += 1
+        self.n_fit = self.n_tied
+        if self.placed != <int>self.window[best_j]:
+            self._evaluate(pod, best_j)
+        return True
 
     cdef inline bint _node_less(self, bint spread, float a, float b) noexcept nogil:
         return a > b if spread else a < b
@@ -943,6 +1268,7 @@ cdef class Core:
             return ST_UNREGISTERED
         with nogil:
             st = _score_node(&nv, &pod.p, &self.s)
+        self.placed = node if st == ST_FIT else -1
         return st
 
     # -- test entry points on one node -----------------------------------
@@ -957,6 +1283,7 @@ cdef class Core:
         cdef int ok, npick = 0, i
         cdef const int[::1] pm = np.ascontiguousarray(perm, dtype=np.intc)
         self._fit_pod(pod)
+        self.placed = -1
         _node_view(&self.table.c, node, &nv)
         if pm.shape[0] != nv.k:
             raise ValueError("perm: one entry per card")
@@ -977,6 +1304,7 @@ cdef class Core:
         cdef Node nv
         cdef int st, i
         self._fit_pod(pod)
+        self.placed = -1
         _node_view(&self.table.c, node, &nv)
         _reset(&nv, &self.s)
         st = _fit_in_devices(&nv, &pod.p, ci, &self.s)

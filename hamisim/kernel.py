@@ -5,12 +5,21 @@ Same interface and same decisions as :class:`hamisim.reference.ReferenceSchedule
 turned into arrays once (:mod:`hamisim.state`), usage is kept incrementally
 (a bind adds the pod's collapsed contribution, a delete subtracts it, which
 equals HAMi's rebuild from the pod cache), and each attempt is one call into
-the kernel. Python only encodes the pod before the call and builds the
-:class:`~hamisim.outcome.Decision` after it.
+the kernel. Python only encodes the pod before the call (once per distinct
+pod shape: the encoding is cached under a key of the pod's containers,
+annotations and CPU/memory) and builds the :class:`~hamisim.outcome.Decision`
+after it.
+
+The kernel keeps per-node aggregates (node score, largest free memory,
+percentage and cores, eligible and idle cards) refreshed on every bind and
+delete, skips window nodes that cannot fit and evaluates the rest best score
+first, stopping at the first that fits; only an unschedulable pod gets every
+window node's full evaluation (for the reason histogram).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -94,13 +103,46 @@ def _count_rows(keys: np.ndarray) -> list[tuple[np.ndarray, int]]:
     return list(zip(rows, n.tolist()))
 
 
-@dataclass
-class _Bound:
+class _Bound(NamedTuple):
     node: int
-    rows: np.ndarray        # card rows the pod holds
-    delta: np.ndarray       # (len(rows), 3): used, usedmem, usedcores
+    rows: list[int]         # card rows the pod holds
+    used: list[int]         # per row: slots, memory, cores it holds there
+    mem: list[int]
+    cores: list[int]
     cpu_milli: int
     memory_mib: int
+
+
+@dataclass
+class _Shape:
+    """Everything an attempt needs that depends only on the pod's shape."""
+
+    spec: _core.PodSpec
+    n_req: int
+    n_init: int
+    wants_gpu: bool
+    node_spread: bool
+
+
+def _shape_key(pod: Pod):
+    """A hashable key of everything but the name that an attempt reads from a pod,
+    or ``None`` when some value is unhashable (then nothing is cached)."""
+    try:
+        key = (tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
+                      for c in pod.containers]),
+               tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
+                      for c in pod.init_containers]),
+               tuple(pod.annotations.items()) if pod.annotations else (),
+               pod.cpu_milli, pod.memory_mib)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+#: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
+_SHAPE_CACHE_SIZE = 4096
+_PICK_CACHE_SIZE = 1 << 16
 
 
 class KernelScheduler:
@@ -123,13 +165,17 @@ class KernelScheduler:
                                                   self.state.n_nodes)
         self._reason_cache: dict[tuple, str] = {}
         self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
+        self._shapes: dict[tuple, _Shape] = {}
+        self._random_ties = self.config.node_tie_break == "random"
+        self._index = self.state.index.tolist()
+        self._picks: dict[tuple[int, int, int], Pick] = {}
 
     # -- state ---------------------------------------------------------
     def delete(self, name: str) -> None:
         """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
         b = self._pods.pop(name, None)
         if b is not None:
-            self.state.add_usage(b.rows, b.delta, b.node, b.cpu_milli, b.memory_mib, sign=-1)
+            self._core.apply(*b, -1)
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
@@ -150,25 +196,20 @@ class KernelScheduler:
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
         row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
-        rows = np.array([row_of[u] for u in contrib], dtype=np.int64)
-        delta = np.array(list(contrib.values()), dtype=np.int64).reshape(-1, 3)
-        b = _Bound(node, rows, delta, cpu_milli, memory_mib)
-        self.state.add_usage(b.rows, b.delta, node, b.cpu_milli, b.memory_mib)
+        rows = [row_of[u] for u in contrib]
+        used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
+        self._add(name, _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib))
+
+    def _add(self, name: str, b: _Bound) -> None:
+        self._core.apply(*b)
         self._pods[name] = b
 
-    # -- one attempt -----------------------------------------------------
-    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
-        """One scheduling attempt of ``pod``; a bound pod enters the cache.
-
-        ``tie_draw`` in [0, 1) picks among equally scored nodes when the
-        cluster's ``node_tie_break`` is ``random``; the last node otherwise.
-        """
-        self.delete(pod.name)             # re-scheduling never double-counts
+    def _shape(self, pod: Pod, key) -> _Shape:
+        """Admit and encode ``pod`` (raises as the reference does); cached by shape."""
         cfg = self.config
         pod = admit(pod, cfg)
         requests, n_init = pod_requests(pod, cfg)
         wants_gpu = any(r is not None for r in requests)
-        state, core = self.state, self._core
         policy = None
         weights = (1, 1, 1)
         node_spread = False
@@ -180,38 +221,80 @@ class KernelScheduler:
                 weights = pod_weights(pod.annotations)
             except ValueError:
                 # HAMi's Filter errors out after kube-scheduler sampled the nodes.
-                spec = pod_spec(encode_pod(state, pod, requests, n_init, None, weights))
-                core.attempt(spec, self.next_start, self._wanted, False, False, True)
-                self.next_start = core.next_start
+                spec = pod_spec(encode_pod(self.state, pod, requests, n_init, None, weights))
+                self._core.attempt(spec, self.next_start, self._wanted, False, False, True)
+                self.next_start = self._core.next_start
                 raise
             node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
                                                              pod.annotations))
-        spec = pod_spec(encode_pod(state, pod, requests, n_init, policy, weights))
-        best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, node_spread)
+        spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights))
+        shape = _Shape(spec, len(requests), n_init, wants_gpu, node_spread)
+        if key is not None:
+            if len(self._shapes) >= _SHAPE_CACHE_SIZE:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
+
+    # -- one attempt -----------------------------------------------------
+    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
+        """One scheduling attempt of ``pod``; a bound pod enters the cache.
+
+        ``tie_draw`` in [0, 1) picks among equally scored nodes when the
+        cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        """
+        self.delete(pod.name)             # re-scheduling never double-counts
+        key = _shape_key(pod)
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = self._shape(pod, key)
+        state, core = self.state, self._core
+        spec, wants_gpu = shape.spec, shape.wants_gpu
+        random_ties = self._random_ties and tie_draw is not None
+        best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, shape.node_spread,
+                            False, random_ties)
         self.next_start = core.next_start
-        if best >= 0 and cfg.node_tie_break == "random" and tie_draw is not None:
-            tied = core.np_tied[:core.n_tied].tolist()
-            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
-        names = state.node_names
         if best < 0:
             snap = self._failure_snapshot(wants_gpu)
             msg = histogram_message(state.n_nodes, self._histogram(snap))
             return Decision(pod.name, message=msg,
                             reasons_factory=lambda: self._node_reasons(snap))
+        if random_ties:
+            tied = core.np_tied[:core.n_tied].tolist()
+            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
         node = int(core.np_window[best])
+        names = state.node_names
+        n_req, n_init = shape.n_req, shape.n_init
         if not wants_gpu:
-            containers: list[list[Pick]] = [[] for _ in requests]
-        else:
+            containers: list[list[Pick]] = [[] for _ in range(n_req)]
+            self._add(pod.name, _Bound(node, [], [], [], [], pod.cpu_milli, pod.memory_mib))
+            return Decision(pod.name, names[node], containers, node_index=node)
+        if core.placed != node:
             st = core.place(spec, node)
             assert st == _ST_FIT, "kernel: chosen node no longer fits"
-            ids = state.card_ids
-            index = state.index
-            r0 = int(state.node_start[node])
-            containers = [[Pick(ids[r0 + p], int(m), int(c), int(index[r0 + p]))
-                           for p, m, c in picks] for picks in core.picks(len(requests))]
-        self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
-        if not wants_gpu:
-            return Decision(pod.name, names[node], containers, node_index=node)
+        ids, index = state.card_ids, self._index
+        r0 = int(state.node_start[node])
+        picks = core.picks(n_req)
+        pick_of = self._picks
+        if len(pick_of) > _PICK_CACHE_SIZE:
+            pick_of.clear()
+        containers = []
+        for cp in picks:
+            row = []
+            for p, m, c in cp:
+                # Picks are immutable: one object per (card, memory, cores).
+                pk = pick_of.get((r0 + p, m, c))
+                if pk is None:
+                    pk = pick_of[r0 + p, m, c] = Pick(ids[r0 + p], m, c, index[r0 + p])
+                row.append(pk)
+            containers.append(row)
+        if n_init == 0 and n_req == 1:
+            # One container: distinct cards, one slot each (collapsed_usage).
+            cp = picks[0]
+            self._add(pod.name, _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp),
+                                       [m for _, m, _ in cp], [c for _, _, c in cp],
+                                       pod.cpu_milli, pod.memory_mib))
+        else:
+            self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node])
 

@@ -140,6 +140,10 @@ class ClusterState:
         """Add (``sign=1``) or remove (``-1``) one pod's contribution.
 
         ``delta`` is ``(len(rows), 3)``: used, usedmem, usedcores per row.
+        :class:`~hamisim.kernel.KernelScheduler` does not use this: it updates
+        through :meth:`hamisim._core.Core.apply`, which also refreshes the
+        node's aggregates; a change made here must be followed by
+        ``Core.refresh_node(node)`` before the next attempt.
         """
         if len(rows):
             self.used[rows] += sign * delta[:, 0]

@@ -1,0 +1,109 @@
+"""The kernel's fast node choice (per-node aggregates, candidates in policy order)
+takes the reference's decision on larger, partly full clusters.
+
+The kernel skips nodes whose aggregates show they cannot fit and fully
+evaluates candidates best first, stopping at the first fit; this is only
+exercised when many nodes are full or nearly so and many scores tie, so each
+example first fills a cluster of up to 30 nodes with fractional, whole-card and
+mutex pods (comparing every decision), then runs a random sequence as in
+tests/test_kernel_equivalence.py.
+"""
+from __future__ import annotations
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from test_kernel_equivalence import SLOW, _run, clusters, pods
+
+from hamisim.kernel import KernelScheduler
+from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+from hamisim.reference import ReferenceScheduler
+
+
+@st.composite
+def fill_pods(draw, name: str):
+    limits = {GPU: draw(st.sampled_from([1, 1, 1, 2, 3]))}
+    kind = draw(st.sampled_from(["pct", "pct", "mem", "whole"]))
+    if kind == "pct":
+        limits[GPUMEM_PERCENTAGE] = draw(st.sampled_from([10, 20, 25, 50, 70, 100]))
+        limits[GPUCORES] = draw(st.sampled_from([0, 10, 25, 50, 100]))
+    elif kind == "mem":
+        limits[GPUMEM] = draw(st.sampled_from([1000, 4000, 8000, 15360]))
+        limits[GPUCORES] = draw(st.sampled_from([0, 30, 60]))
+    ann = {}
+    if draw(st.integers(0, 4)) == 0:
+        ann["hami.io/gpu-scheduler-policy"] = draw(st.sampled_from(
+            ["mutex", "mutex,binpack", "binpack", "spread", "mutex,binpack,numa"]))
+    if draw(st.integers(0, 4)) == 0:
+        ann["hami.io/node-scheduler-policy"] = draw(st.sampled_from(["binpack", "spread"]))
+    if draw(st.integers(0, 9)) == 0:
+        ann["nvidia.com/use-gputype"] = draw(st.sampled_from(["T4", "A100", "a10"]))
+    cpu = draw(st.sampled_from([0, 0, 500, 4000]))
+    return Pod(name, (Container(limits=limits),), (), ann, cpu, 0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=SLOW)
+@given(cluster=clusters(min_nodes=8, max_nodes=30, max_cards=8), data=st.data())
+def test_fast_choice_on_filled_clusters(cluster, data):
+    ref, ker = ReferenceScheduler(cluster), KernelScheduler(cluster)
+    n_fill = data.draw(st.integers(10, 60), label="fill")
+    for k in range(n_fill):
+        pod = data.draw(fill_pods(f"fill-{k}"), label="fill pod")
+        tie_draw = data.draw(st.none() | st.floats(0, 1, exclude_max=True), label="tie")
+        want, want_err = _run(ref, pod, tie_draw)
+        got, got_err = _run(ker, pod, tie_draw)
+        assert got_err == want_err, (k, pod)
+        assert got == want, (k, pod)
+        assert ker.next_start == ref.next_start, k
+        if want is not None:
+            event("fill bound" if want.bound else "fill unschedulable")
+    assert ker.usage_by_card() == ref.usage_by_card()
+    # Then creates, retries and deletes of any pod shape from the filled state.
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    names = [f"fill-{k}" for k in range(n_fill)]
+    for step in range(data.draw(st.integers(1, 8), label="steps")):
+        op = data.draw(st.sampled_from(["create", "create", "delete"]), label="op")
+        if op == "delete":
+            name = data.draw(st.sampled_from(names), label="delete")
+            ref.delete(name)
+            ker.delete(name)
+        else:
+            pod = data.draw(pods(f"pod-{step}", card_ids), label="pod")
+            tie_draw = data.draw(st.none() | st.floats(0, 1, exclude_max=True), label="tie")
+            want, want_err = _run(ref, pod, tie_draw)
+            got, got_err = _run(ker, pod, tie_draw)
+            assert got_err == want_err, (step, pod)
+            assert got == want, (step, pod)
+            names.append(pod.name)
+        assert ker.usage_by_card() == ref.usage_by_card(), step
+        assert ker.next_start == ref.next_start, step
+
+
+def test_memory_percentage_boundaries():
+    """A card whose free memory is at the edge of a percentage request: the
+    kernel must not skip the node (binpack prefers the used node A over B)."""
+    from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+    from hamisim.outcome import Pick
+
+    cases = 0
+    for devmem in (7, 100, 1000, 8191, 15360):
+        cluster = Cluster(tuple(
+            Node(name, (Card(id=f"GPU-{name}", count=10, devmem=devmem, devcore=100,
+                             type="NVIDIA-T4"),))
+            for name in ("a", "b")), SchedulerConfig(node_scheduler_policy="binpack"))
+        ref, ker = ReferenceScheduler(cluster), KernelScheduler(cluster)
+        for pct in range(1, 101):
+            need = devmem * pct // 100
+            for free in {need - 1, need, need + 1}:
+                if not 0 <= free <= devmem:
+                    continue
+                for s in (ref, ker):
+                    s.adopt("bg", 0, [[Pick("GPU-a", devmem - free, 0)]])
+                pod = Pod("p", (Container(limits={GPU: 1, GPUMEM_PERCENTAGE: pct,
+                                                  GPUCORES: 0}),))
+                want, got = ref.schedule(pod), ker.schedule(pod)
+                assert got == want, (devmem, pct, free)
+                assert want.node == ("a" if free >= need else "b")
+                for s in (ref, ker):
+                    s.delete("p")
+                cases += 1
+    assert cases > 1000
