@@ -1429,3 +1429,7 @@ def node_less(bint spread, float a, float b):
 
 # The FGD paper's research node policies (hamisim.research).
 include "_research.pxi"
+
+
+# hamisim.metrics.ClusterMeter: the per-node refresh.
+include "_meter.pxi"

@@ -33,6 +33,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import _core
 from .cluster import Cluster, SchedulerConfig
 from .pods import NO_PERCENTAGE, Pod, admit, pod_requests
 from .reference import type_allowed
@@ -135,6 +136,7 @@ class ClusterMeter:
         self.devmem = np.array(devmem, dtype=np.int64)
         self.devcore = np.array(devcore, dtype=np.int64)
         self.usable = np.array(usable, dtype=bool)
+        self._usable_u8 = self.usable.astype(np.uint8)
         self.used = np.zeros_like(self.count)
         self.usedmem = np.zeros_like(self.count)
         self.usedcores = np.zeros_like(self.count)
@@ -148,13 +150,11 @@ class ClusterMeter:
             "nums": np.array([x.nums for x in sh], dtype=np.int64),
             "memreq": np.array([x.memreq for x in sh], dtype=np.int64),
             "pct": np.array([x.pct for x in sh], dtype=np.int64),
-            "has_pct": np.array([x.pct != NO_PERCENTAGE for x in sh], dtype=bool),
+            "has_pct": np.array([x.pct != NO_PERCENTAGE for x in sh], dtype=np.uint8),
             "cores": np.array([x.cores for x in sh], dtype=np.int64),
-            "whole": np.array([x.cores == 100 for x in sh], dtype=bool),
-            "zero_core": np.array([x.cores == 0 for x in sh], dtype=bool),
             "cpu": np.array([x.cpu_milli for x in sh], dtype=np.int64),
             "weight": np.array([x.weight for x in sh], dtype=float),
-            "type_ok": _type_matrix(sh, types),
+            "type_ok": np.ascontiguousarray(_type_matrix(sh, types), dtype=np.uint8),
         }
         self.n_cards = len(count)
         self.capacity = float(self.n_cards)
@@ -199,38 +199,19 @@ class ClusterMeter:
         self.sum_idle += int(self.node_idle[node]) - int(old[3])
 
     def _refresh(self, i: int) -> None:
+        """Recompute node ``i``'s terms (compiled: hamisim._core.meter_refresh)."""
         a, b = int(self.node_start[i]), int(self.node_start[i + 1])
-        used, count = self.used[a:b], self.count[a:b]
-        devmem, devcore = self.devmem[a:b], self.devcore[a:b]
-        freemem, freecore = devmem - self.usedmem[a:b], devcore - self.usedcores[a:b]
-        self.node_alloc[i] = int((used > 0).sum())
-        self.node_idle[i] = b > a and not used.any()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.minimum(np.where(devcore > 0, freecore / devcore, 0.0),
-                               np.where(devmem > 0, freemem / devmem, 0.0))
-        f = np.where((used < count) & self.usable[a:b], np.clip(share, 0.0, 1.0), 0.0)
-        total_free = float(f.sum())
-        self.node_free[i] = round(total_free * _MICRO)
-        if not self.shapes or b == a:
-            self.node_frag[i] = 0
-            return
-        cpu_free = None if self.node_cpu[i] < 0 else int(self.node_cpu[i] - self.node_cpu_used[i])
-        # every typical shape against every card of the node at once: (shapes, cards)
+        cpu_free = -1 if self.node_cpu[i] < 0 else int(self.node_cpu[i] - self.node_cpu_used[i])
         sh = self._sh
-        usedcores = self.usedcores[a:b]
-        mem_need = np.where(sh["memreq"][:, None] > 0, sh["memreq"][:, None],
-                            np.where(sh["has_pct"][:, None], devmem[None, :] * sh["pct"][:, None]
-                                     // 100, 0))
-        card_open = (used < count) & self.usable[a:b]
-        host = (card_open[None, :] & sh["type_ok"][:, a:b] & (freemem[None, :] >= mem_need)
-                & (freecore[None, :] >= sh["cores"][:, None]))
-        host &= ~(sh["whole"][:, None] & ((devcore == 100) & (used > 0))[None, :])
-        host &= ~(sh["zero_core"][:, None] & ((devcore != 0) & (usedcores == devcore))[None, :])
-        can = (sh["nums"] > 0) & (host.sum(axis=1) >= sh["nums"])
-        if cpu_free is not None:
-            can &= cpu_free >= sh["cpu"]
-        stranded = np.where(can, (f[None, :] * ~host).sum(axis=1), total_free)
-        self.node_frag[i] = round(float((sh["weight"] * stranded).sum()) * _MICRO)
+        alloc, idle, free, frag = _core.meter_refresh(
+            a, b, self.used, self.usedmem, self.usedcores, self.count, self.devmem,
+            self.devcore, self._usable_u8, cpu_free,
+            sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
+            sh["weight"], sh["type_ok"])
+        self.node_alloc[i] = alloc
+        self.node_idle[i] = idle
+        self.node_free[i] = free
+        self.node_frag[i] = frag
 
     # -- readings --------------------------------------------------------
     def allocation_share(self) -> np.ndarray:
