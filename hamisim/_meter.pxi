@@ -9,7 +9,37 @@
 from libc.math cimport nearbyint
 
 
-def meter_refresh(Py_ssize_t a, Py_ssize_t b,
+cdef class MeterCore:
+    """The meter's arrays, held once, so a refresh costs no argument conversion.
+
+    The arrays are the ClusterMeter's own (shared, updated in place by it).
+    """
+    cdef const int64_t[::1] used, usedmem, usedcores, count, devmem, devcore
+    cdef const uint8_t[::1] usable
+    cdef const int64_t[::1] s_nums, s_memreq, s_pct, s_cores, s_cpu
+    cdef const uint8_t[::1] s_has_pct
+    cdef const double[::1] s_weight
+    cdef const uint8_t[:, ::1] type_ok
+
+    def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable,
+                 s_nums, s_memreq, s_pct, s_has_pct, s_cores, s_cpu, s_weight, type_ok):
+        self.used, self.usedmem, self.usedcores = used, usedmem, usedcores
+        self.count, self.devmem, self.devcore, self.usable = count, devmem, devcore, usable
+        self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct = s_nums, s_memreq, s_pct, s_has_pct
+        self.s_cores, self.s_cpu, self.s_weight, self.type_ok = s_cores, s_cpu, s_weight, type_ok
+
+    def refresh(self, Py_ssize_t a, Py_ssize_t b, int64_t cpu_free):
+        """Refresh one node (cards ``a:b``): ``(allocated cards, idle, free µGPU, frag µGPU)``.
+
+        ``cpu_free`` < 0 means the node's CPU is not a constraint.
+        """
+        return meter_refresh(a, b, self.used, self.usedmem, self.usedcores, self.count,
+                             self.devmem, self.devcore, self.usable, cpu_free, self.s_nums,
+                             self.s_memreq, self.s_pct, self.s_has_pct, self.s_cores,
+                             self.s_cpu, self.s_weight, self.type_ok)
+
+
+cdef tuple meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] used, const int64_t[::1] usedmem,
                   const int64_t[::1] usedcores, const int64_t[::1] count,
                   const int64_t[::1] devmem, const int64_t[::1] devcore,
@@ -18,10 +48,6 @@ def meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] s_pct, const uint8_t[::1] s_has_pct,
                   const int64_t[::1] s_cores, const int64_t[::1] s_cpu,
                   const double[::1] s_weight, const uint8_t[:, ::1] type_ok):
-    """Refresh one node (cards ``a:b``): ``(allocated cards, idle, free µGPU, frag µGPU)``.
-
-    ``cpu_free`` < 0 means the node's CPU is not a constraint.
-    """
     cdef Py_ssize_t i, s, n_shapes = s_nums.shape[0]
     cdef int64_t alloc = 0, n_host, need
     cdef double total = 0.0, frag = 0.0, stranded, share, fc, fm

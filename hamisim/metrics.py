@@ -164,6 +164,11 @@ class ClusterMeter:
         }
         # per-node terms whose sums are the cluster totals
         self.node_alloc = np.zeros(self.n_nodes, dtype=np.int64)
+        sh = self._sh
+        self._core = _core.MeterCore(
+            self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
+            self._usable_u8, sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"],
+            sh["cpu"], sh["weight"], sh["type_ok"])
         # free amount and fragment per node in micro-GPUs (integers), so the
         # running cluster sums stay exact however many updates they see
         self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
@@ -202,12 +207,7 @@ class ClusterMeter:
         """Recompute node ``i``'s terms (compiled: hamisim._core.meter_refresh)."""
         a, b = int(self.node_start[i]), int(self.node_start[i + 1])
         cpu_free = -1 if self.node_cpu[i] < 0 else int(self.node_cpu[i] - self.node_cpu_used[i])
-        sh = self._sh
-        alloc, idle, free, frag = _core.meter_refresh(
-            a, b, self.used, self.usedmem, self.usedcores, self.count, self.devmem,
-            self.devcore, self._usable_u8, cpu_free,
-            sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
-            sh["weight"], sh["type_ok"])
+        alloc, idle, free, frag = self._core.refresh(a, b, cpu_free)
         self.node_alloc[i] = alloc
         self.node_idle[i] = idle
         self.node_free[i] = free
