@@ -28,7 +28,7 @@ from .cluster import Cluster
 from .kubesched import num_feasible_nodes_to_find
 from .outcome import (
     DEVICE_TYPE_NOT_FOUND, INSUFFICIENT_CPU, INSUFFICIENT_MEMORY, NODE_INSUFFICIENT_DEVICE,
-    NODE_UNREGISTERED, REASONS, Decision, Pick, failed_scheduling_message, histogram_message, fit_reason,
+    NODE_UNREGISTERED, REASONS, Decision, Pick, histogram_message, fit_reason,
     pads_empty_segments,
 )
 from . import policy as _policy

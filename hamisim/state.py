@@ -134,24 +134,6 @@ class ClusterState:
         self._ones_modes = np.ones(max(len(self.mode_names), 1), dtype=np.uint8)
         self._ones_cards = np.ones(max(n, 1), dtype=np.uint8)
 
-    # -- usage -----------------------------------------------------------
-    def add_usage(self, rows: np.ndarray, delta: np.ndarray, node: int, cpu: int, mem: int,
-                  sign: int = 1) -> None:
-        """Add (``sign=1``) or remove (``-1``) one pod's contribution.
-
-        ``delta`` is ``(len(rows), 3)``: used, usedmem, usedcores per row.
-        :class:`~hamisim.kernel.KernelScheduler` does not use this: it updates
-        through :meth:`hamisim._core.Core.apply`, which also refreshes the
-        node's aggregates; a change made here must be followed by
-        ``Core.refresh_node(node)`` before the next attempt.
-        """
-        if len(rows):
-            self.used[rows] += sign * delta[:, 0]
-            self.usedmem[rows] += sign * delta[:, 1]
-            self.usedcores[rows] += sign * delta[:, 2]
-        self.req_cpu[node] += sign * cpu
-        self.req_mem[node] += sign * mem
-
     # -- per-attempt filters ---------------------------------------------
     def type_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
         """``use/nouse-gputype`` per type id (shared all-ones without them)."""
