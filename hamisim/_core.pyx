@@ -16,8 +16,8 @@ Python, outside ``nogil``, when a larger pod comes along).
 Float32: card and node scores are computed in C ``float``, one operation at a
 time in Go's order; setup.py forbids FMA contraction (``-ffp-contract=off``).
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, INT64_MIN, INT64_MAX
-from libc.string cimport memcpy, memset
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX
+from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
 
@@ -805,6 +805,8 @@ cdef class Core:
     cdef int64_t[::1] tied
     cdef int64_t[::1] fits
     cdef int64_t[::1] ascore          # least-allocated scores
+    cdef int32_t[::1] gslot           # failure grouping: hash slots -> group, -1 empty
+    cdef int32_t[::1] grep, gnum      # per group: representative position, nodes
     cdef readonly object np_rej_node, np_rej_bits, np_window, np_status, np_score
     cdef readonly object np_counts, np_ncards, np_tied
     cdef readonly object np_out_n, np_out_pos, np_out_mem, np_out_cores
@@ -846,6 +848,12 @@ cdef class Core:
         self.tied = self.np_tied
         self.fits = np.zeros(n, dtype=np.int64)
         self.ascore = np.zeros(n, dtype=np.int64)
+        cdef int slots = 1
+        while slots < 2 * n:
+            slots <<= 1
+        self.gslot = np.full(slots, -1, dtype=np.int32)
+        self.grep = np.zeros(n, dtype=np.int32)
+        self.gnum = np.zeros(n, dtype=np.int32)
         self._alloc(max(table.max_cards, 1), max(max_containers, 1))
 
     def _alloc(self, int cap_k, int cap_c):
@@ -1332,6 +1340,62 @@ cdef class Core:
             out.append([(self.s.out_pos[base + i], self.s.out_mem[base + i],
                          self.s.out_cores[base + i]) for i in range(self.s.out_n[ci])])
         return out
+
+    def failure_groups(self):
+        """The last failed attempt's window, summarised for the event message.
+
+        Returns ``(status_nodes, groups)``: the number of window nodes per
+        status code, and for the nodes whose Fit failed on their cards, one
+        ``(position, nodes)`` per distinct (reason histogram, card count),
+        ``position`` being the first window position with it. Grouping is by
+        hash with exact comparison, in one pass over the window.
+        """
+        cdef int nw = self.n_window, j, r, g, n_groups = 0, st
+        cdef int mask = <int>self.gslot.shape[0] - 1
+        cdef uint64_t h
+        cdef int32_t* row
+        cdef int32_t* other
+        cdef int by_status[5]
+        memset(by_status, 0, sizeof(by_status))
+        with nogil:
+            for j in range(nw):
+                st = self.status[j]
+                by_status[st] += 1
+                if st != ST_FIT_FAILED:
+                    continue
+                row = &self.counts[j, 0]
+                h = 1469598103934665603ULL ^ <uint64_t>self.ncards[j]
+                for r in range(N_REASONS):
+                    h = (h ^ <uint64_t><uint32_t>row[r]) * 1099511628211ULL
+                h ^= h >> 29
+                g = <int>(h & <uint64_t>mask)
+                while True:
+                    if self.gslot[g] < 0:
+                        self.gslot[g] = n_groups
+                        self.grep[n_groups] = j
+                        self.gnum[n_groups] = 1
+                        n_groups += 1
+                        break
+                    other = &self.counts[self.grep[self.gslot[g]], 0]
+                    if (self.ncards[self.grep[self.gslot[g]]] == self.ncards[j]
+                            and memcmp(other, row, N_REASONS * sizeof(int32_t)) == 0):
+                        self.gnum[self.gslot[g]] += 1
+                        break
+                    g = (g + 1) & mask
+            # empty the slots again (only those used)
+            for g in range(n_groups):
+                j = self.grep[g]
+                row = &self.counts[j, 0]
+                h = 1469598103934665603ULL ^ <uint64_t>self.ncards[j]
+                for r in range(N_REASONS):
+                    h = (h ^ <uint64_t><uint32_t>row[r]) * 1099511628211ULL
+                h ^= h >> 29
+                r = <int>(h & <uint64_t>mask)
+                while self.gslot[r] != g:
+                    r = (r + 1) & mask
+                self.gslot[r] = -1
+        return ([by_status[st] for st in range(5)],
+                [(self.grep[g], self.gnum[g]) for g in range(n_groups)])
 
     def _counts_list(self):
         return [self.s.counts[i] for i in range(N_REASONS)]

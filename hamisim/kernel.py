@@ -80,29 +80,6 @@ def pod_spec(enc) -> _core.PodSpec:
                          enc.cpu_milli, enc.memory_mib)
 
 
-_ROW_WEIGHTS = np.random.default_rng(20261129).integers(1, 2**62, size=64, dtype=np.int64)
-
-
-def _count_rows(keys: np.ndarray) -> list[tuple[np.ndarray, int]]:
-    """Distinct rows of an integer matrix with their counts, fast.
-
-    Rows are grouped by a 64-bit random linear hash (a 1-D sort instead of
-    ``np.unique(axis=0)``'s row sort); a collision is detected and falls back
-    to the exact method.
-    """
-    w = _ROW_WEIGHTS[: keys.shape[1]] if keys.shape[1] <= len(_ROW_WEIGHTS) else None
-    if w is not None:
-        with np.errstate(over="ignore"):
-            h = keys @ w
-        _, first, inverse, n = np.unique(h, return_index=True, return_inverse=True,
-                                         return_counts=True)
-        reps = keys[first]
-        if np.array_equal(reps[inverse.reshape(-1)], keys):
-            return list(zip(reps, n.tolist()))
-    rows, n = np.unique(keys, axis=0, return_counts=True)
-    return list(zip(rows, n.tolist()))
-
-
 class _Bound(NamedTuple):
     node: int
     rows: list[int]         # card rows the pod holds
@@ -123,21 +100,6 @@ class _Shape:
     wants_gpu: bool
     node_spread: bool
 
-
-def _shape_key(pod: Pod):
-    """A hashable key of everything but the name that an attempt reads from a pod,
-    or ``None`` when some value is unhashable (then nothing is cached)."""
-    try:
-        key = (tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
-                      for c in pod.containers]),
-               tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
-                      for c in pod.init_containers]),
-               tuple(pod.annotations.items()) if pod.annotations else (),
-               pod.cpu_milli, pod.memory_mib)
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 #: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
@@ -243,7 +205,7 @@ class KernelScheduler:
         cluster's ``node_tie_break`` is ``random``; the last node otherwise.
         """
         self.delete(pod.name)             # re-scheduling never double-counts
-        key = _shape_key(pod)
+        key = pod.shape_key
         shape = self._shapes.get(key) if key is not None else None
         if shape is None:
             shape = self._shape(pod, key)
@@ -254,8 +216,8 @@ class KernelScheduler:
                             False, random_ties)
         self.next_start = core.next_start
         if best < 0:
+            msg = histogram_message(state.n_nodes, self._histogram(wants_gpu))
             snap = self._failure_snapshot(wants_gpu)
-            msg = histogram_message(state.n_nodes, self._histogram(snap))
             return Decision(pod.name, message=msg,
                             reasons_factory=lambda: self._node_reasons(snap))
         if random_ties:
@@ -317,28 +279,26 @@ class KernelScheduler:
             reason = self._reason_cache[key] = fit_reason(counts, n_cards)
         return reason
 
-    def _histogram(self, snap: tuple) -> dict[str, int]:
-        """Reason string -> number of nodes, without a per-node dictionary."""
-        (_, bits), window = snap
+    def _histogram(self, wants_gpu: bool) -> dict[str, int]:
+        """Reason string -> number of nodes for the failed attempt just made,
+        from the kernel's buffers (grouped in the kernel, no per-node Python)."""
+        core = self._core
+        bits = core.np_rej_bits[:core.n_rejected]
         hist: dict[str, int] = {}
-        n_cpu, n_mem = int((bits & 1).astype(bool).sum()), int((bits & 2).astype(bool).sum())
+        n_cpu, n_mem = int(np.count_nonzero(bits & 1)), int(np.count_nonzero(bits & 2))
         if n_cpu:
             hist[INSUFFICIENT_CPU] = n_cpu
         if n_mem:
             hist[INSUFFICIENT_MEMORY] = n_mem
-        if window is None:
+        if not wants_gpu:
             return hist
-        _, status, counts, ncards = window
+        by_status, groups = core.failure_groups()
         for st, reason in _STATUS_REASON.items():
-            n = int((status == st).sum())
-            if n:
-                hist[reason] = hist.get(reason, 0) + n
-        failed = status == _ST_FAILED
-        if failed.any():
-            keys = np.column_stack([counts[failed], ncards[failed]]).astype(np.int64)
-            for key, n in _count_rows(keys):
-                reason = self._reason(key[:-1], int(key[-1]))
-                hist[reason] = hist.get(reason, 0) + n
+            if by_status[st]:
+                hist[reason] = hist.get(reason, 0) + by_status[st]
+        for j, n in groups:
+            reason = self._reason(core.np_counts[j], int(core.np_ncards[j]))
+            hist[reason] = hist.get(reason, 0) + n
         return hist
 
     def _node_reasons(self, snap: tuple) -> dict[str, list[str]]:
@@ -355,25 +315,6 @@ class KernelScheduler:
                 continue
             if st == _ST_FAILED:
                 out[names[i]] = [self._reason(counts[j], int(ncards[j]))]
-            else:
-                out[names[i]] = [_STATUS_REASON[st]]
-        return out
-        nw = core.n_window
-        window = core.np_window[:nw].tolist()
-        status = core.np_status[:nw].tolist()
-        cache = self._reason_cache
-        for j, (i, st) in enumerate(zip(window, status)):
-            if st == _ST_FIT:
-                continue
-            if st == _ST_FAILED:
-                row = core.np_counts[j]
-                n_cards = int(core.np_ncards[j])
-                key = (row.tobytes(), n_cards)
-                reason = cache.get(key)
-                if reason is None:
-                    counts = {name: int(n) for name, n in zip(REASONS, row.tolist()) if n}
-                    reason = cache[key] = fit_reason(counts, n_cards)
-                out[names[i]] = [reason]
             else:
                 out[names[i]] = [_STATUS_REASON[st]]
         return out

@@ -10,6 +10,7 @@ into the per-container :class:`Request` that Fit consumes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Mapping
 
 from .cluster import SchedulerConfig
@@ -58,6 +59,34 @@ class Pod:
     cpu_milli: int = 0
     memory_mib: int = 0
     priority: int = 0
+
+    def renamed(self, name: str) -> "Pod":
+        """This pod under another name (its computed :attr:`shape_key` carries over)."""
+        pod = replace(self, name=name)
+        pod.__dict__["shape_key"] = self.shape_key
+        return pod
+
+    @cached_property
+    def shape_key(self) -> tuple | None:
+        """A hashable key of everything but the name and priority that placement
+        reads (containers, annotations, CPU and memory), or ``None`` when some
+        value is unhashable. Pods with equal keys are placed alike, so the
+        schedulers and the engine cache their per-pod work under it.
+
+        Computed once per pod object: treat a pod's mappings as frozen once
+        it has been handed to a scheduler.
+        """
+        try:
+            key = (tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
+                          for c in self.containers]),
+                   tuple([(tuple(c.limits.items()), tuple(c.requests.items()))
+                          for c in self.init_containers]),
+                   tuple(self.annotations.items()) if self.annotations else (),
+                   self.cpu_milli, self.memory_mib)
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
 
 @dataclass(frozen=True)
