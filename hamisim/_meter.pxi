@@ -10,36 +10,102 @@ from libc.math cimport nearbyint
 
 
 cdef class MeterCore:
-    """The meter's arrays, held once, so a refresh costs no argument conversion.
+    """The meter's arrays and running cluster sums, updated per bind or departure.
 
-    The arrays are the ClusterMeter's own (shared, updated in place by it).
+    The arrays are the ClusterMeter's own (shared): per card usage, per node
+    CPU in use and the node terms whose sums are the cluster totals. One
+    :meth:`apply` call adds or removes a pod's usage and refreshes its node,
+    so the Python side does no per-card work.
     """
-    cdef const int64_t[::1] used, usedmem, usedcores, count, devmem, devcore
+    cdef int64_t[::1] used, usedmem, usedcores, node_cpu_used
+    cdef int64_t[::1] node_alloc, node_free, node_frag
+    cdef uint8_t[::1] node_idle
+    cdef const int64_t[::1] count, devmem, devcore, node_start, node_cpu
     cdef const uint8_t[::1] usable
     cdef const int64_t[::1] s_nums, s_memreq, s_pct, s_cores, s_cpu
     cdef const uint8_t[::1] s_has_pct
     cdef const double[::1] s_weight
     cdef const uint8_t[:, ::1] type_ok
+    #: cluster sums: cards with a tenant, idle nodes, free and fragmented
+    #: micro-GPUs, slots, memory (MiB) and cores in use
+    cdef readonly int64_t sum_alloc, sum_idle, sum_free, sum_frag
+    cdef readonly int64_t sum_used, sum_usedmem, sum_usedcores
 
     def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable,
-                 s_nums, s_memreq, s_pct, s_has_pct, s_cores, s_cpu, s_weight, type_ok):
+                 node_start, node_cpu, node_cpu_used, node_alloc, node_free, node_frag,
+                 node_idle, s_nums, s_memreq, s_pct, s_has_pct, s_cores, s_cpu, s_weight,
+                 type_ok):
         self.used, self.usedmem, self.usedcores = used, usedmem, usedcores
         self.count, self.devmem, self.devcore, self.usable = count, devmem, devcore, usable
+        self.node_start, self.node_cpu, self.node_cpu_used = node_start, node_cpu, node_cpu_used
+        self.node_alloc, self.node_free, self.node_frag = node_alloc, node_free, node_frag
+        self.node_idle = node_idle
         self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct = s_nums, s_memreq, s_pct, s_has_pct
         self.s_cores, self.s_cpu, self.s_weight, self.type_ok = s_cores, s_cpu, s_weight, type_ok
+        if self.node_start.shape[0] > 1:
+            for i in range(self.node_start.shape[0] - 1):
+                if self.node_start[i + 1] - self.node_start[i] > 64:
+                    raise ValueError("MeterCore: more than 64 cards on one node")
+        self.refresh_all()
 
-    def refresh(self, Py_ssize_t a, Py_ssize_t b, int64_t cpu_free):
-        """Refresh one node (cards ``a:b``): ``(allocated cards, idle, free µGPU, frag µGPU)``.
+    def refresh_all(self):
+        """Recompute every node's terms and the cluster sums from the arrays."""
+        cdef Py_ssize_t i, r, n = self.node_start.shape[0] - 1
+        self.sum_alloc = self.sum_idle = self.sum_free = self.sum_frag = 0
+        self.sum_used = self.sum_usedmem = self.sum_usedcores = 0
+        for r in range(self.used.shape[0]):
+            self.sum_used += self.used[r]
+            self.sum_usedmem += self.usedmem[r]
+            self.sum_usedcores += self.usedcores[r]
+        for i in range(n):
+            self._refresh(i)
+            self.sum_alloc += self.node_alloc[i]
+            self.sum_idle += self.node_idle[i]
+            self.sum_free += self.node_free[i]
+            self.sum_frag += self.node_frag[i]
 
-        ``cpu_free`` < 0 means the node's CPU is not a constraint.
-        """
-        return meter_refresh(a, b, self.used, self.usedmem, self.usedcores, self.count,
-                             self.devmem, self.devcore, self.usable, cpu_free, self.s_nums,
-                             self.s_memreq, self.s_pct, self.s_has_pct, self.s_cores,
-                             self.s_cpu, self.s_weight, self.type_ok)
+    def apply(self, Py_ssize_t node, list rows, list amounts, int64_t cpu_milli, int sign):
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``:
+        ``amounts[k]`` = (slots, memory, cores) it holds on card row ``rows[k]``."""
+        cdef Py_ssize_t k, r
+        cdef int64_t u, m, c
+        for k in range(len(rows)):
+            r = rows[k]
+            u, m, c = amounts[k]
+            self.used[r] += sign * u
+            self.usedmem[r] += sign * m
+            self.usedcores[r] += sign * c
+            self.sum_used += sign * u
+            self.sum_usedmem += sign * m
+            self.sum_usedcores += sign * c
+        self.node_cpu_used[node] += sign * cpu_milli
+        self.sum_alloc -= self.node_alloc[node]
+        self.sum_idle -= self.node_idle[node]
+        self.sum_free -= self.node_free[node]
+        self.sum_frag -= self.node_frag[node]
+        self._refresh(node)
+        self.sum_alloc += self.node_alloc[node]
+        self.sum_idle += self.node_idle[node]
+        self.sum_free += self.node_free[node]
+        self.sum_frag += self.node_frag[node]
+
+    cdef void _refresh(self, Py_ssize_t i) noexcept:
+        cdef int64_t cpu_free = -1 if self.node_cpu[i] < 0 else \
+            self.node_cpu[i] - self.node_cpu_used[i]
+        cdef int64_t alloc, free, frag
+        cdef bint idle
+        meter_refresh(self.node_start[i], self.node_start[i + 1], self.used, self.usedmem,
+                      self.usedcores, self.count, self.devmem, self.devcore, self.usable,
+                      cpu_free, self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct,
+                      self.s_cores, self.s_cpu, self.s_weight, self.type_ok,
+                      &alloc, &idle, &free, &frag)
+        self.node_alloc[i] = alloc
+        self.node_idle[i] = idle
+        self.node_free[i] = free
+        self.node_frag[i] = frag
 
 
-cdef tuple meter_refresh(Py_ssize_t a, Py_ssize_t b,
+cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] used, const int64_t[::1] usedmem,
                   const int64_t[::1] usedcores, const int64_t[::1] count,
                   const int64_t[::1] devmem, const int64_t[::1] devcore,
@@ -47,14 +113,16 @@ cdef tuple meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] s_nums, const int64_t[::1] s_memreq,
                   const int64_t[::1] s_pct, const uint8_t[::1] s_has_pct,
                   const int64_t[::1] s_cores, const int64_t[::1] s_cpu,
-                  const double[::1] s_weight, const uint8_t[:, ::1] type_ok):
+                  const double[::1] s_weight, const uint8_t[:, ::1] type_ok,
+                  int64_t* out_alloc, bint* out_idle, int64_t* out_free,
+                  int64_t* out_frag) noexcept nogil:
+    # One node's terms (cards a:b, at most 64: checked by MeterCore) into the
+    # out parameters: cards with a tenant, idle, free and fragmented micro-GPUs.
     cdef Py_ssize_t i, s, n_shapes = s_nums.shape[0]
     cdef int64_t alloc = 0, n_host, need
     cdef double total = 0.0, frag = 0.0, stranded, share, fc, fm
     cdef bint idle = b > a, host, can
     cdef double f[64]
-    if b - a > 64:
-        raise ValueError("meter_refresh: more than 64 cards on one node")
     for i in range(a, b):
         if used[i] > 0:
             alloc += 1
@@ -66,32 +134,34 @@ cdef tuple meter_refresh(Py_ssize_t a, Py_ssize_t b,
         f[i - a] = share if (used[i] < count[i] and usable[i]) else 0.0
         total += f[i - a]
     if n_shapes and b > a:
-        with nogil:
-            for s in range(n_shapes):
-                if s_nums[s] == 0:
-                    frag += s_weight[s] * total
-                    continue
-                n_host = 0
-                stranded = 0.0
-                for i in range(a, b):
-                    if s_memreq[s] > 0:
-                        need = s_memreq[s]
-                    elif s_has_pct[s]:
-                        need = devmem[i] * s_pct[s] // 100
-                    else:
-                        need = 0
-                    host = (used[i] < count[i] and usable[i] and type_ok[s, i]
-                            and devmem[i] - usedmem[i] >= need
-                            and devcore[i] - usedcores[i] >= s_cores[s])
-                    if host and s_cores[s] == 100 and devcore[i] == 100 and used[i] > 0:
-                        host = False
-                    if host and s_cores[s] == 0 and devcore[i] != 0 \
-                            and usedcores[i] == devcore[i]:
-                        host = False
-                    if host:
-                        n_host += 1
-                    else:
-                        stranded += f[i - a]
-                can = n_host >= s_nums[s] and (cpu_free < 0 or cpu_free >= s_cpu[s])
-                frag += s_weight[s] * (stranded if can else total)
-    return (alloc, idle, <int64_t>nearbyint(total * 1e6), <int64_t>nearbyint(frag * 1e6))
+        for s in range(n_shapes):
+            if s_nums[s] == 0:
+                frag += s_weight[s] * total
+                continue
+            n_host = 0
+            stranded = 0.0
+            for i in range(a, b):
+                if s_memreq[s] > 0:
+                    need = s_memreq[s]
+                elif s_has_pct[s]:
+                    need = devmem[i] * s_pct[s] // 100
+                else:
+                    need = 0
+                host = (used[i] < count[i] and usable[i] and type_ok[s, i]
+                        and devmem[i] - usedmem[i] >= need
+                        and devcore[i] - usedcores[i] >= s_cores[s])
+                if host and s_cores[s] == 100 and devcore[i] == 100 and used[i] > 0:
+                    host = False
+                if host and s_cores[s] == 0 and devcore[i] != 0 \
+                        and usedcores[i] == devcore[i]:
+                    host = False
+                if host:
+                    n_host += 1
+                else:
+                    stranded += f[i - a]
+            can = n_host >= s_nums[s] and (cpu_free < 0 or cpu_free >= s_cpu[s])
+            frag += s_weight[s] * (stranded if can else total)
+    out_alloc[0] = alloc
+    out_idle[0] = idle
+    out_free[0] = <int64_t>nearbyint(total * 1e6)
+    out_frag[0] = <int64_t>nearbyint(frag * 1e6)

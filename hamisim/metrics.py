@@ -79,7 +79,19 @@ def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
     Ties in popularity are broken by the shape itself, so the result does not
     depend on the order of ``pods``.
     """
-    counts = Counter(_shape_key(p, config) for p in pods)
+    memo: dict[tuple, tuple] = {}
+
+    def key_of(pod: Pod) -> tuple:
+        # admission once per distinct pod shape, not once per pod
+        k = pod.shape_key
+        if k is None:
+            return _shape_key(pod, config)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = _shape_key(pod, config)
+        return v
+
+    counts = Counter(map(key_of, pods))
     total = sum(counts.values())
     if total == 0:
         return []
@@ -162,64 +174,60 @@ class ClusterMeter:
             "slots_total": int(self.count.sum()), "memory_total": int(self.devmem.sum()),
             "core_total": int(self.devcore.sum()),
         }
-        # per-node terms whose sums are the cluster totals
+        # per-node terms whose sums are the cluster totals; free amount and
+        # fragment in micro-GPUs (integers), so the running cluster sums stay
+        # exact however many updates they see
         self.node_alloc = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_frag = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_idle = np.zeros(self.n_nodes, dtype=np.uint8)
         sh = self._sh
         self._core = _core.MeterCore(
             self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
-            self._usable_u8, sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"],
-            sh["cpu"], sh["weight"], sh["type_ok"])
-        # free amount and fragment per node in micro-GPUs (integers), so the
-        # running cluster sums stay exact however many updates they see
-        self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
-        self.node_frag = np.zeros(self.n_nodes, dtype=np.int64)
-        self.node_idle = np.zeros(self.n_nodes, dtype=bool)
-        for i in range(self.n_nodes):
-            self._refresh(i)
-        self.sum_alloc = int(self.node_alloc.sum())
-        self.sum_free = int(self.node_free.sum())
-        self.sum_frag = int(self.node_frag.sum())
-        self.sum_idle = int(self.node_idle.sum())
-        self.sum_used = self.sum_usedmem = self.sum_usedcores = 0
+            self._usable_u8, self.node_start, self.node_cpu, self.node_cpu_used,
+            self.node_alloc, self.node_free, self.node_frag, self.node_idle,
+            sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
+            sh["weight"], sh["type_ok"])
+
+    # -- running sums (kept by the compiled core) ------------------------
+    sum_alloc = property(lambda self: self._core.sum_alloc, doc="cards with a tenant")
+    sum_idle = property(lambda self: self._core.sum_idle, doc="nodes whose cards are all idle")
+    sum_free = property(lambda self: self._core.sum_free, doc="free GPU share, micro-GPUs")
+    sum_frag = property(lambda self: self._core.sum_frag, doc="fragmented share, micro-GPUs")
+    sum_used = property(lambda self: self._core.sum_used, doc="vGPU slots in use")
+    sum_usedmem = property(lambda self: self._core.sum_usedmem, doc="card memory in use, MiB")
+    sum_usedcores = property(lambda self: self._core.sum_usedcores, doc="card cores in use")
 
     # -- updates ---------------------------------------------------------
     def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]], cpu_milli: int = 0,
               sign: int = 1) -> None:
-        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``."""
-        for uuid, (used, mem, cores) in usage.items():
-            r = self.row[uuid]
-            self.used[r] += sign * used
-            self.usedmem[r] += sign * mem
-            self.usedcores[r] += sign * cores
-            self.sum_used += sign * used
-            self.sum_usedmem += sign * mem
-            self.sum_usedcores += sign * cores
-        self.node_cpu_used[node] += sign * cpu_milli
-        old = (self.node_alloc[node], self.node_free[node], self.node_frag[node],
-               self.node_idle[node])
-        self._refresh(node)
-        self.sum_alloc += int(self.node_alloc[node] - old[0])
-        self.sum_free += int(self.node_free[node] - old[1])
-        self.sum_frag += int(self.node_frag[node] - old[2])
-        self.sum_idle += int(self.node_idle[node]) - int(old[3])
-
-    def _refresh(self, i: int) -> None:
-        """Recompute node ``i``'s terms (compiled: hamisim._core.meter_refresh)."""
-        a, b = int(self.node_start[i]), int(self.node_start[i + 1])
-        cpu_free = -1 if self.node_cpu[i] < 0 else int(self.node_cpu[i] - self.node_cpu_used[i])
-        alloc, idle, free, frag = self._core.refresh(a, b, cpu_free)
-        self.node_alloc[i] = alloc
-        self.node_idle[i] = idle
-        self.node_free[i] = free
-        self.node_frag[i] = frag
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``
+        (``usage`` as :func:`hamisim.reference.collapsed_usage` gives it)."""
+        row = self.row
+        self._core.apply(node, [row[u] for u in usage], list(usage.values()), cpu_milli, sign)
 
     # -- readings --------------------------------------------------------
-    def allocation_share(self) -> np.ndarray:
-        """Per card, the largest of its used share of slots, cores and memory."""
+    def usage_snapshot(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Per card, slots, cores and memory in use now, as a (3, cards) array.
+
+        Written into ``out`` when given (no allocation), for callers that keep
+        the state at some moment and read :meth:`allocation_share` of it later.
+        """
+        if out is None:
+            out = np.empty((3, self.n_cards), dtype=np.int64)
+        np.copyto(out[0], self.used)
+        np.copyto(out[1], self.usedcores)
+        np.copyto(out[2], self.usedmem)
+        return out
+
+    def allocation_share(self, snapshot: np.ndarray | None = None) -> np.ndarray:
+        """Per card, the largest of its used share of slots, cores and memory
+        (now, or at a :meth:`usage_snapshot`)."""
+        used, usedcores, usedmem = (self.used, self.usedcores, self.usedmem) \
+            if snapshot is None else snapshot
         with np.errstate(divide="ignore", invalid="ignore"):
             parts = [np.where(cap > 0, use / cap, 0.0) for use, cap in (
-                (self.used, self.count), (self.usedcores, self.devcore),
-                (self.usedmem, self.devmem))]
+                (used, self.count), (usedcores, self.devcore), (usedmem, self.devmem))]
         return np.maximum.reduce(parts)
 
     def reading(self) -> dict[str, float]:

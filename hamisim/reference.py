@@ -397,6 +397,11 @@ def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int
     App containers on one card add up (one slot each, HAMi v2.10.0); init
     containers are max'ed against that and count one slot when alone.
     """
+    if n_init == 0 and len(containers) == 1:
+        # The common case: one container on distinct cards, one slot each.
+        one = {p.uuid: (1, p.usedmem, p.usedcores) for p in containers[0]}
+        if len(one) == len(containers[0]):
+            return one
     app: dict[str, list[int]] = {}
     for picks in containers[n_init:]:
         for p in picks:
