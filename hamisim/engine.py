@@ -19,8 +19,10 @@ trace; each pod's work is a callback on a SimPy event, not a process.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol, Sequence
 
@@ -43,6 +45,8 @@ EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
 # SimPy orders events at equal times by priority: departures, then arrivals and
 # timers, then the scheduling pass.
 _DEPART, _ARRIVE, _PASS = 0, 1, 2
+#: pod shapes whose GPU request is remembered
+_SHAPES_KEPT = 4096
 
 
 class TracePodLike(Protocol):
@@ -105,19 +109,33 @@ class _PodState:
 
 
 class _Timer(simpy.events.Event):
-    """A timeout with a chosen priority and one callback.
+    """A timeout with a chosen priority that calls ``action(arg)``.
 
     ``simpy.Timeout`` always uses NORMAL priority; departures must come before
     arrivals at equal times and the scheduling pass after both, so the timer
-    is scheduled directly with :meth:`simpy.Environment.schedule`.
+    is scheduled directly with :meth:`simpy.Environment.schedule`. The action
+    and its argument ride on the event (no closure per timer).
     """
 
-    def __init__(self, env: simpy.Environment, delay: float, priority: int, callback) -> None:
+    def __init__(self, env: simpy.Environment, delay: float, priority: int, action,
+                 arg=None) -> None:
         super().__init__(env)
         self._ok = True
         self._value = None
-        self.callbacks.append(callback)
+        self.action = action
+        self.arg = arg
+        self.callbacks.append(_fire_timer)
         env.schedule(self, priority, delay)
+
+
+def _fire_timer(timer: _Timer) -> None:
+    timer.action(timer.arg)
+
+
+class _FillClock:
+    """The clock of fill mode, which has no event loop (``now`` is set per pod)."""
+
+    now: float = 0.0
 
 
 class _Recorder:
@@ -137,6 +155,8 @@ class _Recorder:
         ev["node"].append(node)
         ev["devices"].append(devices)
         ev["message"].append(message)
+        if len(ev["time"]) % _GC_EVERY == 0:
+            gc.collect(1)       # young cycles only; see _young_gc_only
 
     def sample(self, time: float, counts: dict, reading: dict) -> None:
         ts = self.ts
@@ -169,61 +189,97 @@ class _Engine:
         self.pods: dict[str, _PodState] = {}
         self.active: list[tuple[int, int, str]] = []
         self.unschedulable: dict[str, None] = {}
-        self.pass_pending = False
+        self.pass_wanted = False                # a scheduling pass is due at this time
+        self.pass_scheduled = False             # ... and queued as a SimPy event
+        self.upcoming = None                    # next (order, trace pod) to arrive
+        self._gpus_of: dict[tuple, float] = {}  # GPUs asked per pod shape
         self.counts = {"pods_arrived": 0, "pods_pending": 0, "pods_running": 0,
                        "pods_departed": 0, "pods_abandoned": 0}
         self.gpu_arrived = 0.0
         self.delays: list[float] = []
         self.n_attempts = 0
-        self.fill_clock: float | None = None    # fill mode has no event loop
         self.live = 0                           # pending timers that can change state
         self.next_sample = 0.0                  # with a sample interval
         self.row_time: float = -1.0             # binds at the current time, for the
         self.row_delays: list[float] = []       # time series' queueing delay
         self.feeder_done = False
         self.peak_alloc = -1
-        self.peak_usage = self.meter.allocation_share()
-
-    @property
-    def now(self) -> float:
-        return self.env.now if self.fill_clock is None else self.fill_clock
+        self.peak_usage = self.meter.usage_snapshot()   # raw usage at the peak
 
     # -- bookkeeping -------------------------------------------------------
     def _sample(self, force: bool = False) -> None:
         interval = self.cfg.sample_interval
         if interval is not None and not force:
-            if self.now < self.next_sample:
+            if self.env.now < self.next_sample:
                 return
-            self.next_sample = self.now + interval
-        self.rec.sample(self.now, self.counts, self.meter.reading())
+            self.next_sample = self.env.now + interval
+        self.rec.sample(self.env.now, self.counts, self.meter.reading())
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
         # mean wait of the pods bound at this time (NaN when none was)
-        waits = self.row_delays if self.row_time == self.now else []
-        self.rec.ts["queueing_delay_s"].append(float(np.mean(waits)) if waits else float("nan"))
+        waits = self.row_delays if self.row_time == self.env.now else []
+        self.rec.ts["queueing_delay_s"].append(sum(waits) / len(waits) if waits else float("nan"))
         if self.meter.sum_alloc > self.peak_alloc:
             self.peak_alloc = self.meter.sum_alloc
-            self.peak_usage = self.meter.allocation_share()
+            self.meter.usage_snapshot(out=self.peak_usage)
 
-    def _at(self, delay: float, priority: int, callback) -> None:
-        _Timer(self.env, delay, priority, callback)
+    def _at(self, delay: float, priority: int, action, arg=None) -> None:
+        """Call ``action(arg)`` after ``delay``, then settle the pass (see _settle)."""
+        _Timer(self.env, delay, priority, self._fire, (action, arg))
 
-    def _at_live(self, delay: float, priority: int, callback) -> None:
-        """A timer that can change the cluster (departure, deletion, backoff end).
+    def _at_live(self, delay: float, priority: int, action, arg=None) -> None:
+        """Like :meth:`_at`, for a timer that can change the cluster (departure,
+        deletion, backoff end).
 
         While none is pending and all pods have arrived, nothing can change any
         more: the 5-minute flush then stops, and with it the simulation.
         """
         self.live += 1
+        _Timer(self.env, delay, priority, self._fire_live, (action, arg))
 
-        def fire(event, cb=callback):
-            self.live -= 1
-            cb(event)
-        _Timer(self.env, delay, priority, fire)
+    def _fire(self, item) -> None:
+        action, arg = item
+        action(arg)
+        self._settle()
+
+    def _fire_live(self, item) -> None:
+        self.live -= 1
+        self._fire(item)
 
     def _request_pass(self) -> None:
-        if not self.pass_pending:
-            self.pass_pending = True
-            self._at(0, _PASS, self._pass)
+        """Ask for one scheduling pass at the current time (after everything
+        else that happens at this time)."""
+        self.pass_wanted = True
+
+    def _settle(self) -> None:
+        """End of a callback: run the requested pass now if nothing else is
+        due at this time, else queue it behind the events that are.
+
+        Running it inline is what the queued pass would do next, without an
+        event per arrival or departure.
+        """
+        if not self.pass_wanted or self.pass_scheduled:
+            return
+        if self.env.peek() > self.env.now:
+            self._pass()
+        else:
+            self.pass_scheduled = True
+            _Timer(self.env, 0, _PASS, self._queued_pass)
+
+    def _queued_pass(self, _arg=None) -> None:
+        self.pass_scheduled = False
+        self._pass()
+
+    def _gpus(self, pod: Pod) -> float:
+        """:func:`gpu_request`, once per pod shape."""
+        key = pod.shape_key
+        if key is None:
+            return gpu_request(pod)
+        gpus = self._gpus_of.get(key)
+        if gpus is None:
+            if len(self._gpus_of) >= _SHAPES_KEPT:
+                self._gpus_of.clear()       # bounded, whatever the trace
+            gpus = self._gpus_of[key] = gpu_request(pod)
+        return gpus
 
     def _enqueue(self, st: _PodState) -> None:
         st.status = "queued"
@@ -231,33 +287,43 @@ class _Engine:
         heapq.heappush(self.active, (-st.pod.priority, st.order, st.pod.name))
 
     # -- arrivals ----------------------------------------------------------
-    def _feeder(self, trace: Iterable[TracePodLike], progress):
-        for order, tp in enumerate(trace):
-            if tp.arrival > self.env.now:
-                yield self.env.timeout(tp.arrival - self.env.now)
-            self._arrive(order, tp)
+    def _arrivals(self, feed) -> None:
+        """Arrive every pod due now, then set a timer for the next one.
+
+        ``feed`` is ``(iterator of (order, trace pod), progress bar or None)``;
+        the next pod waiting for its time is kept in ``self.upcoming``.
+        """
+        pods, progress = feed
+        now = self.env.now
+        tp = self.upcoming
+        while tp is not None and tp[1].arrival <= now:
+            self._arrive(*tp)
             if progress is not None:
                 progress.update(1)
-        self.feeder_done = True
+            tp = self.upcoming = next(pods, None)
+        if tp is None:
+            self.feeder_done = True
+        else:
+            _Timer(self.env, tp[1].arrival - now, _ARRIVE, self._arrivals, feed)
+        self._settle()
 
     def _arrive(self, order: int, tp: TracePodLike) -> None:
         name = tp.pod.name
-        st = _PodState(tp.pod, order, float(self.now), tp.duration, tp.deletion,
-                       gpu_request(tp.pod))
+        st = _PodState(tp.pod, order, float(self.env.now), tp.duration, tp.deletion,
+                       self._gpus(tp.pod))
         self.pods[name] = st
         self.counts["pods_arrived"] += 1
         self.counts["pods_pending"] += 1
         self.gpu_arrived += st.gpu
-        self.rec.event(self.now, name, "arrive")
+        self.rec.event(self.env.now, name, "arrive")
         if tp.deletion is not None:
-            self._at_live(max(tp.deletion - self.env.now, 0.0), _DEPART,
-                          lambda _e, n=name: self._delete(n))
+            self._at_live(max(tp.deletion - self.env.now, 0.0), _DEPART, self._delete, name)
         self._enqueue(st)
         self._request_pass()
 
     # -- scheduling --------------------------------------------------------
-    def _pass(self, _event=None) -> None:
-        self.pass_pending = False
+    def _pass(self) -> None:
+        self.pass_wanted = False
         while self.active:
             _, _, name = heapq.heappop(self.active)
             st = self.pods.get(name)
@@ -267,7 +333,7 @@ class _Engine:
         self._sample()
 
     def _attempt(self, st: _PodState) -> Decision | None:
-        now = self.now
+        now = self.env.now
         draw = float(self.rng.random()) if self.random_ties else None
         self.n_attempts += 1
         st.attempts += 1
@@ -287,12 +353,11 @@ class _Engine:
                 st.gen += 1
                 self.unschedulable[st.pod.name] = None
                 gen = st.gen
-                self._at(self.cfg.flush_after, _ARRIVE,
-                         lambda _e, s=st, g=gen: self._flush(s, g))
+                self._at(self.cfg.flush_after, _ARRIVE, self._flush, (st, gen))
         return d
 
     def _bind(self, st: _PodState, d: Decision) -> None:
-        now = self.now
+        now = self.env.now
         st.status = "running"
         st.gen += 1
         st.node = d.node_index
@@ -307,7 +372,7 @@ class _Engine:
         self.row_delays.append(now - st.arrival)
         self.rec.event(now, st.pod.name, "bind", d.node, d.devices)
         if self.cfg.mode == "replay" and st.deletion is None and st.duration is not None:
-            self._at_live(st.duration, _DEPART, lambda _e, n=st.pod.name: self._delete(n))
+            self._at_live(st.duration, _DEPART, self._delete, st.pod.name)
 
     def _abandon(self, st: _PodState, why: str) -> None:
         st.status = "gone"
@@ -315,8 +380,8 @@ class _Engine:
         self.unschedulable.pop(st.pod.name, None)
         self.counts["pods_pending"] -= 1
         self.counts["pods_abandoned"] += 1
-        self.rec.event(self.now, st.pod.name, "abandon", message=why)
-        if self.fill_clock is None:
+        self.rec.event(self.env.now, st.pod.name, "abandon", message=why)
+        if self.cfg.mode == "replay":
             del self.pods[st.pod.name]      # memory stays flat in long replays
 
     # -- departures and retries ------------------------------------------
@@ -331,7 +396,7 @@ class _Engine:
             st.gen += 1
             self.counts["pods_running"] -= 1
             self.counts["pods_departed"] += 1
-            self.rec.event(self.now, name, "depart", self.cluster.nodes[st.node].name)
+            self.rec.event(self.env.now, name, "depart", self.cluster.nodes[st.node].name)
             del self.pods[name]
             self._wake_unschedulable()
         else:
@@ -339,12 +404,15 @@ class _Engine:
         self._sample()
 
     def _backoff(self, st: _PodState) -> float:
-        return min(self.cfg.backoff_initial * 2 ** max(st.attempts - 1, 0), self.cfg.backoff_max)
+        # kube-scheduler doubles up to the cap; the exponent is bounded so a
+        # pod retried thousands of times cannot overflow a float
+        doublings = min(max(st.attempts - 1, 0), 64)
+        return min(self.cfg.backoff_initial * 2.0 ** doublings, self.cfg.backoff_max)
 
     def _wake_unschedulable(self) -> None:
         """A pod departed: every unschedulable pod goes to the active queue, or
         waits out the rest of its backoff first."""
-        now = self.now
+        now = self.env.now
         for name in list(self.unschedulable):
             st = self.pods[name]
             del self.unschedulable[name]
@@ -356,14 +424,16 @@ class _Engine:
                 st.status = "backoff"
                 st.gen += 1
                 gen = st.gen
-                self._at_live(ready - now, _ARRIVE, lambda _e, s=st, g=gen: self._retry(s, g))
+                self._at_live(ready - now, _ARRIVE, self._retry, (st, gen))
 
-    def _retry(self, st: _PodState, gen: int) -> None:
+    def _retry(self, item: tuple[_PodState, int]) -> None:
+        st, gen = item
         if st.gen == gen and st.status == "backoff":
             self._enqueue(st)
             self._request_pass()
 
-    def _flush(self, st: _PodState, gen: int) -> None:
+    def _flush(self, item: tuple[_PodState, int]) -> None:
+        st, gen = item
         if self.feeder_done and self.live == 0:
             return          # nothing can change any more: the run is over
         if st.gen == gen and st.status == "unschedulable":
@@ -374,7 +444,13 @@ class _Engine:
     # -- modes -----------------------------------------------------------
     def run_replay(self, trace: Iterable[TracePodLike], total: int | None) -> None:
         progress = _progress_bar(total, self.cfg.progress)
-        self.env.process(self._feeder(trace, progress))
+        pods = enumerate(trace)
+        self.upcoming = next(pods, None)
+        if self.upcoming is None:
+            self.feeder_done = True
+        else:
+            _Timer(self.env, max(self.upcoming[1].arrival, 0.0), _ARRIVE, self._arrivals,
+                   (pods, progress))
         self.env.run()
         if self.cfg.sample_interval is not None:
             self._sample(force=True)        # the final state
@@ -382,12 +458,12 @@ class _Engine:
             progress.close()
 
     def run_fill(self, pods: Iterable, total: int | None) -> None:
+        self.env = _FillClock()             # no event loop, only a clock
         progress = _progress_bar(total, self.cfg.progress)
         for order, item in enumerate(pods):
             pod = getattr(item, "pod", item)
-            self.fill_clock = float(order)     # one submission per second
-            st = _PodState(pod, order, float(order), None, None,
-                           gpu_request(pod))
+            self.env.now = float(order)        # one submission per second
+            st = _PodState(pod, order, float(order), None, None, self._gpus(pod))
             self.pods[pod.name] = st
             self.counts["pods_arrived"] += 1
             self.counts["pods_pending"] += 1
@@ -426,7 +502,7 @@ class _Engine:
         per_node = np.diff(m.node_start)
         width = int(per_node.max()) if len(per_node) else 0
         occ = np.full((m.n_nodes, width), np.nan)
-        share = self.peak_usage
+        share = m.allocation_share(self.peak_usage)
         for i in range(m.n_nodes):
             a, b = m.node_start[i], m.node_start[i + 1]
             occ[i, : b - a] = share[a:b]
@@ -442,6 +518,32 @@ def _progress_bar(total: int | None, enabled: bool | None):
     return tqdm(total=total, unit="pod", desc="simulating", leave=False)
 
 
+@contextmanager
+def _young_gc_only():
+    """No full garbage collections while the event loop runs.
+
+    A long run keeps a few hundred thousand long-lived objects (the cluster,
+    the event columns), and CPython's automatic full collections walk all of
+    them every few ten thousand pods: they cost more than the simulation
+    itself in a million-pod replay. The engine creates almost no reference
+    cycles, so automatic collection is paused and the young generations are
+    collected by hand once every ``_GC_EVERY`` events (a young collection
+    walks every live pod's objects, so rarely); the previous state is
+    restored on exit, also on error.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+#: events between two collections of the young generations (see _young_gc_only)
+_GC_EVERY = 1_000_000
+
+
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),
              shapes: Sequence[Shape] = (), total: int | None = None) -> SimResult:
     """Run one simulation.
@@ -452,11 +554,12 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     typical pod shapes for the fragmentation metric. The same inputs and seed
     give identical results.
     """
-    eng = _Engine(cluster, config, shapes)
-    if config.mode == "fill":
-        eng.run_fill(workload, total)
-    elif config.mode == "replay":
-        eng.run_replay(workload, total)
-    else:
+    if config.mode not in ("fill", "replay"):
         raise ValueError(f"unknown mode {config.mode!r} (replay or fill)")
-    return eng.result()
+    eng = _Engine(cluster, config, shapes)
+    with _young_gc_only():
+        if config.mode == "fill":
+            eng.run_fill(workload, total)
+        else:
+            eng.run_replay(workload, total)
+        return eng.result()

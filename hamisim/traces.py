@@ -672,7 +672,7 @@ def retime(trace: Trace, target_load: float, seed: int, capacity_gpus: float, *,
         if isinstance(n_pods, bool) or not isinstance(n_pods, int) or n_pods < 1:
             raise ValueError(f"n_pods must be a positive integer, got {n_pods!r}")
         picks = rng.integers(len(pods), size=n_pods)
-        pods = [replace(pods[i], pod=replace(pods[i].pod, name=f"{pods[i].name}-r{k}"))
+        pods = [replace(pods[i], pod=pods[i].pod.renamed(f"{pods[i].name}-r{k}"))
                 for k, i in enumerate(picks)]
     arrivals = np.cumsum(rng.exponential(1.0 / rate, size=len(pods)))
     out = [TracePod(pod=tp.pod, arrival=float(t), duration=_capped(tp, max_lifetime),
@@ -737,7 +737,8 @@ def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: 
             new_name = f"{tp.name}-tuned-{i}"
             if new_name in names:
                 raise ValueError(f"trace {trace.name}: pod name {new_name} already exists")
-            chosen.append((replace(tp, pod=replace(tp.pod, name=new_name)), g))
+            # only the pod and its source line are kept below
+            chosen.append((TracePod(tp.pod.renamed(new_name), 0.0, line=tp.line), g))
             total += g
             i += 1
     else:

@@ -189,3 +189,22 @@ def test_five_minute_flush_retries_without_departures():
     ev = simulate(cluster, trace, EngineConfig()).events
     b = ev[(ev.pod == "b") & (ev.event == "unschedulable")]
     assert list(b.time) == [1.0, 301.0, 601.0, 901.0]
+
+
+def test_pod_retried_thousands_of_times_keeps_the_ten_second_backoff():
+    # A two-card pod on a one-card node never fits; each of 1,200 short pods'
+    # departures (20 s apart) wakes it once its 10 s backoff is over. The
+    # doubling must stay capped however many attempts it has made (2**1024
+    # overflowed a float before).
+    card = Card("G0", 0, count=1, devmem=1000, devcore=100, type="NVIDIA-T4")
+    cluster = Cluster((Node("n", (card,)),))
+    trace = [TracePod(Pod("big", (Container({"nvidia.com/gpu": 2}),)), 0.0, None, 24_500.0)]
+    trace += [TracePod(Pod(f"s{k}", (Container({"nvidia.com/gpu": 1}),)), 20.0 * k, 19.0)
+              for k in range(1200)]
+    trace.sort(key=lambda tp: tp.arrival)
+    res = simulate(cluster, trace, EngineConfig())
+    ev = res.events
+    tries = ev[(ev.pod == "big") & (ev.event == "unschedulable")]
+    assert len(tries) > 1100
+    assert list(ev[ev.pod == "big"].event)[-1] == "abandon"
+    assert res.summary["bound"] == 1200
