@@ -94,6 +94,7 @@ class Core:
     node_score: float           # float
     placed: int                 # int: node whose picks are in the pick buffers, -1 = none
     n_evaluated: int            # int: nodes fully evaluated by the last attempt's fast choice
+    use_index: bool             # bint: ordered node index when every node is examined
     def __init__(self, table: CardTable, max_containers: int = ...) -> None: ...
     def refresh_node(self, node: int) -> None: ...   # int node: recompute its aggregates
     def refresh_all(self) -> None: ...
@@ -119,6 +120,9 @@ class Core:
         want_ties: bool = ...,  # bint: list every tied fitting node (random tie-break)
     ) -> int: ...               # int: window position of the chosen node, -1 = none
     def place(self, pod: PodSpec, node: int) -> int: ...   # int status
+    def failure_groups(
+        self,
+    ) -> tuple[list[int], list[tuple[int, int]]]: ...   # (nodes per status, [(position, nodes)])
     def picks(self, n_cont: int) -> list[list[Pick3]]: ...
     def fit_on_node(
         self, pod: PodSpec, node: int, ci: int, perm: Any
@@ -222,3 +226,30 @@ class ResearchCore:
     def choose(
         self, policy: int, node: int, k: int, milli: int, type_ok: U8, draw: int = ...
     ) -> int: ...               # int: cards chosen (np_pick), -1 = none
+
+
+class MeterCore:
+    """The meter's arrays (shared with hamisim.metrics.ClusterMeter) and running sums."""
+
+    sum_alloc: int              # int64_t: cards with a tenant
+    sum_idle: int               # int64_t: nodes whose cards are all idle
+    sum_free: int               # int64_t: free GPU share, micro-GPUs
+    sum_frag: int               # int64_t: fragmented share, micro-GPUs
+    sum_used: int               # int64_t: vGPU slots in use
+    sum_usedmem: int            # int64_t: card memory in use, MiB
+    sum_usedcores: int          # int64_t: card cores in use
+    def __init__(
+        self, used: I64, usedmem: I64, usedcores: I64, count: I64, devmem: I64, devcore: I64,
+        usable: U8, node_start: I64, node_cpu: I64, node_cpu_used: I64, node_alloc: I64,
+        node_free: I64, node_frag: I64, node_idle: U8, s_nums: I64, s_memreq: I64,
+        s_pct: I64, s_has_pct: U8, s_cores: I64, s_cpu: I64, s_weight: Any, type_ok: Any,
+    ) -> None: ...
+    def refresh_all(self) -> None: ...
+    def apply(
+        self,
+        node: int,
+        rows: list[int],                        # card rows
+        amounts: list[tuple[int, int, int]],    # per row: slots, memory, cores
+        cpu_milli: int,
+        sign: int,                              # 1 add, -1 remove
+    ) -> None: ...

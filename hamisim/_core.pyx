@@ -346,6 +346,7 @@ cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
 
 
 include "_gosort.pxi"
+include "_nodeindex.pxi"
 
 
 # ---------------------------------------------------------------------------
@@ -815,19 +816,44 @@ cdef class Core:
     cdef NodeAgg* agg
     cdef Cand* cand
     cdef object _agg_buf, _cand_buf
+    # the ordered node index (_nodeindex.pxi): tree entries 1 .. 2*idx_size-1,
+    # leaves at idx_size + node; its search heap; nodes with a NaN score
+    cdef IdxEntry* idx
+    cdef IdxCand* iheap
+    cdef int idx_size
+    cdef int n_nan
+    cdef object _idx_buf, _iheap_buf
+    #: answer from the ordered index when every node is examined (False =
+    #: always scan; the same decisions, kept for tests and benchmarks)
+    cdef public bint use_index
     cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
     cdef readonly int n_evaluated     # nodes fully scored by the last attempt
 
     def __init__(self, CardTable table, int max_containers=4):
         self.table = table
         n = max(table.n_nodes, 1)
-        cdef uint8_t[::1] ab, cb
+        cdef uint8_t[::1] ab, cb, ib, hb
         self._agg_buf = np.zeros(n * sizeof(NodeAgg), dtype=np.uint8)
         self._cand_buf = np.zeros(n * sizeof(Cand), dtype=np.uint8)
         ab = self._agg_buf
         cb = self._cand_buf
         self.agg = <NodeAgg*>&ab[0]
         self.cand = <Cand*>&cb[0]
+        cdef int size = 1
+        while size < n:
+            size <<= 1
+        self.idx_size = size
+        self._idx_buf = np.zeros(2 * size * sizeof(IdxEntry), dtype=np.uint8)
+        self._iheap_buf = np.zeros((2 * size + 1) * sizeof(IdxCand), dtype=np.uint8)
+        ib = self._idx_buf
+        hb = self._iheap_buf
+        self.idx = <IdxEntry*>&ib[0]
+        self.iheap = <IdxCand*>&hb[0]
+        cdef int t
+        for t in range(2 * size):
+            _idx_empty(&self.idx[t])
+        self.n_nan = 0
+        self.use_index = True
         self.placed = -1
         self.refresh_all()
         self.np_rej_node = np.zeros(n, dtype=np.int64)
@@ -906,7 +932,10 @@ cdef class Core:
         cdef NodeAgg* a = &self.agg[i]
         cdef int p
         cdef int64_t free, cap, cores
+        cdef int t
+        cdef const Cards* c = &self.table.c
         _node_view(&self.table.c, i, &nv)
+        self.n_nan -= a.score != a.score
         a.score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
                                    nv.usedmem, nv.usedcores) if nv.k else 0.0
         a.n_elig = 0
@@ -942,6 +971,15 @@ cdef class Core:
                 a.max_pct = cap
             a.types |= (<uint64_t>1) << (nv.type_id[p] % 64)
             a.modes |= (<uint64_t>1) << (nv.mode_id[p] % 64)
+        self.n_nan += a.score != a.score
+        # the index: the node's leaf, then its ancestors
+        t = self.idx_size + i
+        _idx_leaf(&self.idx[t], a, i, c.alloc_cpu[i], c.req_cpu[i], c.alloc_mem[i],
+                  c.req_mem[i])
+        t >>= 1
+        while t >= 1:
+            _idx_combine(&self.idx[t], &self.idx[2 * t], &self.idx[2 * t + 1])
+            t >>= 1
 
     def refresh_node(self, int node):
         """Recompute ``node``'s aggregates after its usage arrays changed."""
@@ -1022,6 +1060,13 @@ cdef class Core:
         if n == 0:
             self.next_start = 0
             return
+        if (self.use_index and wanted >= n and start % n == 0 and wants_gpu
+                and not sample_only and not want_ties and self.n_nan == 0):
+            # Every node is examined: the ordered index answers without a
+            # scan when some node fits (else the scan below gives the reasons).
+            if self._index_choose(pod, node_spread):
+                self.next_start = start % n
+                return
         # kube-scheduler: feasible nodes from the rotating start (kubesched.sample_feasible)
         cdef int64_t* fits = &self.fits[0]
         cdef int64_t* window = &self.window[0]
@@ -1091,10 +1136,43 @@ cdef class Core:
             self._choose_node(node_spread)
 
     # -- the fast choice ------------------------------------------------
+    cdef bint _index_choose(self, const Pod* pod, bint spread) noexcept nogil:
+        # The best fitting node over all nodes, by the ordered index: on
+        # success it is window position 0 (the only one filled) and placed.
+        cdef IdxEntry* idx = self.idx
+        cdef IdxCand* h = self.iheap
+        cdef IdxCand c, d
+        cdef int nh = 0, size = self.idx_size, t, child, i
+        if not _idx_may_fit(&idx[1], pod):
+            return False
+        _idx_cand(&c, &idx[1], 1, spread)
+        _idx_push(h, &nh, c, spread)
+        while nh > 0:
+            c = _idx_pop(h, &nh, spread)
+            t = c.t
+            if t >= size:
+                i = t - size
+                if self._evaluate_node(pod, i):
+                    self.window[0] = i
+                    self.n_window = 1
+                    self.best = 0
+                    self.n_fit = 1
+                    self.tied[0] = 0
+                    self.n_tied = 1
+                    return True
+                continue
+            for child in range(2 * t, 2 * t + 2):
+                if _idx_may_fit(&idx[child], pod):
+                    _idx_cand(&d, &idx[child], child, spread)
+                    _idx_push(h, &nh, d, spread)
+        return False
+
     cdef inline bint _evaluate(self, const Pod* pod, int j) noexcept nogil:
         # Full HAMi evaluation of window position j; picks stay in the buffers.
+        return self._evaluate_node(pod, <int>self.window[j])
+
+    cdef inline bint _evaluate_node(self, const Pod* pod, int i) noexcept nogil:
         cdef Node nv
-        cdef int i = <int>self.window[j]
         _node_view(&self.table.c, i, &nv)
         self.n_evaluated += 1
         if nv.k == 0:

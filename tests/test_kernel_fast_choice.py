@@ -10,6 +10,8 @@ tests/test_kernel_equivalence.py.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_kernel_equivalence import SLOW, _run, clusters, pods
@@ -107,3 +109,31 @@ def test_memory_percentage_boundaries():
                     s.delete("p")
                 cases += 1
     assert cases > 1000
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
+@given(cluster=clusters(min_nodes=1, max_nodes=300, max_cards=8), data=st.data())
+def test_ordered_index_equals_the_scan(cluster, data):
+    """When every node is examined, the kernel answers from its ordered node
+    index; the same kernel scanning every node must take the same decision
+    at every step of a fill with deletes, on clusters of up to 300 nodes."""
+    cluster = replace(cluster, scheduler=replace(cluster.scheduler,
+                                                 percentage_of_nodes_to_score=100))
+    indexed, scan = KernelScheduler(cluster), KernelScheduler(cluster)
+    scan._core.use_index = False
+    names: list[str] = []
+    for k in range(data.draw(st.integers(20, 120), label="steps")):
+        if names and data.draw(st.integers(0, 5), label="delete?") == 0:
+            name = data.draw(st.sampled_from(names), label="delete")
+            indexed.delete(name)
+            scan.delete(name)
+            continue
+        pod = data.draw(fill_pods(f"p{k}"), label="pod")
+        want, want_err = _run(scan, pod, None)
+        got, got_err = _run(indexed, pod, None)
+        assert got_err == want_err, (k, pod)
+        assert got == want, (k, pod)
+        if want is not None and want.bound:
+            names.append(pod.name)
+            event("bound")
+    assert indexed.usage_by_card() == scan.usage_by_card()
