@@ -43,6 +43,10 @@ def main() -> None:
           f"Python {platform.python_version()}")
     print(f"wall {wall:.1f} s, {n_events:,} events ({n_events / wall:,.0f} events/s), "
           f"{s['attempts']:,} scheduling attempts, peak RSS {rss:,.0f} MiB")
+    tables = (res.events.memory_usage(deep=True).sum()
+              + res.timeseries.memory_usage(deep=True).sum()) / 2**20
+    print(f"output tables in memory {tables:,.0f} MiB; peak RSS beyond them "
+          f"{rss - tables:,.0f} MiB")
     print(f"bound {s['bound']:,}, abandoned {s['abandoned']:,}, queueing delay p99 "
           f"{s['queueing_delay_p99_s']:.1f} s, peak GPUs with a tenant "
           f"{s.get('peak_gpu_allocated', 0):,}; time-series rows {len(res.timeseries):,}")

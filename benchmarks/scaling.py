@@ -93,8 +93,18 @@ def main() -> None:
         ax.plot([r[1] for r in sel], [r[4] for r in sel], "o-", label=f"{label}, p50")
         ax.plot([r[1] for r in sel], [r[5] for r in sel], "x--", alpha=0.6,
                 label=f"{label}, p99")
+    # what linear growth from the smallest cluster would look like
+    first = min(r[1] for r in rows)
+    base = min(r[4] for r in rows if r[1] == first)
+    xs = sorted({r[1] for r in rows})
+    ax.plot(xs, [base * x / first for x in xs], ":", color="grey", label="linear growth")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    top = max(r[5] for r in rows)
+    ax.set_ylim(base / 1.5, top * 3)
+    from matplotlib.ticker import FuncFormatter
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("GPUs in the cluster (8 per node, half full)")
     ax.set_ylabel("schedule() latency, µs")
     ax.set_title("hamisim kernel: per-decision cost", fontsize=10)
