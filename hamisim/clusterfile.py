@@ -73,6 +73,7 @@ from typing import Collection
 from ._documents import INT32_MAX, Doc, Value, load_mapping, parse_json
 from .cluster import Card, Cluster, Node, SchedulerConfig
 from .errors import InputError
+from .policy import warn_policy
 
 __all__ = [
     "load_cluster", "cluster_from_document", "scheduler_from_document",
@@ -91,6 +92,12 @@ CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "num
                        "mode"})
 TEMPLATE_KEYS = CARD_KEYS - {"id", "index"}
 MAX_REPLICAS = 1_000_000
+#: at most this many cards on one node (the metrics meter's per-node bitmasks)
+MAX_CARDS_PER_NODE = 64
+#: at most this many nodes, and cards, in one cluster (guards against a typo
+#: such as ``replicas: 1000000`` with ``gpus: 64`` exhausting memory)
+MAX_NODES = 1_000_000
+MAX_CARDS = 1 << 20
 _MIG = "MIG placement is outside hamisim's scope (HAMI-SEMANTICS §9.1.10)"
 _TIE_BREAKS = ("last", "random")
 
@@ -125,7 +132,7 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
     if tie not in _TIE_BREAKS:
         raise doc.get("node_tie_break").error(
             f"'node_tie_break' must be 'last' or 'random', got {tie!r}")
-    return SchedulerConfig(
+    config = SchedulerConfig(
         gpu_scheduler_policy=doc.optional_str("gpu_scheduler_policy", d.gpu_scheduler_policy),
         node_scheduler_policy=doc.optional_str("node_scheduler_policy", d.node_scheduler_policy),
         default_memory=doc.optional_int("default_memory", d.default_memory, min=0, max=INT32_MAX),
@@ -137,6 +144,12 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
             "percentage_of_nodes_to_score", d.percentage_of_nodes_to_score, min=0, max=100),
         node_tie_break=tie,
     )
+    # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
+    for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
+        v = doc.get(key)
+        if v is not None and isinstance(v.scalar, str):
+            warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
+    return config
 
 
 def nodes_from_document(value: Value) -> tuple[Node, ...]:
@@ -147,9 +160,10 @@ def nodes_from_document(value: Value) -> tuple[Node, ...]:
     nodes: list[Node] = []
     node_lines: dict[str, int] = {}
     card_owner: dict[str, tuple[str, int]] = {}
+    totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
-        for node, card_lines in _expand_entry(entry):
+        for node, card_lines in _expand_entry(entry, totals):
             if node.name in node_lines:
                 raise entry.error(f"duplicate node name '{node.name}' "
                                   f"(first defined on line {node_lines[node.name]})")
@@ -181,7 +195,8 @@ class _CardSpec:
         self.explicit_id = explicit_id
 
 
-def _expand_entry(entry: Doc) -> list[tuple[Node, dict[str, int]]]:
+def _expand_entry(entry: Doc, totals: list[int] | None = None
+                  ) -> list[tuple[Node, dict[str, int]]]:
     """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
     group = "replicas" in entry
     if group:
@@ -205,6 +220,17 @@ def _expand_entry(entry: Doc) -> list[tuple[Node, dict[str, int]]]:
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
     specs = _card_specs(entry, derived_ids=group)
+    if len(specs) > MAX_CARDS_PER_NODE:
+        raise entry.error(f"{len(specs)} cards on one node; hamisim models at most "
+                          f"{MAX_CARDS_PER_NODE} cards per node",
+                          line=entry.key_line("gpus" if "gpus" in entry else "devices"))
+    if totals is not None:
+        totals[0] += len(names)
+        totals[1] += len(names) * len(specs)
+        if totals[0] > MAX_NODES or totals[1] > MAX_CARDS:
+            raise entry.error(f"the cluster would have {totals[0]:,} nodes and {totals[1]:,} "
+                              f"cards so far; hamisim models at most {MAX_NODES:,} nodes and "
+                              f"{MAX_CARDS:,} cards")
     derive = group or "gpus" in entry
     local_ids = {s.local: s for s in specs}
     scores = _pair_scores(entry, local_ids)
@@ -236,7 +262,7 @@ def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
         if "gpus" not in entry or "card" not in entry:
             missing = "gpus" if "gpus" not in entry else "card"
             raise entry.error(f"'gpus' and 'card' go together: missing '{missing}'")
-        n = entry.require_int("gpus", min=0, max=4096)
+        n = entry.require_int("gpus", min=0, max=MAX_CARDS_PER_NODE)
         tmpl = entry.require_doc("card").with_context(f"{entry.context}: card template")
         for key in ("id", "index"):
             if key in tmpl:

@@ -188,7 +188,7 @@ def _nodes_from_text(text: str, name: str, card_memory_mib: Mapping[str, int],
         what = f"node '{sn}':"
         cpu = _int(f[1], f"{what} 'cpu_milli'", name, line)
         mem = _int(f[2], f"{what} 'memory_mib'", name, line)
-        gpus = _int(f[3], f"{what} 'gpu'", name, line, max=1024)
+        gpus = _int(f[3], f"{what} 'gpu'", name, line, max=64)   # clusterfile.MAX_CARDS_PER_NODE
         model = f[4].strip()
         cards: tuple[Card, ...] = ()
         if gpus:

@@ -10,19 +10,24 @@ two different ways (HAMI-SEMANTICS §3.2, §4):
 * as *Fit filters*: ``mutex`` and ``topology-aware`` act when they are one of
   the trimmed comma-separated tokens.
 
-Unknown tokens are ignored by HAMi; :func:`unknown_tokens` lets callers warn.
+Unknown tokens are ignored by HAMi (a ``pack`` policy sorts like spread,
+HAMi issue #1931), and hamisim simulates exactly that; the readers call
+:func:`warn_policy` / :func:`warn_pod_policies`, which issue a
+:class:`PolicyWarning` (``file:line: warning: ...``) once per distinct string.
 """
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 __all__ = [
     "GPU_POLICY_ANNOTATION", "NODE_POLICY_ANNOTATION", "WEIGHTS_ANNOTATION",
     "NUMA_BIND_ANNOTATION", "CardPolicy", "parse_card_policy", "policy_contains",
     "pod_gpu_policy", "pod_node_policy", "node_policy_spread", "parse_weights",
     "pod_weights", "go_parse_bool", "numa_bind", "unknown_tokens",
+    "PolicyWarning", "policy_problem", "warn_policy", "warn_pod_policies",
     "KEY_BINPACK", "KEY_SPREAD", "KEY_NUMA",
     "SINGLE_MUTEX", "SINGLE_BINPACK", "SINGLE_SPREAD", "MODE_CHAIN",
 ]
@@ -71,6 +76,84 @@ def policy_contains(policy: str, target: str) -> bool:
 def unknown_tokens(policy: str) -> list[str]:
     """Tokens HAMi silently ignores (e.g. ``pack``); empty tokens excluded."""
     return [t for t in _tokens(policy) if t and t not in _KNOWN_TOKENS]
+
+
+class PolicyWarning(UserWarning):
+    """A policy string HAMi accepts but reads differently than it looks.
+
+    ``str(w)`` is ``where: warning: problem`` (``where`` is ``file:line``, or
+    e.g. ``--gpu-policy``); the CLI prints it on stderr, once per message.
+    """
+
+    def __init__(self, where: str | None, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: warning: {problem}" if where else f"warning: {problem}")
+
+
+_KEY_NAMES = {KEY_BINPACK: "binpack", KEY_SPREAD: "spread", KEY_NUMA: "numa"}
+
+
+def policy_problem(policy: str, kind: str = "gpu", research_ok: bool = False) -> str | None:
+    """What HAMi silently makes of a policy string it does not fully
+    understand, or ``None`` when the string means what it says.
+
+    ``kind`` is ``"gpu"`` (card policy) or ``"node"``; ``research_ok`` accepts
+    the FGD research node policies (cluster-wide settings only).
+    """
+    if kind == "node":
+        if policy in ("binpack", "spread"):
+            return None
+        if research_ok:
+            from .research import is_research_policy
+            if is_research_policy(policy):
+                return None
+        spaced = " (HAMi compares the whole string, spaces included)" \
+            if policy.strip() in ("binpack", "spread") else ""
+        return (f"node policy {policy!r} is neither 'binpack' nor 'spread'{spaced}: HAMi "
+                "ranks nodes like binpack")
+    unknown = unknown_tokens(policy)
+    parsed = parse_card_policy(policy)
+    if parsed.mode == MODE_CHAIN:
+        effect = "sorts cards by " + ",".join(_KEY_NAMES[k] for k in parsed.chain)
+    elif parsed.mode == SINGLE_SPREAD:
+        effect = "sorts cards like spread"
+    else:
+        effect = ""
+    if unknown:
+        many = len(unknown) > 1
+        return (f"card policy {policy!r}: HAMi ignores the unknown token{'s' if many else ''} "
+                f"{', '.join(repr(t) for t in unknown)} and {effect}")
+    if parsed.mode == SINGLE_SPREAD and policy.strip() in ("binpack", "mutex", "numa"):
+        return (f"card policy {policy!r}: without a comma HAMi compares the whole string, "
+                f"spaces included, so it {effect}")
+    return None
+
+
+def warn_policy(where: str | None, policy: str, kind: str = "gpu", *,
+                research_ok: bool = False) -> None:
+    """Issue a :class:`PolicyWarning` at ``where`` when :func:`policy_problem`
+    finds one."""
+    problem = policy_problem(policy, kind, research_ok)
+    if problem is not None:
+        warnings.warn(PolicyWarning(where, problem), stacklevel=2)
+
+
+def warn_pod_policies(pods: Iterable[tuple[str | None, Mapping[str, str] | None]]) -> None:
+    """Warn about the pods' policy annotations, once per distinct string
+    (at its first ``where``); ``pods`` yields ``(where, annotations)``."""
+    seen: set[tuple[str, str]] = set()
+    for where, annotations in pods:
+        if not annotations:
+            continue
+        for annotation, kind in ((GPU_POLICY_ANNOTATION, "gpu"), (NODE_POLICY_ANNOTATION, "node")):
+            policy = annotations.get(annotation)
+            if policy is None or (kind, policy) in seen:
+                continue
+            seen.add((kind, policy))
+            problem = policy_problem(policy, kind)
+            if problem is not None:
+                warnings.warn(PolicyWarning(where, problem), stacklevel=2)
 
 
 def parse_card_policy(policy: str, numa_bind: bool = False) -> CardPolicy:

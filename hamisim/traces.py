@@ -59,6 +59,7 @@ from ._documents import from_plain
 from ._tabular import (csv_header, csv_records, first_line, parse_float_cell, parse_int_cell,
                        read_text, split_lines)
 from .errors import InputError
+from .policy import warn_pod_policies
 from .pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 from .podspec import CONTAINER_COLUMN_RESOURCES, TRACE_COLUMN_ANNOTATIONS, TRACE_POD_KEYS, \
     pod_from_document
@@ -222,7 +223,9 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
             return openb_pods_from_text(text, name)
         rows = _csv_rows(text, name) if fmt == "csv" else _jsonl_rows(text, name)
     pods = _build(rows, name, fmt)
-    return Trace(name=_stem(name), pods=pods, path=name, format=fmt)
+    trace = Trace(name=_stem(name), pods=pods, path=name, format=fmt)
+    warn_pod_policies((trace.where(tp), tp.pod.annotations) for tp in pods)
+    return trace
 
 
 def _stem(path: str) -> str:
@@ -316,7 +319,8 @@ def _jsonl_rows(text: str, path: str) -> Iterator[_Row]:
             data = json.loads(raw, parse_constant=_reject_constant,
                               object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
-            raise InputError(path, number, f"invalid JSON: {exc.msg} "
+            msg = exc.msg.removesuffix(" starting at")      # "Unterminated string starting at"
+            raise InputError(path, number, f"invalid JSON: {msg[:1].lower()}{msg[1:]} "
                                            f"(at character {exc.colno})") from None
         except ValueError as exc:
             raise InputError(path, number, f"invalid JSON: {exc}") from None
