@@ -37,7 +37,7 @@ from .pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
     "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit",
-    "fit_in_devices", "NodeFit", "score_node", "ReferenceScheduler",
+    "fit_in_devices", "NodeFit", "score_node", "ReferenceScheduler", "Tracer",
 ]
 
 f32 = np.float32
@@ -71,6 +71,71 @@ class CardUsage:
     mode: str = ""
     cordoned: bool = False
     score: np.float32 = field(default_factory=lambda: f32(0))
+
+
+# ---------------------------------------------------------------------------
+# Tracing hooks (hamisim explain)
+# ---------------------------------------------------------------------------
+class Tracer:
+    """Observer of one placement attempt; every hook is a no-op here.
+
+    Pass an instance (``ReferenceScheduler.schedule(pod, trace=...)``, or the
+    ``trace`` argument of :func:`score_node`, :func:`fit_in_devices` and
+    :func:`fit`) to be told each step as the reference takes it;
+    :mod:`hamisim.explain` builds its explanation this way. Hooks only
+    observe: the arguments are live objects (cards are re-sorted and their
+    usage changes as containers are placed), so copy what you keep, and never
+    modify them. Without a tracer nothing is called.
+    """
+
+    def attempt(self, pod: Pod, requests: Sequence[Request | None], n_init: int) -> None:
+        """The admitted pod and its per-container requests (init containers first)."""
+
+    def policy(self, policy_text: str, policy: CardPolicy, node_policy: str,
+               weights: tuple[int, int, int]) -> None:
+        """The card policy, node policy and card-score weights in force (GPU pods)."""
+
+    def sampled(self, window: list[int], rejected: Mapping[int, list[str]], start: int) -> None:
+        """kube-scheduler's pass: feasible nodes handed on, rejected nodes with reasons."""
+
+    def node(self, i: int) -> None:
+        """HAMi starts evaluating node ``i`` (cluster order)."""
+
+    def container(self, j: int, init: bool, request: Request | None) -> None:
+        """Container ``j`` (init containers first) is placed on the current node."""
+
+    def node_score(self, score: np.float32) -> None:
+        """The node's base score, before the pod (§5.3)."""
+
+    def scored(self, cards: Sequence[CardUsage]) -> None:
+        """Card scores of the current container, cards in their current order."""
+
+    def sorted(self, cards: Sequence[CardUsage], vendor_cards: Sequence[CardUsage]) -> None:
+        """The node's cards after the sort, and the NVIDIA cards handed to Fit."""
+
+    def request_failed(self, reason: str) -> None:
+        """The request fails before Fit (``NodeInsufficientDevice``, ``Device type not found``)."""
+
+    def visit(self, card: CardUsage, verdict: str) -> None:
+        """Fit examines ``card``: ``verdict`` is the first reason key that rejects it,
+        or ``"picked"``."""
+
+    def numa_regroup(self, card: CardUsage, discarded: Sequence[Pick]) -> None:
+        """numa-bind: ``card`` starts a new NUMA group; ``discarded`` picks are dropped."""
+
+    def fit_done(self, result: "FitResult") -> None:
+        """Fit's result for the current request."""
+
+    def node_done(self, i: int, result: "NodeFit") -> None:
+        """HAMi's verdict on node ``i``."""
+
+    def ranked(self, order: Sequence[int], chosen: int) -> None:
+        """Fitting nodes after the node sort (§5.4), and the node chosen."""
+
+
+def _visit(trace: Tracer | None, card: CardUsage, verdict: str) -> None:
+    if trace is not None:
+        trace.visit(card, verdict)
 
 
 # ---------------------------------------------------------------------------
@@ -232,7 +297,8 @@ def _topology_choice(picks: list[Pick], origin: int,
 
 
 def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, str],
-        policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None) -> FitResult:
+        policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
+        trace: Tracer | None = None) -> FitResult:
     """HAMi's NVIDIA ``Fit``: walk ``cards`` (already sorted) from the last one.
 
     ``policy`` is the pod's card policy string (annotation, else scheduler
@@ -250,26 +316,34 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     for card in reversed(cards):
         if not card.health:
             reasons["CardNotHealth"] += 1
+            _visit(trace, card, "CardNotHealth")
             continue
         if card.cordoned:
             reasons["CardCordoned"] += 1
+            _visit(trace, card, "CardCordoned")
             continue
         if (not type_allowed(annotations, card.type) or not mode_allowed(mode_ann, card.mode)
                 or request.type != "NVIDIA"):
             reasons["CardTypeMismatch"] += 1
+            _visit(trace, card, "CardTypeMismatch")
             continue
         if bind and card.numa != prevnuma:
+            if trace is not None:
+                trace.numa_regroup(card, picks if nums != origin else [])
             if nums != origin:
                 reasons["NumaNotFit"] += len(picks)
             nums, prevnuma, picks = origin, card.numa, []
         if not uuid_allowed(annotations, card.id):
             reasons["CardUuidMismatch"] += 1
+            _visit(trace, card, "CardUuidMismatch")
             continue
         if card.used >= card.count:
             reasons["CardTimeSlicingExhausted"] += 1
+            _visit(trace, card, "CardTimeSlicingExhausted")
             continue
         if cp.mutex and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
+            _visit(trace, card, "ExclusiveDeviceAllocateConflict")
             continue
         if coresreq > 100:
             coresreq = 100          # sticky for the rest of the walk
@@ -278,17 +352,22 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             mem = card.devmem * request.mempercentagereq // 100
         if card.devmem - card.usedmem < mem:
             reasons["CardInsufficientMemory"] += 1
+            _visit(trace, card, "CardInsufficientMemory")
             continue
         if card.devcore - card.usedcores < coresreq:
             reasons["CardInsufficientCore"] += 1
+            _visit(trace, card, "CardInsufficientCore")
             continue
         if card.devcore == 100 and coresreq == 100 and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
+            _visit(trace, card, "ExclusiveDeviceAllocateConflict")
             continue
         if card.devcore != 0 and card.usedcores == card.devcore and coresreq == 0:
             reasons["CardComputeUnitsExhausted"] += 1
+            _visit(trace, card, "CardComputeUnitsExhausted")
             continue
         picks.append(Pick(card.id, mem, coresreq, card.index))
+        _visit(trace, card, "picked")
         if not cp.topology:
             nums -= 1
             if nums == 0:
@@ -312,6 +391,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    weights: tuple[int, int, int] = (1, 1, 1),
                    pair_scores: Mapping[str, Mapping[str, int]] | None = None,
                    registered_types: Sequence[str] = ("NVIDIA",),
+                   trace: Tracer | None = None,
                    ) -> tuple[bool, list[Pick], str]:
     """Score, sort (in place) and Fit one container's requests on a node.
 
@@ -321,15 +401,25 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
     """
     for card in cards:
         card.score = card_score(card, requests, weights)
+    if trace is not None:
+        trace.scored(cards)
     picks: list[Pick] = []
     for k in requests:
         if k.type not in registered_types:
+            if trace is not None:
+                trace.request_failed(DEVICE_TYPE_NOT_FOUND)
             return False, [], DEVICE_TYPE_NOT_FOUND
         sort_cards(cards, policy)
         vendor_cards = [c for c in cards if k.type.upper() in c.type.upper()]
+        if trace is not None:
+            trace.sorted(cards, vendor_cards)
         if k.nums > len(vendor_cards):
+            if trace is not None:
+                trace.request_failed(NODE_INSUFFICIENT_DEVICE)
             return False, [], NODE_INSUFFICIENT_DEVICE
-        res = fit(vendor_cards, k, annotations, policy.text, pair_scores)
+        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace)
+        if trace is not None:
+            trace.fit_done(res)
         if not res.fit:
             return False, [], res.reason
         by_id = {c.id: c for c in cards}
@@ -356,7 +446,8 @@ class NodeFit:
 def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_init: int,
                annotations: Mapping[str, str], policy: CardPolicy,
                weights: tuple[int, int, int] = (1, 1, 1),
-               pair_scores: Mapping[str, Mapping[str, int]] | None = None) -> NodeFit:
+               pair_scores: Mapping[str, Mapping[str, int]] | None = None,
+               trace: Tracer | None = None) -> NodeFit:
     """Evaluate a pod on a node whose cards carry the current usage.
 
     Init containers are fitted each on a fresh copy of the current usage (they
@@ -364,23 +455,29 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
     score is the base score before the pod. ``cards`` is not modified.
     """
     allocation: list[list[Pick]] = []
-    for req in containers[:n_init]:
+    for j, req in enumerate(containers[:n_init]):
+        if trace is not None:
+            trace.container(j, True, req)
         if req is None:
             allocation.append([])
             continue
         ok, picks, reason = fit_in_devices(copy.deepcopy(cards), [req], annotations, policy,
-                                           weights, pair_scores)
+                                           weights, pair_scores, trace=trace)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
     app = copy.deepcopy(cards)
     score = node_base_score(app)
-    for req in containers[n_init:]:
+    if trace is not None:
+        trace.node_score(score)
+    for j, req in enumerate(containers[n_init:], start=n_init):
+        if trace is not None:
+            trace.container(j, False, req)
         if req is None:
             allocation.append([])
             continue
         ok, picks, reason = fit_in_devices(app, [req], annotations, policy, weights,
-                                           pair_scores)
+                                           pair_scores, trace=trace)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -490,16 +587,20 @@ class ReferenceScheduler:
                 for cards in self.card_usage() for c in cards}
 
     # -- one attempt -----------------------------------------------------
-    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
+    def schedule(self, pod: Pod, tie_draw: float | None = None,
+                 trace: Tracer | None = None) -> Decision:
         """One scheduling attempt of ``pod``; a bound pod enters the cache.
 
         ``tie_draw`` in [0, 1) picks among equally scored nodes when the
         cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        ``trace`` observes every step (:class:`Tracer`); it changes nothing.
         """
         self.pods.pop(pod.name, None)     # re-scheduling never double-counts
         cfg = self.config
         pod = admit(pod, cfg)
         requests, n_init = pod_requests(pod, cfg)
+        if trace is not None:
+            trace.attempt(pod, requests, n_init)
         nodes = self.cluster.nodes
         requested = self.node_requested()
         wants_gpu = any(r is not None for r in requests)
@@ -507,8 +608,11 @@ class ReferenceScheduler:
         def cpu_mem_reasons(i: int) -> list[str]:
             return kubesched.resource_fit_reasons(nodes[i], requested[i], pod)
 
+        start = self.next_start
         window, rejected, self.next_start = kubesched.sample_feasible(
             len(nodes), cpu_mem_reasons, cfg.percentage_of_nodes_to_score, self.next_start)
+        if trace is not None:
+            trace.sampled(window, rejected, start)
         node_reasons = {nodes[i].name: r for i, r in rejected.items()}
 
         if not wants_gpu:
@@ -527,15 +631,23 @@ class ReferenceScheduler:
         policy = parse_card_policy(policy_text, numa_bind(pod.annotations))
         weights = pod_weights(pod.annotations)   # ValueError = HAMi Filter error
         node_policy = pod_node_policy(cfg.node_scheduler_policy, pod.annotations)
+        if trace is not None:
+            trace.policy(policy_text, policy, node_policy, weights)
         usage = self.card_usage()
         fits: list[tuple[int, NodeFit]] = []
         for i in window:
             node: Node = nodes[i]
+            if trace is not None:
+                trace.node(i)
             if not node.registered:
                 node_reasons[node.name] = [NODE_UNREGISTERED]
+                if trace is not None:
+                    trace.node_done(i, NodeFit(False, f32(0), [], NODE_UNREGISTERED))
                 continue
             res = score_node(usage[i], requests, n_init, pod.annotations, policy, weights,
-                             node.pair_scores)
+                             node.pair_scores, trace=trace)
+            if trace is not None:
+                trace.node_done(i, res)
             if res.fit:
                 fits.append((i, res))
             else:
@@ -543,7 +655,7 @@ class ReferenceScheduler:
         if not fits:
             msg = failed_scheduling_message(len(nodes), node_reasons)
             return Decision(pod.name, message=msg, _node_reasons=node_reasons)
-        best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw)
+        best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
                                       pod.memory_mib)
@@ -551,7 +663,8 @@ class ReferenceScheduler:
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
 
 
-def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None):
+def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None,
+                 trace: Tracer | None = None):
     """§5.4 with hamisim's convention: a stable sort in cluster order, last wins.
 
     Under ``random`` tie-break, one of the nodes tied with the winner is drawn.
@@ -563,8 +676,10 @@ def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float |
         while pos > 0 and node_less(node_policy, item[1].score, result[pos - 1][1].score):
             pos -= 1
         result.insert(pos, item)
-    last = result[-1]
+    chosen = result[-1]
     if tie_break == "random" and tie_draw is not None:
-        tied = [it for it in result if it[1].score == last[1].score]
-        return tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
-    return last
+        tied = [it for it in result if it[1].score == chosen[1].score]
+        chosen = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+    if trace is not None:
+        trace.ranked([it[0] for it in result], chosen[0])
+    return chosen

@@ -1,0 +1,872 @@
+"""``hamisim explain``: one placement attempt, step by step, in HAMi's terms.
+
+The explanation is what :class:`hamisim.reference.ReferenceScheduler` does
+for one pod, recorded through its :class:`~hamisim.reference.Tracer` hooks
+(the decision is the reference's own, unchanged):
+
+* kube-scheduler's pass: which nodes it rejected (``Insufficient cpu``,
+  ``Insufficient memory``) and which it handed to HAMi (in clusters of 100
+  nodes or more, only a sample);
+* per node HAMi evaluated: the node score (§5.3), and per container with a
+  GPU request every card's score (§3.1), its place in the sorted list
+  (§3.2-3.3), the order Fit visited the cards (from the end of the list)
+  and the first check that rejected each card (§4), or that it was picked;
+  cards Fit never reached are ``not visited``;
+* the node verdict (the reason string HAMi reports for it), the node sort
+  among the nodes that fit (§5.4) and the chosen node;
+* the result as ``kubectl describe pod`` shows it: for an unschedulable pod
+  kube-scheduler's ``FailedScheduling`` message and HAMi's ``FilteringFailed``
+  events (one per reason key with the nodes that reported it, then ``no
+  available node, N nodes do not meet``), for a bound pod its node and
+  ``hami.io/vgpu-devices-allocated``.
+
+Per container, the cards' verdicts add up to the node's reason string: every
+rejection key counts one card, ``NumaNotFit`` the picks a numa-bind walk
+dropped, ``AllocatedCardsInsufficientRequest`` the acceptable cards of a walk
+that found too few. Two entry points:
+
+* :func:`explain_pod`: one pod against a cluster and an optional initial
+  state (a fresh scheduler: kube-scheduler's sampling starts at node 0);
+* :func:`explain_run`: an attempt of a finished ``hamisim run``: its inputs
+  (recorded in ``summary.json``) are read again and its events table is
+  replayed -- every attempt re-scheduled and checked against the row it
+  wrote, departures and abandons applied -- up to that attempt, which is
+  then explained on exactly the state (and sampling position) it saw.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .cluster import Cluster
+from .errors import HamisimError, InputError
+from .outcome import Decision, Pick, parse_reason
+from .pods import NO_PERCENTAGE, Pod, Request
+from .reference import CardUsage, FitResult, NodeFit, ReferenceScheduler, Tracer
+
+__all__ = ["CardVerdict", "ContainerExplanation", "NodeExplanation", "Explanation",
+           "explain_pod", "explain_with", "explain_run", "load_pod", "format_text",
+           "NOT_VISITED", "PICKED", "NOT_CHOSEN", "NOT_NVIDIA"]
+
+PICKED = "picked"
+NOT_CHOSEN = "not chosen"
+NOT_VISITED = "not visited"
+NOT_NVIDIA = "not an NVIDIA card"
+# how a node was settled
+STAGE_HAMI = "hami"
+STAGE_KUBE = "kube-scheduler"
+STAGE_UNREGISTERED = "unregistered"
+STAGE_NOT_EXAMINED = "not examined"
+
+
+def _f32(x) -> float:
+    """A float32 score as the shortest decimal that reads back as that float32."""
+    return float(str(np.float32(x)))
+
+
+# ---------------------------------------------------------------------------
+# the explanation
+
+@dataclass
+class CardVerdict:
+    """One card in one container's Fit walk (usage as that container saw it)."""
+
+    id: str
+    index: int
+    type: str
+    numa: int
+    health: bool
+    cordoned: bool
+    count: int
+    devmem: int
+    devcore: int
+    used: int
+    usedmem: int
+    usedcores: int
+    score: float
+    position: int | None    # 1-based place in the sorted list (None: not an NVIDIA card)
+    visit: int | None       # 1-based place in Fit's walk (None: not visited)
+    verdict: str            # a reason key, "picked", "not chosen", "not visited", ...
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return {"card": self.id, "index": self.index, "type": self.type, "numa": self.numa,
+                "health": self.health, "cordoned": self.cordoned,
+                "slots": [self.used, self.count], "memory_mib": [self.usedmem, self.devmem],
+                "cores": [self.usedcores, self.devcore], "score": self.score,
+                "position": self.position, "visit": self.visit, "verdict": self.verdict,
+                "detail": self.detail}
+
+
+@dataclass
+class ContainerExplanation:
+    """One container's placement on one node."""
+
+    index: int
+    init: bool
+    request: Request | None
+    cards: list[CardVerdict] = field(default_factory=list)   # in Fit's walk order
+    sorted: list[str] = field(default_factory=list)          # HAMi's sorted order
+    visited: list[str] = field(default_factory=list)
+    fit: bool | None = None
+    reason: str = ""
+    picks: list[Pick] = field(default_factory=list)
+
+    def verdict_counts(self) -> dict[str, int]:
+        """Rejection keys over the cards (what the node's reason string counts)."""
+        c = Counter(v.verdict for v in self.cards
+                    if v.verdict not in (PICKED, NOT_CHOSEN, NOT_VISITED, NOT_NVIDIA))
+        return dict(c)
+
+    def to_json(self) -> dict:
+        r = self.request
+        return {"container": self.index, "init": self.init,
+                "request": None if r is None else {
+                    "nums": r.nums, "memreq": r.memreq, "mempercentagereq": r.mempercentagereq,
+                    "coresreq": r.coresreq, "type": r.type},
+                "sorted": self.sorted, "visited": self.visited,
+                "fit": self.fit, "reason": self.reason,
+                "picks": [{"card": p.uuid, "memory_mib": p.usedmem, "cores": p.usedcores}
+                          for p in self.picks],
+                "cards": [c.to_json() for c in self.cards]}
+
+
+@dataclass
+class NodeExplanation:
+    """One node's verdict."""
+
+    index: int
+    name: str
+    stage: str
+    fit: bool = False
+    reasons: list[str] = field(default_factory=list)
+    score: float | None = None
+    containers: list[ContainerExplanation] = field(default_factory=list)
+    rank: int | None = None          # 1-based place in the node sort (fitting nodes)
+    detail: str = ""                 # kube-scheduler's arithmetic for its rejections
+
+    @property
+    def verdict(self) -> str:
+        if self.fit:
+            return "fits"
+        if self.stage == STAGE_NOT_EXAMINED:
+            return "not examined (outside kube-scheduler's sample)"
+        return ", ".join(self.reasons)
+
+    def to_json(self) -> dict:
+        return {"node": self.name, "stage": self.stage, "fit": self.fit,
+                "reasons": self.reasons, "detail": self.detail,
+                "node_score": self.score, "rank": self.rank,
+                "containers": [c.to_json() for c in self.containers]}
+
+
+@dataclass
+class Explanation:
+    """Everything one attempt did, and its outcome."""
+
+    pod: Pod
+    cluster: Cluster
+    requests: list[Request | None] = field(default_factory=list)
+    n_init: int = 0
+    gpu_policy: str | None = None
+    card_sort: str = ""
+    node_policy: str | None = None
+    weights: tuple[int, int, int] | None = None
+    numa_bind: bool = False
+    window: list[int] = field(default_factory=list)
+    start: int = 0
+    nodes: list[NodeExplanation] = field(default_factory=list)
+    ranking: list[str] = field(default_factory=list)
+    chosen: str | None = None
+    decision: Decision | None = None
+    error: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wants_gpu(self) -> bool:
+        return any(r is not None for r in self.requests)
+
+    @property
+    def message(self) -> str | None:
+        """kube-scheduler's FailedScheduling message (``None`` when bound)."""
+        if self.error is not None:
+            return self.error
+        return None if self.decision is None or self.decision.bound else self.decision.message
+
+    def node_reasons(self) -> dict[str, list[str]]:
+        """Rejected nodes with their reasons, as :attr:`Decision.node_reasons`."""
+        return {n.name: n.reasons for n in self.nodes
+                if not n.fit and n.stage != STAGE_NOT_EXAMINED}
+
+    def hami_events(self) -> list[str]:
+        """HAMi's own ``FilteringFailed`` event messages for a pod no node fits.
+
+        One per reason key with the nodes whose reason string carries it
+        (``"<n> nodes <Key>(<node>,...)"``, nodes sorted; HAMi emits them in Go
+        map order, here by key), then ``no available node, <N> nodes do not
+        meet`` with N the nodes HAMi was handed. None for a bound pod, a pod
+        without HAMi resources or when kube-scheduler left HAMi no node.
+        """
+        if not self.wants_gpu or self.error is not None or self.decision is None \
+                or self.decision.bound or not self.window:
+            return []
+        by_key: dict[str, list[str]] = {}
+        for n in self.nodes:
+            if n.stage != STAGE_HAMI or n.fit:
+                continue
+            for reason in n.reasons:
+                for key in parse_reason(reason) if "/" in reason else ():
+                    by_key.setdefault(key, []).append(n.name)
+        out = [f"{len(names)} nodes {key}({','.join(sorted(names))})"
+               for key, names in sorted(by_key.items())]
+        out.append(f"no available node, {len(self.window)} nodes do not meet")
+        return out
+
+    def to_json(self) -> dict:
+        d = self.decision
+        return {
+            "pod": self.pod.name,
+            "context": self.context,
+            "requests": [None if r is None else {
+                "container": j, "init": j < self.n_init, "nums": r.nums, "memreq": r.memreq,
+                "mempercentagereq": r.mempercentagereq, "coresreq": r.coresreq}
+                for j, r in enumerate(self.requests)],
+            "cpu_milli": self.pod.cpu_milli, "memory_mib": self.pod.memory_mib,
+            "gpu_policy": self.gpu_policy, "card_sort": self.card_sort,
+            "node_policy": self.node_policy,
+            "weights": list(self.weights) if self.weights else None,
+            "numa_bind": self.numa_bind,
+            "kube_scheduler": {"nodes": len(self.cluster.nodes), "start": self.start,
+                               "handed_to_hami": [self.cluster.nodes[i].name
+                                                  for i in self.window]},
+            "nodes": [n.to_json() for n in self.nodes],
+            "ranking": self.ranking, "chosen": self.chosen,
+            "result": {
+                "bound": bool(d is not None and d.bound),
+                "node": d.node if d is not None else None,
+                "devices": d.devices if d is not None else None,
+                "message": self.message,
+                "error": self.error,
+                "filtering_failed": self.hami_events(),
+            },
+        }
+
+
+# ---------------------------------------------------------------------------
+# the recorder
+
+class _Container:
+    def __init__(self, j: int, init: bool, request: Request | None) -> None:
+        self.j, self.init, self.request = j, init, request
+        self.snap: dict[str, tuple] = {}
+        self.sorted: list[str] = []
+        self.vendor: list[str] = []
+        self.visits: list[tuple[str, str]] = []
+        self.dropped: dict[str, int] = {}       # card -> NUMA of the card that dropped it
+        self.result: FitResult | None = None
+        self.failure: str | None = None
+
+
+class _Recorder(Tracer):
+    """Collects the reference's steps; :meth:`build` turns them into an Explanation."""
+
+    def __init__(self, cluster: Cluster, pod: Pod,
+                 requested: Sequence[tuple[int, int]] = ()) -> None:
+        self.exp = Explanation(pod, cluster)
+        self.requested = list(requested)
+        self.mutex = False
+        self.node_data: dict[int, list[_Container]] = {}
+        self.node_results: dict[int, NodeFit] = {}
+        self.node_scores: dict[int, np.float32] = {}
+        self.kube_rejected: dict[int, list[str]] = {}
+        self.cur: list[_Container] | None = None
+        self.cur_i = -1
+        self.cards_of = [{c.id: (c, n.cordon) for c in n.cards} for n in cluster.nodes]
+
+    # -- hooks -------------------------------------------------------------
+    def attempt(self, pod, requests, n_init) -> None:
+        self.exp.pod = pod
+        self.exp.requests = list(requests)
+        self.exp.n_init = n_init
+
+    def policy(self, policy_text, policy, node_policy, weights) -> None:
+        self.exp.card_sort = sort_rule(policy)
+        self.exp.gpu_policy = policy_text
+        self.exp.node_policy = node_policy
+        self.exp.weights = tuple(weights)
+        self.exp.numa_bind = bool(policy.numa_bind)
+        self.mutex = bool(policy.mutex)
+
+    def sampled(self, window, rejected, start) -> None:
+        self.exp.window = list(window)
+        self.exp.start = start
+        self.kube_rejected = {i: list(r) for i, r in rejected.items()}
+
+    def node(self, i) -> None:
+        self.cur_i = i
+        self.cur = self.node_data.setdefault(i, [])
+
+    def container(self, j, init, request) -> None:
+        self.cur.append(_Container(j, init, request))
+
+    def node_score(self, score) -> None:
+        self.node_scores[self.cur_i] = score
+
+    def scored(self, cards: Sequence[CardUsage]) -> None:
+        self.cur[-1].snap = {c.id: (c.used, c.usedmem, c.usedcores, c.score) for c in cards}
+
+    def sorted(self, cards, vendor_cards) -> None:
+        c = self.cur[-1]
+        c.sorted = [x.id for x in cards]
+        c.vendor = [x.id for x in vendor_cards]
+
+    def request_failed(self, reason) -> None:
+        self.cur[-1].failure = reason
+
+    def visit(self, card, verdict) -> None:
+        self.cur[-1].visits.append((card.id, verdict))
+
+    def numa_regroup(self, card, discarded) -> None:
+        for p in discarded:
+            self.cur[-1].dropped[p.uuid] = card.numa
+
+    def fit_done(self, result) -> None:
+        self.cur[-1].result = result
+
+    def node_done(self, i, result) -> None:
+        self.node_results[i] = result
+
+    def ranked(self, order, chosen) -> None:
+        names = self.exp.cluster.nodes
+        self.exp.ranking = [names[i].name for i in order]
+        self.exp.chosen = names[chosen].name
+
+    # -- building ----------------------------------------------------------
+    def build(self, decision: Decision | None, error: str | None) -> Explanation:
+        exp = self.exp
+        exp.decision, exp.error = decision, error
+        nodes = exp.cluster.nodes
+        window = set(exp.window)
+        rank = {name: k + 1 for k, name in enumerate(exp.ranking)}
+        for i, node in enumerate(nodes):
+            if i in self.kube_rejected:
+                exp.nodes.append(NodeExplanation(i, node.name, STAGE_KUBE,
+                                                 reasons=self.kube_rejected[i],
+                                                 detail=self._kube_detail(i)))
+                continue
+            if i not in window:
+                exp.nodes.append(NodeExplanation(i, node.name, STAGE_NOT_EXAMINED))
+                continue
+            res = self.node_results.get(i)
+            if res is None:
+                # a pod without HAMi resources: kube-scheduler alone places it,
+                # on one of the nodes that passed its filters
+                exp.nodes.append(NodeExplanation(i, node.name, STAGE_KUBE, fit=True))
+                if decision is not None and decision.bound:
+                    exp.chosen = decision.node
+                continue
+            if not node.registered:
+                exp.nodes.append(NodeExplanation(i, node.name, STAGE_UNREGISTERED,
+                                                 reasons=[res.reason]))
+                continue
+            ne = NodeExplanation(i, node.name, STAGE_HAMI, fit=res.fit,
+                                 reasons=[] if res.fit else [res.reason],
+                                 score=_f32(self.node_scores[i]) if i in self.node_scores
+                                 else None, rank=rank.get(node.name))
+            ne.containers = [self._container(i, c) for c in self.node_data.get(i, [])]
+            exp.nodes.append(ne)
+        return exp
+
+    def _kube_detail(self, i: int) -> str:
+        if i >= len(self.requested):
+            return ""
+        node, pod = self.exp.cluster.nodes[i], self.exp.pod
+        cpu, mem = self.requested[i]
+        parts = []
+        if node.cpu_milli is not None and pod.cpu_milli > node.cpu_milli - cpu:
+            parts.append(f"CPU: asks {pod.cpu_milli}m, {node.cpu_milli - cpu}m of "
+                         f"{node.cpu_milli}m free")
+        if node.memory_mib is not None and pod.memory_mib > node.memory_mib - mem:
+            parts.append(f"memory: asks {pod.memory_mib} MiB, {node.memory_mib - mem} of "
+                         f"{node.memory_mib} MiB free")
+        return "; ".join(parts)
+
+    def _container(self, i: int, c: _Container) -> ContainerExplanation:
+        ce = ContainerExplanation(c.j, c.init, c.request, sorted=list(c.sorted),
+                                  visited=[cid for cid, _ in c.visits])
+        if c.request is None:
+            return ce
+        res = c.result
+        ce.fit = res.fit if res is not None else False
+        ce.reason = c.failure or (res.reason if res is not None else "")
+        ce.picks = list(res.picks) if res is not None and res.fit else []
+        chosen = {p.uuid for p in ce.picks}
+        verdicts = dict(c.visits)
+        order = {cid: k + 1 for k, cid in enumerate(c.vendor)}
+        visit_no = {cid: k + 1 for k, (cid, _) in enumerate(c.visits)}
+        need_mem, need_cores = _needs(c.request)
+        # Fit walks the NVIDIA cards from the end of the sorted list
+        walk = list(reversed(c.vendor)) + [cid for cid in reversed(c.sorted)
+                                           if cid not in order]
+        for cid in walk:
+            card, cordon = self.cards_of[i][cid]
+            used, usedmem, usedcores, score = c.snap.get(cid, (0, 0, 0, np.float32(0)))
+            v = verdicts.get(cid)
+            if cid not in order:
+                verdict, detail = NOT_NVIDIA, "its type does not contain NVIDIA"
+            elif v is None:
+                verdict = NOT_VISITED
+                detail = ("Fit stopped before it" if c.visits else
+                          f"Fit did not run ({c.failure})" if c.failure else "")
+            elif v == PICKED:
+                if cid in c.dropped:
+                    verdict = "NumaNotFit"
+                    detail = (f"acceptable, dropped when the walk entered NUMA node "
+                              f"{c.dropped[cid]} (numa-bind)")
+                elif ce.fit and cid in chosen:
+                    pick = next(p for p in ce.picks if p.uuid == cid)
+                    verdict = PICKED
+                    detail = f"{pick.usedmem} MiB, {pick.usedcores} cores"
+                elif ce.fit:
+                    verdict, detail = NOT_CHOSEN, "acceptable; topology-aware chose others"
+                else:
+                    verdict = "AllocatedCardsInsufficientRequest"
+                    n_ok = sum(1 for _, x in c.visits if x == PICKED) - len(c.dropped)
+                    detail = (f"acceptable, but only {n_ok} of the {c.request.nums} cards "
+                              "needed were found")
+            else:
+                verdict = v
+                detail = _detail(v, card, cordon, used, usedmem, usedcores, need_mem,
+                                 need_cores, self.mutex)
+            ce.cards.append(CardVerdict(
+                cid, card.index, card.type, card.numa, card.health, cid in cordon,
+                card.count, card.devmem, card.devcore, used, usedmem, usedcores, _f32(score),
+                order.get(cid), visit_no.get(cid), verdict, detail))
+        return ce
+
+
+def sort_rule(policy) -> str:
+    """HAMi's card comparator for a resolved policy (§3.2), in words."""
+    from .policy import (KEY_BINPACK, KEY_NUMA, KEY_SPREAD, MODE_CHAIN, SINGLE_BINPACK,
+                         SINGLE_MUTEX)
+    if policy.mode == MODE_CHAIN:
+        words = {KEY_BINPACK: "lower score", KEY_SPREAD: "higher score", KEY_NUMA: "lower NUMA"}
+        return ", then ".join([words[k] for k in policy.chain] + ["lower index"]) + " first"
+    if policy.mode == SINGLE_MUTEX:
+        return "more tenants first, then lower NUMA"
+    binpack = policy.mode == SINGLE_BINPACK
+    score = "lower score" if binpack else "higher score"
+    if policy.numa_bind:
+        return f"{'higher' if binpack else 'lower'} NUMA first, then {score}"
+    return f"{score} first, then lower NUMA"
+
+
+def _needs(r: Request | None) -> tuple[Any, int]:
+    """Memory (MiB, or a percentage marker) and cores one card must offer."""
+    if r is None:
+        return 0, 0
+    cores = min(r.coresreq, 100)
+    if r.memreq > 0 or r.mempercentagereq == NO_PERCENTAGE:
+        return r.memreq, cores
+    return ("pct", r.mempercentagereq), cores
+
+
+def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cores,
+            mutex: bool) -> str:
+    if key == "CardNotHealth":
+        return "registered unhealthy"
+    if key == "CardCordoned":
+        return "listed in hami.io/device-cordon"
+    if key == "CardTypeMismatch":
+        return f"type '{card.type}' / mode '{card.mode}' excluded by the pod's filters"
+    if key == "CardUuidMismatch":
+        return "excluded by nvidia.com/use-gpuuuid / nouse-gpuuuid"
+    if key == "CardTimeSlicingExhausted":
+        return f"all {card.count} slots taken"
+    if key == "ExclusiveDeviceAllocateConflict":
+        # Fit's mutex check comes before the exclusive-cores one
+        who = "mutex needs a card with no tenant" if mutex else \
+            "gpucores 100 (exclusive) needs a card with no tenant"
+        return f"{who}; it has {used}"
+    if key == "CardInsufficientMemory":
+        mem = need_mem if not isinstance(need_mem, tuple) else \
+            card.devmem * need_mem[1] // 100
+        return f"free {card.devmem - usedmem} MiB < {mem} MiB needed"
+    if key == "CardInsufficientCore":
+        return f"free {card.devcore - usedcores} cores < {need_cores} needed"
+    if key == "CardComputeUnitsExhausted":
+        return f"cores {usedcores}/{card.devcore} in use and the pod asks 0 cores"
+    return ""
+
+
+# ---------------------------------------------------------------------------
+# entry points
+
+def explain_with(scheduler: ReferenceScheduler, pod: Pod, tie_draw: float | None = None,
+                 context: Mapping[str, Any] | None = None) -> Explanation:
+    """Explain one attempt of ``pod`` on ``scheduler`` (which it then holds, if bound)."""
+    rec = _Recorder(scheduler.cluster, pod, scheduler.node_requested())
+    decision, error = None, None
+    try:
+        decision = scheduler.schedule(pod, tie_draw, trace=rec)
+    except ValueError as err:         # HAMi Filter error or admission rejection
+        error = str(err)
+    exp = rec.build(decision, error)
+    exp.context = dict(context or {})
+    return exp
+
+
+def explain_pod(cluster: Cluster, pod: Pod, state=None,
+                context: Mapping[str, Any] | None = None) -> Explanation:
+    """Explain ``pod`` against ``cluster`` with ``state``'s pods running
+    (:class:`hamisim.initialstate.InitialState`, or ``None``)."""
+    _hami_only(cluster)
+    sched = ReferenceScheduler(cluster)
+    if state is not None:
+        state.adopt_into(sched, cluster)
+    return explain_with(sched, pod, context=context)
+
+
+def _hami_only(cluster: Cluster) -> None:
+    from .research import is_research_policy
+    policy = cluster.scheduler.node_scheduler_policy
+    if is_research_policy(policy):
+        raise HamisimError(f"explain covers HAMi's own placement; node policy '{policy}' is a "
+                           "research policy of the FGD paper (no HAMi reasons to explain)")
+
+
+def load_pod(path: str, name: str | None = None) -> Pod:
+    """A pod from a file, picked by ``name`` when the file holds several.
+
+    ``.yaml`` / ``.yml`` / ``.json``: a Kubernetes Pod (``kind: Pod``), a list
+    of them (``kubectl get pods -o json``), or one pod in the trace-column form
+    of a scenario ``create`` step. ``.csv`` / ``.jsonl`` / ``.parquet``: a trace.
+    ``name`` matches a pod's name, or the part after ``namespace/``.
+    """
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".csv", ".jsonl", ".parquet"):
+        from .traces import read_trace
+        trace = read_trace(path)
+        return _pick({tp.pod.name: tp.pod for tp in trace.pods}, name, path)
+    from ._documents import load_document
+    from .kubeimport import kubernetes_pods, pod_from_kubernetes
+    from .podspec import TRACE_POD_KEYS, pod_from_document
+    root = load_document(path)
+    if root.is_mapping:
+        doc = root.as_doc("the top level")
+        kind = doc.get("kind")
+        if "items" in doc or (kind is not None and kind.scalar in ("Pod", "List", "PodList")) \
+                or "apiVersion" in doc:
+            pods = {}
+            for i, obj in enumerate(kubernetes_pods(path)):
+                pod = pod_from_kubernetes(obj, i)
+                pods[pod.name] = pod
+            return _pick(pods, name, path)
+        pod = pod_from_document(doc, path, allowed_keys=TRACE_POD_KEYS)
+        return _pick({pod.name: pod}, name, path)
+    raise root.error(f"expected a pod (a mapping), got {root.describe()}")
+
+
+def _pick(pods: dict[str, Pod], name: str | None, path: str) -> Pod:
+    if not pods:
+        raise InputError(path, None, "no pod in the file")
+    if name is None:
+        if len(pods) == 1:
+            return next(iter(pods.values()))
+        raise InputError(path, None, f"the file holds {len(pods)} pods; choose one with --pod "
+                                     f"({_listing(pods)})")
+    if name in pods:
+        return pods[name]
+    short = [p for n, p in pods.items() if n.rsplit("/", 1)[-1] == name]
+    if len(short) == 1:
+        return short[0]
+    raise InputError(path, None, f"no pod named '{name}' ({_listing(pods)})")
+
+
+def _listing(names) -> str:
+    names = sorted(names)
+    return ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+
+
+# ---------------------------------------------------------------------------
+# a finished run
+
+def _text(v) -> str | None:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return str(v)
+
+
+def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
+                attempt: int | None = None) -> Explanation:
+    """Explain an attempt of ``pod_name`` in the results folder of ``hamisim run``.
+
+    ``attempt`` counts the pod's ``bind`` and ``unschedulable`` rows from 1
+    (negative: from the end); by default its last ``unschedulable`` row, or
+    its ``bind`` when it never was. The run's inputs must be unchanged
+    (their SHA-256 is checked).
+    """
+    from .initialstate import INITIAL_STATE_MESSAGE
+    from .outputs import read_table
+    from .scheduler import make_scheduler
+    from .study import _sha256, prepare, spec_from_summary
+
+    folder = Path(run_dir)
+    summary_path = folder / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(str(summary_path), None,
+                         f"cannot read the run's summary ({err.strerror or err}); is "
+                         f"{folder} a results folder of 'hamisim run'?") from None
+    except ValueError as err:
+        raise InputError(str(summary_path), None, f"not valid JSON: {err}") from None
+    inputs = summary.get("inputs", {}) if isinstance(summary, dict) else {}
+    if "cluster_path" not in inputs or "scheduler" not in summary:
+        raise InputError(str(summary_path), None, "this summary does not record where the "
+                         "run's inputs are (written by an older hamisim, or not by 'run'); "
+                         "run it again")
+    for key in ("cluster", "trace", "state"):
+        path = inputs.get(f"{key}_path")
+        if path is None:
+            continue
+        if not os.path.exists(path):
+            raise InputError(path, None, f"the run's {key} file is gone; explain replays the "
+                                         "run from its inputs")
+        if _sha256(path) != inputs.get(f"{key}_sha256"):
+            raise InputError(path, None, f"the run's {key} file changed since the run "
+                                         "(SHA-256 differs); explain needs the same inputs")
+    events_path = next((p for p in (folder / "events.parquet", folder / "events.csv")
+                        if p.exists()), None)
+    if events_path is None:
+        raise InputError(str(folder), None, "no events.parquet or events.csv in the folder")
+    spec = spec_from_summary(summary)
+    prep = prepare(spec)
+    cluster = prep.cluster
+    _hami_only(cluster)
+    events = read_table(events_path)
+    pods = {getattr(w, "pod", w).name: getattr(w, "pod", w) for w in prep.workload}
+    initial = {p.name: p for p in prep.state.pods} if prep.state is not None else {}
+
+    known = set(pods) | set(initial)
+    if pod_name not in known:
+        short = [n for n in known if n.rsplit("/", 1)[-1] == pod_name]
+        if len(short) == 1:
+            pod_name = short[0]
+    rows = list(zip(events["time"].tolist(), events["pod"].tolist(),
+                    events["event"].tolist(), events["node"].tolist(),
+                    events["devices"].tolist(), events["message"].tolist()))
+    attempts = [k for k, r in enumerate(rows) if r[1] == pod_name and r[2] in (
+        "bind", "unschedulable") and _text(r[5]) != INITIAL_STATE_MESSAGE]
+    if not attempts:
+        where = "is running from the initial state" if pod_name in initial else \
+            "has no scheduling attempt in this run" if pod_name in pods else \
+            "is not a pod of this run"
+        raise InputError(str(events_path), None, f"pod '{pod_name}' {where}")
+    if attempt is None:
+        failed = [k for k in attempts if rows[k][2] == "unschedulable"]
+        target = failed[-1] if failed else attempts[-1]
+        number = attempts.index(target) + 1
+    else:
+        if attempt == 0 or abs(attempt) > len(attempts):
+            raise InputError(str(events_path), None,
+                             f"pod '{pod_name}' has {len(attempts)} attempt(s); --attempt "
+                             f"{attempt} is out of range")
+        target = attempts[attempt - 1 if attempt > 0 else attempt]
+        number = attempts.index(target) + 1
+
+    sched = make_scheduler(cluster, backend=spec.backend)
+    placed: dict[str, tuple] = {}
+    random_ties = cluster.scheduler.node_tie_break == "random"
+    rng = np.random.default_rng(spec.seed)
+    node_index = {n.name: i for i, n in enumerate(cluster.nodes)}
+    draw = None
+    for k, (time, name, event, node, devices, message) in enumerate(rows):
+        if event in ("depart", "abandon"):
+            sched.delete(name)
+            placed.pop(name, None)
+            continue
+        if event not in ("bind", "unschedulable"):
+            continue
+        if event == "bind" and _text(message) == INITIAL_STATE_MESSAGE:
+            ip = initial[name]
+            sched.adopt(name, node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
+                        ip.memory_mib)
+            placed[name] = (node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
+                            ip.memory_mib)
+            continue
+        pod = pods[name]
+        draw = float(rng.random()) if random_ties else None
+        if k == target:
+            break
+        try:
+            d = sched.schedule(pod, draw)
+        except ValueError as err:
+            d = Decision(name, message=str(err))
+        _check_row(d, k, event, node, devices, message, events_path)
+        if d.bound:
+            placed[name] = (d.node_index, d.containers, len(pod.init_containers),
+                            pod.cpu_milli, pod.memory_mib)
+    ref = ReferenceScheduler(cluster)
+    for name, (i, containers, n_init, cpu, mem) in placed.items():
+        ref.adopt(name, i, containers, n_init, cpu, mem)
+    ref.next_start = sched.next_start
+    time, name, event, node, devices, message = rows[target]
+    exp = explain_with(ref, pods[pod_name], draw, context={
+        "run": str(folder), "time": float(time), "event_row": target, "attempt": number,
+        "attempts": len(attempts), "event": event})
+    d = exp.decision if exp.decision is not None else Decision(pod_name, message=exp.error)
+    _check_row(d, target, event, node, devices, message, events_path)
+    return exp
+
+
+def _check_row(d: Decision, k: int, event: str, node, devices, message, where) -> None:
+    got = ("bind", d.node, d.devices) if d.bound else ("unschedulable", None, None)
+    want = (event, _text(node), _text(devices)) if event == "bind" else (event, None, None)
+    if got != want or (not d.bound and d.message != _text(message)):
+        said = f"bound to {d.node} ({d.devices})" if d.bound else f"unschedulable ({d.message})"
+        raise HamisimError(f"{where}: row {k} ({event} of pod '{d.pod}') does not replay: "
+                           f"the scheduler now says {said}; were the events written by "
+                           "another hamisim version?")
+
+
+# ---------------------------------------------------------------------------
+# text
+
+def _request_text(r: Request | None) -> str:
+    if r is None:
+        return "no GPU"
+    mem = f"{r.memreq} MiB" if r.memreq > 0 else (
+        f"{r.mempercentagereq}% of the card's memory" if r.mempercentagereq != NO_PERCENTAGE
+        else "0 MiB")
+    return f"{r.nums} card{'s' if r.nums != 1 else ''}, {mem} and {r.coresreq} cores per card"
+
+
+def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20) -> str:
+    """The explanation for a terminal. Per-card tables are printed for every node
+    HAMi evaluated when there are at most ``max_nodes`` of them, else only for
+    ``nodes`` (and a count of nodes per verdict)."""
+    out: list[str] = []
+    ctx = exp.context
+    p = exp.pod
+    head = f"Pod {p.name}"
+    if "run" in ctx:
+        head += (f" in run {ctx['run']}: attempt {ctx['attempt']} of {ctx['attempts']} "
+                 f"at t={ctx['time']:g} s (events row {ctx['event_row']})")
+    elif ctx.get("cluster"):
+        head += f" on {ctx['cluster']}" + (f" with the pods of {ctx['state']}"
+                                            if ctx.get("state") else "")
+    out.append(head)
+    for j, r in enumerate(exp.requests):
+        kind = "init container" if j < exp.n_init else "container"
+        out.append(f"  {kind} {j}: {_request_text(r)}")
+    out.append(f"  CPU {p.cpu_milli}m, memory {p.memory_mib} MiB"
+               + (f"; priority {p.priority}" if p.priority else ""))
+    if exp.wants_gpu and exp.gpu_policy is not None:
+        w = exp.weights or (1, 1, 1)
+        out.append(f"  card policy '{exp.gpu_policy}', node policy '{exp.node_policy}'"
+                   + (", numa-bind" if exp.numa_bind else "")
+                   + ("" if tuple(w) == (1, 1, 1) else
+                      f", card-score weights slot={w[0]} core={w[1]} memory={w[2]}"))
+    n = len(exp.cluster.nodes)
+    kube = [x for x in exp.nodes if x.stage == STAGE_KUBE and x.reasons]
+    skipped = [x for x in exp.nodes if x.stage == STAGE_NOT_EXAMINED]
+    line = f"kube-scheduler: {n} nodes"
+    if kube:
+        line += f"; {len(kube)} rejected by its own filters"
+    line += f"; {len(exp.window)} handed to HAMi" if exp.wants_gpu else \
+        f"; {len(exp.window)} feasible"
+    if skipped:
+        line += f"; {len(skipped)} not examined (percentageOfNodesToScore sample from node " \
+                f"{exp.start})"
+    out += ["", line]
+    if not exp.wants_gpu:
+        out.append("  the pod asks for no HAMi resource: kube-scheduler places it alone "
+                   "(hamisim: LeastAllocated over CPU and memory)")
+    wanted = set(nodes)
+    listed = kube if len(kube) <= max_nodes else [x for x in kube if x.name in wanted]
+    if len(kube) > max_nodes:
+        for reasons, k in Counter(", ".join(x.reasons) for x in kube).most_common():
+            out.append(f"  {k:6d}  {reasons}")
+    for x in listed:
+        out.append(f"  {x.name}: {', '.join(x.reasons)}" + (f" ({x.detail})" if x.detail else ""))
+    if exp.error is not None:
+        out += ["", f"HAMi rejects the pod before any node is scored: {exp.error}"]
+        return "\n".join(out) + "\n"
+
+    hami = [x for x in exp.nodes if x.stage in (STAGE_HAMI, STAGE_UNREGISTERED)]
+    detailed = hami if len(hami) <= max_nodes else [x for x in hami if x.name in wanted]
+    if exp.wants_gpu and hami:
+        out += ["", f"HAMi's Filter, node by node. Cards are sorted {exp.card_sort} "
+                    "(SORTED) and Fit walks the list from its end (VISIT):"]
+    if len(hami) > max_nodes:
+        counts = Counter(x.verdict for x in hami)
+        out.append(f"  {len(hami)} nodes evaluated; per verdict:")
+        for verdict, k in sorted(counts.items(), key=lambda t: (-t[1], t[0])):
+            out.append(f"    {k:6d}  {verdict}")
+        out.append("  (--node NAME prints a node's cards)")
+    for x in detailed:
+        out += _node_text(x)
+    if exp.ranking:
+        from .policy import node_policy_spread
+        spread = node_policy_spread(exp.node_policy)
+        scores = {x.name: x.score for x in exp.nodes}
+        shown = [f"{name} {scores[name]:g}" for name in exp.ranking]
+        if len(shown) > 12:
+            shown = shown[:3] + [f"... ({len(shown) - 11} more)"] + shown[-8:]
+        out += ["", f"Node sort ({exp.node_policy}: {'higher' if spread else 'lower'} score "
+                    "first, the last one wins): " + ", ".join(shown)]
+    out += ["", "Result:"]
+    d = exp.decision
+    if d is not None and d.bound:
+        out.append(f"  bound to {d.node}" + (f"  hami.io/vgpu-devices-allocated: {d.devices}"
+                                             if d.devices else ""))
+    else:
+        for ev in exp.hami_events():
+            head, paren, names = ev.partition("(")
+            listed = names.rstrip(")").split(",") if paren else []
+            if len(listed) > 10:        # HAMi lists every node; keep the text readable
+                ev = f"{head}({','.join(listed[:10])},... {len(listed) - 10} more)"
+            out.append(f"  Warning  FilteringFailed   {ev}")
+        out.append(f"  Warning  FailedScheduling  {exp.message}")
+    return "\n".join(out) + "\n"
+
+
+def _node_text(x: NodeExplanation) -> list[str]:
+    out = [""]
+    if x.stage == STAGE_UNREGISTERED:
+        out.append(f"Node {x.name}: {x.verdict} (no hami.io/node-nvidia-register)")
+        return out
+    score = f"node score {x.score:g}" if x.score is not None else "no node score"
+    out.append(f"Node {x.name}: {x.verdict}   ({score}"
+               + (f", rank {x.rank}" if x.rank else "") + ")")
+    for c in x.containers:
+        kind = "init container" if c.init else "container"
+        if c.request is None:
+            out.append(f"  {kind} {c.index}: no GPU")
+            continue
+        status = "fits" if c.fit else f"fails: {c.reason}"
+        out.append(f"  {kind} {c.index}: {_request_text(c.request)} -> {status}")
+        if not c.cards:
+            continue
+        rows = [("SORTED", "VISIT", "CARD", "IDX", "NUMA", "SCORE", "SLOTS", "MEMORY MiB",
+                 "CORES", "VERDICT")]
+        for v in c.cards:
+            rows.append((
+                "-" if v.position is None else str(v.position),
+                "-" if v.visit is None else str(v.visit), v.id, str(v.index), str(v.numa),
+                f"{v.score:g}", f"{v.used}/{v.count}", f"{v.usedmem}/{v.devmem}",
+                f"{v.usedcores}/{v.devcore}",
+                v.verdict + (f" ({v.detail})" if v.detail else "")))
+        widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]) - 1)]
+        for r in rows:
+            out.append("    " + "  ".join(r[k].ljust(widths[k]) for k in range(len(widths)))
+                       + "  " + r[-1])
+    return out

@@ -1,0 +1,360 @@
+"""`hamisim import`: kubectl dumps -> cluster file, initial state, pending trace."""
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from hamisim.bundled import workloads_dir
+from hamisim.cli import main
+from hamisim.clusterfile import load_cluster
+from hamisim.initialstate import load_state
+from hamisim.kubeimport import (cpu_milli, import_kubectl, memory_mib, parse_quantity,
+                                write_import)
+from hamisim.traces import read_trace
+
+EXAMPLE = workloads_dir() / "kubectl-example"
+NODES, PODS = EXAMPLE / "nodes.json", EXAMPLE / "pods.json"
+
+
+def _items(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["items"]
+
+
+def _by_name(items: list[dict]) -> dict[str, dict]:
+    return {i["metadata"]["name"]: i for i in items}
+
+
+def _register(node: dict) -> list[dict]:
+    return json.loads(node["metadata"]["annotations"]["hami.io/node-nvidia-register"])
+
+
+def _write(path: Path, items: list[dict]) -> Path:
+    path.write_text(json.dumps({"apiVersion": "v1", "items": items, "kind": "List",
+                                "metadata": {"resourceVersion": ""}}, indent=4, sort_keys=True)
+                    + "\n")
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for k, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line:
+            return k
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+# ---------------------------------------------------------------------------
+# quantities
+
+@pytest.mark.parametrize("text,value", [
+    ("500m", Fraction(1, 2)), ("2", Fraction(2)), ("1.5", Fraction(3, 2)), ("2Gi", 2 * 2**30),
+    ("128Mi", 128 * 2**20), ("63997844Ki", 63997844 * 1024), ("1e3", 1000),
+    ("1E-3", Fraction(1, 1000)),
+    ("3k", 3000), ("1M", 10**6), ("100u", Fraction(1, 10**4)), (".5", Fraction(1, 2)),
+    ("+4", 4), ("-1", -1)])
+def test_parse_quantity(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1.2.3", "5Mb", "2 Gi", "Gi", "1e", "0x10", "1Kii"])
+def test_parse_quantity_rejects(text):
+    with pytest.raises(ValueError):
+        parse_quantity(text)
+
+
+def test_rounding_follows_kubernetes():
+    assert cpu_milli(parse_quantity("0.0001")) == 1          # MilliValue rounds up
+    assert cpu_milli(parse_quantity("15900m")) == 15900
+    assert memory_mib(parse_quantity("1025Ki")) == 2        # requests round up
+    assert memory_mib(parse_quantity("1025Ki"), round_up=False) == 1   # capacity down
+
+
+# ---------------------------------------------------------------------------
+# the shipped example
+
+@pytest.fixture(scope="module")
+def example():
+    return import_kubectl(NODES, PODS)
+
+
+def test_example_cards_pairs_cordons_allocatable(example):
+    nodes = _by_name(_items(NODES))
+    cluster = example.cluster
+    assert [n.name for n in cluster.nodes] == ["cpu-node-1", "gpu-node-1", "gpu-node-2",
+                                               "gpu-node-3"]
+    by = {n.name: n for n in cluster.nodes}
+    assert by["cpu-node-1"].cards == () and not by["cpu-node-1"].registered
+    for name in ("gpu-node-1", "gpu-node-2", "gpu-node-3"):
+        reg = _register(nodes[name])
+        node = by[name]
+        # every card, in registration order, with the annotation's fields
+        assert [c.id for c in node.cards] == [d["id"] for d in reg]
+        for c, d in zip(node.cards, reg):
+            assert (c.index, c.count, c.devmem, c.devcore, c.type, c.numa, c.health, c.mode) == (
+                d.get("index", 0), d["count"], d["devmem"], d["devcore"], d["type"],
+                d.get("numa", 0), d["health"], d["mode"])
+    assert by["gpu-node-1"].cards[0].type == "NVIDIA-Tesla T4"
+    assert by["gpu-node-2"].cards[0].devmem == 40960
+    # pair scores: the annotation's list form, card by card
+    scores = json.loads(nodes["gpu-node-2"]["metadata"]["annotations"]["hami.io/node-nvidia-score"])
+    assert by["gpu-node-2"].pair_scores == {e["uuid"]: e["score"] for e in scores}
+    assert by["gpu-node-1"].pair_scores == {}
+    # the per-GPU cordon annotation
+    cordoned = nodes["gpu-node-2"]["metadata"]["annotations"]["hami.io/device-cordon"]
+    assert by["gpu-node-2"].cordon == frozenset({cordoned})
+    assert all(not by[n].cordon for n in ("cpu-node-1", "gpu-node-1", "gpu-node-3"))
+    # allocatable: 15900m CPU; 63997844Ki memory rounded down to MiB
+    assert (by["gpu-node-1"].cpu_milli, by["gpu-node-1"].memory_mib) == (15900, 63997844 // 1024)
+    assert (by["cpu-node-1"].cpu_milli, by["cpu-node-1"].memory_mib) == (31900, 131296728 // 1024)
+    assert example.warnings == []
+
+
+def test_example_running_and_pending_pods(example):
+    running = {e["name"]: e for e in example.state_entries}
+    # finished pods (Succeeded, Failed) hold nothing; every other bound pod does
+    assert "ml/train-old-7" not in running and "default/cuda-vectoradd" not in running
+    assert example.skipped_finished == 2
+    assert len(running) == 10
+    pods = _by_name(_items(PODS))
+    alice = pods["jupyter-alice-0"]["metadata"]["annotations"]
+    assert running["default/jupyter-alice-0"] == {
+        "name": "default/jupyter-alice-0", "node": alice["hami.io/vgpu-node"],
+        "devices": alice["hami.io/vgpu-devices-allocated"], "cpu_milli": 2000,
+        "memory_mib": 8192}
+    # CPU-only pods bound by the default scheduler count for CPU and memory
+    assert running["spark/spark-pi-exec-1"] == {"name": "spark/spark-pi-exec-1",
+                                                "node": "gpu-node-3", "cpu_milli": 14000,
+                                                "memory_mib": 24 * 1024}
+    # init containers all succeeded: HAMi shrinks the pod to its app containers
+    serve = running["ml/serve-embeddings-6d5f8c7b9-x2kqp"]
+    assert serve["init_containers"] == 1 and serve["init_finished"] is True
+    # pending pods in creation order, requests as the containers give them
+    assert [tp.pod.name for tp in example.pending] == [
+        "ml/finetune-llama-0", "ml/bert-eval-2x7kd", "ml/embed-batch-q8w2n",
+        "default/jupyter-carol-0"]
+    llama = example.pending[0].pod
+    assert llama.containers[0].limits == {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 32000,
+                                          "nvidia.com/gpucores": 50}
+    assert (llama.cpu_milli, llama.memory_mib) == (8000, 32 * 1024)
+    bert = example.pending[1].pod
+    assert bert.annotations == {"hami.io/gpu-scheduler-policy": "mutex"}
+    assert all(tp.arrival == 0.0 and tp.duration is None for tp in example.pending)
+
+
+def test_written_files_read_back(tmp_path, example):
+    files = write_import(copy.deepcopy(example), tmp_path / "imp")
+    assert set(files) == {"cluster", "state", "pending"}
+    cluster = load_cluster(files["cluster"])
+    assert cluster == example.cluster
+    state = load_state(files["state"], cluster)
+    assert [p.name for p in state.pods] == [e["name"] for e in example.state_entries]
+    serve = next(p for p in state.pods if p.name.startswith("ml/serve-embeddings"))
+    assert serve.containers[0] == [] and len(serve.containers[1]) == 1   # init dropped
+    trace = read_trace(files["pending"])
+    assert [tp.pod for tp in trace.pods] == [tp.pod for tp in example.pending]
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())   # no leftovers
+
+
+def test_cli_import_exit_and_summary(tmp_path, capsys):
+    out = tmp_path / "imp"
+    assert main(["import", str(NODES), str(PODS), "--out", str(out),
+                 "--gpu-policy", "binpack"]) == 0
+    text = capsys.readouterr().out
+    assert "4 nodes (3 with HAMi cards, 8 cards, 1 cordoned)" in text
+    assert "10 running pods (5 holding cards), 4 pending pods, 2 finished pods skipped" in text
+    assert load_cluster(out / "cluster.yaml").scheduler.gpu_scheduler_policy == "binpack"
+    # nodes only: a cluster and an empty state, no trace
+    out2 = tmp_path / "nodes-only"
+    assert main(["import", str(NODES), "--out", str(out2)]) == 0
+    assert sorted(p.name for p in out2.iterdir()) == ["cluster.yaml", "state.yaml"]
+
+
+# ---------------------------------------------------------------------------
+# variants of the encoding
+
+def _gpu_node(name="n1", **annotations) -> dict:
+    reg = [{"id": f"GPU-{name}-a", "count": 10, "devmem": 15360, "devcore": 100,
+            "type": "NVIDIA-Tesla T4", "mode": "hami-core", "health": True},
+           {"id": f"GPU-{name}-b", "index": 1, "count": 10, "devmem": 15360, "devcore": 100,
+            "type": "NVIDIA-Tesla T4", "mode": "hami-core", "health": True}]
+    ann = {"hami.io/node-nvidia-register": json.dumps(reg, separators=(",", ":"))}
+    ann.update(annotations)
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": ann},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+
+
+def _pod(name, node=None, ns="default", phase="Running", annotations=None, limits=None,
+         requests=None, init=None) -> dict:
+    c = {"name": "main", "image": "x", "resources": {}}
+    if limits:
+        c["resources"]["limits"] = limits
+    if requests:
+        c["resources"]["requests"] = requests
+    spec = {"containers": [c], "schedulerName": "hami-scheduler"}
+    if init:
+        spec["initContainers"] = init
+    if node:
+        spec["nodeName"] = node
+    meta = {"name": name, "namespace": ns}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": phase}}
+
+
+def test_legacy_register_encoding_is_read_with_a_warning(tmp_path):
+    node = _gpu_node()
+    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = (
+        "GPU-x,10,15360,100,NVIDIA-Tesla T4,0,true:GPU-y,4,8000,100,NVIDIA-Tesla T4,1,false:")
+    res = import_kubectl(_write(tmp_path / "nodes.json", [node]), None)
+    cards = res.cluster.nodes[0].cards
+    assert [(c.id, c.index, c.count, c.devmem, c.numa, c.health) for c in cards] == [
+        ("GPU-x", 0, 10, 15360, 0, True), ("GPU-y", 1, 4, 8000, 1, False)]
+    assert any("older colon-separated encoding" in w for w in res.warnings)
+
+
+def test_cordoned_node_and_unknown_cordon_ids(tmp_path):
+    a = _gpu_node("a", **{"hami.io/device-cordon": " GPU-a-b , GPU-gone,"})
+    b = _gpu_node("b")
+    b["spec"]["unschedulable"] = True
+    res = import_kubectl(_write(tmp_path / "nodes.json", [a, b]), None)
+    by = {n.name: n for n in res.cluster.nodes}
+    assert by["a"].cordon == frozenset({"GPU-a-b"})
+    assert by["b"].cordon == frozenset({"GPU-b-a", "GPU-b-b"})
+    assert any("GPU-gone" in w for w in res.warnings)
+    assert any("spec.unschedulable" in w for w in res.warnings)
+
+
+def test_node_without_register_annotation_is_unregistered(tmp_path):
+    node = _gpu_node()
+    del node["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    res = import_kubectl(_write(tmp_path / "nodes.json", [node]), None)
+    assert not res.cluster.nodes[0].registered
+
+
+def test_pod_phases_and_placements(tmp_path):
+    nodes = _write(tmp_path / "nodes.json", [_gpu_node()])
+    hami = {"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-n1-a,NVIDIA,1000,0:;"}
+    pods = _write(tmp_path / "pods.json", [
+        _pod("run", "n1", annotations=hami, limits={"nvidia.com/gpu": "1"}),
+        _pod("done", "n1", phase="Succeeded", annotations=hami),
+        _pod("fail", "n1", phase="Failed", annotations=hami),
+        # filtered by HAMi, not yet bound: HAMi already counts it
+        _pod("binding", None, phase="Pending", annotations={**hami, "hami.io/bind-phase":
+                                                            "allocating"}),
+        # its bind failed: it will be filtered again, so it is pending
+        _pod("retry", None, phase="Pending", annotations={**hami, "hami.io/bind-phase": "failed"},
+             limits={"nvidia.com/gpu": "1"}),
+        _pod("elsewhere", "other-node", requests={"cpu": "1"}),
+        _pod("wait", None, phase="Pending", limits={"nvidia.com/gpu": "1",
+                                                    "nvidia.com/gpumem-percentage": "50"},
+             requests={"cpu": "250m", "memory": "1Gi"},
+             annotations={"hami.io/gpu-scheduler-policy": "binpack",
+                          "kubectl.kubernetes.io/last-applied-configuration": "{}"}),
+    ])
+    res = import_kubectl(nodes, pods)
+    assert [e["name"] for e in res.state_entries] == ["default/run", "default/binding"]
+    assert [tp.pod.name for tp in res.pending] == ["default/retry", "default/wait"]
+    assert (res.skipped_finished, res.skipped_elsewhere) == (2, 1)
+    wait = res.pending[1].pod
+    assert (wait.cpu_milli, wait.memory_mib) == (250, 1024)
+    assert wait.annotations == {"hami.io/gpu-scheduler-policy": "binpack"}
+
+
+def test_pod_cpu_memory_is_kube_schedulers_pod_request(tmp_path):
+    nodes = _write(tmp_path / "nodes.json", [_gpu_node()])
+    p = _pod("p", None, phase="Pending", requests={"cpu": "1", "memory": "1Gi"})
+    p["spec"]["containers"].append({"name": "side", "resources": {"limits": {"cpu": "500m",
+                                                                              "memory": "1Gi"}}})
+    p["spec"]["initContainers"] = [
+        {"name": "big-init", "resources": {"requests": {"cpu": "3", "memory": "512Mi"}}},
+        {"name": "sidecar", "restartPolicy": "Always",
+         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]
+    p["spec"]["overhead"] = {"cpu": "10m"}
+    res = import_kubectl(nodes, _write(tmp_path / "pods.json", [p]))
+    pod = res.pending[0].pod
+    # max(app 1.5 + sidecar 0.1, init 3) + overhead; memory max(2Gi + 64Mi, 512Mi)
+    assert (pod.cpu_milli, pod.memory_mib) == (3010, 2048 + 64)
+    assert len(pod.init_containers) == 2
+
+
+# ---------------------------------------------------------------------------
+# bad input: one located message, exit status 2
+
+def _cli_error(capsys, *args) -> str:
+    assert main(["import", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hamisim: ") and "Traceback" not in err
+    return err
+
+
+def test_malformed_json_is_located(tmp_path, capsys):
+    bad = tmp_path / "nodes.json"
+    bad.write_text('{"items": [\n  {"metadata": {"name": "n1"},}\n]}\n')
+    err = _cli_error(capsys, str(bad), "--out", str(tmp_path / "o"))
+    assert f"{bad}:2: invalid JSON" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_register_annotation_is_located(tmp_path, capsys):
+    node = _gpu_node()
+    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = \
+        '[{"id":"GPU-1","count":"ten","devmem":1,"type":"NVIDIA"}]'
+    path = _write(tmp_path / "nodes.json", [node])
+    err = _cli_error(capsys, str(path), "--out", str(tmp_path / "o"))
+    line = _line_of(path, "hami.io/node-nvidia-register")
+    assert f"{path}:{line}: node 'n1': annotation hami.io/node-nvidia-register" in err
+    assert "'count' must be an integer" in err
+
+
+def test_bad_quantity_is_located(tmp_path, capsys):
+    node = _gpu_node()
+    node["status"]["allocatable"]["memory"] = "32GB"
+    path = _write(tmp_path / "nodes.json", [node])
+    err = _cli_error(capsys, str(path), "--out", str(tmp_path / "o"))
+    assert f"{path}:{_line_of(path, '32GB')}:" in err and "not a Kubernetes quantity" in err
+
+
+def test_fractional_gpu_is_rejected(tmp_path, capsys):
+    nodes = _write(tmp_path / "nodes.json", [_gpu_node()])
+    pods = _write(tmp_path / "pods.json", [_pod("p", phase="Pending",
+                                                limits={"nvidia.com/gpu": "500m"})])
+    err = _cli_error(capsys, str(nodes), str(pods), "--out", str(tmp_path / "o"))
+    assert f"{pods}:{_line_of(pods, '500m')}:" in err and "whole number" in err
+
+
+@pytest.mark.parametrize("annotations,needle,problem", [
+    ({"hami.io/vgpu-node": "n9", "hami.io/vgpu-devices-allocated": "GPU-n1-a,NVIDIA,1,0:;"},
+     '"n9"', "hami.io/vgpu-node is 'n9' but spec.nodeName is 'n1'"),
+    ({"hami.io/vgpu-node": "n9", "hami.io/vgpu-devices-allocated": "GPU-n1-a,NVIDIA,1,0:;",
+      "unbound": "yes"}, '"n9"', "names node 'n9', which is not in the node dump"),
+    ({"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-zz,NVIDIA,1,0:;"},
+     "GPU-zz", "names card 'GPU-zz', which is not a card of node 'n1'"),
+    ({"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-n1-a,NVIDIA,x,0:;"},
+     "GPU-n1-a,NVIDIA,x", "memory 'x' is not a non-negative integer"),
+    ({"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-n1-a,NVIDIA:;"},
+     "GPU-n1-a,NVIDIA:", "has 2 fields"),
+])
+def test_bad_placements_are_located(tmp_path, capsys, annotations, needle, problem):
+    nodes = _write(tmp_path / "nodes.json", [_gpu_node()])
+    bound = annotations.pop("unbound", None) is None
+    pods = _write(tmp_path / "pods.json", [_pod("p", "n1" if bound else None,
+                                                annotations=annotations)])
+    err = _cli_error(capsys, str(nodes), str(pods), "--out", str(tmp_path / "o"))
+    assert f"{pods}:{_line_of(pods, needle)}:" in err and problem in err
+
+
+def test_wrong_file_kind(tmp_path, capsys):
+    nodes = _write(tmp_path / "nodes.json", [_gpu_node()])
+    err = _cli_error(capsys, str(nodes), str(nodes), "--out", str(tmp_path / "o"))
+    assert "expected kind 'Pod'" in err
+
+
+def test_missing_file(tmp_path, capsys):
+    err = _cli_error(capsys, str(tmp_path / "nope.json"), "--out", str(tmp_path / "o"))
+    assert "nope.json: cannot read file" in err
