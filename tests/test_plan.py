@@ -1,0 +1,225 @@
+"""`hamisim plan`: the capacity search against a brute-force sweep, targets, plan files."""
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_sweep import make_inputs
+
+from hamisim.cli import main
+from hamisim.errors import InputError
+from hamisim.plan import Target, load_plan, run_plan
+from hamisim.sweep import load_sweep, run_sweep
+
+WORKLOAD = "workload: {trace: trace.csv, offered_gpus: 10, n_pods: 300, max_lifetime: 600}\n"
+POLICY = "policies: {node_scheduler_policy: binpack, gpu_scheduler_policy: spread}\n"
+PLAN = ("cluster: {file: cluster.yaml, vary: gpu}\n" + WORKLOAD + POLICY + "seeds: 2\n"
+        "target: pending_p99_s <= 200\nsearch: {min: 2, max: 12}\n")
+BRUTE_FORCE = ("cluster: {file: cluster.yaml, vary: gpu, replicas: {from: 2, to: 12}}\n"
+               + WORKLOAD + POLICY + "seeds: 2\n")
+
+
+@pytest.fixture(scope="module")
+def brute_force(tmp_path_factory):
+    """Every size 2..12 (two seeds) as a sweep, and the plan file beside it."""
+    folder = tmp_path_factory.mktemp("plan")
+    sweep = make_inputs(folder, BRUTE_FORCE)
+    (folder / "plan.yaml").write_text(PLAN)
+    out = folder / "sweep-out"
+    outcome = run_sweep(load_sweep(sweep), out, workers=2, progress=False)
+    return folder, outcome
+
+
+def smallest_meeting(table: pd.DataFrame, target: Target, agg: str = "max") -> int:
+    worst = table.groupby("replicas")[target.metric].agg(agg)
+    meeting = [r for r, v in worst.items() if target.met(v)]
+    # the search assumes more nodes never hurt: check the fixture really is monotone
+    assert meeting == list(range(min(meeting), 13))
+    return min(meeting)
+
+
+def test_plan_finds_the_brute_force_answer(brute_force, tmp_path):
+    folder, sweep = brute_force
+    plan = load_plan(folder / "plan.yaml")
+    outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    expected = smallest_meeting(sweep.table, plan.target)
+    assert expected == 5            # the fixture makes the answer an inner point
+    assert outcome.answer == expected and outcome.exact
+    assert outcome.bracket == (expected - 1, expected)
+    curve = outcome.curve
+    assert len(curve) <= 10 and curve["replicas"].is_monotonic_increasing
+    assert curve["replicas"].iloc[-1] == 12 and curve["round"].min() == 1
+    # every explored point is the sweep's value at that size (the same cells)
+    worst = sweep.table.groupby("replicas")["pending_p99_s"].max()
+    for _, row in curve.iterrows():
+        assert row["pending_p99_s"] == worst[row["replicas"]]
+        assert row["met"] == (row["pending_p99_s"] <= 200)
+    assert 2 not in set(curve["replicas"])     # the overloaded bottom is never simulated
+    doc = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert (doc["answer"], doc["exact"], doc["evaluations"]) == (5, True, len(curve))
+    assert (tmp_path / "out" / "figures" / "plan.png").stat().st_size > 10_000
+    assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 2 * len(curve)
+
+
+def test_plan_reuses_the_cells_of_a_sweep(brute_force, tmp_path, capsys):
+    folder, sweep = brute_force
+    out = tmp_path / "out"
+    import shutil
+    shutil.copytree(sweep.out, out)
+    status = main(["plan", str(folder / "plan.yaml"), "--out", str(out), "--resume",
+                   "--workers", "1", "--format", "csv"])
+    assert status == 0
+    report = capsys.readouterr().out
+    assert report.startswith("hamisim plan: 5 nodes of group 'gpu' (20 GPUs) meet "
+                             "pending_p99_s <= 200 under node=binpack card=spread")
+    assert "4 nodes do not" in report and "(0 cells run," in report
+    curve = pd.read_csv(out / "curve.csv")
+    assert list(curve.columns[:5]) == ["replicas", "nodes", "gpus", "round", "seeds"]
+
+
+def test_aggregate_and_target_override(brute_force, tmp_path):
+    folder, sweep = brute_force
+    median = load_plan(folder / "plan.yaml", target="pending_p99_s <= 110")
+    worst = run_plan(median, tmp_path / "worst", workers=2, progress=False)
+    assert worst.answer == smallest_meeting(sweep.table, median.target) == 6
+    text = PLAN.replace("target: pending_p99_s <= 200", "target: pending_p99_s <= 110\n"
+                        "aggregate: median")
+    (folder / "median.yaml").write_text(text)
+    by_median = run_plan(load_plan(folder / "median.yaml"), tmp_path / "median", workers=2,
+                         progress=False)
+    assert by_median.answer == smallest_meeting(sweep.table, median.target, "median") == 5
+
+
+def test_parallel_rounds_find_the_same_answer(brute_force, tmp_path):
+    folder, _ = brute_force
+    (folder / "rounds.yaml").write_text(PLAN.replace("search: {min: 2, max: 12}",
+                                                     "search: {min: 2, max: 12, per_round: 3}"))
+    outcome = run_plan(load_plan(folder / "rounds.yaml"), tmp_path / "out", workers=2,
+                       progress=False)
+    assert outcome.answer == 5 and outcome.exact
+    # round 1: the top; round 2: three sizes splitting 2..11 evenly; round 3: between 3 and 6
+    rounds = outcome.curve.groupby("round")["replicas"].apply(list).to_dict()
+    assert rounds[1] == [12] and rounds[2] == [3, 6, 9] and rounds[3] == [4, 5]
+
+
+def test_failing_cells_stop_the_plan_with_exit_1(tmp_path, capsys):
+    from test_sweep import FAILING_CLUSTER
+    folder = tmp_path / "in"
+    make_inputs(folder, "cluster: cluster.yaml\n", FAILING_CLUSTER)
+    (folder / "plan.yaml").write_text(PLAN)
+    assert main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "out"),
+                 "--workers", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "no answer" in out and "cells failed; the search stopped" in out
+    assert "duplicate node name 'gpu-3'" in out
+
+
+def test_no_answer_in_range_exits_1(brute_force, tmp_path, capsys):
+    folder, _ = brute_force
+    status = main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "out"),
+                   "--max", "4", "--workers", "2"])
+    assert status == 1
+    out = capsys.readouterr().out
+    assert "no answer for pending_p99_s <= 200" in out and "not met even at 4 nodes" in out
+
+
+def test_budget_exhausted_gives_a_bracket(brute_force, tmp_path):
+    folder, _ = brute_force
+    plan = load_plan(folder / "plan.yaml", max_evaluations=2, max_nodes=12)
+    outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    assert len(outcome.curve) == 2 and not outcome.exact
+    assert outcome.curve["replicas"].tolist() == [6, 12]      # max first, then the middle
+    assert outcome.answer == 6 and "answer lies in 2..6" in outcome.note
+
+
+def test_abandoned_pct_target_on_an_as_traced_replay(tmp_path):
+    folder = tmp_path / "in"
+    make_inputs(folder, "cluster: cluster.yaml\n")
+    # every pod gives up 120 s after it arrives unless bound; bound pods run to deletion
+    rows = ["name,arrival,deletion,gpu,gpumem,gpucores"]
+    for i in range(80):
+        rows.append(f"p{i:02d},{i * 5},{i * 5 + 120 + (i % 7) * 60},{1 + i % 2},4096,50")
+    (folder / "trace.csv").write_text("\n".join(rows) + "\n")
+    common = "workload: {trace: trace.csv, as_traced: true}\n" + POLICY
+    (folder / "bf.yaml").write_text("cluster: {file: cluster.yaml, vary: gpu, replicas: "
+                                    "{from: 1, to: 10}}\n" + common)
+    (folder / "plan.yaml").write_text("cluster: {file: cluster.yaml, vary: gpu}\n" + common
+                                      + "target: abandoned_pct <= 1\nsearch: {max: 10}\n")
+    table = run_sweep(load_sweep(folder / "bf.yaml"), tmp_path / "bf", workers=2,
+                      progress=False).table
+    plan = load_plan(folder / "plan.yaml")
+    expected = min(r for r, v in zip(table["replicas"], table["abandoned_pct"]) if v <= 1)
+    assert 1 < expected < 10
+    assert (table.loc[table["replicas"] < expected, "abandoned"] > 0).all()
+    outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    assert outcome.answer == expected and outcome.exact
+
+
+# ---------------------------------------------------------------------------
+# plan files
+
+def plan_error(tmp_path: Path, text: str) -> InputError:
+    folder = tmp_path / "in"
+    make_inputs(folder)
+    (folder / "plan.yaml").write_text(textwrap.dedent(text))
+    with pytest.raises(InputError) as err:
+        load_plan(folder / "plan.yaml")
+    return err.value
+
+
+BASE = "cluster: {file: cluster.yaml, vary: gpu}\n" + WORKLOAD
+
+
+@pytest.mark.parametrize("text, line, needle", [
+    (BASE + "target: pending_p99 <= 60\nsearch: {max: 9}\n", 3,
+     "did you mean 'pending_p99_s'"),
+    (BASE + "target: pending_p99_s = 60\nsearch: {max: 9}\n", 3, "METRIC OP NUMBER"),
+    (BASE + "target: pending_p99_s <= 60\nsearch: {max: 9, min: 10}\n", 4,
+     "max (9) is below min (10)"),
+    (BASE + "target: pending_p99_s <= 60\nsearch: {min: 9}\n", 4, "'search' needs 'max'"),
+    (BASE + "target: pending_p99_s <= 60\nsearch: {max: 9, maxevals: 3}\n", 4,
+     "did you mean 'max_evaluations'"),
+    ("cluster: {file: cluster.yaml, vary: gpu}\nworkload: {trace: trace.csv, load: 0.5}\n"
+     "target: pending_p99_s <= 60\nsearch: {max: 9}\n", 2, "does not grow with the cluster"),
+    (BASE + "policies: {node_scheduler_policy: [binpack, spread]}\n"
+     "target: pending_p99_s <= 60\nsearch: {max: 9}\n", 3, "a plan takes one value"),
+    ("cluster: {file: cluster.yaml, vary: gpu, replicas: [2, 3]}\n" + WORKLOAD[:-1] + "\n"
+     "target: pending_p99_s <= 60\nsearch: {max: 9}\n", 1, "not 'replicas' here"),
+    ("cluster: cluster.yaml\n" + WORKLOAD + "target: pending_p99_s <= 60\nsearch: {max: 9}\n",
+     1, "a plan sizes a node group"),
+    (BASE + "target: pending_p99_s <= 60\nsearch: {max: 9}\naggregate: best\n", 5,
+     "'aggregate' must be one of worst, median, mean"),
+])
+def test_plan_file_errors_are_located(tmp_path, text, line, needle):
+    err = plan_error(tmp_path, text)
+    assert err.path.endswith("plan.yaml") and err.line == line, str(err)
+    assert needle in err.problem, str(err)
+
+
+def test_cli_bad_target_override_exits_2(brute_force, tmp_path, capsys):
+    folder, _ = brute_force
+    assert main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "o"),
+                 "--target", "pending <= 1"]) == 2
+    assert "--target: 'target': unknown metric 'pending'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_openb_plan_answers_within_a_minute(tmp_path):
+    """The bundled openb plan: a 10-point search (at most) in under a minute on 2 workers."""
+    from hamisim.bundled import workloads_dir
+    plan = load_plan(workloads_dir() / "sweeps" / "openb-plan.yaml")
+    assert plan.max_evaluations == 10
+    start = time.monotonic()
+    outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    elapsed = time.monotonic() - start
+    assert elapsed < 60, f"{elapsed:.1f} s"
+    assert outcome.answer is not None and plan.min <= outcome.answer <= plan.max
+    curve = outcome.curve.set_index("replicas")
+    assert curve.loc[outcome.answer, "met"]
+    if outcome.bracket[0] is not None:
+        assert not curve.loc[outcome.bracket[0], "met"]
+    assert 2 <= len(curve) <= 10
