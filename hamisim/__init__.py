@@ -24,7 +24,16 @@ __all__ = [
     "SchedulerError", "Decision", "Pick", "Container", "Pod", "Request", "BACKENDS",
     "make_scheduler", "load_cluster", "load_scenario", "run_scenario",
     "RunSpec", "run", "compare", "simulate", "EngineConfig", "read_trace",
+    "load_sweep", "run_sweep", "load_plan", "run_plan", "explain_pod", "import_kubectl",
+    "load_state", "InvariantError",
 ]
+
+# name -> module for the lazily loaded part of the API
+_LAZY = {
+    "load_sweep": "sweep", "run_sweep": "sweep", "load_plan": "plan", "run_plan": "plan",
+    "explain_pod": "explain", "import_kubectl": "kubeimport", "load_state": "initialstate",
+    "InvariantError": "checker",
+}
 
 
 def __getattr__(name: str):
@@ -45,4 +54,7 @@ def __getattr__(name: str):
     if name == "read_trace":
         from .traces import read_trace
         return read_trace
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'hamisim' has no attribute {name!r}")

@@ -6,8 +6,10 @@ exits with status 2, never with a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
 from typing import Sequence
 
 from . import __version__
@@ -15,6 +17,8 @@ from .errors import HamisimError, InputError
 from .scheduler import BACKENDS
 
 EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+#: --check found a broken invariant (hamisim.checker); 130 = interrupted (Ctrl-C)
+EXIT_INVARIANT, EXIT_INTERRUPTED = 3, 130
 
 
 def _add_backend(p: argparse.ArgumentParser) -> None:
@@ -45,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", action="store_true",
                     help="print the events and expectations as one JSON object")
     sc.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
+    sc.add_argument("--state", metavar="STATE",
+                    help="initial state: pods running before the first step (DESIGN §4.4)")
     _add_backend(sc)
+    _add_check(sc)
     sc.set_defaults(func=cmd_scenario)
 
     rn = sub.add_parser(
@@ -81,13 +88,136 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Redraw DIR/figures from DIR/timeseries of a 'run'.")
     pl.add_argument("dir", metavar="DIR")
     pl.set_defaults(func=cmd_plot)
+
+    im = sub.add_parser(
+        "import", help="a cluster file, initial state and pending pods from kubectl dumps",
+        description="Read 'kubectl get nodes -o json' (and 'kubectl get pods -A -o json') and "
+                    "write DIR/cluster.yaml (cards from hami.io/node-nvidia-register, pair "
+                    "scores, cordons, allocatable CPU and memory), DIR/state.yaml (the pods "
+                    "holding resources now) and DIR/pending.jsonl (the pending pods as a "
+                    "trace). DESIGN §4.4 describes the files.",
+        epilog="Then: hamisim run DIR/cluster.yaml DIR/pending.jsonl --state DIR/state.yaml; "
+               "hamisim explain DIR/cluster.yaml DIR/pending.jsonl --pod NAME --state "
+               "DIR/state.yaml")
+    im.add_argument("nodes", metavar="NODES", help="kubectl get nodes -o json output")
+    im.add_argument("pods", metavar="PODS", nargs="?",
+                    help="kubectl get pods -A -o json output (optional)")
+    im.add_argument("--out", default="hamisim-import", metavar="DIR",
+                    help="folder for the three files, replaced atomically "
+                         "(default: %(default)s)")
+    im.add_argument("--gpu-policy", default="spread", metavar="P",
+                    help="card policy to write into the cluster file (a dump does not hold "
+                         "hami-scheduler's; default: %(default)s)")
+    im.add_argument("--node-policy", default="binpack", metavar="P",
+                    help="node policy to write into the cluster file (default: %(default)s)")
+    im.set_defaults(func=cmd_import)
+
+    ex = sub.add_parser(
+        "explain", help="why a pod lands where it does, or stays pending, card by card",
+        description="Explain one scheduling attempt with the reference implementation: per "
+                    "node the node score, per card its score, its place in the sorted list, "
+                    "the order Fit visited it and the first check that rejected it, then "
+                    "the node sort and the result as 'kubectl describe pod' shows it "
+                    "(FailedScheduling and HAMi's FilteringFailed events). Either a pod "
+                    "against a cluster (and an initial state), or an attempt of a finished "
+                    "run (--run DIR --pod NAME), replayed from its events table.",
+        epilog="POD: a Kubernetes Pod or pod list (.yaml/.json, e.g. kubectl get pod -o "
+               "json), a pod in the scenario 'create' form (.yaml/.json), or a trace "
+               "(.csv/.jsonl/.parquet); --pod picks one by name or by name without its "
+               "namespace.")
+    ex.add_argument("cluster", metavar="CLUSTER", nargs="?",
+                    help="cluster file (.yaml/.json) or openb node list (.csv)")
+    ex.add_argument("podfile", metavar="POD", nargs="?", help="file holding the pod")
+    ex.add_argument("--pod", metavar="NAME", help="the pod to explain")
+    ex.add_argument("--state", metavar="STATE",
+                    help="initial state: pods running on the cluster (DESIGN §4.4)")
+    ex.add_argument("--run", metavar="DIR",
+                    help="results folder of 'hamisim run': explain an attempt of --pod there")
+    ex.add_argument("--attempt", type=int, metavar="N",
+                    help="with --run: the pod's N-th scheduling attempt (1 = first, -1 = "
+                         "last; default: its last unschedulable one)")
+    ex.add_argument("--gpu-policy", metavar="P", help="card policy (overrides the cluster file)")
+    ex.add_argument("--node-policy", metavar="P", help="node policy (overrides the cluster file)")
+    ex.add_argument("--percentage-of-nodes-to-score", type=_percentage, metavar="N",
+                    help="kube-scheduler's percentageOfNodesToScore (0 = adaptive default)")
+    ex.add_argument("--node", action="append", default=[], metavar="NAME",
+                    help="print this node's cards even in a large cluster (repeatable)")
+    ex.add_argument("--max-nodes", type=int, default=20, metavar="N",
+                    help="print every node's cards when HAMi evaluated at most N nodes "
+                         "(default: %(default)s)")
+    ex.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    ex.set_defaults(func=cmd_explain)
+
+    sw = sub.add_parser(
+        "sweep", help="run every cell of a sweep file (clusters x workloads x policies x seeds)",
+        description="Run every combination of a sweep file's clusters (or node-group sizes), "
+                    "workloads, policies and seeds (DESIGN §4.5), on a local process pool or a "
+                    "Dask cluster; write one results table (a row per cell), each cell's "
+                    "outputs and comparison plots. Exits 1 when a cell failed (the others "
+                    "still run), 2 on bad input.")
+    sw.add_argument("file", metavar="SWEEP", help="sweep file (.yaml/.yml/.json)")
+    _add_sweep_options(sw, "hamisim-sweep")
+    sw.set_defaults(func=cmd_sweep)
+
+    pn = sub.add_parser(
+        "plan", help="the fewest nodes of a node group that meet a target",
+        description="Search the replicas of a node group for the smallest one at which a "
+                    "workload meets a target such as 'pending_p99_s <= 60' (DESIGN §4.6); "
+                    "write the explored curve as a table and a plot. Exits 1 when the "
+                    "target is not met in the range or a cell failed, 2 on bad input.")
+    pn.add_argument("file", metavar="PLAN", help="plan file (.yaml/.yml/.json)")
+    pn.add_argument("--target", metavar="EXPR",
+                    help="override the plan's target, e.g. 'abandoned_pct <= 1'")
+    pn.add_argument("--min", type=_positive_int, dest="min_nodes", metavar="N",
+                    help="override the smallest node count searched")
+    pn.add_argument("--max", type=_positive_int, dest="max_nodes", metavar="N",
+                    help="override the largest node count searched")
+    pn.add_argument("--max-evaluations", type=_positive_int, metavar="K",
+                    help="override how many node counts the search may try (default 10)")
+    _add_sweep_options(pn, "hamisim-plan")
+    pn.set_defaults(func=cmd_plan)
     return parser
+
+
+def _add_sweep_options(p: argparse.ArgumentParser, out: str) -> None:
+    p.add_argument("--out", default=out, metavar="DIR",
+                   help="results folder; each cell is filed in DIR/cells/<id>/ as it "
+                        "completes (default: %(default)s)")
+    p.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="local worker processes (default: the CPUs available)")
+    p.add_argument("--dask-scheduler", metavar="ADDR",
+                   help="run the cells on a Dask cluster instead, e.g. tcp://host:8786 "
+                        "(needs pip install 'hamisim[dask]')")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in DIR: finished cells are kept")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in a DIR that holds an earlier run")
+    p.add_argument("--retries", type=int, default=2, metavar="N",
+                   help="run a cell again when its worker dies, at most N times (default: 2)")
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                   help="table format of the results (default: parquet)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: only on a terminal)")
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _nonnegative(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be an integer in 0..2**63-1, got {value}")
     return value
 
 
@@ -119,15 +249,19 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
                         "protocol (one attempt per pod, no departures) (default: replay)")
-    p.add_argument("--fill-to", type=float, default=130.0, metavar="PCT",
+    p.add_argument("--fill-to", type=_nonnegative, default=130.0, metavar="PCT",
                    help="fill mode: submit pods until their GPU request reaches PCT%% of "
                         "capacity (default: 130)")
-    p.add_argument("--load", type=_fraction, default=0.8, metavar="X",
+    p.add_argument("--load", type=_fraction, default=None, metavar="X",
                    help="replay: re-time arrivals (Poisson) to offered GPU load X, a fraction "
-                        "of capacity (default: 0.8)")
+                        "of capacity (default: 0.8; with --state: the trace's own times)")
     p.add_argument("--as-traced", action="store_true",
                    help="replay the trace's own timestamps instead of re-timing")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--state", metavar="STATE",
+                   help="initial state: pods already running at time 0 (DESIGN §4.4, e.g. "
+                        "from 'hamisim import'); replays the trace as traced unless --load "
+                        "is given")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default: 0)")
     p.add_argument("--retry", choices=("backoff", "none"), default="backoff",
                    help="replay: retry unschedulable pods with kube-scheduler's backoff, or "
                         "give each pod one attempt (default: backoff)")
@@ -140,6 +274,22 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: only on a terminal)")
     _add_backend(p)
+    _add_check(p)
+
+
+def _add_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--check", action="store_true",
+                   help="verify the simulation's invariants after every event (card "
+                        "capacity, usage = bound pods' allocations, pod accounting); a "
+                        "violation stops the run with exit status 3")
+
+
+def _warn_option_policies(args: argparse.Namespace) -> None:
+    from .policy import warn_policy
+    for option, kind in (("gpu_policy", "gpu"), ("node_policy", "node")):
+        values = getattr(args, option, None)
+        for value in [values] if isinstance(values, str) else values or []:
+            warn_policy(f"--{option.replace('_', '-')}", value, kind, research_ok=True)
 
 
 def _spec(args: argparse.Namespace, **overrides):
@@ -147,22 +297,42 @@ def _spec(args: argparse.Namespace, **overrides):
     if (args.cluster is None) != (args.trace is None):
         raise InputError(None, None, "give both CLUSTER and TRACE, or neither (bundled openb)")
     fields = dict(cluster=args.cluster, trace=args.trace, mode=args.mode,
-                  load=None if args.as_traced else args.load, fill_to=args.fill_to,
+                  load=_load(args), fill_to=args.fill_to, state=getattr(args, "state", None),
                   seed=args.seed, backend=args.backend, retry=args.retry,
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
-                  node_tie_break=args.node_tie_break, progress=args.progress)
+                  node_tie_break=args.node_tie_break, progress=args.progress,
+                  check=getattr(args, "check", False))
     fields.update(overrides)
+    _warn_option_policies(args)
     return RunSpec(**fields)
+
+
+def _load(args: argparse.Namespace) -> float | None:
+    """--load: 0.8 by default; a state is a moment, so with --state the trace's
+    own times unless --load is given."""
+    if args.as_traced:
+        return None
+    if args.load is None:
+        return None if getattr(args, "state", None) else DEFAULT_LOAD
+    return args.load
+
+
+#: --load without a value (study.DEFAULT_LOAD, not imported: keeps startup light)
+DEFAULT_LOAD = 0.8
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .study import run, write_run
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     result = run(spec)
+    _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     label = result.summary["label"]
     out = write_run(result, args.out, args.format, title=label)
     r = result.summary["results"]
-    rows = [("pods", r["pods"]), ("bound", r["bound"]), ("departed", r["departed"]),
+    rows = [("pods", r["pods"])]
+    if r.get("initial_pods"):
+        rows.append(("  running from the initial state", r["initial_pods"]))
+    rows += [("bound", r["bound"]), ("departed", r["departed"]),
             ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
             ("scheduling attempts", r["attempts"]),
             ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
@@ -200,9 +370,53 @@ def cmd_plot(args: argparse.Namespace) -> int:
         paths = plot_folder(args.dir)
     except FileNotFoundError as err:
         raise InputError(None, None, str(err)) from None
+    except (ValueError, KeyError, OSError) as err:     # a damaged results folder
+        raise InputError(args.dir, None, "not a readable results folder of 'hamisim run' "
+                                         f"({type(err).__name__}: {err})") from None
     for p in paths:
         print(p)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _cells_kept_note(out: str):
+    """On Ctrl-C, say that a sweep's finished cells are kept (each is filed as it completes)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(f"hamisim: finished cells are kept in {out}/cells; --resume continues",
+              file=sys.stderr)
+        raise
+
+
+def _sweep_kwargs(args: argparse.Namespace) -> dict:
+    if args.resume and args.overwrite:
+        raise InputError(None, None, "give --resume or --overwrite, not both")
+    if args.workers is not None and args.dask_scheduler:
+        raise InputError(None, None, "give --workers or --dask-scheduler, not both")
+    return dict(workers=args.workers, dask_scheduler=args.dask_scheduler, resume=args.resume,
+                overwrite=args.overwrite, fmt=args.format, retries=max(args.retries, 0),
+                progress=args.progress)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import format_report, load_sweep, run_sweep
+    sweep = load_sweep(args.file)
+    with _cells_kept_note(args.out):
+        outcome = run_sweep(sweep, args.out, **_sweep_kwargs(args))
+    sys.stdout.write(format_report(outcome))
+    return EXIT_OK if outcome.failed.empty else EXIT_EXPECTATION_FAILED
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .plan import format_plan_report, load_plan, run_plan
+    plan = load_plan(args.file, target=args.target, min_nodes=args.min_nodes,
+                     max_nodes=args.max_nodes, max_evaluations=args.max_evaluations)
+    with _cells_kept_note(args.out):
+        outcome = run_plan(plan, args.out, **_sweep_kwargs(args))
+    sys.stdout.write(format_plan_report(outcome))
+    return EXIT_OK if outcome.answer is not None and not outcome.failed \
+        else EXIT_EXPECTATION_FAILED
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
@@ -215,8 +429,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.file:
         raise InputError(None, None, "hamisim scenario: FILE is required (or --list)")
-    scenario = load_scenario(str(resolve_scenario(args.file)))
-    result = run_scenario(scenario, backend=args.backend)
+    scenario = load_scenario(str(resolve_scenario(args.file)), state=args.state)
+    if scenario.state is not None:
+        _print_warnings(args.state, scenario.state.warnings)
+    result = run_scenario(scenario, backend=args.backend, check=args.check)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -225,21 +441,149 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_EXPECTATION_FAILED
 
 
+def _print_warnings(where: str | None, messages: Sequence[str]) -> None:
+    for m in messages:
+        print(f"hamisim: {where}: warning: {m}" if where else f"hamisim: warning: {m}",
+              file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .cluster import SchedulerConfig
+    from .kubeimport import import_kubectl, write_import
+    result = import_kubectl(args.nodes, args.pods, SchedulerConfig(
+        gpu_scheduler_policy=args.gpu_policy, node_scheduler_policy=args.node_policy))
+    files = write_import(result, args.out)
+    _print_warnings(None, result.warnings)
+    c = result.cluster
+    cards = c.n_cards
+    cordoned = sum(len(n.cordon) for n in c.nodes)
+    registered = sum(1 for n in c.nodes if n.registered)
+    holding = sum(1 for p in result.state.pods if any(p.containers))
+    print(f"hamisim import: {len(c.nodes)} nodes ({registered} with HAMi cards, {cards} cards"
+          + (f", {cordoned} cordoned" if cordoned else "") + ")")
+    if result.pods_path is not None:
+        print(f"  {len(result.state.pods)} running pods ({holding} holding cards), "
+              f"{len(result.pending)} pending pods"
+              + (f", {result.skipped_finished} finished pods skipped"
+                 if result.skipped_finished else "")
+              + (f", {result.skipped_elsewhere} pods on nodes not in {args.nodes} skipped"
+                 if result.skipped_elsewhere else ""))
+    print(f"  wrote {', '.join(str(p) for p in files.values())}")
+    if "pending" in files:
+        first = result.pending[0].pod.name
+        print("next:")
+        print(f"  hamisim run {files['cluster']} {files['pending']} --state {files['state']} "
+              f"--out {args.out}-run")
+        print(f"  hamisim explain {files['cluster']} {files['pending']} --pod {first} "
+              f"--state {files['state']}")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    import dataclasses
+    from .explain import explain_pod, explain_run, format_text, load_pod
+    if args.run is not None:
+        if args.cluster is not None or args.podfile is not None or args.state is not None:
+            raise InputError(None, None, "with --run, give only --pod NAME (the run's own "
+                                         "cluster, trace and state are used)")
+        if args.pod is None:
+            raise InputError(None, None, "--run needs --pod NAME")
+        exp = explain_run(args.run, args.pod, args.attempt)
+    else:
+        if args.cluster is None or args.podfile is None:
+            raise InputError(None, None, "give CLUSTER and POD, or --run DIR --pod NAME")
+        if args.attempt is not None:
+            raise InputError(None, None, "--attempt goes with --run")
+        from .initialstate import load_state
+        from .traces import cluster_from_path
+        cluster = cluster_from_path(args.cluster)
+        changes = {k: v for k, v in (
+            ("gpu_scheduler_policy", args.gpu_policy), ("node_scheduler_policy", args.node_policy),
+            ("percentage_of_nodes_to_score", args.percentage_of_nodes_to_score)) if v is not None}
+        if changes:
+            cluster = dataclasses.replace(
+                cluster, scheduler=dataclasses.replace(cluster.scheduler, **changes))
+        state = load_state(args.state, cluster) if args.state else None
+        if state is not None:
+            _print_warnings(args.state, state.warnings)
+        pod = load_pod(args.podfile, args.pod)
+        if state is not None:
+            state.check_disjoint([pod.name], args.podfile)
+        exp = explain_pod(cluster, pod, state, context={
+            "cluster": args.cluster, "pod_file": args.podfile, "state": args.state})
+    if args.json:
+        json.dump(exp.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_text(exp, args.node, args.max_nodes))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
+    from .checker import InvariantError
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with _policy_warnings():
+            return args.func(args)
     except InputError as err:
         print(f"hamisim: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except InvariantError as err:
+        print(f"hamisim: {err}", file=sys.stderr)
+        return EXIT_INVARIANT
     except HamisimError as err:
         print(f"hamisim: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as err:      # e.g. a results folder that cannot be written
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        print(f"hamisim: error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("hamisim: interrupted", file=sys.stderr)
-        return 130
+        # results folders are swapped in whole (hamisim.outputs.atomic_folder),
+        # so an interrupted run or compare has written nothing
+        done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
+        _close_progress_bars()
+        print(f"hamisim: interrupted:{done}" if done else "hamisim: interrupted",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _close_progress_bars() -> None:
+    """Clear an interrupted progress bar's line, so the message starts a line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ()) or ()):
+        try:
+            bar.close()
+        except Exception:   # noqa: BLE001 - cosmetic; never mask the interrupt
+            pass
+
+
+#: commands whose every output is written at the end, at once
+_WRITES_ATOMICALLY = frozenset({"run", "compare", "scenario"})
+
+
+@contextlib.contextmanager
+def _policy_warnings():
+    """Print each :class:`hamisim.policy.PolicyWarning` once, as ``hamisim: file:line:
+    warning: ...`` on stderr (a trace read once per compared policy warns once)."""
+    from .policy import PolicyWarning
+    shown: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, PolicyWarning):
+            return previous(message, category, filename, lineno, file, line)
+        text = str(message)
+        if text not in shown:
+            shown.add(text)
+            print(f"hamisim: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", PolicyWarning)
+        warnings.showwarning = show
+        yield
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+from array import array
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,13 +33,14 @@ import simpy
 
 from .cluster import Cluster
 from .metrics import TIMESERIES_COLUMNS, ClusterMeter, Shape
-from .outcome import Decision
-from .pods import Pod
+from .initialstate import INITIAL_STATE_MESSAGE
+from .outcome import Decision, devices_annotation
+from .pods import Container, Pod
 from .reference import collapsed_usage
 from .scheduler import make_scheduler
 from .traces import gpu_request
 
-__all__ = ["EngineConfig", "SimResult", "simulate", "EVENT_COLUMNS"]
+__all__ = ["EngineConfig", "SimResult", "simulate", "quiet_gc", "EVENT_COLUMNS"]
 
 EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
 
@@ -72,6 +74,9 @@ class EngineConfig:
     #: one row per this many seconds (the state after the first event at or past
     #: each sampling time), which keeps long replays' tables small
     sample_interval: float | None = None
+    #: assert the simulation's invariants after every event (hamisim.checker);
+    #: a violation raises hamisim.checker.InvariantError
+    check: bool = False
 
 
 @dataclass
@@ -105,7 +110,7 @@ class _PodState:
     last_attempt: float = 0.0
     gen: int = 0                      # invalidates stale timers
     node: int = -1
-    usage: dict = field(default_factory=dict)
+    usage: dict | None = None          # per card (collapsed_usage) while running
 
 
 class _Timer(simpy.events.Event):
@@ -119,12 +124,13 @@ class _Timer(simpy.events.Event):
 
     def __init__(self, env: simpy.Environment, delay: float, priority: int, action,
                  arg=None) -> None:
-        super().__init__(env)
+        # simpy.Event.__init__ sets only these two; inlined (hot path)
+        self.env = env
+        self.callbacks = [_fire_timer]
         self._ok = True
         self._value = None
         self.action = action
         self.arg = arg
-        self.callbacks.append(_fire_timer)
         env.schedule(self, priority, delay)
 
 
@@ -139,24 +145,45 @@ class _FillClock:
 
 
 class _Recorder:
-    """Columnar event log and time series (one row per event time)."""
+    """Columnar event log and time series (one row per event time).
 
-    def __init__(self) -> None:
-        self.ev: dict[str, list] = {c: [] for c in EVENT_COLUMNS}
+    Events are kept in typed arrays (time, kind and node as codes) plus the
+    pod names; device annotations and messages, present on few rows, are kept
+    sparsely. So an event costs a few dozen bytes and no Python object of its
+    own besides its pod name, and the table is built once at the end.
+    """
+
+    KINDS = ("arrive", "bind", "unschedulable", "depart", "abandon")
+
+    def __init__(self, node_names: Sequence[str]) -> None:
+        self.node_names = list(node_names)
+        self._node_code = {name: i for i, name in enumerate(self.node_names)}
+        self._kind_code = {k: i for i, k in enumerate(self.KINDS)}
+        self.time = array("d")
+        self.kind = array("b")
+        self.node = array("q")             # index into node_names, -1 = none
+        self.pod: list[str] = []
+        self.devices: dict[int, str] = {}  # row -> value, rows that have one
+        self.message: dict[int, str] = {}
         self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
         self.ts["gpu_arrived"] = []
         self.ts["queueing_delay_s"] = []
 
+    def __len__(self) -> int:
+        return len(self.pod)
+
     def event(self, time, pod, event, node=None, devices=None, message=None) -> None:
-        ev = self.ev
-        ev["time"].append(float(time))
-        ev["pod"].append(pod)
-        ev["event"].append(event)
-        ev["node"].append(node)
-        ev["devices"].append(devices)
-        ev["message"].append(message)
-        if len(ev["time"]) % _GC_EVERY == 0:
-            gc.collect(1)       # young cycles only; see _young_gc_only
+        row = len(self.pod)
+        self.time.append(time)
+        self.kind.append(self._kind_code[event])
+        self.node.append(-1 if node is None else self._node_code[node])
+        self.pod.append(pod)
+        if devices is not None:
+            self.devices[row] = devices
+        if message is not None:
+            self.message[row] = message
+        if (row + 1) % _GC_EVERY == 0:
+            gc.collect(1)       # young cycles only; see quiet_gc
 
     def sample(self, time: float, counts: dict, reading: dict) -> None:
         ts = self.ts
@@ -169,8 +196,23 @@ class _Recorder:
         for k, v in reading.items():
             ts[k].append(v)
 
+    def _sparse(self, values: dict[int, str]) -> np.ndarray:
+        col = np.full(len(self.pod), None, dtype=object)
+        if values:
+            col[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = \
+                np.array(list(values.values()), dtype=object)
+        return col
+
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        events = pd.DataFrame(self.ev, columns=list(EVENT_COLUMNS))
+        nodes = np.array(self.node_names + [None], dtype=object)   # code -1 -> None
+        events = pd.DataFrame({
+            "time": np.frombuffer(self.time, dtype=np.float64).copy(),
+            "pod": self.pod,
+            "event": np.array(self.KINDS, dtype=object)[np.frombuffer(self.kind, np.int8)],
+            "node": nodes[np.frombuffer(self.node, dtype=np.int64)],
+            "devices": self._sparse(self.devices),
+            "message": self._sparse(self.message),
+        }, columns=list(EVENT_COLUMNS))
         ts = pd.DataFrame(self.ts)
         return events, ts
 
@@ -182,7 +224,7 @@ class _Engine:
         self.sched = make_scheduler(cluster, backend=config.backend, shapes=shapes,
                                     seed=config.seed)
         self.meter = ClusterMeter(cluster, shapes)
-        self.rec = _Recorder()
+        self.rec = _Recorder([n.name for n in cluster.nodes])
         self.rng = np.random.default_rng(config.seed)
         self.random_ties = cluster.scheduler.node_tie_break == "random"
         self.env = simpy.Environment()
@@ -205,6 +247,11 @@ class _Engine:
         self.feeder_done = False
         self.peak_alloc = -1
         self.peak_usage = self.meter.usage_snapshot()   # raw usage at the peak
+        # --check: independent books verified after every event; None costs one test
+        self.checker = None
+        if config.check:
+            from .checker import Checker
+            self.checker = Checker.for_engine(self)
 
     # -- bookkeeping -------------------------------------------------------
     def _sample(self, force: bool = False) -> None:
@@ -316,6 +363,8 @@ class _Engine:
         self.counts["pods_pending"] += 1
         self.gpu_arrived += st.gpu
         self.rec.event(self.env.now, name, "arrive")
+        if self.checker is not None:  # --check (hamisim/checker.py)
+            self.checker.arrive(name)
         if tp.deletion is not None:
             self._at_live(max(tp.deletion - self.env.now, 0.0), _DEPART, self._delete, name)
         self._enqueue(st)
@@ -346,6 +395,8 @@ class _Engine:
             self._bind(st, d)
         else:
             self.rec.event(now, st.pod.name, "unschedulable", message=d.message)
+            if self.checker is not None:  # --check (hamisim/checker.py)
+                self.checker.unschedulable(st.pod.name)
             if self.cfg.retry == "none":
                 self._abandon(st, "not retried (retry: none)")
             else:
@@ -371,6 +422,8 @@ class _Engine:
             self.row_time, self.row_delays = now, []
         self.row_delays.append(now - st.arrival)
         self.rec.event(now, st.pod.name, "bind", d.node, d.devices)
+        if self.checker is not None:  # --check (hamisim/checker.py)
+            self.checker.bind(st.pod, d)
         if self.cfg.mode == "replay" and st.deletion is None and st.duration is not None:
             self._at_live(st.duration, _DEPART, self._delete, st.pod.name)
 
@@ -381,6 +434,8 @@ class _Engine:
         self.counts["pods_pending"] -= 1
         self.counts["pods_abandoned"] += 1
         self.rec.event(self.env.now, st.pod.name, "abandon", message=why)
+        if self.checker is not None:  # --check (hamisim/checker.py)
+            self.checker.abandon(st.pod.name)
         if self.cfg.mode == "replay":
             del self.pods[st.pod.name]      # memory stays flat in long replays
 
@@ -397,6 +452,8 @@ class _Engine:
             self.counts["pods_running"] -= 1
             self.counts["pods_departed"] += 1
             self.rec.event(self.env.now, name, "depart", self.cluster.nodes[st.node].name)
+            if self.checker is not None:  # --check (hamisim/checker.py)
+                self.checker.depart(name)
             del self.pods[name]
             self._wake_unschedulable()
         else:
@@ -469,12 +526,53 @@ class _Engine:
             self.counts["pods_pending"] += 1
             self.gpu_arrived += st.gpu
             self.rec.event(order, pod.name, "arrive")
+            if self.checker is not None:  # --check (hamisim/checker.py)
+                self.checker.arrive(pod.name)
             self._attempt(st)
             self._sample()
             if progress is not None:
                 progress.update(1)
         if progress is not None:
             progress.close()
+
+    # -- initial state -----------------------------------------------------
+    def adopt_initial(self, initial: Sequence) -> None:
+        """Pods already running when the run starts (:mod:`hamisim.initialstate`).
+
+        Each is adopted into the scheduler and the meter at time 0, before the
+        first event, and logged as an ``arrive`` and a ``bind`` row (message
+        ``initial state``, ``devices`` re-encoded with every segment kept);
+        it departs at its ``departure`` time in replay mode, else runs on.
+        """
+        if not initial:
+            return
+        node_index = {n.name: i for i, n in enumerate(self.cluster.nodes)}
+        for order, ip in enumerate(initial, start=-len(initial)):
+            i = node_index[ip.node]
+            pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
+                      cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib)
+            st = _PodState(pod, order, 0.0, None, ip.departure, 0.0)
+            self.pods[ip.name] = st
+            self.counts["pods_arrived"] += 1
+            self.counts["pods_pending"] += 1
+            self.rec.event(0.0, ip.name, "arrive")
+            if self.checker is not None:  # --check (hamisim/checker.py)
+                self.checker.arrive(ip.name)
+            self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
+            st.status, st.node = "running", i
+            st.usage = collapsed_usage(ip.containers, ip.n_init)
+            self.meter.apply(i, st.usage, ip.cpu_milli, +1)
+            self.counts["pods_pending"] -= 1
+            self.counts["pods_running"] += 1
+            d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)
+            devices = devices_annotation(ip.containers) if any(ip.containers) else None
+            self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
+            if self.checker is not None:  # --check (hamisim/checker.py)
+                self.checker.adopt(pod, d)
+            if ip.departure is not None and self.cfg.mode == "replay":
+                self._at_live(ip.departure, _DEPART, self._delete, ip.name)
+        self.n_initial = len(initial)
+        self._sample()
 
     def result(self) -> SimResult:
         events, ts = self.rec.frames()
@@ -488,8 +586,10 @@ class _Engine:
             "queueing_delay_p50_s": float(np.percentile(delays, 50)),
             "queueing_delay_p99_s": float(np.percentile(delays, 99)),
             "queueing_delay_max_s": float(delays.max()),
-            "end_time_s": float(self.rec.ev["time"][-1]) if self.rec.ev["time"] else 0.0,
+            "end_time_s": float(self.rec.time[-1]) if len(self.rec) else 0.0,
         }
+        if getattr(self, "n_initial", 0):
+            summary["initial_pods"] = self.n_initial
         if len(ts):
             summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
             summary["mean_frag_pct_of_capacity"] = float(ts["frag_pct_of_capacity"].mean())
@@ -519,8 +619,9 @@ def _progress_bar(total: int | None, enabled: bool | None):
 
 
 @contextmanager
-def _young_gc_only():
-    """No full garbage collections while the event loop runs.
+def quiet_gc():
+    """No automatic garbage collection inside the block (the event loop; also
+    the reading of inputs, which builds many long-lived objects).
 
     A long run keeps a few hundred thousand long-lived objects (the cluster,
     the event columns), and CPython's automatic full collections walk all of
@@ -540,26 +641,31 @@ def _young_gc_only():
             gc.enable()
 
 
-#: events between two collections of the young generations (see _young_gc_only)
+#: events between two collections of the young generations (see quiet_gc)
 _GC_EVERY = 1_000_000
 
 
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),
-             shapes: Sequence[Shape] = (), total: int | None = None) -> SimResult:
+             shapes: Sequence[Shape] = (), total: int | None = None,
+             initial: Sequence = ()) -> SimResult:
     """Run one simulation.
 
     ``workload`` is, in ``replay`` mode, trace pods (``.pod``, ``.arrival``,
     ``.duration``, ``.deletion``) in arrival order; in ``fill`` mode, pods (or
     trace pods) in submission order. ``shapes`` are the
-    typical pod shapes for the fragmentation metric. The same inputs and seed
-    give identical results.
+    typical pod shapes for the fragmentation metric. ``initial`` are pods
+    running from the start (:class:`hamisim.initialstate.InitialPod`), adopted
+    before the first event. The same inputs and seed give identical results.
     """
     if config.mode not in ("fill", "replay"):
         raise ValueError(f"unknown mode {config.mode!r} (replay or fill)")
     eng = _Engine(cluster, config, shapes)
-    with _young_gc_only():
+    with quiet_gc():
+        eng.adopt_initial(initial)
         if config.mode == "fill":
             eng.run_fill(workload, total)
         else:
             eng.run_replay(workload, total)
+        if eng.checker is not None:  # --check (hamisim/checker.py)
+            eng.checker.finish()
         return eng.result()

@@ -15,6 +15,10 @@ are mappings with exactly one key:
 A pod name may be created again only after it was deleted. All checks are
 load-time checks and raise :class:`hamisim.errors.InputError` at the step's
 line.
+
+With an initial state (``--state``, :mod:`hamisim.initialstate`) its pods are
+running before the first step: ``delete`` and ``expect`` may name them, and
+``create`` may reuse a name only after deleting them.
 """
 from __future__ import annotations
 
@@ -24,7 +28,9 @@ from dataclasses import dataclass
 from ._documents import Doc, load_mapping
 from .cluster import Cluster
 from .clusterfile import cluster_from_document
+from .initialstate import InitialState, load_state
 from .pods import Pod
+from .policy import warn_pod_policies
 from .podspec import SCENARIO_POD_KEYS, pod_from_document
 
 __all__ = [
@@ -72,27 +78,33 @@ class Scenario:
     cluster: Cluster
     steps: list[Step]
     path: str
+    state: InitialState | None = None
 
 
 # ---------------------------------------------------------------------------
 # loading
 
-def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Load and validate a scenario file; raises ``InputError`` on any problem."""
+def load_scenario(path: str | os.PathLike[str],
+                  state: str | os.PathLike[str] | None = None) -> Scenario:
+    """Load and validate a scenario file (and an initial ``state`` file, checked
+    against the scenario's cluster); raises ``InputError`` on any problem."""
     name = os.fspath(path)
-    return scenario_from_document(load_mapping(name), name)
+    return scenario_from_document(load_mapping(name), name, state_path=state)
 
 
-def scenario_from_document(doc: Doc, path: str) -> Scenario:
+def scenario_from_document(doc: Doc, path: str, *,
+                           state_path: str | os.PathLike[str] | None = None) -> Scenario:
     """Build a :class:`Scenario` from a loaded top-level mapping."""
     cluster = cluster_from_document(doc, path, extra_keys=("steps",))
+    state = load_state(state_path, cluster) if state_path is not None else None
     steps_v = doc.require("steps")
     items = steps_v.as_list("'steps'")
     if not items:
         raise steps_v.error("'steps' is empty")
     card_ids = {c.id for n in cluster.nodes for c in n.cards}
-    created: dict[str, int] = {}   # pod name -> line of its latest create
-    live: set[str] = set()
+    # pod name -> line of its latest create (0: running in the initial state)
+    created: dict[str, int] = dict.fromkeys(state.names(), 0) if state else {}
+    live: set[str] = set(created)
     steps: list[Step] = []
     for i, item in enumerate(items):
         step = item.as_doc(f"step {i}").with_context(f"step {i}")
@@ -109,8 +121,10 @@ def scenario_from_document(doc: Doc, path: str) -> Scenario:
             pod = pod_from_document(step.require_doc("create"), path,
                                     allowed_keys=SCENARIO_POD_KEYS)
             if pod.name in live:
-                raise step.error(f"pod '{pod.name}' already exists (created on line "
-                                 f"{created[pod.name]}); delete it first")
+                origin = (f"created on line {created[pod.name]}" if created[pod.name]
+                          else "running in the initial state")
+                raise step.error(f"pod '{pod.name}' already exists ({origin}); "
+                                 "delete it first")
             created[pod.name] = line
             live.add(pod.name)
             steps.append(CreateStep(pod=pod, line=line))
@@ -124,7 +138,9 @@ def scenario_from_document(doc: Doc, path: str) -> Scenario:
             steps.append(DeleteStep(pod_name=name, line=line))
         else:
             steps.append(ExpectStep(expected=_expectations(step, created, card_ids), line=line))
-    return Scenario(cluster=cluster, steps=steps, path=path)
+    warn_pod_policies((f"{path}:{st.line}", st.pod.annotations)
+                      for st in steps if isinstance(st, CreateStep))
+    return Scenario(cluster=cluster, steps=steps, path=path, state=state)
 
 
 def _expectations(step: Doc, created: dict[str, int], card_ids: set[str]) -> dict[str, str]:
@@ -207,22 +223,41 @@ def _same_cards(expected: str, actual: str) -> bool:
     return sorted(expected.split(",")) == sorted(actual.split(","))
 
 
-def run_scenario(scenario: Scenario, backend: str = "kernel") -> ScenarioResult:
+def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = False
+                 ) -> ScenarioResult:
     """Run every step in order on a fresh scheduler.
 
     A ``create`` is scheduled at once; after each ``delete`` every pending pod
     is retried once, in creation order. A bound pod's state is its card ids
-    in annotation order; expectations compare card ids as a multiset.
+    in annotation order; expectations compare card ids as a multiset. The
+    pods of the scenario's initial state are adopted before the first step.
+    ``check=True`` verifies the invariants of :mod:`hamisim.checker` after
+    every event (raising :class:`hamisim.checker.InvariantError`).
     """
     from .scheduler import make_scheduler
 
     sched = make_scheduler(scenario.cluster, backend=backend)
+    at = ["the initial state"]
+    checker = None
+    if check:  # --check: independent books of the cards (hamisim/checker.py)
+        from .checker import Checker
+        checker = Checker(scenario.cluster, scheduler=sched, where=lambda: at[0])
     events: list[ScenarioEvent] = []
     checks: list[ExpectationResult] = []
     state: dict[str, str] = {}
+    if scenario.state is not None:
+        scenario.state.adopt_into(sched, scenario.cluster)
+        for ip in scenario.state.pods:
+            ids = [p.uuid for picks in ip.containers for p in picks]
+            state[ip.name] = ",".join(ids) if ids else f"(no GPU) {ip.node}"
+        if checker is not None:
+            checker.adopt_state(scenario.state)
     pending: dict[str, Pod] = {}          # insertion order = creation order
 
     def attempt(step: int, pod: Pod) -> None:
+        at[0] = f"step {step}"
+        if checker is not None and pod.name not in pending:
+            checker.arrive(pod.name)
         try:
             d = sched.schedule(pod)
         except ValueError as err:
@@ -231,24 +266,33 @@ def run_scenario(scenario: Scenario, backend: str = "kernel") -> ScenarioResult:
             events.append(ScenarioEvent(step, pod.name, "unschedulable", message=str(err)))
             state[pod.name] = EXPECT_PENDING
             pending[pod.name] = pod
+            if checker is not None:
+                checker.unschedulable(pod.name)
             return
         if d.bound:
             events.append(ScenarioEvent(step, pod.name, "bind", d.node, d.devices))
             state[pod.name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
             pending.pop(pod.name, None)
+            if checker is not None:
+                checker.bind(pod, d)
         else:
             events.append(ScenarioEvent(step, pod.name, "unschedulable", message=d.message))
             state[pod.name] = EXPECT_PENDING
             pending[pod.name] = pod
+            if checker is not None:
+                checker.unschedulable(pod.name)
 
     for i, step in enumerate(scenario.steps):
         if isinstance(step, CreateStep):
             attempt(i, step.pod)
         elif isinstance(step, DeleteStep):
             sched.delete(step.pod_name)
-            pending.pop(step.pod_name, None)
+            was_pending = pending.pop(step.pod_name, None) is not None
             state[step.pod_name] = EXPECT_DELETED
             events.append(ScenarioEvent(i, step.pod_name, "delete"))
+            if checker is not None:
+                at[0] = f"step {i}"
+                (checker.abandon if was_pending else checker.depart)(step.pod_name)
             for pod in list(pending.values()):
                 attempt(i, pod)
         else:
@@ -256,6 +300,9 @@ def run_scenario(scenario: Scenario, backend: str = "kernel") -> ScenarioResult:
                 actual = state[pod]
                 checks.append(ExpectationResult(i, pod, expected, actual,
                                                 _same_cards(expected, actual)))
+    if checker is not None:
+        at[0] = "the end"
+        checker.finish()
     return ScenarioResult(scenario.path, backend, events, checks)
 
 

@@ -9,6 +9,7 @@ This is the layer behind ``hamisim run``, ``hamisim compare`` and
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -24,16 +25,19 @@ import pandas as pd
 from . import __version__
 from .bundled import workloads_dir
 from .cluster import Cluster
-from .engine import EngineConfig, SimResult, simulate
+from .errors import InputError
+from .engine import EngineConfig, SimResult, quiet_gc, simulate
 from .metrics import typical_shapes
 from .outputs import atomic_folder, read_table, write_json, write_table
 from .fillcurves import curves
 from .research import is_research_policy
 from .plots import plot_compare, plot_fill_curves, plot_run
+from .initialstate import InitialState, load_state
 from .traces import cluster_from_path, fill_workload, read_trace, retime
 
 __all__ = ["RunSpec", "run", "write_run", "compare", "plot_folder", "DEFAULT_LOAD",
-           "default_cluster_path", "default_trace_path"]
+           "default_cluster_path", "default_trace_path", "prepare", "Prepared",
+           "spec_from_summary"]
 
 #: offered GPU load of the bundled workload's re-timed replay (fraction of the
 #: cluster's GPUs): busy enough that policies differ, not a permanent backlog.
@@ -73,6 +77,8 @@ class RunSpec:
     node_tie_break: str | None = None
     retry: str = "backoff"
     progress: bool | None = None
+    state: str | None = None              # initial state file (DESIGN §4.4); None = empty cluster
+    check: bool = False                   # verify invariants after every event (hamisim.checker)
 
     @property
     def label(self) -> str:
@@ -105,28 +111,74 @@ def _cluster(spec: RunSpec) -> Cluster:
     return cluster
 
 
-def run(spec: RunSpec = RunSpec()) -> SimResult:
-    """One simulation; ``result.summary`` also records the inputs."""
+@dataclass
+class Prepared:
+    """What :func:`run` hands the engine: the cluster (in simulated node order),
+    the workload (arrivals in replay mode, submissions in fill mode), the
+    typical shapes and the initial state (``None`` without one)."""
+
+    cluster: Cluster
+    workload: list
+    shapes: list
+    state: InitialState | None
+    trace_path: str
+
+
+def prepare(spec: RunSpec) -> Prepared:
+    """Read and transform the inputs of ``spec`` exactly as :func:`run` does."""
     cluster = _cluster(spec)
     trace_path = spec.trace or str(default_trace_path())
     trace = read_trace(trace_path)
     pods = [tp.pod for tp in trace.pods]
     shapes = typical_shapes(pods, cluster.scheduler)
-    cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
-                       retry="none" if spec.mode == "fill" else spec.retry,
-                       progress=spec.progress)
+    state = load_state(spec.state, cluster) if spec.state is not None else None
     if spec.mode == "fill":
         # the paper's protocol also randomises the node order per seed
         order = np.random.default_rng(spec.seed).permutation(len(cluster.nodes))
         cluster = dataclasses.replace(cluster, nodes=tuple(cluster.nodes[i] for i in order))
-        workload = fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed)
-        result = simulate(cluster, workload, cfg, shapes, total=len(workload))
+        with _workload_error(spec, trace_path, "cannot fill the cluster (--mode fill)"):
+            workload = list(fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed))
     else:
         if spec.load is not None:
-            trace = retime(trace, spec.load, spec.seed, cluster.n_cards,
-                           max_lifetime=spec.max_lifetime, n_pods=spec.n_pods)
-        arrivals = list(trace.iter_arrivals())
-        result = simulate(cluster, arrivals, cfg, shapes, total=len(arrivals))
+            with _workload_error(spec, trace_path, "cannot re-time the trace to a GPU "
+                                 "load (--load)", "; --as-traced replays its own times"):
+                trace = retime(trace, spec.load, spec.seed, cluster.n_cards,
+                               max_lifetime=spec.max_lifetime, n_pods=spec.n_pods)
+        workload = list(trace.iter_arrivals())
+    if state is not None:
+        state.check_disjoint((getattr(w, "pod", w).name for w in workload),
+                             f"the workload ({os.path.basename(trace_path)})")
+    return Prepared(cluster, workload, shapes, state, trace_path)
+
+
+@contextlib.contextmanager
+def _workload_error(spec: RunSpec, trace_path: str, what: str, hint: str = ""):
+    """A workload transform's ``ValueError`` (a trace without GPU requests or
+    lifetimes, a cluster without GPUs) as an ``InputError`` naming the file."""
+    try:
+        yield
+    except ValueError as exc:
+        text = str(exc)
+        if "capacity_gpus" in text:
+            raise InputError(spec.cluster or str(default_cluster_path()), None,
+                             f"{what}: the cluster has no GPUs{hint}") from None
+        if "requests no GPU" in text:
+            text = "no pod requests a GPU"
+        name = os.path.splitext(os.path.basename(trace_path))[0]
+        text = text.removeprefix(f"trace {name}: ")
+        raise InputError(trace_path, None, f"{what}: {text}{hint}") from None
+
+
+def run(spec: RunSpec = RunSpec()) -> SimResult:
+    """One simulation; ``result.summary`` also records the inputs."""
+    with quiet_gc():        # reading builds many objects; see engine.quiet_gc
+        prep = prepare(spec)
+    cluster, trace_path = prep.cluster, prep.trace_path
+    cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
+                       retry="none" if spec.mode == "fill" else spec.retry,
+                       progress=spec.progress, check=spec.check)
+    result = simulate(cluster, prep.workload, cfg, prep.shapes, total=len(prep.workload),
+                      initial=prep.state.pods if prep.state is not None else ())
     s = cluster.scheduler
     result.summary = {
         "hamisim_version": __version__,
@@ -140,15 +192,41 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
             "n_pods": spec.n_pods if spec.mode == "replay" and spec.load else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
             "seed": spec.seed, "backend": spec.backend, "retry": cfg.retry,
+            # where the inputs were read from, for `hamisim explain --run`
+            "cluster_path": os.path.abspath(spec.cluster or str(default_cluster_path())),
+            "trace_path": os.path.abspath(trace_path),
         },
         "scheduler": dataclasses.asdict(s),
         "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards},
-        "typical_shapes": len(shapes),
+        "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
         "results": result.summary,
     }
+    if spec.state is not None:
+        result.summary["inputs"].update({
+            "state": os.path.basename(spec.state), "state_sha256": _sha256(spec.state),
+            "state_path": os.path.abspath(spec.state)})
+        if prep.state.warnings:
+            result.summary["inputs"]["state_warnings"] = list(prep.state.warnings)
     return result
+
+
+def spec_from_summary(summary: dict) -> RunSpec:
+    """The :class:`RunSpec` of a finished run, from its ``summary.json``: the
+    recorded input paths and the scheduler settings as simulated."""
+    inputs, sched = summary["inputs"], summary["scheduler"]
+    replay = inputs["mode"] == "replay"
+    return RunSpec(
+        cluster=inputs["cluster_path"], trace=inputs["trace_path"],
+        gpu_policy=sched["gpu_scheduler_policy"], node_policy=sched["node_scheduler_policy"],
+        mode=inputs["mode"], load=inputs["load"] if replay else None,
+        max_lifetime=inputs.get("max_lifetime_s"), n_pods=inputs.get("n_pods"),
+        fill_to=inputs["fill_to_pct"] if not replay else 130.0, seed=inputs["seed"],
+        backend=inputs["backend"], retry=inputs["retry"],
+        percentage_of_nodes_to_score=sched["percentage_of_nodes_to_score"],
+        node_tie_break=sched["node_tie_break"], progress=False,
+        state=inputs.get("state_path"))
 
 
 def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parquet",
@@ -184,6 +262,9 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
             if fill:
                 curve_parts.append(curves(res.timeseries, label, spec.seed))
             sub = tmp / "runs" / f"{_slug(label)}-seed{spec.seed}"
+            # a research node policy labels every card policy alike: number the repeats
+            sub = next(p for k in itertools.count(1)
+                       if not (p := sub.with_name(sub.name + (f"-{k}" if k > 1 else ""))).exists())
             sub.mkdir(parents=True)
             write_table(res.timeseries, sub, "timeseries", fmt)
             write_json(res.summary, sub / "summary.json")
