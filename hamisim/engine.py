@@ -32,7 +32,7 @@ import pandas as pd
 import simpy
 
 from .cluster import Cluster
-from .metrics import TIMESERIES_COLUMNS, ClusterMeter, Shape
+from .metrics import TIMESERIES_COLUMNS, ClusterMeter, PodUsage, Shape
 from .initialstate import INITIAL_STATE_MESSAGE
 from .outcome import Decision, devices_annotation
 from .pods import Container, Pod
@@ -110,32 +110,30 @@ class _PodState:
     last_attempt: float = 0.0
     gen: int = 0                      # invalidates stale timers
     node: int = -1
-    usage: dict | None = None          # per card (collapsed_usage) while running
+    usage: PodUsage | None = None     # the meter's view of its cards while running
 
 
 class _Timer(simpy.events.Event):
-    """A timeout with a chosen priority that calls ``action(arg)``.
+    """A timeout with a chosen priority whose one callback gets the timer.
 
     ``simpy.Timeout`` always uses NORMAL priority; departures must come before
     arrivals at equal times and the scheduling pass after both, so the timer
-    is scheduled directly with :meth:`simpy.Environment.schedule`. The action
-    and its argument ride on the event (no closure per timer).
+    is scheduled directly with :meth:`simpy.Environment.schedule`. What to do
+    rides on the event (``action(arg)``, and whether it is ``live``), so no
+    closure is made per timer.
     """
 
-    def __init__(self, env: simpy.Environment, delay: float, priority: int, action,
-                 arg=None) -> None:
-        # simpy.Event.__init__ sets only these two; inlined (hot path)
+    def __init__(self, env: simpy.Environment, delay: float, priority: int, callback,
+                 action=None, arg=None, live: bool = False) -> None:
+        # simpy.Event.__init__ sets only env and callbacks; inlined (hot path)
         self.env = env
-        self.callbacks = [_fire_timer]
+        self.callbacks = [callback]
         self._ok = True
         self._value = None
         self.action = action
         self.arg = arg
+        self.live = live
         env.schedule(self, priority, delay)
-
-
-def _fire_timer(timer: _Timer) -> None:
-    timer.action(timer.arg)
 
 
 class _FillClock:
@@ -182,8 +180,6 @@ class _Recorder:
             self.devices[row] = devices
         if message is not None:
             self.message[row] = message
-        if (row + 1) % _GC_EVERY == 0:
-            gc.collect(1)       # young cycles only; see quiet_gc
 
     def sample(self, time: float, counts: dict, reading: dict) -> None:
         ts = self.ts
@@ -271,7 +267,7 @@ class _Engine:
 
     def _at(self, delay: float, priority: int, action, arg=None) -> None:
         """Call ``action(arg)`` after ``delay``, then settle the pass (see _settle)."""
-        _Timer(self.env, delay, priority, self._fire, (action, arg))
+        _Timer(self.env, delay, priority, self._on_timer, action, arg)
 
     def _at_live(self, delay: float, priority: int, action, arg=None) -> None:
         """Like :meth:`_at`, for a timer that can change the cluster (departure,
@@ -281,16 +277,13 @@ class _Engine:
         more: the 5-minute flush then stops, and with it the simulation.
         """
         self.live += 1
-        _Timer(self.env, delay, priority, self._fire_live, (action, arg))
+        _Timer(self.env, delay, priority, self._on_timer, action, arg, live=True)
 
-    def _fire(self, item) -> None:
-        action, arg = item
-        action(arg)
+    def _on_timer(self, timer: _Timer) -> None:
+        if timer.live:
+            self.live -= 1
+        timer.action(timer.arg)
         self._settle()
-
-    def _fire_live(self, item) -> None:
-        self.live -= 1
-        self._fire(item)
 
     def _request_pass(self) -> None:
         """Ask for one scheduling pass at the current time (after everything
@@ -312,7 +305,7 @@ class _Engine:
             self.pass_scheduled = True
             _Timer(self.env, 0, _PASS, self._queued_pass)
 
-    def _queued_pass(self, _arg=None) -> None:
+    def _queued_pass(self, _timer: _Timer) -> None:
         self.pass_scheduled = False
         self._pass()
 
@@ -334,13 +327,13 @@ class _Engine:
         heapq.heappush(self.active, (-st.pod.priority, st.order, st.pod.name))
 
     # -- arrivals ----------------------------------------------------------
-    def _arrivals(self, feed) -> None:
+    def _arrivals(self, timer: _Timer) -> None:
         """Arrive every pod due now, then set a timer for the next one.
 
-        ``feed`` is ``(iterator of (order, trace pod), progress bar or None)``;
-        the next pod waiting for its time is kept in ``self.upcoming``.
+        ``timer.arg`` is ``(iterator of (order, trace pod), progress bar or
+        None)``; the next pod waiting for its time is kept in ``self.upcoming``.
         """
-        pods, progress = feed
+        pods, progress = feed = timer.arg
         now = self.env.now
         tp = self.upcoming
         while tp is not None and tp[1].arrival <= now:
@@ -351,7 +344,7 @@ class _Engine:
         if tp is None:
             self.feeder_done = True
         else:
-            _Timer(self.env, tp[1].arrival - now, _ARRIVE, self._arrivals, feed)
+            _Timer(self.env, tp[1].arrival - now, _ARRIVE, self._arrivals, arg=feed)
         self._settle()
 
     def _arrive(self, order: int, tp: TracePodLike) -> None:
@@ -413,7 +406,7 @@ class _Engine:
         st.gen += 1
         st.node = d.node_index
         n_init = len(st.pod.init_containers)
-        st.usage = collapsed_usage(d.containers, n_init)
+        st.usage = self.meter.pod_usage(collapsed_usage(d.containers, n_init))
         self.meter.apply(st.node, st.usage, st.pod.cpu_milli, +1)
         self.counts["pods_pending"] -= 1
         self.counts["pods_running"] += 1
@@ -507,7 +500,7 @@ class _Engine:
             self.feeder_done = True
         else:
             _Timer(self.env, max(self.upcoming[1].arrival, 0.0), _ARRIVE, self._arrivals,
-                   (pods, progress))
+                   arg=(pods, progress))
         self.env.run()
         if self.cfg.sample_interval is not None:
             self._sample(force=True)        # the final state
@@ -560,7 +553,7 @@ class _Engine:
                 self.checker.arrive(ip.name)
             self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
             st.status, st.node = "running", i
-            st.usage = collapsed_usage(ip.containers, ip.n_init)
+            st.usage = self.meter.pod_usage(collapsed_usage(ip.containers, ip.n_init))
             self.meter.apply(i, st.usage, ip.cpu_milli, +1)
             self.counts["pods_pending"] -= 1
             self.counts["pods_running"] += 1
@@ -626,11 +619,11 @@ def quiet_gc():
     A long run keeps a few hundred thousand long-lived objects (the cluster,
     the event columns), and CPython's automatic full collections walk all of
     them every few ten thousand pods: they cost more than the simulation
-    itself in a million-pod replay. The engine creates almost no reference
-    cycles, so automatic collection is paused and the young generations are
-    collected by hand once every ``_GC_EVERY`` events (a young collection
-    walks every live pod's objects, so rarely); the previous state is
-    restored on exit, also on error.
+    itself in a million-pod replay (and even a young collection walks
+    every running pod's objects). The engine creates almost no reference
+    cycles (8 cyclic objects left by a 100,000-pod replay, freed at the
+    next collection after the block), so automatic collection is paused;
+    the previous state is restored on exit, also on error.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -641,8 +634,6 @@ def quiet_gc():
             gc.enable()
 
 
-#: events between two collections of the young generations (see quiet_gc)
-_GC_EVERY = 1_000_000
 
 
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -126,6 +126,13 @@ def _type_matrix(shapes: Sequence[Shape], types: Sequence[str]) -> np.ndarray:
     return per_type[:, inverse.reshape(-1)] if len(types) else per_type
 
 
+class PodUsage(NamedTuple):
+    """One pod's usage in a meter's terms: card rows and (slots, memory, cores) each."""
+
+    rows: list[int]
+    amounts: list[tuple[int, int, int]]
+
+
 class ClusterMeter:
     """Per-card usage and per-node aggregates of a cluster, updated incrementally."""
 
@@ -199,12 +206,19 @@ class ClusterMeter:
     sum_usedcores = property(lambda self: self._core.sum_usedcores, doc="card cores in use")
 
     # -- updates ---------------------------------------------------------
-    def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]], cpu_milli: int = 0,
-              sign: int = 1) -> None:
-        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``
-        (``usage`` as :func:`hamisim.reference.collapsed_usage` gives it)."""
+    def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]] | PodUsage,
+              cpu_milli: int = 0, sign: int = 1) -> None:
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``:
+        ``usage`` as :func:`hamisim.reference.collapsed_usage` gives it, or
+        its :meth:`pod_usage` (cheaper when applied more than once)."""
+        if not isinstance(usage, PodUsage):
+            usage = self.pod_usage(usage)
+        self._core.apply(node, usage.rows, usage.amounts, cpu_milli, sign)
+
+    def pod_usage(self, usage: Mapping[str, tuple[int, int, int]]) -> PodUsage:
+        """``usage`` by card id, resolved to this meter's card rows."""
         row = self.row
-        self._core.apply(node, [row[u] for u in usage], list(usage.values()), cpu_milli, sign)
+        return PodUsage([row[u] for u in usage], list(usage.values()))
 
     # -- readings --------------------------------------------------------
     def usage_snapshot(self, out: np.ndarray | None = None) -> np.ndarray:
