@@ -30,6 +30,7 @@ def main() -> None:
     args = ap.parse_args()
     cluster = synthetic_cluster(args.nodes, percentage_of_nodes_to_score=args.percentage)
     gpus = cluster.n_cards
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
     res = simulate(cluster, synthetic_trace(args.pods, gpus, args.load, seed=1),
                    EngineConfig(sample_interval=args.interval, progress=args.progress),
@@ -45,8 +46,9 @@ def main() -> None:
           f"{s['attempts']:,} scheduling attempts, peak RSS {rss:,.0f} MiB")
     tables = (res.events.memory_usage(deep=True).sum()
               + res.timeseries.memory_usage(deep=True).sum()) / 2**20
-    print(f"output tables in memory {tables:,.0f} MiB; peak RSS beyond them "
-          f"{rss - tables:,.0f} MiB")
+    print(f"RSS before the run {base:,.0f} MiB (Python, libraries, the cluster); growth "
+          f"{rss - base:,.0f} MiB = {(rss - base) * 2**20 / n_events:,.0f} bytes per event; "
+          f"output tables in memory {tables:,.0f} MiB")
     print(f"bound {s['bound']:,}, abandoned {s['abandoned']:,}, queueing delay p99 "
           f"{s['queueing_delay_p99_s']:.1f} s, peak GPUs with a tenant "
           f"{s.get('peak_gpu_allocated', 0):,}; time-series rows {len(res.timeseries):,}")

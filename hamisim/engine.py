@@ -161,8 +161,9 @@ class _Recorder:
         self.kind = array("b")
         self.node = array("q")             # index into node_names, -1 = none
         self.pod: list[str] = []
-        self.devices: dict[int, str] = {}  # row -> value, rows that have one
-        self.message: dict[int, str] = {}
+        # sparse columns: (rows that have a value, the values)
+        self.devices: tuple[array, list[str]] = (array("q"), [])
+        self.message: tuple[array, list[str]] = (array("q"), [])
         self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
         self.ts["gpu_arrived"] = []
         self.ts["queueing_delay_s"] = []
@@ -177,9 +178,11 @@ class _Recorder:
         self.node.append(-1 if node is None else self._node_code[node])
         self.pod.append(pod)
         if devices is not None:
-            self.devices[row] = devices
+            self.devices[0].append(row)
+            self.devices[1].append(devices)
         if message is not None:
-            self.message[row] = message
+            self.message[0].append(row)
+            self.message[1].append(message)
 
     def sample(self, time: float, counts: dict, reading: dict) -> None:
         ts = self.ts
@@ -192,23 +195,32 @@ class _Recorder:
         for k, v in reading.items():
             ts[k].append(v)
 
-    def _sparse(self, values: dict[int, str]) -> np.ndarray:
+    def _sparse(self, values: tuple[array, list[str]]) -> np.ndarray:
+        rows, vals = values
         col = np.full(len(self.pod), None, dtype=object)
-        if values:
-            col[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = \
-                np.array(list(values.values()), dtype=object)
+        if vals:
+            col[np.frombuffer(rows, dtype=np.int64)] = np.array(vals, dtype=object)
         return col
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The event table and the time series. Empties the recorder: each
+        column's source is dropped once converted, so the log is held about
+        once, not twice, at the end of a long run."""
         nodes = np.array(self.node_names + [None], dtype=object)   # code -1 -> None
-        events = pd.DataFrame({
-            "time": np.frombuffer(self.time, dtype=np.float64).copy(),
-            "pod": self.pod,
-            "event": np.array(self.KINDS, dtype=object)[np.frombuffer(self.kind, np.int8)],
-            "node": nodes[np.frombuffer(self.node, dtype=np.int64)],
-            "devices": self._sparse(self.devices),
-            "message": self._sparse(self.message),
-        }, columns=list(EVENT_COLUMNS))
+        cols = {
+            "time": pd.Series(np.frombuffer(self.time, dtype=np.float64).copy()),
+            "event": pd.Series(np.array(self.KINDS, dtype=object)[
+                np.frombuffer(self.kind, np.int8)]),
+            "node": pd.Series(nodes[np.frombuffer(self.node, dtype=np.int64)]),
+        }
+        self.time, self.kind, self.node = array("d"), array("b"), array("q")
+        cols["devices"] = pd.Series(self._sparse(self.devices))
+        self.devices = (array("q"), [])
+        cols["message"] = pd.Series(self._sparse(self.message))
+        self.message = (array("q"), [])
+        cols["pod"] = pd.Series(self.pod)
+        self.pod = []
+        events = pd.DataFrame(cols, columns=list(EVENT_COLUMNS))
         ts = pd.DataFrame(self.ts)
         return events, ts
 
@@ -579,7 +591,7 @@ class _Engine:
             "queueing_delay_p50_s": float(np.percentile(delays, 50)),
             "queueing_delay_p99_s": float(np.percentile(delays, 99)),
             "queueing_delay_max_s": float(delays.max()),
-            "end_time_s": float(self.rec.time[-1]) if len(self.rec) else 0.0,
+            "end_time_s": float(events["time"].iloc[-1]) if len(events) else 0.0,
         }
         if getattr(self, "n_initial", 0):
             summary["initial_pods"] = self.n_initial
