@@ -47,15 +47,13 @@ from .sweep import (
     DEFAULT_RETRIES,
     METRICS,
     STATUS_OK,
-    SWEEP_KEYS,
     CellRunner,
     RunStats,
-    _Grid,
-    parse_grid,
     prepare_out,
     results_table,
     write_results,
 )
+from .sweepfile import SWEEP_KEYS, _Grid, parse_grid
 
 __all__ = ["Target", "Plan", "PlanOutcome", "load_plan", "plan_from_document", "run_plan",
            "format_plan_report", "AGGREGATES"]
