@@ -334,12 +334,14 @@ class CellRunner:
 
     def _local_pool(self) -> cf.Executor:
         methods = multiprocessing.get_all_start_methods()
-        # a fork server forks workers from a clean single-threaded process that
-        # has imported hamisim once: fast start, and safe when the caller has
-        # threads (a Dask client, a progress bar)
+        # a fork server forks workers from a clean single-threaded process:
+        # safe when the caller has threads (a Dask client, a progress bar).
+        # Nothing is preloaded there: Python 3.11's fork server starts with
+        # the working directory first on sys.path, so from a source checkout
+        # it would import the uncompiled hamisim/ folder instead of the
+        # installed package; the workers import hamisim on the caller's path.
         if "forkserver" in methods:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["hamisim.sweep", "hamisim.study"])
         else:                                       # pragma: no cover - Windows
             ctx = multiprocessing.get_context("spawn")
         return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
