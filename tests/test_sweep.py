@@ -250,7 +250,8 @@ def test_a_cell_that_always_kills_its_worker_fails_after_the_retries(inputs, tmp
 def test_killed_sweep_resumes_with_every_cell_exactly_once(reference, inputs, tmp_path, capsys):
     out = tmp_path / "out"
     args = ["sweep", str(inputs), "--out", str(out), "--workers", "1", "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", *args],
+    # cwd: `python -m` puts it first on sys.path; a checkout's hamisim/ is uncompiled
+    proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", *args], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -261,7 +262,10 @@ def test_killed_sweep_resumes_with_every_cell_exactly_once(reference, inputs, tm
             time.sleep(0.01)
     finally:
         # SIGKILL the whole session we started: the CLI, its fork server and workers
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:      # it had already ended (the assertion says why)
+            pass
         proc.wait()
     done_before = finished_cells(out)
     assert 3 <= len(done_before) < N_CELLS, "kill the sweep earlier: it had finished"
