@@ -107,13 +107,8 @@ def openb_pods_from_text(text: str, path: str) -> Trace:
     pods: list[TracePod] = []
     first_seen: dict[str, int] = {}
     for line, f in csv_records(text, path, len(columns)):
-        name = f[0].strip()
-        if not name:
-            raise InputError(path, line, "missing pod name")
-        if name in first_seen:
-            raise InputError(path, line, f"duplicate pod name '{name}' (first on line "
-                                         f"{first_seen[name]}, again on line {line})")
-        first_seen[name] = line
+        name = _unique_name(f[0], first_seen, path, line, "missing pod name",
+                            "duplicate pod name")
         what = f"pod '{name}':"
         cpu = _int(f[1], f"{what} 'cpu_milli'", path, line)
         mem = _int(f[2], f"{what} 'memory_mib'", path, line)
@@ -169,6 +164,19 @@ def read_openb_nodes(path: str | os.PathLike[str], *,
     return _nodes_from_text(read_text(name), name, card_memory_mib, scheduler)
 
 
+def _unique_name(cell: str, first_seen: dict[str, int], path: str, line: int,
+                 missing: str, duplicate: str) -> str:
+    """A row's name column: present and not seen before (``first_seen`` records it)."""
+    name = cell.strip()
+    if not name:
+        raise InputError(path, line, missing)
+    if name in first_seen:
+        raise InputError(path, line, f"{duplicate} '{name}' (first on line "
+                                     f"{first_seen[name]}, again on line {line})")
+    first_seen[name] = line
+    return name
+
+
 def _nodes_from_text(text: str, name: str, card_memory_mib: Mapping[str, int],
                      scheduler: SchedulerConfig) -> Cluster:
     columns = csv_header(text, name)
@@ -178,13 +186,8 @@ def _nodes_from_text(text: str, name: str, card_memory_mib: Mapping[str, int],
     nodes: list[Node] = []
     first_seen: dict[str, int] = {}
     for line, f in csv_records(text, name, len(columns)):
-        sn = f[0].strip()
-        if not sn:
-            raise InputError(name, line, "missing node name 'sn'")
-        if sn in first_seen:
-            raise InputError(name, line, f"duplicate node '{sn}' (first on line "
-                                         f"{first_seen[sn]}, again on line {line})")
-        first_seen[sn] = line
+        sn = _unique_name(f[0], first_seen, name, line, "missing node name 'sn'",
+                          "duplicate node")
         what = f"node '{sn}':"
         cpu = _int(f[1], f"{what} 'cpu_milli'", name, line)
         mem = _int(f[2], f"{what} 'memory_mib'", name, line)
