@@ -18,30 +18,22 @@ import time
 
 import numpy as np
 
-from hamisim import Card, Cluster, Container, Node, Pick, Pod, SchedulerConfig, make_scheduler
+from decisions_per_second import build as half_full_cluster   # same folder
+
+from hamisim import Container, Pod, make_scheduler
 from hamisim.kubesched import num_feasible_nodes_to_find
 
 SIZES = (1_000, 3_000, 10_000, 30_000, 100_000)
 
 
 def build(n_gpus: int, percentage: int, seed: int = 1):
+    """decisions_per_second.py's half-full V100 cluster with n_gpus / 8 nodes, loaded
+    into a kernel scheduler."""
     n_nodes = n_gpus // 8
-    rng = np.random.default_rng(seed)
-    nodes = tuple(
-        Node(f"node-{i:05d}", tuple(
-            Card(f"GPU-{i:05d}-{k}", index=k, count=10, devmem=32768, devcore=100,
-                 type="NVIDIA-Tesla V100-SXM2-32GB", numa=k // 4)
-            for k in range(8)))
-        for i in range(n_nodes))
-    cluster = Cluster(nodes, SchedulerConfig(percentage_of_nodes_to_score=percentage))
+    cluster, placements = half_full_cluster(n_nodes, percentage, seed)
     sched = make_scheduler(cluster, backend="kernel")
-    tenants = rng.integers(0, 11, size=(n_nodes, 8))
-    for i, node in enumerate(nodes):
-        for k, card in enumerate(node.cards):
-            for t in range(int(tenants[i, k])):
-                sched.adopt(f"bg-{card.id}-{t}", i, [[Pick(
-                    card.id, int(rng.integers(1, 4)) * 1024, int(rng.integers(0, 11)),
-                    card.index)]])
+    for name, node, containers in placements:
+        sched.adopt(name, node, containers)
     return sched, n_nodes
 
 
