@@ -25,8 +25,8 @@ import numpy as np
 
 from hamisim import make_scheduler
 from hamisim.cluster import SchedulerConfig
-from hamisim.openb import read_openb_nodes, read_openb_pods
-from hamisim.traces import gpu_request
+from hamisim.io.openb import read_openb_nodes, read_openb_pods
+from hamisim.shapes import gpu_request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPENB = os.path.join(HERE, "..", "workloads", "openb")

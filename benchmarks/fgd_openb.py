@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hamisim.bundled import workloads_dir
-from hamisim.fillcurves import curves, median_at
+from hamisim.io.bundled import workloads_dir
 from hamisim.plots import plot_fill_curves
-from hamisim.study import RunSpec, run
+from hamisim.studies.fillcurves import curves, median_at
+from hamisim.studies.runs import RunSpec, run
 
 POLICIES = {"random": "01-Random", "dotprod": "02-DotProd", "gpuclustering": "03-GpuClustering",
             "gpupacking": "04-GpuPacking", "bestfit": "05-BestFit", "fgd": "06-FGD"}

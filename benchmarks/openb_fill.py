@@ -12,7 +12,7 @@ import argparse
 import platform
 import time
 
-from hamisim.study import RunSpec, run
+from hamisim.studies.runs import RunSpec, run
 
 
 def main() -> None:

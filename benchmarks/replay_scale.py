@@ -14,8 +14,8 @@ import platform
 import resource
 import time
 
-from hamisim.engine import EngineConfig, simulate
-from hamisim.synthetic import synthetic_cluster, synthetic_trace
+from hamisim.io.synthetic import synthetic_cluster, synthetic_trace
+from hamisim.sim.engine import EngineConfig, simulate
 
 
 def main() -> None:

@@ -17,11 +17,10 @@ import os
 import time
 
 import numpy as np
-
-from decisions_per_second import build as half_full_cluster   # same folder
+from decisions_per_second import build as half_full_cluster  # same folder
 
 from hamisim import Container, Pod, make_scheduler
-from hamisim.kubesched import num_feasible_nodes_to_find
+from hamisim.kube.sampling import num_feasible_nodes_to_find
 
 SIZES = (1_000, 3_000, 10_000, 30_000, 100_000)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .cluster import Card, Cluster, Node, SchedulerConfig
-from .errors import HamisimError, InputError, SchedulerError
-from .outcome import Decision, Pick
-from .pods import Container, Pod, Request
-from .scheduler import BACKENDS, make_scheduler
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.errors import HamisimError, InputError, SchedulerError
+from hamisim.hami.decision import Decision, Pick
+from hamisim.pods import Container, Pod, Request
+from hamisim.sim.backend import BACKENDS, make_scheduler
 
 __all__ = [
     "__version__", "Card", "Cluster", "Node", "SchedulerConfig", "HamisimError", "InputError",
@@ -28,33 +28,28 @@ __all__ = [
     "load_state", "InvariantError",
 ]
 
-# name -> module for the lazily loaded part of the API
+# name -> module of the lazily loaded part of the API: file readers, the engine
+# and the studies import PyYAML, pandas and SimPy, so `import hamisim` stays light
 _LAZY = {
-    "load_sweep": "sweep", "run_sweep": "sweep", "load_plan": "plan", "run_plan": "plan",
-    "explain_pod": "explain", "import_kubectl": "kubeimport", "load_state": "initialstate",
-    "InvariantError": "checker",
+    "load_cluster": "hamisim.io.clusterfile",
+    "read_trace": "hamisim.io.traces",
+    "load_scenario": "hamisim.io.scenariofile",
+    "load_state": "hamisim.io.initialstate",
+    "import_kubectl": "hamisim.io.kubeimport",
+    "simulate": "hamisim.sim.engine", "EngineConfig": "hamisim.sim.engine",
+    "InvariantError": "hamisim.sim.checker",
+    "run_scenario": "hamisim.studies.scenario",
+    "RunSpec": "hamisim.studies.runs", "run": "hamisim.studies.runs",
+    "compare": "hamisim.studies.runs",
+    "load_sweep": "hamisim.studies.sweepfile", "run_sweep": "hamisim.studies.sweep",
+    "load_plan": "hamisim.studies.plan", "run_plan": "hamisim.studies.plan",
+    "explain_pod": "hamisim.explain",
 }
 
 
 def __getattr__(name: str):
-    # File readers and the scenario runner import PyYAML and friends; load them
-    # on first use so `import hamisim` stays light.
-    if name == "load_cluster":
-        from .clusterfile import load_cluster
-        return load_cluster
-    if name in ("load_scenario", "run_scenario"):
-        from . import scenario
-        return getattr(scenario, name)
-    if name in ("RunSpec", "run", "compare"):
-        from . import study
-        return getattr(study, name)
-    if name in ("simulate", "EngineConfig"):
-        from . import engine
-        return getattr(engine, name)
-    if name == "read_trace":
-        from .traces import read_trace
-        return read_trace
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'hamisim' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hamisim' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)

@@ -16,7 +16,7 @@ ST_NAMES: dict[str, int]        # node status codes: FIT, FIT_FAILED, INSUFFICIE
 Pick3 = tuple[int, int, int]    # (node-local card position: int, mem: int64_t, cores: int64_t)
 
 class CardTable:
-    """Cluster arrays (hamisim.state.ClusterState); usage arrays are read live."""
+    """Cluster arrays (hamisim.sim.arrays.ClusterState); usage arrays are read live."""
 
     max_cards: int              # int
     n_nodes: int                # int
@@ -48,7 +48,7 @@ class CardTable:
     ) -> None: ...
 
 class PodSpec:
-    """One attempt's encoded request (hamisim.state.encode_pod)."""
+    """One attempt's encoded request (hamisim.sim.arrays.encode_pod)."""
 
     n_cont: int                 # int
     def __init__(
@@ -229,7 +229,7 @@ class ResearchCore:
 
 
 class MeterCore:
-    """The meter's arrays (shared with hamisim.metrics.ClusterMeter) and running sums."""
+    """The meter's arrays (shared with hamisim.sim.metrics.ClusterMeter) and running sums."""
 
     sum_alloc: int              # int64_t: cards with a tenant
     sum_idle: int               # int64_t: nodes whose cards are all idle

@@ -1,11 +1,11 @@
 # cython: language_level=3
 """Compiled filter-and-score kernel: HAMi's Filter for one attempt.
 
-The readable specification is :mod:`hamisim.reference`; every function here
+The readable specification is :mod:`hamisim.hami.reference`; every function here
 is the twin of one there and must take the identical decision (checked by
 tests/test_kernel_equivalence.py and the HAMi vectors on both backends).
 
-Layout (see :mod:`hamisim.state`): card rows grouped by node, node ``i`` owning
+Layout (see :mod:`hamisim.sim.arrays`): card rows grouped by node, node ``i`` owning
 rows ``node_start[i]:node_start[i+1]`` in registration order. Inside a node
 the kernel works on *local* positions ``0..k-1``; a permutation ``perm`` of
 them is the node's card list as HAMi holds it (re-sorted in place with Go's
@@ -22,7 +22,7 @@ from libc.string cimport memcmp, memcpy, memset
 import numpy as np
 
 # ---------------------------------------------------------------------------
-# Codes shared with Python (hamisim.policy, hamisim.outcome); kernel.py checks
+# Codes shared with Python (hamisim.hami.policy, hamisim.hami.decision); kernel.py checks
 # them against the Python constants at import.
 # ---------------------------------------------------------------------------
 cdef enum:
@@ -34,7 +34,7 @@ cdef enum:
     KEY_SPREAD = 2
     KEY_NUMA = 3
 
-# Reason codes: the order of hamisim.outcome.REASONS.
+# Reason codes: the order of hamisim.hami.decision.REASONS.
 cdef enum:
     R_NOT_HEALTH = 0
     R_CORDONED = 1
@@ -57,7 +57,7 @@ cdef enum:
     ST_TYPE_NOT_FOUND = 3      # "Device type not found"
     ST_UNREGISTERED = 4        # "node unregistered"
 
-# Request row columns (hamisim.state.REQ_FIELDS).
+# Request row columns (hamisim.sim.arrays.REQ_FIELDS).
 cdef enum:
     Q_NUMS = 0
     Q_MEM = 1
@@ -623,7 +623,7 @@ def _check(a, dtype, name):
 
 
 cdef class CardTable:
-    """The cluster's card and node arrays (see :class:`hamisim.state.ClusterState`).
+    """The cluster's card and node arrays (see :class:`hamisim.sim.arrays.ClusterState`).
 
     Holds references to the arrays; the usage arrays are read live, so
     updating them in place (``state.used[rows] += ...``) is seen at once.
@@ -687,7 +687,7 @@ cdef class CardTable:
 
 
 cdef class PodSpec:
-    """One attempt's encoded request (see :func:`hamisim.state.encode_pod`)."""
+    """One attempt's encoded request (see :func:`hamisim.sim.arrays.encode_pod`)."""
     cdef Pod p
     cdef list _keep
     cdef readonly int n_cont
@@ -1067,7 +1067,7 @@ cdef class Core:
             if self._index_choose(pod, node_spread):
                 self.next_start = start % n
                 return
-        # kube-scheduler: feasible nodes from the rotating start (kubesched.sample_feasible)
+        # kube-scheduler: feasible nodes from the rotating start (hamisim.kube.sampling.sample_feasible)
         cdef int64_t* fits = &self.fits[0]
         cdef int64_t* window = &self.window[0]
         cdef int64_t* rej_node = &self.rej_node[0]
@@ -1309,7 +1309,7 @@ cdef class Core:
         self.best = last
 
     cdef void _least_allocated(self, const Pod* pod) noexcept nogil:
-        # kubesched.least_allocated_choice over the window.
+        # hamisim.kube.fit.least_allocated_choice over the window.
         cdef const Cards* c = &self.table.c
         cdef int j, i, nparts
         cdef int64_t total, sc, best_score = -1
@@ -1573,5 +1573,5 @@ def node_less(bint spread, float a, float b):
 include "_research.pxi"
 
 
-# hamisim.metrics.ClusterMeter: the per-node refresh.
+# hamisim.sim.metrics.ClusterMeter: the per-node refresh.
 include "_meter.pxi"

@@ -1,6 +1,6 @@
 # Go sort.Sort (Go 1.26) for a permutation array -- Cython include file.
 #
-# This is the compiled twin of hamisim/gosort.py; see that module's
+# This is the compiled twin of hamisim/hami/gosort.py; see that module's
 # docstring for why hamisim needs Go's exact (unstable) ordering and for an
 # outline of the algorithm (pdqsort from Go's src/sort/zsortinterface.go,
 # plus Sort/xorshift/nextPowerOfTwo from src/sort/sort.go).  Both files must

@@ -1,4 +1,4 @@
-# Included from _core.pyx: the per-node refresh of hamisim.metrics.ClusterMeter.
+# Included from _core.pyx: the per-node refresh of hamisim.sim.metrics.ClusterMeter.
 #
 # One node's free amount and FGD-style fragmentation over the typical pod
 # shapes, recomputed after a bind or departure on that node (the meter keeps

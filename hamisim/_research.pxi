@@ -4,7 +4,7 @@
 # random, dotprod, gpuclustering, gpupacking, bestfit and fgd, on the paper's
 # Open-Gpu-Share resource model: every usable card holds 1000 milli, a pod asks
 # for k cards with ``milli`` each. The readable specification of every rule is
-# the pure-Python twin :class:`hamisim.research.ResearchReferenceCore`; the two
+# the pure-Python twin :class:`hamisim.research.reference.ResearchReferenceCore`; the two
 # must take identical decisions (tests/test_research_policies.py). The glue,
 # the resource mapping and every resolved ambiguity are documented in
 # :mod:`hamisim.research`.

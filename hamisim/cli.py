@@ -12,12 +12,12 @@ import sys
 import warnings
 from typing import Sequence
 
-from . import __version__
-from .errors import HamisimError, InputError
-from .scheduler import BACKENDS
+from hamisim import __version__
+from hamisim.errors import HamisimError, InputError
+from hamisim.sim.backend import BACKENDS
 
 EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-#: --check found a broken invariant (hamisim.checker); 130 = interrupted (Ctrl-C)
+#: --check found a broken invariant (hamisim.sim.checker); 130 = interrupted (Ctrl-C)
 EXIT_INVARIANT, EXIT_INTERRUPTED = 3, 130
 
 
@@ -285,7 +285,7 @@ def _add_check(p: argparse.ArgumentParser) -> None:
 
 
 def _warn_option_policies(args: argparse.Namespace) -> None:
-    from .policy import warn_policy
+    from hamisim.hami.policy import warn_policy
     for option, kind in (("gpu_policy", "gpu"), ("node_policy", "node")):
         values = getattr(args, option, None)
         for value in [values] if isinstance(values, str) else values or []:
@@ -293,7 +293,7 @@ def _warn_option_policies(args: argparse.Namespace) -> None:
 
 
 def _spec(args: argparse.Namespace, **overrides):
-    from .study import RunSpec
+    from hamisim.studies.runs import RunSpec
     if (args.cluster is None) != (args.trace is None):
         raise InputError(None, None, "give both CLUSTER and TRACE, or neither (bundled openb)")
     fields = dict(cluster=args.cluster, trace=args.trace, mode=args.mode,
@@ -322,7 +322,7 @@ DEFAULT_LOAD = 0.8
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .study import run, write_run
+    from hamisim.studies.runs import run, write_run
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     result = run(spec)
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
@@ -346,7 +346,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .study import compare, policy_grid
+    from hamisim.studies.runs import compare, policy_grid
     base = _spec(args)
     specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
     table = compare(specs, args.out, args.format)
@@ -365,7 +365,7 @@ def with_pd_options(fn):
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .study import plot_folder
+    from hamisim.studies.runs import plot_folder
     try:
         paths = plot_folder(args.dir)
     except FileNotFoundError as err:
@@ -400,7 +400,7 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import format_report, load_sweep, run_sweep
+    from hamisim.studies.sweep import format_report, load_sweep, run_sweep
     sweep = load_sweep(args.file)
     with _cells_kept_note(args.out):
         outcome = run_sweep(sweep, args.out, **_sweep_kwargs(args))
@@ -409,7 +409,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .plan import format_plan_report, load_plan, run_plan
+    from hamisim.studies.plan import format_plan_report, load_plan, run_plan
     plan = load_plan(args.file, target=args.target, min_nodes=args.min_nodes,
                      max_nodes=args.max_nodes, max_evaluations=args.max_evaluations)
     with _cells_kept_note(args.out):
@@ -420,8 +420,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from .bundled import bundled_scenarios, resolve_scenario
-    from .scenario import format_table, load_scenario, run_scenario
+    from hamisim.io.bundled import bundled_scenarios, resolve_scenario
+    from hamisim.io.scenariofile import load_scenario
+    from hamisim.studies.scenario import format_table, run_scenario
 
     if args.list:
         for name, path in bundled_scenarios().items():
@@ -448,8 +449,8 @@ def _print_warnings(where: str | None, messages: Sequence[str]) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .cluster import SchedulerConfig
-    from .kubeimport import import_kubectl, write_import
+    from hamisim.cluster import SchedulerConfig
+    from hamisim.io.kubeimport import import_kubectl, write_import
     result = import_kubectl(args.nodes, args.pods, SchedulerConfig(
         gpu_scheduler_policy=args.gpu_policy, node_scheduler_policy=args.node_policy))
     files = write_import(result, args.out)
@@ -481,7 +482,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     import dataclasses
-    from .explain import explain_pod, explain_run, format_text, load_pod
+
+    from hamisim.explain import explain_pod, explain_run, format_text, load_pod
     if args.run is not None:
         if args.cluster is not None or args.podfile is not None or args.state is not None:
             raise InputError(None, None, "with --run, give only --pod NAME (the run's own "
@@ -494,8 +496,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise InputError(None, None, "give CLUSTER and POD, or --run DIR --pod NAME")
         if args.attempt is not None:
             raise InputError(None, None, "--attempt goes with --run")
-        from .initialstate import load_state
-        from .traces import cluster_from_path
+        from hamisim.io.clusterfile import cluster_from_path
+        from hamisim.io.initialstate import load_state
         cluster = cluster_from_path(args.cluster)
         changes = {k: v for k, v in (
             ("gpu_scheduler_policy", args.gpu_policy), ("node_scheduler_policy", args.node_policy),
@@ -521,7 +523,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    from .checker import InvariantError
+    from hamisim.sim.checker import InvariantError
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -541,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hamisim: error: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        # results folders are swapped in whole (hamisim.outputs.atomic_folder),
+        # results folders are swapped in whole (hamisim.io.outputs.atomic_folder),
         # so an interrupted run or compare has written nothing
         done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
         _close_progress_bars()
@@ -566,9 +568,9 @@ _WRITES_ATOMICALLY = frozenset({"run", "compare", "scenario"})
 
 @contextlib.contextmanager
 def _policy_warnings():
-    """Print each :class:`hamisim.policy.PolicyWarning` once, as ``hamisim: file:line:
+    """Print each :class:`hamisim.hami.policy.PolicyWarning` once, as ``hamisim: file:line:
     warning: ...`` on stderr (a trace read once per compared policy warns once)."""
-    from .policy import PolicyWarning
+    from hamisim.hami.policy import PolicyWarning
     shown: set[str] = set()
     previous = warnings.showwarning
 

@@ -5,9 +5,9 @@ A :class:`Card` carries the fields of one entry of the node annotation
 kube-scheduler view (allocatable CPU and memory), the pair scores of
 ``hami.io/node-nvidia-score`` used by ``topology-aware`` and the per-GPU cordon
 list of HAMi v2.10.0 (``hami.io/device-cordon``). Usage is *not* part of these
-objects: it is state of a simulation (see :mod:`hamisim.state`).
+objects: it is state of a simulation (see :mod:`hamisim.sim.arrays`).
 
-File loading lives in :mod:`hamisim.clusterfile`.
+File loading lives in :mod:`hamisim.io.clusterfile`.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``hamisim explain``: one placement attempt, step by step, in HAMi's terms.
 
-The explanation is what :class:`hamisim.reference.ReferenceScheduler` does
-for one pod, recorded through its :class:`~hamisim.reference.Tracer` hooks
+The explanation is what :class:`hamisim.hami.reference.ReferenceScheduler` does
+for one pod, recorded through its :class:`~hamisim.hami.reference.Tracer` hooks
 (the decision is the reference's own, unchanged):
 
 * kube-scheduler's pass: which nodes it rejected (``Insufficient cpu``,
@@ -45,11 +45,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .cluster import Cluster
-from .errors import HamisimError, InputError
-from .outcome import Decision, Pick, parse_reason
-from .pods import NO_PERCENTAGE, Pod, Request
-from .reference import CardUsage, FitResult, NodeFit, ReferenceScheduler, Tracer
+from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError, InputError
+from hamisim.hami.decision import Decision, Pick, parse_reason
+from hamisim.hami.reference import CardUsage, FitResult, NodeFit, ReferenceScheduler, Tracer
+from hamisim.pods import NO_PERCENTAGE, Pod, Request
 
 __all__ = ["CardVerdict", "ContainerExplanation", "NodeExplanation", "Explanation",
            "explain_pod", "explain_with", "explain_run", "load_pod", "format_text",
@@ -454,8 +454,14 @@ class _Recorder(Tracer):
 
 def sort_rule(policy) -> str:
     """HAMi's card comparator for a resolved policy (§3.2), in words."""
-    from .policy import (KEY_BINPACK, KEY_NUMA, KEY_SPREAD, MODE_CHAIN, SINGLE_BINPACK,
-                         SINGLE_MUTEX)
+    from hamisim.hami.policy import (
+        KEY_BINPACK,
+        KEY_NUMA,
+        KEY_SPREAD,
+        MODE_CHAIN,
+        SINGLE_BINPACK,
+        SINGLE_MUTEX,
+    )
     if policy.mode == MODE_CHAIN:
         words = {KEY_BINPACK: "lower score", KEY_SPREAD: "higher score", KEY_NUMA: "lower NUMA"}
         return ", then ".join([words[k] for k in policy.chain] + ["lower index"]) + " first"
@@ -526,7 +532,7 @@ def explain_with(scheduler: ReferenceScheduler, pod: Pod, tie_draw: float | None
 def explain_pod(cluster: Cluster, pod: Pod, state=None,
                 context: Mapping[str, Any] | None = None) -> Explanation:
     """Explain ``pod`` against ``cluster`` with ``state``'s pods running
-    (:class:`hamisim.initialstate.InitialState`, or ``None``)."""
+    (:class:`hamisim.io.initialstate.InitialState`, or ``None``)."""
     _hami_only(cluster)
     sched = ReferenceScheduler(cluster)
     if state is not None:
@@ -535,7 +541,7 @@ def explain_pod(cluster: Cluster, pod: Pod, state=None,
 
 
 def _hami_only(cluster: Cluster) -> None:
-    from .research import is_research_policy
+    from hamisim.registry import is_research_policy
     policy = cluster.scheduler.node_scheduler_policy
     if is_research_policy(policy):
         raise HamisimError(f"explain covers HAMi's own placement; node policy '{policy}' is a "
@@ -552,12 +558,12 @@ def load_pod(path: str, name: str | None = None) -> Pod:
     """
     ext = os.path.splitext(path)[1].lower()
     if ext in (".csv", ".jsonl", ".parquet"):
-        from .traces import read_trace
+        from hamisim.io.traces import read_trace
         trace = read_trace(path)
         return _pick({tp.pod.name: tp.pod for tp in trace.pods}, name, path)
-    from ._documents import load_document
-    from .kubeimport import kubernetes_pods, pod_from_kubernetes
-    from .podspec import TRACE_POD_KEYS, pod_from_document
+    from hamisim.io.documents import load_document
+    from hamisim.io.kubeimport import kubernetes_pods, pod_from_kubernetes
+    from hamisim.io.podspec import TRACE_POD_KEYS, pod_from_document
     root = load_document(path)
     if root.is_mapping:
         doc = root.as_doc("the top level")
@@ -613,10 +619,10 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
     its ``bind`` when it never was. The run's inputs must be unchanged
     (their SHA-256 is checked).
     """
-    from .initialstate import INITIAL_STATE_MESSAGE
-    from .outputs import read_table
-    from .scheduler import make_scheduler
-    from .study import _sha256, prepare, spec_from_summary
+    from hamisim.io.outputs import read_table
+    from hamisim.sim.backend import make_scheduler
+    from hamisim.sim.recorder import INITIAL_STATE_MESSAGE
+    from hamisim.studies.runs import _sha256, prepare, spec_from_summary
 
     folder = Path(run_dir)
     summary_path = folder / "summary.json"
@@ -815,7 +821,7 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
     for x in detailed:
         out += _node_text(x)
     if exp.ranking:
-        from .policy import node_policy_spread
+        from hamisim.hami.policy import node_policy_spread
         spread = node_policy_spread(exp.node_policy)
         scores = {x.name: x.score for x in exp.nodes}
         shown = [f"{name} {scores[name]:g}" for name in exp.ranking]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Mapping
 
-from .cluster import SchedulerConfig
+from hamisim.cluster import SchedulerConfig
 
 __all__ = [
     "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE",

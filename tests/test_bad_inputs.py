@@ -21,16 +21,17 @@ import pytest
 import yaml
 
 from hamisim.cli import build_parser, main
-from hamisim.scenario import load_scenario, run_scenario
+from hamisim.io.scenariofile import load_scenario
+from hamisim.studies.scenario import run_scenario
 
 DATA = Path(__file__).resolve().parent / "data" / "bad_inputs"
 MANIFEST = yaml.safe_load((DATA / "manifest.yaml").read_text())
 GOOD_CLUSTER = DATA / "good" / "cluster.yaml"
 GOOD_TRACE = DATA / "good" / "trace.csv"
 #: the reader module behind each manifest section (sections of missing readers are skipped)
-READERS = {"cluster": "hamisim.clusterfile", "trace": "hamisim.traces",
-           "scenario": "hamisim.scenario", "sweep": "hamisim.sweep",
-           "kubectl": "hamisim.kubeimport"}
+READERS = {"cluster": "hamisim.io.clusterfile", "trace": "hamisim.io.traces",
+           "scenario": "hamisim.io.scenariofile", "sweep": "hamisim.studies.sweepfile",
+           "kubectl": "hamisim.io.kubeimport"}
 
 
 def cases():
@@ -356,7 +357,7 @@ KNOWN = ["spread", "binpack", "mutex", "numa", "topology-aware", "mutex,binpack,
 
 
 def test_known_policies_do_not_warn(tmp_path, capsys):
-    from hamisim.policy import policy_problem
+    from hamisim.hami.policy import policy_problem
     assert [p for p in KNOWN if policy_problem(p) is not None] == []
     assert policy_problem("fgd", "node", research_ok=True) is None
     assert policy_problem("fgd", "node") is not None    # a pod annotation is read by HAMi

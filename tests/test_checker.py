@@ -1,4 +1,4 @@
-"""The invariant checker (``--check``, ``EngineConfig(check=True)``; hamisim.checker).
+"""The invariant checker (``--check``, ``EngineConfig(check=True)``; hamisim.sim.checker).
 
 It must stay silent on every bundled scenario and on a replay of the bundled
 openb workload, and stop a run whose state is corrupted, naming the event.
@@ -12,20 +12,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hamisim import engine as engine_mod
-from hamisim.bundled import bundled_scenarios
-from hamisim.checker import EXIT_INVARIANT, Checker, InvariantError, pod_contribution
 from hamisim.cli import main
 from hamisim.cluster import Card, Cluster, Node
-from hamisim.engine import EngineConfig, simulate
-from hamisim.kernel import KernelScheduler
-from hamisim.metrics import ClusterMeter
-from hamisim.outcome import Decision, Pick
+from hamisim.hami.decision import Decision, Pick
+from hamisim.hami.reference import collapsed_usage
+from hamisim.io.bundled import bundled_scenarios
+from hamisim.io.scenariofile import load_scenario
 from hamisim.pods import GPU, GPUMEM, Container, Pod
-from hamisim.reference import collapsed_usage
-from hamisim.scenario import load_scenario, run_scenario
-from hamisim.study import RunSpec, run
-from hamisim.traces import TracePod
+from hamisim.sim import engine as engine_mod
+from hamisim.sim.checker import EXIT_INVARIANT, Checker, InvariantError, pod_contribution
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.sim.kernel import KernelScheduler
+from hamisim.sim.metrics import ClusterMeter
+from hamisim.studies.runs import RunSpec, run
+from hamisim.studies.scenario import run_scenario
+from hamisim.workload import TracePod
 
 CLUSTER = Cluster(nodes=(
     Node("n1", (Card("GPU-A", 0, devmem=16000), Card("GPU-B", 1, devmem=16000)),
@@ -86,7 +87,7 @@ def test_a_replay_from_an_imported_cluster_state_passes(tmp_path):
     kube = Path(__file__).resolve().parent.parent / "workloads" / "kubectl-example"
     if not (kube / "nodes.json").exists():
         pytest.skip("no kubectl example")
-    from hamisim.kubeimport import import_kubectl, write_import
+    from hamisim.io.kubeimport import import_kubectl, write_import
     files = write_import(import_kubectl(kube / "nodes.json", kube / "pods.json"), tmp_path / "i")
     res = run(RunSpec(cluster=str(files["cluster"]), trace=str(files["pending"]),
                       state=str(files["state"]), load=None, check=True))

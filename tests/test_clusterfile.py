@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from hamisim.cluster import Card
-from hamisim.clusterfile import load_cluster
 from hamisim.errors import InputError
+from hamisim.io.clusterfile import load_cluster
 
 
 def write(tmp_path, text, ext=".yaml", raw: bytes | None = None):

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
-from hamisim.engine import EngineConfig, simulate
-from hamisim.metrics import typical_shapes
-from hamisim.reference import ReferenceScheduler
-from hamisim.traces import TracePod
+from hamisim.hami.reference import ReferenceScheduler
+from hamisim.shapes import typical_shapes
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.workload import TracePod
 
 POLICIES = ["spread", "binpack", "mutex", "mutex,binpack", "binpack,numa", "topology-aware"]
 

@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
-from hamisim.bundled import workloads_dir
 from hamisim.cli import main
-from hamisim.explain import (NOT_VISITED, PICKED, STAGE_HAMI, explain_pod, explain_with,
-                             format_text)
-from hamisim.kubeimport import import_kubectl, write_import
-from hamisim.outcome import parse_reason
-from hamisim.reference import ReferenceScheduler
-from hamisim.scheduler import make_scheduler
+from hamisim.explain import NOT_VISITED, PICKED, STAGE_HAMI, explain_pod, explain_with, format_text
+from hamisim.hami.decision import parse_reason
+from hamisim.hami.reference import ReferenceScheduler
+from hamisim.io.bundled import workloads_dir
+from hamisim.io.kubeimport import import_kubectl, write_import
+from hamisim.sim.backend import make_scheduler
 
 EXAMPLE = workloads_dir() / "kubectl-example"
 LLAMA = "ml/finetune-llama-0"

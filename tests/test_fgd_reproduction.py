@@ -9,9 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hamisim.bundled import workloads_dir
-from hamisim.fillcurves import curves
-from hamisim.study import RunSpec, run
+from hamisim.io.bundled import workloads_dir
+from hamisim.studies.fillcurves import curves
+from hamisim.studies.runs import RunSpec, run
 
 OPENB = workloads_dir() / "openb"
 NAMES = {"random": "01-Random", "dotprod": "02-DotProd", "gpuclustering": "03-GpuClustering",

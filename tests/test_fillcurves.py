@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hamisim.fillcurves import curves, median_at
+from hamisim.studies.fillcurves import curves, median_at
 
 
 def ts(arrived, unalloc, total=100):

@@ -27,11 +27,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hamisim import clusterfile
 from hamisim.errors import InputError
+from hamisim.io import clusterfile
+from hamisim.io.clusterfile import cluster_from_path
+from hamisim.io.scenariofile import load_scenario
+from hamisim.io.traces import read_trace, write_trace
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
-from hamisim.scenario import load_scenario
-from hamisim.traces import Trace, TracePod, cluster_from_path, read_trace, write_trace
+from hamisim.workload import Trace, TracePod
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "workloads"
@@ -110,8 +112,8 @@ SEEDS: dict[str, tuple[str, list[bytes]]] = {
 }
 
 # the readers of the parallel work (sweeps, kubectl import) join when they exist
-HAS_SWEEP = importlib.util.find_spec("hamisim.sweep") is not None
-HAS_KUBECTL = importlib.util.find_spec("hamisim.kubeimport") is not None
+HAS_SWEEP = importlib.util.find_spec("hamisim.studies.sweep") is not None
+HAS_KUBECTL = importlib.util.find_spec("hamisim.io.kubeimport") is not None
 KUBECTL = WORKLOADS / "kubectl-example"
 if HAS_SWEEP and (WORKLOADS / "sweeps" / "openb-policies.yaml").exists():
     SEEDS["sweep"] = (".yaml", [(WORKLOADS / "sweeps" / "openb-policies.yaml").read_bytes()])
@@ -153,9 +155,9 @@ def read(reader: str, path: Path, folder: Path):
     if reader.startswith("scenario"):
         return load_scenario(path)
     if reader == "sweep":
-        from hamisim.sweep import load_sweep
+        from hamisim.studies.sweep import load_sweep
         return load_sweep(path)
-    from hamisim.kubeimport import import_kubectl
+    from hamisim.io.kubeimport import import_kubectl
     if reader == "kubectl-nodes":
         return import_kubectl(path, None)
     return import_kubectl(folder / "nodes-seed.json", path)

@@ -1,4 +1,4 @@
-"""Checks hamisim.gosort and hamisim/_gosort.pxi against real Go output.
+"""Checks hamisim.hami.gosort and hamisim/_gosort.pxi against real Go output.
 
 tests/data/go_sort_orders.json was produced by tools/go_sort_vectors with
 the Go toolchain named in its "go_version" field; every case records the
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-import hamisim.gosort as gosort
-from hamisim.gosort import bits_len, go_sort, go_sorted
+import hamisim.hami.gosort as gosort
+from hamisim.hami.gosort import bits_len, go_sort, go_sorted
 
 TESTS_DIR = Path(__file__).resolve().parent
 PKG_DIR = TESTS_DIR.parent / "hamisim"

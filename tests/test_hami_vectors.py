@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from vector_ops import BACKENDS
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
-from hamisim.outcome import parse_reason
+from hamisim.hami import reference as ref
+from hamisim.hami.decision import parse_reason
+from hamisim.hami.policy import parse_weights, pod_gpu_policy, policy_contains
 from hamisim.pods import Container, Pod, Request, admit, container_request, default_core_limit
-from hamisim.policy import parse_weights, pod_gpu_policy, policy_contains
-from hamisim import reference as ref
-from hamisim.scheduler import make_scheduler
-
-from vector_ops import BACKENDS
+from hamisim.sim.backend import make_scheduler
 
 VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 

@@ -9,14 +9,15 @@ import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod
 from hamisim.cli import main
-from hamisim.engine import EngineConfig, simulate
 from hamisim.errors import InputError
-from hamisim.initialstate import INITIAL_STATE_MESSAGE, load_state
-from hamisim.outcome import Pick
-from hamisim.reference import collapsed_usage
-from hamisim.scheduler import make_scheduler
-from hamisim.study import RunSpec, run
-from hamisim.traces import TracePod
+from hamisim.hami.decision import Pick
+from hamisim.hami.reference import collapsed_usage
+from hamisim.io.initialstate import load_state
+from hamisim.sim.backend import make_scheduler
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.sim.recorder import INITIAL_STATE_MESSAGE
+from hamisim.studies.runs import RunSpec, run
+from hamisim.workload import TracePod
 
 BACKENDS = ["kernel", "reference"]
 

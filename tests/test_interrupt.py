@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from hamisim import outputs, study
 from hamisim.cli import main
+from hamisim.io import outputs
+from hamisim.studies import runs as study
 
 MESSAGE = "hamisim: interrupted: no results written"
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")

@@ -3,7 +3,7 @@
 Random clusters (mixed card types, up to 16 cards per node so Go's pdqsort
 path is exercised, cordons, pair scores, CPU/memory) and random sequences of
 creates and deletes are run through both backends; every step must give the
-identical :class:`~hamisim.outcome.Decision` (or raise the identical error)
+identical :class:`~hamisim.hami.decision.Decision` (or raise the identical error)
 and leave identical per-card usage.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
-from hamisim.kernel import KernelScheduler
+from hamisim.hami.reference import ReferenceScheduler
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
-from hamisim.reference import ReferenceScheduler
+from hamisim.sim.kernel import KernelScheduler
 
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
               "AMD-MI100"]

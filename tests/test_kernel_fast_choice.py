@@ -16,9 +16,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_kernel_equivalence import SLOW, _run, clusters, pods
 
-from hamisim.kernel import KernelScheduler
+from hamisim.hami.reference import ReferenceScheduler
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
-from hamisim.reference import ReferenceScheduler
+from hamisim.sim.kernel import KernelScheduler
 
 
 @st.composite
@@ -84,7 +84,7 @@ def test_memory_percentage_boundaries():
     """A card whose free memory is at the edge of a percentage request: the
     kernel must not skip the node (binpack prefers the used node A over B)."""
     from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
-    from hamisim.outcome import Pick
+    from hamisim.hami.decision import Pick
 
     cases = 0
     for devmem in (7, 100, 1000, 8191, 15360):

@@ -8,13 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from hamisim.bundled import workloads_dir
 from hamisim.cli import main
-from hamisim.clusterfile import load_cluster
-from hamisim.initialstate import load_state
-from hamisim.kubeimport import (cpu_milli, import_kubectl, memory_mib, parse_quantity,
-                                write_import)
-from hamisim.traces import read_trace
+from hamisim.io.bundled import workloads_dir
+from hamisim.io.clusterfile import load_cluster
+from hamisim.io.initialstate import load_state
+from hamisim.io.kubeimport import (
+    cpu_milli,
+    import_kubectl,
+    memory_mib,
+    parse_quantity,
+    write_import,
+)
+from hamisim.io.traces import read_trace
 
 EXAMPLE = workloads_dir() / "kubectl-example"
 NODES, PODS = EXAMPLE / "nodes.json", EXAMPLE / "pods.json"

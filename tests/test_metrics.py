@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
-from hamisim.metrics import ClusterMeter, Shape, typical_shapes
+from hamisim.shapes import Shape, typical_shapes
+from hamisim.sim.metrics import ClusterMeter
 
 
 def card(cid: str, idx: int = 0, **kw) -> Card:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from hamisim.cli import main
-from hamisim.study import RunSpec, run, write_run
+from hamisim.studies.runs import RunSpec, run, write_run
 
 CLUSTER = """\
 nodes:
@@ -57,7 +57,7 @@ def test_summary_records_inputs(inputs):
 
 
 def test_failed_write_leaves_no_folder(inputs, monkeypatch):
-    import hamisim.study as study
+    import hamisim.studies.runs as study
 
     def broken(*a, **k):
         raise RuntimeError("disk full")

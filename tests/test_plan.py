@@ -12,8 +12,8 @@ from test_sweep import make_inputs
 
 from hamisim.cli import main
 from hamisim.errors import InputError
-from hamisim.plan import Target, load_plan, run_plan
-from hamisim.sweep import load_sweep, run_sweep
+from hamisim.studies.plan import Target, load_plan, run_plan
+from hamisim.studies.sweep import load_sweep, run_sweep
 
 WORKLOAD = "workload: {trace: trace.csv, offered_gpus: 10, n_pods: 300, max_lifetime: 600}\n"
 POLICY = "policies: {node_scheduler_policy: binpack, gpu_scheduler_policy: spread}\n"
@@ -210,7 +210,7 @@ def test_cli_bad_target_override_exits_2(brute_force, tmp_path, capsys):
 @pytest.mark.slow
 def test_openb_plan_answers_within_a_minute(tmp_path):
     """The bundled openb plan: a 10-point search (at most) in under a minute on 2 workers."""
-    from hamisim.bundled import workloads_dir
+    from hamisim.io.bundled import workloads_dir
     plan = load_plan(workloads_dir() / "sweeps" / "openb-plan.yaml")
     assert plan.max_evaluations == 10
     start = time.monotonic()

@@ -13,13 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
-from hamisim.metrics import Shape
-from hamisim.outcome import Pick
+from hamisim.hami.decision import Pick
 from hamisim.pods import Container, Pod
-from hamisim.research import (
-    RESEARCH_POLICIES, ResearchScheduler, card_milli, research_request,
-)
-from hamisim.scheduler import make_scheduler
+from hamisim.research.model import RESEARCH_POLICIES, card_milli, research_request
+from hamisim.research.scheduler import ResearchScheduler
+from hamisim.shapes import Shape
+from hamisim.sim.backend import make_scheduler
 
 BACKENDS = ("kernel", "reference")
 GPU, CORES, PCT, MEM = ("nvidia.com/gpu", "nvidia.com/gpucores",

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from hamisim.bundled import bundled_scenarios
 from hamisim.cli import main
+from hamisim.io.bundled import bundled_scenarios
 
 BACKENDS = ["kernel", "reference"]
 EXCLUSIVE = "0/1 nodes are available: 1 2/2 ExclusiveDeviceAllocateConflict."

@@ -7,10 +7,10 @@ import textwrap
 import pytest
 
 from hamisim.errors import InputError
+from hamisim.io.documents import from_plain, parse_json
+from hamisim.io.podspec import TRACE_COLUMN_ANNOTATIONS, TRACE_POD_KEYS, pod_from_document
+from hamisim.io.scenariofile import CreateStep, DeleteStep, ExpectStep, load_scenario
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container
-from hamisim.podspec import TRACE_COLUMN_ANNOTATIONS, TRACE_POD_KEYS, pod_from_document
-from hamisim._documents import from_plain, parse_json
-from hamisim.scenario import CreateStep, DeleteStep, ExpectStep, load_scenario
 
 HEAD = """\
 scheduler: {gpu_scheduler_policy: spread}

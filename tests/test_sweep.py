@@ -17,7 +17,7 @@ import pytest
 
 from hamisim.cli import main
 from hamisim.errors import InputError
-from hamisim.sweep import (
+from hamisim.studies.sweep import (
     CellRunner,
     load_sweep,
     read_cell_row,
@@ -322,7 +322,7 @@ def test_sweep_file_errors_are_located(tmp_path, text, line, needle):
 
 
 def test_policies_hami_ignores_are_warnings_not_errors(tmp_path):
-    from hamisim.policy import PolicyWarning
+    from hamisim.hami.policy import PolicyWarning
     path = make_inputs(tmp_path / "in", textwrap.dedent("""\
         cluster: cluster.yaml
         workload: {trace: trace.csv}
@@ -379,7 +379,7 @@ def test_cell_outputs_choose_the_per_cell_tables(tmp_path):
 
 
 def test_bundled_example_sweep_loads():
-    from hamisim.bundled import workloads_dir
+    from hamisim.io.bundled import workloads_dir
     sweep = load_sweep(workloads_dir() / "sweeps" / "openb-policies.yaml")
     assert len(sweep.cells) == 24
     assert {c.replicas for c in sweep.cells} == {48, 56, 64}

@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed")
 from test_sweep import N_CELLS, make_inputs
 
 from hamisim.cli import main
-from hamisim.sweep import load_sweep, run_sweep
+from hamisim.studies.sweep import load_sweep, run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def test_a_lost_dask_worker_is_replaced_and_its_cell_resubmitted(inputs, local_c
     import dask
     from test_sweep import crash_once
 
-    from hamisim.sweep import CellRunner
+    from hamisim.studies.sweep import CellRunner
 
     markers = tmp_path / "markers"
     markers.mkdir()
@@ -145,6 +145,6 @@ def test_a_lost_dask_worker_is_replaced_and_its_cell_resubmitted(inputs, local_c
     # Dask also fails the tasks waiting on the dead worker: they are resubmitted too
     assert stats.retried >= 1
     assert any("KilledWorker" in m for m in logs)
-    from hamisim.sweep import results_table, write_results
+    from hamisim.studies.sweep import results_table, write_results
     write_results(results_table(stats.rows.values()), tmp_path / "out", "results", "csv")
     assert (tmp_path / "out" / "results.csv").read_bytes() == local_csv

@@ -6,9 +6,9 @@ import types
 import pandas as pd
 import pytest
 
-from hamisim.engine import EngineConfig, simulate
-from hamisim.synthetic import synthetic_cluster, synthetic_trace
-from hamisim.traces import gpu_request
+from hamisim.io.synthetic import synthetic_cluster, synthetic_trace
+from hamisim.shapes import gpu_request
+from hamisim.sim.engine import EngineConfig, simulate
 
 
 def test_trace_is_lazy_and_reproducible():

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hamisim import reference as ref
+from hamisim.hami import reference as ref
+from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
 from hamisim.pods import Request
-from hamisim.policy import parse_card_policy, pod_gpu_policy
 
 
 def request(d: dict) -> Request:
@@ -39,7 +39,7 @@ def pick_dict(p) -> dict:
 
 
 class ReferenceOps:
-    """The vectors' operations on :mod:`hamisim.reference`."""
+    """The vectors' operations on :mod:`hamisim.hami.reference`."""
 
     name = "reference"
 
@@ -162,8 +162,8 @@ def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str =
 def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: list[dict],
               types: list[str], modes: list[str], w=(1, 1, 1), registered=("NVIDIA",)):
     from hamisim import _core
-    from hamisim.policy import numa_bind
-    from hamisim.state import encode_policy, request_rows
+    from hamisim.hami.policy import numa_bind
+    from hamisim.sim.arrays import encode_policy, request_rows
 
     mode, chain, n_chain = encode_policy(sort_policy)
     fp = parse_card_policy(fit_text)
@@ -184,8 +184,12 @@ def _kernel_picks(cards: list[dict], picks) -> list[dict]:
 
 def _status_reason(status: int, counts: list[int], n_cards: int) -> str:
     from hamisim import _core
-    from hamisim.outcome import (DEVICE_TYPE_NOT_FOUND, NODE_INSUFFICIENT_DEVICE, REASONS,
-                                 fit_reason)
+    from hamisim.hami.decision import (
+        DEVICE_TYPE_NOT_FOUND,
+        NODE_INSUFFICIENT_DEVICE,
+        REASONS,
+        fit_reason,
+    )
 
     st = _core.ST_NAMES
     if status == st["FIT"]:
@@ -204,7 +208,7 @@ class KernelOps:
 
     def card_score(self, c: dict, requests: list[dict], w: dict) -> float:
         from hamisim import _core
-        from hamisim.state import request_rows
+        from hamisim.sim.arrays import request_rows
 
         i64 = lambda key: np.array([c[key]], dtype=np.int64)  # noqa: E731
         reqs = [request(r) for r in requests]
@@ -216,7 +220,7 @@ class KernelOps:
 
     def card_less(self, policy: str, numa_bind: bool, a: dict, b: dict) -> bool:
         from hamisim import _core
-        from hamisim.state import encode_policy
+        from hamisim.sim.arrays import encode_policy
 
         cp = parse_card_policy(policy, numa_bind)
         mode, chain, n_chain = encode_policy(cp)
@@ -225,7 +229,7 @@ class KernelOps:
 
     def _sort(self, policy: str, numa_bind: bool, scores, numa, used, index) -> list[int]:
         from hamisim import _core
-        from hamisim.state import encode_policy
+        from hamisim.sim.arrays import encode_policy
 
         cp = parse_card_policy(policy, numa_bind)
         mode, chain, n_chain = encode_policy(cp)
@@ -252,13 +256,13 @@ class KernelOps:
 
     def node_less(self, policy: str, a: float, b: float) -> bool:
         from hamisim import _core
-        from hamisim.policy import node_policy_spread
+        from hamisim.hami.policy import node_policy_spread
 
         return _core.node_less(node_policy_spread(policy), a, b)
 
     def fit(self, case: dict) -> tuple[bool, list[dict], str]:
         from hamisim import _core
-        from hamisim.outcome import REASONS, fit_reason
+        from hamisim.hami.decision import REASONS, fit_reason
 
         cards = case["cards"]
         ann = case.get("annotations") or {}

@@ -1,0 +1,169 @@
+"""What a scheduling attempt produces, in HAMi's and kube-scheduler's words.
+
+Both backends report Fit rejections as counts per reason *code*; this module
+turns them into HAMi's reason strings (``"2/2 ExclusiveDeviceAllocateConflict"``),
+kube-scheduler's ``FailedScheduling`` message and the
+``hami.io/vgpu-devices-allocated`` annotation, so the two backends share one
+formatting path.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
+
+__all__ = [
+    "REASONS", "REASON_CODE", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
+    "DEVICE_TYPE_NOT_FOUND", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
+    "Pick", "Decision", "fit_reason", "parse_reason", "failed_scheduling_message",
+    "histogram_message",
+    "devices_annotation", "pads_empty_segments",
+]
+
+#: HAMi's per-card reason keys (pkg/device/common/common.go), in code order.
+#: ``CardCordoned`` is HAMi v2.10.0's per-GPU cordon.
+REASONS: tuple[str, ...] = (
+    "CardNotHealth",
+    "CardCordoned",
+    "CardTypeMismatch",
+    "NumaNotFit",
+    "CardUuidMismatch",
+    "CardTimeSlicingExhausted",
+    "ExclusiveDeviceAllocateConflict",
+    "CardInsufficientMemory",
+    "CardInsufficientCore",
+    "CardComputeUnitsExhausted",
+    "AllocatedCardsInsufficientRequest",
+)
+REASON_CODE = {name: i for i, name in enumerate(REASONS)}
+
+# Whole-node reasons that are not per-card histograms.
+NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
+NODE_UNREGISTERED = "node unregistered"
+DEVICE_TYPE_NOT_FOUND = "Device type not found"
+# kube-scheduler NodeResourcesFit reasons (hamisim.kube.fit), re-exported.
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One card given to one container: HAMi's ``ContainerDevice``."""
+
+    uuid: str
+    usedmem: int
+    usedcores: int
+    idx: int = 0
+
+
+@dataclass
+class Decision:
+    """The result of one scheduling attempt.
+
+    ``containers`` holds, for a bound pod, one list of :class:`Pick` per
+    container (init containers first, GPU-less containers as empty lists).
+    ``node_reasons`` maps every node that was examined and rejected to its
+    reason strings (a node rejected by kube-scheduler for both CPU and memory
+    has two). A backend may pass ``reasons_factory`` instead, so the map of a
+    large cluster is only built when someone reads it.
+    """
+
+    pod: str
+    node: str | None = None
+    containers: list[list[Pick]] = field(default_factory=list)
+    message: str | None = None
+    _node_reasons: dict[str, list[str]] | None = field(default=None, repr=False,
+                                                       compare=False)
+    node_index: int = -1
+    #: whether GPU-less containers get an empty annotation segment: HAMi pads
+    #: them under the card *model* type, so only nodes whose cards are typed
+    #: exactly ``NVIDIA`` show them (HAMI-SEMANTICS §9.1.9).
+    pad_empty: bool = True
+    reasons_factory: Callable[[], dict[str, list[str]]] | None = field(
+        default=None, repr=False, compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Decision):
+            return NotImplemented
+        return (self.pod, self.node, self.containers, self.message, self.node_index,
+                self.pad_empty, self.node_reasons) == (
+                    other.pod, other.node, other.containers, other.message, other.node_index,
+                    other.pad_empty, other.node_reasons)
+
+    @property
+    def node_reasons(self) -> dict[str, list[str]]:
+        if self._node_reasons is None:
+            self._node_reasons = self.reasons_factory() if self.reasons_factory else {}
+        return self._node_reasons
+
+    @property
+    def bound(self) -> bool:
+        return self.node is not None
+
+    @property
+    def devices(self) -> str | None:
+        """The ``hami.io/vgpu-devices-allocated`` value; ``None`` when pending or
+        when HAMi placed no card (a pod without GPU requests)."""
+        if self.node is None or not any(self.containers):
+            return None
+        return devices_annotation(self.containers, self.pad_empty)
+
+    @property
+    def card_ids(self) -> list[str]:
+        """All cards of the pod, in annotation order."""
+        return [p.uuid for c in self.containers for p in c]
+
+
+def fit_reason(counts: Mapping[str, int], n_cards: int) -> str:
+    """HAMi's Fit failure string: ``"<n>/<cards> <Key>"`` sorted as strings."""
+    parts = [f"{n}/{n_cards} {key}" for key, n in counts.items() if n > 0]
+    return ", ".join(sorted(parts))
+
+
+def parse_reason(reason: str) -> dict[str, int]:
+    """Inverse of :func:`fit_reason`: reason key -> count."""
+    out: dict[str, int] = {}
+    for part in reason.split(", "):
+        part = part.strip()
+        if not part:
+            continue
+        frac, _, key = part.partition(" ")
+        out[key] = int(frac.split("/")[0])
+    return out
+
+
+def failed_scheduling_message(n_nodes: int, node_reasons: Mapping[str, Iterable[str]]) -> str:
+    """kube-scheduler's FailedScheduling text (without any preemption suffix).
+
+    One histogram entry per distinct reason string, ``"<count> <reason>"``,
+    sorted as strings and joined with ``", "``.
+    """
+    hist: Counter[str] = Counter()
+    for reasons in node_reasons.values():
+        hist.update(reasons)
+    return histogram_message(n_nodes, hist)
+
+
+def histogram_message(n_nodes: int, hist: Mapping[str, int]) -> str:
+    """:func:`failed_scheduling_message` from the reason histogram itself."""
+    msg = f"0/{n_nodes} nodes are available:"
+    entries = sorted(f"{n} {reason}" for reason, n in hist.items())
+    if entries:
+        msg += " " + ", ".join(entries) + "."
+    return msg
+
+
+def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = True) -> str:
+    """Encode ``hami.io/vgpu-devices-allocated`` for NVIDIA.
+
+    Each card ``UUID,NVIDIA,<mem>,<cores>:``; each container closed by ``;``.
+    GPU-less containers give an empty segment only when ``pad_empty``.
+    """
+    return "".join(
+        "".join(f"{p.uuid},NVIDIA,{p.usedmem},{p.usedcores}:" for p in picks) + ";"
+        for picks in containers if picks or pad_empty)
+
+
+def pads_empty_segments(card_types: Iterable[str]) -> bool:
+    """Whether a node's annotation keeps empty segments (a card typed exactly ``NVIDIA``)."""
+    return any(t == "NVIDIA" for t in card_types)

@@ -1,0 +1,702 @@
+"""HAMi v2.10.0 placement, written to be read beside ``HAMI-SEMANTICS.md``.
+
+This module is the executable specification (the role msprime's
+``algorithms.py`` plays): plain Python objects, no speed tricks, one function
+per step of the spec, each named after the section it implements. The
+compiled kernel (:mod:`hamisim._core`) must take the same decision for every
+attempt; ``tests/test_kernel_equivalence.py`` checks that on random clusters.
+
+Float32 matters: HAMi computes card and node scores in ``float32`` and compares
+them exactly, so every score here is a :class:`numpy.float32` and every
+operation is done in that type, left to right as in Go.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from hamisim.cluster import Cluster, Node
+from hamisim.hami.decision import (
+    DEVICE_TYPE_NOT_FOUND,
+    NODE_INSUFFICIENT_DEVICE,
+    NODE_UNREGISTERED,
+    Decision,
+    Pick,
+    failed_scheduling_message,
+    fit_reason,
+    pads_empty_segments,
+)
+from hamisim.hami.gosort import go_sort
+from hamisim.hami.policy import (
+    KEY_BINPACK,
+    KEY_NUMA,
+    KEY_SPREAD,
+    MODE_CHAIN,
+    SINGLE_BINPACK,
+    SINGLE_MUTEX,
+    CardPolicy,
+    node_policy_spread,
+    numa_bind,
+    parse_card_policy,
+    pod_gpu_policy,
+    pod_node_policy,
+    pod_weights,
+)
+from hamisim.kube.fit import least_allocated_choice, resource_fit_reasons
+from hamisim.kube.sampling import sample_feasible
+from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
+
+__all__ = [
+    "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
+    "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit",
+    "fit_in_devices", "NodeFit", "score_node", "ReferenceScheduler", "Tracer",
+]
+
+f32 = np.float32
+_TEN = f32(10)
+
+USE_UUID = "nvidia.com/use-gpuuuid"
+NOUSE_UUID = "nvidia.com/nouse-gpuuuid"
+USE_TYPE = "nvidia.com/use-gputype"
+NOUSE_TYPE = "nvidia.com/nouse-gputype"
+VGPU_MODE = "nvidia.com/vgpu-mode"
+
+
+# ---------------------------------------------------------------------------
+# §2.1 / §2.2  A card with its usage counters (HAMi's DeviceUsage)
+# ---------------------------------------------------------------------------
+@dataclass
+class CardUsage:
+    """A card as the scheduler sees it during one Filter call."""
+
+    id: str
+    index: int = 0
+    type: str = "NVIDIA"
+    count: int = 0
+    devmem: int = 0
+    devcore: int = 0
+    used: int = 0
+    usedmem: int = 0
+    usedcores: int = 0
+    numa: int = 0
+    health: bool = True
+    mode: str = ""
+    cordoned: bool = False
+    score: np.float32 = field(default_factory=lambda: f32(0))
+
+
+# ---------------------------------------------------------------------------
+# Tracing hooks (hamisim explain)
+# ---------------------------------------------------------------------------
+class Tracer:
+    """Observer of one placement attempt; every hook is a no-op here.
+
+    Pass an instance (``ReferenceScheduler.schedule(pod, trace=...)``, or the
+    ``trace`` argument of :func:`score_node`, :func:`fit_in_devices` and
+    :func:`fit`) to be told each step as the reference takes it;
+    :mod:`hamisim.explain` builds its explanation this way. Hooks only
+    observe: the arguments are live objects (cards are re-sorted and their
+    usage changes as containers are placed), so copy what you keep, and never
+    modify them. Without a tracer nothing is called.
+    """
+
+    def attempt(self, pod: Pod, requests: Sequence[Request | None], n_init: int) -> None:
+        """The admitted pod and its per-container requests (init containers first)."""
+
+    def policy(self, policy_text: str, policy: CardPolicy, node_policy: str,
+               weights: tuple[int, int, int]) -> None:
+        """The card policy, node policy and card-score weights in force (GPU pods)."""
+
+    def sampled(self, window: list[int], rejected: Mapping[int, list[str]], start: int) -> None:
+        """kube-scheduler's pass: feasible nodes handed on, rejected nodes with reasons."""
+
+    def node(self, i: int) -> None:
+        """HAMi starts evaluating node ``i`` (cluster order)."""
+
+    def container(self, j: int, init: bool, request: Request | None) -> None:
+        """Container ``j`` (init containers first) is placed on the current node."""
+
+    def node_score(self, score: np.float32) -> None:
+        """The node's base score, before the pod (§5.3)."""
+
+    def scored(self, cards: Sequence[CardUsage]) -> None:
+        """Card scores of the current container, cards in their current order."""
+
+    def sorted(self, cards: Sequence[CardUsage], vendor_cards: Sequence[CardUsage]) -> None:
+        """The node's cards after the sort, and the NVIDIA cards handed to Fit."""
+
+    def request_failed(self, reason: str) -> None:
+        """The request fails before Fit (``NodeInsufficientDevice``, ``Device type not found``)."""
+
+    def visit(self, card: CardUsage, verdict: str) -> None:
+        """Fit examines ``card``: ``verdict`` is the first reason key that rejects it,
+        or ``"picked"``."""
+
+    def numa_regroup(self, card: CardUsage, discarded: Sequence[Pick]) -> None:
+        """numa-bind: ``card`` starts a new NUMA group; ``discarded`` picks are dropped."""
+
+    def fit_done(self, result: "FitResult") -> None:
+        """Fit's result for the current request."""
+
+    def node_done(self, i: int, result: "NodeFit") -> None:
+        """HAMi's verdict on node ``i``."""
+
+    def ranked(self, order: Sequence[int], chosen: int) -> None:
+        """Fitting nodes after the node sort (§5.4), and the node chosen."""
+
+
+def _visit(trace: Tracer | None, card: CardUsage, verdict: str) -> None:
+    if trace is not None:
+        trace.visit(card, verdict)
+
+
+# ---------------------------------------------------------------------------
+# §3.1  Card score
+# ---------------------------------------------------------------------------
+def card_score(card: CardUsage, requests: Sequence[Request],
+               weights: tuple[int, int, int] = (1, 1, 1)) -> np.float32:
+    """Utilisation score of ``card`` if the container's requests were added.
+
+    Only requests whose type string *equals* the card type count (the
+    card-type quirk: real cards are ``NVIDIA-<model>``, requests ``NVIDIA``).
+    """
+    if card.count == 0 or card.devcore == 0 or card.devmem == 0:
+        return f32(0)
+    n = c = m = 0
+    for r in requests:
+        if r.type != card.type:
+            continue
+        n += 1                      # one slot per request, whatever r.nums
+        c += r.coresreq
+        if r.mempercentagereq not in (0, NO_PERCENTAGE):
+            m += card.devmem * r.mempercentagereq // 100
+        else:
+            m += r.memreq
+    slot = f32(n + card.used) / f32(card.count)
+    core = f32(c + card.usedcores) / f32(card.devcore)
+    mem = f32(m + card.usedmem) / f32(card.devmem)
+    ws, wc, wm = (f32(w) for w in weights)
+    return _TEN * ((ws * slot + wc * core) + wm * mem)
+
+
+# ---------------------------------------------------------------------------
+# §3.2  Card comparator ("a sorts before b")
+# ---------------------------------------------------------------------------
+def card_less(policy: CardPolicy, a, b) -> bool:
+    """HAMi's ``DeviceUsageList.Less``; ``a``/``b`` need score, numa, used, index."""
+    if policy.mode == MODE_CHAIN:
+        for key in policy.chain:
+            if key == KEY_BINPACK:
+                if a.score != b.score:
+                    return bool(a.score < b.score)
+            elif key == KEY_SPREAD:
+                if a.score != b.score:
+                    return bool(a.score > b.score)
+            elif key == KEY_NUMA:
+                if a.numa != b.numa:
+                    return a.numa < b.numa
+        return a.index < b.index
+    if policy.mode == SINGLE_MUTEX:
+        return a.used > b.used if a.used != b.used else a.numa < b.numa
+    binpack = policy.mode == SINGLE_BINPACK
+    if policy.numa_bind:
+        if a.numa != b.numa:
+            return a.numa > b.numa if binpack else a.numa < b.numa
+        return bool(a.score < b.score) if binpack else bool(a.score > b.score)
+    if a.score != b.score:
+        return bool(a.score < b.score) if binpack else bool(a.score > b.score)
+    return a.numa < b.numa
+
+
+def sort_cards(cards: list, policy: CardPolicy) -> None:
+    """Sort in place exactly as Go's ``sort.Sort`` would (§3.3)."""
+    go_sort(cards, lambda a, b: card_less(policy, a, b))
+
+
+# ---------------------------------------------------------------------------
+# §5.3  Node base score and §5.4 node comparator
+# ---------------------------------------------------------------------------
+def node_base_score(cards: Sequence[CardUsage]) -> np.float32:
+    """Utilisation of a node *before* the pod, over all its cards (no weights)."""
+    count = sum(c.count for c in cards)
+    devcore = sum(c.devcore for c in cards)
+    devmem = sum(c.devmem for c in cards)
+    if count == 0 or devcore == 0 or devmem == 0:
+        return f32(0)
+    used = sum(c.used for c in cards)
+    usedcores = sum(c.usedcores for c in cards)
+    usedmem = sum(c.usedmem for c in cards)
+    return _TEN * ((f32(used) / f32(count) + f32(usedcores) / f32(devcore))
+                   + f32(usedmem) / f32(devmem))
+
+
+def node_less(node_policy: str, a_score: np.float32, b_score: np.float32) -> bool:
+    """Node comparator: spread puts higher scores first, anything else lower."""
+    if node_policy_spread(node_policy):
+        return bool(f32(a_score) > f32(b_score))
+    return bool(f32(a_score) < f32(b_score))
+
+
+# ---------------------------------------------------------------------------
+# §2.4  Annotation filters
+# ---------------------------------------------------------------------------
+def _members(value: str | None) -> list[str]:
+    if value is None:
+        return []
+    return [m.strip() for m in value.split(",") if m.strip()]
+
+
+def uuid_allowed(annotations: Mapping[str, str], card_id: str,
+                 use_key: str = USE_UUID, nouse_key: str = NOUSE_UUID) -> bool:
+    """``use-gpuuuid`` / ``nouse-gpuuuid``: exact, trimmed ids; blank = no constraint."""
+    use = _members(annotations.get(use_key))
+    if use and card_id not in use:
+        return False
+    return card_id not in _members(annotations.get(nouse_key))
+
+
+def type_allowed(annotations: Mapping[str, str], card_type: str,
+                 use_key: str = USE_TYPE, nouse_key: str = NOUSE_TYPE) -> bool:
+    """``use-gputype`` / ``nouse-gputype``: case-insensitive substrings of the type."""
+    upper = card_type.upper()
+    use = _members(annotations.get(use_key))
+    if use and not any(m.upper() in upper for m in use):
+        return False
+    return not any(m.upper() in upper for m in _members(annotations.get(nouse_key)))
+
+
+def mode_allowed(mode_annotation: str | None, card_mode: str) -> bool:
+    """``nvidia.com/vgpu-mode``: the card mode must be a substring of the value."""
+    return mode_annotation is None or card_mode in mode_annotation
+
+
+# ---------------------------------------------------------------------------
+# §4  NVIDIA Fit
+# ---------------------------------------------------------------------------
+@dataclass
+class FitResult:
+    fit: bool
+    picks: list[Pick]
+    reasons: Counter
+    n_cards: int
+
+    @property
+    def reason(self) -> str:
+        return "" if self.fit else fit_reason(self.reasons, self.n_cards)
+
+
+def _pair(pair_scores: Mapping[str, Mapping[str, int]], a: str, b: str) -> int:
+    return pair_scores.get(a, {}).get(b, 0)
+
+
+def _topology_choice(picks: list[Pick], origin: int,
+                     pair_scores: Mapping[str, Mapping[str, int]]) -> list[Pick]:
+    """§4 topology-aware: choose ``origin`` of the acceptable cards."""
+    if origin == 1:
+        best, best_sum = picks[0], None
+        for p in picks:
+            total = sum(_pair(pair_scores, p.uuid, q.uuid) for q in picks if q is not p)
+            if best_sum is None or total < best_sum:
+                best, best_sum = p, total
+        return [best]
+    best_combo, best_sum = None, None
+    for combo in itertools.combinations(picks, origin):
+        total = sum(_pair(pair_scores, a.uuid, b.uuid)
+                    for a, b in itertools.combinations(combo, 2))
+        if best_sum is None or total > best_sum:
+            best_combo, best_sum = list(combo), total
+    return best_combo
+
+
+def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, str],
+        policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
+        trace: Tracer | None = None) -> FitResult:
+    """HAMi's NVIDIA ``Fit``: walk ``cards`` (already sorted) from the last one.
+
+    ``policy`` is the pod's card policy string (annotation, else scheduler
+    default); only its ``mutex`` and ``topology-aware`` tokens act here.
+    Usage is not updated; the caller adds the picks.
+    """
+    cp = parse_card_policy(policy)
+    bind = numa_bind(annotations)
+    mode_ann = annotations.get(VGPU_MODE)
+    origin = nums = request.nums
+    coresreq = request.coresreq
+    prevnuma = -1
+    picks: list[Pick] = []
+    reasons: Counter = Counter()
+    for card in reversed(cards):
+        if not card.health:
+            reasons["CardNotHealth"] += 1
+            _visit(trace, card, "CardNotHealth")
+            continue
+        if card.cordoned:
+            reasons["CardCordoned"] += 1
+            _visit(trace, card, "CardCordoned")
+            continue
+        if (not type_allowed(annotations, card.type) or not mode_allowed(mode_ann, card.mode)
+                or request.type != "NVIDIA"):
+            reasons["CardTypeMismatch"] += 1
+            _visit(trace, card, "CardTypeMismatch")
+            continue
+        if bind and card.numa != prevnuma:
+            if trace is not None:
+                trace.numa_regroup(card, picks if nums != origin else [])
+            if nums != origin:
+                reasons["NumaNotFit"] += len(picks)
+            nums, prevnuma, picks = origin, card.numa, []
+        if not uuid_allowed(annotations, card.id):
+            reasons["CardUuidMismatch"] += 1
+            _visit(trace, card, "CardUuidMismatch")
+            continue
+        if card.used >= card.count:
+            reasons["CardTimeSlicingExhausted"] += 1
+            _visit(trace, card, "CardTimeSlicingExhausted")
+            continue
+        if cp.mutex and card.used > 0:
+            reasons["ExclusiveDeviceAllocateConflict"] += 1
+            _visit(trace, card, "ExclusiveDeviceAllocateConflict")
+            continue
+        if coresreq > 100:
+            coresreq = 100          # sticky for the rest of the walk
+        mem = request.memreq if request.memreq > 0 else 0
+        if request.mempercentagereq != NO_PERCENTAGE and request.memreq == 0:
+            mem = card.devmem * request.mempercentagereq // 100
+        if card.devmem - card.usedmem < mem:
+            reasons["CardInsufficientMemory"] += 1
+            _visit(trace, card, "CardInsufficientMemory")
+            continue
+        if card.devcore - card.usedcores < coresreq:
+            reasons["CardInsufficientCore"] += 1
+            _visit(trace, card, "CardInsufficientCore")
+            continue
+        if card.devcore == 100 and coresreq == 100 and card.used > 0:
+            reasons["ExclusiveDeviceAllocateConflict"] += 1
+            _visit(trace, card, "ExclusiveDeviceAllocateConflict")
+            continue
+        if card.devcore != 0 and card.usedcores == card.devcore and coresreq == 0:
+            reasons["CardComputeUnitsExhausted"] += 1
+            _visit(trace, card, "CardComputeUnitsExhausted")
+            continue
+        picks.append(Pick(card.id, mem, coresreq, card.index))
+        _visit(trace, card, "picked")
+        if not cp.topology:
+            nums -= 1
+            if nums == 0:
+                return FitResult(True, picks, reasons, len(cards))
+    if cp.topology:
+        if len(picks) == origin:
+            return FitResult(True, picks, reasons, len(cards))
+        if len(picks) > origin:
+            chosen = _topology_choice(picks, origin, pair_scores or {})
+            return FitResult(True, chosen, reasons, len(cards))
+    if picks:
+        reasons["AllocatedCardsInsufficientRequest"] = len(picks)
+    return FitResult(False, [], reasons, len(cards))
+
+
+# ---------------------------------------------------------------------------
+# §5.1  One container on one node
+# ---------------------------------------------------------------------------
+def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
+                   annotations: Mapping[str, str], policy: CardPolicy,
+                   weights: tuple[int, int, int] = (1, 1, 1),
+                   pair_scores: Mapping[str, Mapping[str, int]] | None = None,
+                   registered_types: Sequence[str] = ("NVIDIA",),
+                   trace: Tracer | None = None,
+                   ) -> tuple[bool, list[Pick], str]:
+    """Score, sort (in place) and Fit one container's requests on a node.
+
+    ``cards`` is the node's working list: it is re-sorted in place and the
+    picks' usage is added to it, so the next container sees both.
+    Returns ``(fit, picks, reason)``.
+    """
+    for card in cards:
+        card.score = card_score(card, requests, weights)
+    if trace is not None:
+        trace.scored(cards)
+    picks: list[Pick] = []
+    for k in requests:
+        if k.type not in registered_types:
+            if trace is not None:
+                trace.request_failed(DEVICE_TYPE_NOT_FOUND)
+            return False, [], DEVICE_TYPE_NOT_FOUND
+        sort_cards(cards, policy)
+        vendor_cards = [c for c in cards if k.type.upper() in c.type.upper()]
+        if trace is not None:
+            trace.sorted(cards, vendor_cards)
+        if k.nums > len(vendor_cards):
+            if trace is not None:
+                trace.request_failed(NODE_INSUFFICIENT_DEVICE)
+            return False, [], NODE_INSUFFICIENT_DEVICE
+        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace)
+        if trace is not None:
+            trace.fit_done(res)
+        if not res.fit:
+            return False, [], res.reason
+        by_id = {c.id: c for c in cards}
+        for p in res.picks:
+            card = by_id[p.uuid]
+            card.used += 1
+            card.usedmem += p.usedmem
+            card.usedcores += p.usedcores
+        picks += res.picks
+    return True, picks, ""
+
+
+# ---------------------------------------------------------------------------
+# §5.2  The whole pod on one node
+# ---------------------------------------------------------------------------
+@dataclass
+class NodeFit:
+    fit: bool
+    score: np.float32
+    containers: list[list[Pick]]
+    reason: str = ""
+
+
+def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_init: int,
+               annotations: Mapping[str, str], policy: CardPolicy,
+               weights: tuple[int, int, int] = (1, 1, 1),
+               pair_scores: Mapping[str, Mapping[str, int]] | None = None,
+               trace: Tracer | None = None) -> NodeFit:
+    """Evaluate a pod on a node whose cards carry the current usage.
+
+    Init containers are fitted each on a fresh copy of the current usage (they
+    do not stack); app containers accumulate on one working copy. The node
+    score is the base score before the pod. ``cards`` is not modified.
+    """
+    allocation: list[list[Pick]] = []
+    for j, req in enumerate(containers[:n_init]):
+        if trace is not None:
+            trace.container(j, True, req)
+        if req is None:
+            allocation.append([])
+            continue
+        ok, picks, reason = fit_in_devices(copy.deepcopy(cards), [req], annotations, policy,
+                                           weights, pair_scores, trace=trace)
+        if not ok:
+            return NodeFit(False, f32(0), [], reason)
+        allocation.append(picks)
+    app = copy.deepcopy(cards)
+    score = node_base_score(app)
+    if trace is not None:
+        trace.node_score(score)
+    for j, req in enumerate(containers[n_init:], start=n_init):
+        if trace is not None:
+            trace.container(j, False, req)
+        if req is None:
+            allocation.append([])
+            continue
+        ok, picks, reason = fit_in_devices(app, [req], annotations, policy, weights,
+                                           pair_scores, trace=trace)
+        if not ok:
+            return NodeFit(False, f32(0), [], reason)
+        allocation.append(picks)
+    return NodeFit(True, score, allocation)
+
+
+# ---------------------------------------------------------------------------
+# §2.2  Pod cache -> usage (HAMi v2.10.0 collapsed usage with slot counts)
+# ---------------------------------------------------------------------------
+def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int
+                    ) -> dict[str, tuple[int, int, int]]:
+    """One cached pod's contribution per card: ``{uuid: (used, mem, cores)}``.
+
+    App containers on one card add up (one slot each, HAMi v2.10.0); init
+    containers are max'ed against that and count one slot when alone.
+    """
+    if n_init == 0 and len(containers) == 1:
+        # The common case: one container on distinct cards, one slot each.
+        one = {p.uuid: (1, p.usedmem, p.usedcores) for p in containers[0]}
+        if len(one) == len(containers[0]):
+            return one
+    app: dict[str, list[int]] = {}
+    for picks in containers[n_init:]:
+        for p in picks:
+            u = app.setdefault(p.uuid, [0, 0, 0])
+            u[0] += 1
+            u[1] += p.usedmem
+            u[2] += p.usedcores
+    init: dict[str, list[int]] = {}
+    for picks in containers[:n_init]:
+        for p in picks:
+            u = init.setdefault(p.uuid, [1, 0, 0])
+            u[1] = max(u[1], p.usedmem)
+            u[2] = max(u[2], p.usedcores)
+    out: dict[str, tuple[int, int, int]] = {}
+    for uuid in list(init) + [u for u in app if u not in init]:
+        a = app.get(uuid, [0, 0, 0])
+        i = init.get(uuid, [0, 0, 0])
+        out[uuid] = (max(a[0], i[0]), max(a[1], i[1]), max(a[2], i[2]))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# §5.4, §6  The scheduler: kube-scheduler in front, HAMi's Filter behind
+# ---------------------------------------------------------------------------
+@dataclass
+class _Cached:
+    node: int
+    containers: list[list[Pick]]
+    n_init: int
+    cpu_milli: int
+    memory_mib: int
+
+
+class ReferenceScheduler:
+    """HAMi's scheduler on a cluster, one attempt at a time (the oracle).
+
+    Usage is rebuilt from the pod cache at every attempt, as HAMi does.
+    """
+
+    backend = "reference"
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.config = cluster.scheduler
+        self.pods: dict[str, _Cached] = {}
+        self.next_start = 0
+
+    # -- state ---------------------------------------------------------
+    def card_usage(self) -> list[list[CardUsage]]:
+        """Every node's cards with usage rebuilt from the pod cache."""
+        nodes = [[CardUsage(c.id, c.index, c.type, c.count, c.devmem, c.devcore,
+                            numa=c.numa, health=c.health, mode=c.mode,
+                            cordoned=c.id in n.cordon) for c in n.cards]
+                 for n in self.cluster.nodes]
+        for cached in self.pods.values():
+            by_id = {c.id: c for c in nodes[cached.node]}
+            for uuid, (used, mem, cores) in collapsed_usage(cached.containers,
+                                                            cached.n_init).items():
+                card = by_id[uuid]
+                card.used += used
+                card.usedmem += mem
+                card.usedcores += cores
+        return nodes
+
+    def node_requested(self) -> list[tuple[int, int]]:
+        """CPU and memory requested on each node by the cached pods."""
+        req = [[0, 0] for _ in self.cluster.nodes]
+        for cached in self.pods.values():
+            req[cached.node][0] += cached.cpu_milli
+            req[cached.node][1] += cached.memory_mib
+        return [(a, b) for a, b in req]
+
+    def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+        """Record a placement made elsewhere (an initial state), as HAMi's
+        informer does for a pod that already carries its annotations."""
+        self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib)
+
+    def delete(self, name: str) -> None:
+        """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
+        self.pods.pop(name, None)
+
+    def usage_by_card(self) -> dict[str, tuple[int, int, int]]:
+        """``{card id: (used, usedmem, usedcores)}`` as HAMi's cache holds it now."""
+        return {c.id: (c.used, c.usedmem, c.usedcores)
+                for cards in self.card_usage() for c in cards}
+
+    # -- one attempt -----------------------------------------------------
+    def schedule(self, pod: Pod, tie_draw: float | None = None,
+                 trace: Tracer | None = None) -> Decision:
+        """One scheduling attempt of ``pod``; a bound pod enters the cache.
+
+        ``tie_draw`` in [0, 1) picks among equally scored nodes when the
+        cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        ``trace`` observes every step (:class:`Tracer`); it changes nothing.
+        """
+        self.pods.pop(pod.name, None)     # re-scheduling never double-counts
+        cfg = self.config
+        pod = admit(pod, cfg)
+        requests, n_init = pod_requests(pod, cfg)
+        if trace is not None:
+            trace.attempt(pod, requests, n_init)
+        nodes = self.cluster.nodes
+        requested = self.node_requested()
+        wants_gpu = any(r is not None for r in requests)
+
+        def cpu_mem_reasons(i: int) -> list[str]:
+            return resource_fit_reasons(nodes[i], requested[i], pod)
+
+        start = self.next_start
+        window, rejected, self.next_start = sample_feasible(
+            len(nodes), cpu_mem_reasons, cfg.percentage_of_nodes_to_score, self.next_start)
+        if trace is not None:
+            trace.sampled(window, rejected, start)
+        node_reasons = {nodes[i].name: r for i, r in rejected.items()}
+
+        if not wants_gpu:
+            choice = least_allocated_choice(
+                [nodes[i] for i in window], [requested[i] for i in window], pod,
+                cfg.node_tie_break, tie_draw)
+            if choice is None:
+                msg = failed_scheduling_message(len(nodes), node_reasons)
+                return Decision(pod.name, message=msg, _node_reasons=node_reasons)
+            i = window[choice]
+            self.pods[pod.name] = _Cached(i, [[] for _ in requests], n_init,
+                                          pod.cpu_milli, pod.memory_mib)
+            return Decision(pod.name, nodes[i].name, [[] for _ in requests], node_index=i)
+
+        policy_text = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
+        policy = parse_card_policy(policy_text, numa_bind(pod.annotations))
+        weights = pod_weights(pod.annotations)   # ValueError = HAMi Filter error
+        node_policy = pod_node_policy(cfg.node_scheduler_policy, pod.annotations)
+        if trace is not None:
+            trace.policy(policy_text, policy, node_policy, weights)
+        usage = self.card_usage()
+        fits: list[tuple[int, NodeFit]] = []
+        for i in window:
+            node: Node = nodes[i]
+            if trace is not None:
+                trace.node(i)
+            if not node.registered:
+                node_reasons[node.name] = [NODE_UNREGISTERED]
+                if trace is not None:
+                    trace.node_done(i, NodeFit(False, f32(0), [], NODE_UNREGISTERED))
+                continue
+            res = score_node(usage[i], requests, n_init, pod.annotations, policy, weights,
+                             node.pair_scores, trace=trace)
+            if trace is not None:
+                trace.node_done(i, res)
+            if res.fit:
+                fits.append((i, res))
+            else:
+                node_reasons[node.name] = [res.reason]
+        if not fits:
+            msg = failed_scheduling_message(len(nodes), node_reasons)
+            return Decision(pod.name, message=msg, _node_reasons=node_reasons)
+        best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
+        i, res = best
+        self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
+                                      pod.memory_mib)
+        return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
+                        pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
+
+
+def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None,
+                 trace: Tracer | None = None):
+    """§5.4 with hamisim's convention: a stable sort in cluster order, last wins.
+
+    Under ``random`` tie-break, one of the nodes tied with the winner is drawn.
+    """
+    # A stable insertion sort by the node comparator, in cluster order.
+    result: list = []
+    for item in fits:
+        pos = len(result)
+        while pos > 0 and node_less(node_policy, item[1].score, result[pos - 1][1].score):
+            pos -= 1
+        result.insert(pos, item)
+    chosen = result[-1]
+    if tie_break == "random" and tie_draw is not None:
+        tied = [it for it in result if it[1].score == chosen[1].score]
+        chosen = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+    if trace is not None:
+        trace.ranked([it[0] for it in result], chosen[0])
+    return chosen

@@ -1,0 +1,461 @@
+"""Cluster files (``.yaml``, ``.yml``, ``.json``): nodes, cards and scheduler settings.
+
+Layout (DESIGN §4.1)::
+
+    scheduler:                        # optional, every key optional
+      gpu_scheduler_policy: spread    # string (may be a chain, e.g. "binpack,numa")
+      node_scheduler_policy: binpack  # string
+      default_memory: 0               # MiB, 0..2**31-1
+      default_cores: 0                # 0..2**31-1
+      default_gpu_num: 1              # 0..2**31-1
+      memory_factor: 1                # 1..2**31-1
+      percentage_of_nodes_to_score: 0 # 0..100, 0 = kube-scheduler's adaptive default
+      node_tie_break: last            # last | random
+    nodes:                            # non-empty list
+      - name: node1                   # required, unique in the cluster
+        cpu_milli: 64000              # optional allocatable CPU (absent = no constraint)
+        memory_mib: 262144            # optional allocatable memory
+        devices: [...]                # cards, see below; absent or [] = no HAMi cards
+        nvidia_score: {...}           # optional pair scores (hami.io/node-nvidia-score)
+        cordon: [GPU-A]               # optional cordoned card ids (hami.io/device-cordon)
+
+**Cards** (``devices``) use the field names of ``hami.io/node-nvidia-register``:
+``id`` (required, unique in the whole cluster), ``type`` (required; the
+card-type quirk of HAMi's card score depends on it), ``devmem`` (required,
+MiB), ``count`` (default 10), ``devcore`` (default 100), ``index`` (default:
+the card's position in the list), ``numa`` (default 0), ``health`` (default
+true), ``mode`` (default ``hami-core``; ``mig`` is rejected, MIG is out of
+scope). ``count``, ``devmem``, ``devcore``, ``index``, ``numa`` are integers
+in 0..2**31-1. GPU indexes must be distinct within a node.
+
+``devices`` may instead be the annotation's JSON string pasted verbatim. It is
+decoded as HAMi decodes it: keys match case-insensitively, unknown keys
+(``customInfo``, ``devicepairscore``, ``links``, ...) are ignored, absent
+keys take Go zero values (``index`` 0, ``health`` **false**, ``mode`` and
+``type`` ``""``, ``count``/``devmem``/``devcore`` 0), JSON ``null`` is absent.
+
+**Pair scores** (``nvidia_score``): a mapping ``{uuid: {uuid: score}}``, or the
+annotation's JSON string / list form ``[{"uuid": "GPU-A", "score": {"GPU-B": 100}}]``.
+Every uuid must be a card id of that node; scores are integers.
+
+**Cordon** (``cordon``): a list of card ids of that node, or the annotation's
+comma-separated string (blank entries skipped, as HAMi does).
+
+**Node groups** (for large clusters): a node entry with ``replicas: N``
+expands into N identical nodes named ``<prefix>-<i>``, ``i`` = 0..N-1
+zero-padded to the width of N-1 (``replicas: 1000`` gives ``gpu-000`` ..
+``gpu-999``). Keys of a group entry:
+
+* ``replicas``: number of nodes, 1..1000000 (required for a group);
+* ``name_prefix`` (or ``name``, used as the prefix): the node-name prefix;
+* ``cpu_milli``, ``memory_mib``: as for a node, per node;
+* the cards, either ``devices`` (a list or annotation JSON as above, ``id``
+  optional) or ``gpus: K`` with a single ``card:`` template (the card keys
+  except ``id`` and ``index``; cards get indexes 0..K-1);
+* ``nvidia_score``, ``cordon``: as for a node, naming cards by their *local*
+  name (the card's ``id`` as written, or its index as a string when ``id``
+  is omitted); applied to every node of the group.
+
+Card ids in a group are derived from the node name: a card with ``id: X``
+becomes ``<node name>-X``, a card without ``id`` becomes
+``GPU-<node name>-<index>``. ``gpus``/``card`` may also be used by a single
+(non-group) node, whose cards then get ids ``GPU-<node name>-<index>``.
+
+Every problem raises :class:`hamisim.errors.InputError` at the line of the
+offending item; nothing is half-loaded.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Collection
+
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.errors import InputError
+from hamisim.hami.policy import warn_policy
+from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping, parse_json
+from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
+from hamisim.io.tables import first_line, read_text
+
+__all__ = [
+    "load_cluster", "cluster_from_path", "cluster_from_document", "scheduler_from_document",
+    "nodes_from_document", "CLUSTER_KEYS", "SCHEDULER_KEYS", "NODE_KEYS", "CARD_KEYS",
+]
+
+CLUSTER_KEYS = frozenset({"scheduler", "nodes"})
+SCHEDULER_KEYS = frozenset({
+    "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
+    "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
+})
+NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
+                       "gpus", "card"})
+GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
+CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
+                       "mode"})
+TEMPLATE_KEYS = CARD_KEYS - {"id", "index"}
+MAX_REPLICAS = 1_000_000
+#: at most this many cards on one node (the metrics meter's per-node bitmasks)
+MAX_CARDS_PER_NODE = 64
+#: at most this many nodes, and cards, in one cluster (guards against a typo
+#: such as ``replicas: 1000000`` with ``gpus: 64`` exhausting memory)
+MAX_NODES = 1_000_000
+MAX_CARDS = 1 << 20
+_MIG = "MIG placement is outside hamisim's scope (HAMI-SEMANTICS §9.1.10)"
+_TIE_BREAKS = ("last", "random")
+
+
+def load_cluster(path: str | os.PathLike[str]) -> Cluster:
+    """Load and validate a cluster file; raises :class:`InputError` on any problem."""
+    name = os.fspath(path)
+    return cluster_from_document(load_mapping(name), name)
+
+
+def cluster_from_document(doc: Doc, path: str | None = None, *,
+                          extra_keys: Collection[str] = ()) -> Cluster:
+    """Build a :class:`Cluster` from a loaded top-level mapping.
+
+    ``extra_keys`` are further top-level keys the caller handles itself
+    (e.g. ``steps`` in a scenario file). ``path`` is informational; errors
+    use the document's own path.
+    """
+    doc.check_keys(CLUSTER_KEYS | set(extra_keys))
+    sched = doc.optional_doc("scheduler")
+    config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
+    nodes = nodes_from_document(doc.require("nodes"))
+    return Cluster(nodes=nodes, scheduler=config)
+
+
+def scheduler_from_document(doc: Doc) -> SchedulerConfig:
+    """The ``scheduler:`` mapping as a :class:`SchedulerConfig` (absent keys: defaults)."""
+    doc = doc.with_context("scheduler") if not doc.context else doc
+    doc.check_keys(SCHEDULER_KEYS)
+    d = SchedulerConfig()
+    tie = doc.optional_str("node_tie_break", d.node_tie_break)
+    if tie not in _TIE_BREAKS:
+        raise doc.get("node_tie_break").error(
+            f"'node_tie_break' must be 'last' or 'random', got {tie!r}")
+    config = SchedulerConfig(
+        gpu_scheduler_policy=doc.optional_str("gpu_scheduler_policy", d.gpu_scheduler_policy),
+        node_scheduler_policy=doc.optional_str("node_scheduler_policy", d.node_scheduler_policy),
+        default_memory=doc.optional_int("default_memory", d.default_memory, min=0, max=INT32_MAX),
+        default_cores=doc.optional_int("default_cores", d.default_cores, min=0, max=INT32_MAX),
+        default_gpu_num=doc.optional_int("default_gpu_num", d.default_gpu_num, min=0,
+                                         max=INT32_MAX),
+        memory_factor=doc.optional_int("memory_factor", d.memory_factor, min=1, max=INT32_MAX),
+        percentage_of_nodes_to_score=doc.optional_int(
+            "percentage_of_nodes_to_score", d.percentage_of_nodes_to_score, min=0, max=100),
+        node_tie_break=tie,
+    )
+    # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
+    for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
+        v = doc.get(key)
+        if v is not None and isinstance(v.scalar, str):
+            warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
+    return config
+
+
+def nodes_from_document(value: Value) -> tuple[Node, ...]:
+    """The ``nodes:`` list (groups expanded), checking cluster-wide uniqueness."""
+    items = value.as_list("'nodes'")
+    if not items:
+        raise value.error("'nodes' is empty: a cluster needs at least one node")
+    nodes: list[Node] = []
+    node_lines: dict[str, int] = {}
+    card_owner: dict[str, tuple[str, int]] = {}
+    totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
+    for pos, item in enumerate(items):
+        entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
+        for node, card_lines in _expand_entry(entry, totals):
+            if node.name in node_lines:
+                raise entry.error(f"duplicate node name '{node.name}' "
+                                  f"(first defined on line {node_lines[node.name]})")
+            node_lines[node.name] = entry.line
+            for card in node.cards:
+                line = card_lines[card.id]
+                if card.id in card_owner:
+                    other, first = card_owner[card.id]
+                    raise InputError(entry.path, line,
+                                     f"node '{node.name}': duplicate card id '{card.id}' "
+                                     f"(already a card of node '{other}', line {first})")
+                card_owner[card.id] = (node.name, line)
+            nodes.append(node)
+    return tuple(nodes)
+
+
+# ---------------------------------------------------------------------------
+# node entries
+
+class _CardSpec:
+    """A validated card before its final id is known (groups derive ids)."""
+
+    __slots__ = ("card", "local", "line", "explicit_id")
+
+    def __init__(self, card: Card, local: str, line: int, explicit_id: bool) -> None:
+        self.card = card
+        self.local = local
+        self.line = line
+        self.explicit_id = explicit_id
+
+
+def _expand_entry(entry: Doc, totals: list[int] | None = None
+                  ) -> list[tuple[Node, dict[str, int]]]:
+    """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
+    group = "replicas" in entry
+    if group:
+        entry.check_keys(GROUP_KEYS, "a node group")
+        replicas = entry.require_int("replicas", min=1, max=MAX_REPLICAS)
+        if "name" in entry and "name_prefix" in entry:
+            raise entry.error("give 'name_prefix' or 'name' for a node group, not both",
+                              line=entry.key_line("name"))
+        key = "name_prefix" if "name_prefix" in entry else "name"
+        if key not in entry:
+            raise entry.error("a node group (with 'replicas') needs 'name_prefix' or 'name'")
+        prefix = entry.require_str(key)
+        width = len(str(replicas - 1))
+        names = [f"{prefix}-{i:0{width}d}" for i in range(replicas)]
+        ctx = f"node group '{prefix}'"
+    else:
+        entry.check_keys(NODE_KEYS, "a node")
+        names = [entry.require_str("name")]
+        ctx = f"node '{names[0]}'"
+    entry = entry.with_context(ctx)
+    cpu = entry.optional_int("cpu_milli", min=0)
+    mem = entry.optional_int("memory_mib", min=0)
+    specs = _card_specs(entry, derived_ids=group)
+    if len(specs) > MAX_CARDS_PER_NODE:
+        raise entry.error(f"{len(specs)} cards on one node; hamisim models at most "
+                          f"{MAX_CARDS_PER_NODE} cards per node",
+                          line=entry.key_line("gpus" if "gpus" in entry else "devices"))
+    if totals is not None:
+        totals[0] += len(names)
+        totals[1] += len(names) * len(specs)
+        if totals[0] > MAX_NODES or totals[1] > MAX_CARDS:
+            raise entry.error(f"the cluster would have {totals[0]:,} nodes and {totals[1]:,} "
+                              f"cards so far; hamisim models at most {MAX_NODES:,} nodes and "
+                              f"{MAX_CARDS:,} cards")
+    derive = group or "gpus" in entry
+    local_ids = {s.local: s for s in specs}
+    scores = _pair_scores(entry, local_ids)
+    cordon = _cordon(entry, local_ids)
+
+    nodes = []
+    for name in names:
+        if derive:
+            ids = {s.local: (f"{name}-{s.local}" if s.explicit_id
+                             else f"GPU-{name}-{s.card.index}") for s in specs}
+            cards = tuple(replace(s.card, id=ids[s.local]) for s in specs)
+        else:
+            ids = {s.local: s.local for s in specs}
+            cards = tuple(s.card for s in specs)
+        node = Node(
+            name=name, cards=cards, cpu_milli=cpu, memory_mib=mem,
+            pair_scores={ids[a]: {ids[b]: v for b, v in row.items()} for a, row in scores.items()},
+            cordon=frozenset(ids[c] for c in cordon),
+        )
+        nodes.append((node, {ids[s.local]: s.line for s in specs}))
+    return nodes
+
+
+def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
+    if "gpus" in entry or "card" in entry:
+        if "devices" in entry:
+            raise entry.error("give either 'devices' or 'gpus' with 'card', not both",
+                              line=entry.key_line("devices"))
+        if "gpus" not in entry or "card" not in entry:
+            missing = "gpus" if "gpus" not in entry else "card"
+            raise entry.error(f"'gpus' and 'card' go together: missing '{missing}'")
+        n = entry.require_int("gpus", min=0, max=MAX_CARDS_PER_NODE)
+        tmpl = entry.require_doc("card").with_context(f"{entry.context}: card template")
+        for key in ("id", "index"):
+            if key in tmpl:
+                raise tmpl.error(f"a card template must not give '{key}' (its cards get ids "
+                                 "GPU-<node name>-<index> and indexes 0..gpus-1)",
+                                 line=tmpl.key_line(key))
+        tmpl.check_keys(TEMPLATE_KEYS, "a card template")
+        card = _yaml_card(tmpl, index=0, card_id="")
+        return [_CardSpec(replace(card, index=i), str(i), tmpl.line, explicit_id=False)
+                for i in range(n)]
+    devices = entry.get("devices")
+    if devices is None or devices.is_null:
+        return []
+    if isinstance(devices.scalar, str):
+        specs = _annotation_cards(devices, entry, derived_ids)
+    else:
+        specs = []
+        for pos, item in enumerate(devices.as_list("'devices'")):
+            doc = item.as_doc(f"card {pos}").with_context(f"{entry.context}: card {pos}")
+            doc.check_keys(CARD_KEYS, "a card")
+            if derived_ids:
+                cid = doc.optional_str("id", nonempty=True)
+                explicit = cid is not None
+            else:
+                cid = doc.require_str("id")
+                explicit = True
+            card = _yaml_card(doc, index=doc.optional_int("index", pos, min=0, max=INT32_MAX),
+                              card_id=cid or "")
+            local = cid if explicit else str(card.index)
+            specs.append(_CardSpec(card, local, doc.line, explicit))
+    _check_card_set(entry, specs)
+    return specs
+
+
+def _yaml_card(doc: Doc, *, index: int, card_id: str) -> Card:
+    mode = doc.optional_str("mode", "hami-core")
+    if mode == "mig":
+        raise doc.get("mode").error(_MIG)
+    return Card(
+        id=card_id, index=index,
+        count=doc.optional_int("count", 10, min=0, max=INT32_MAX),
+        devmem=doc.require_int("devmem", min=0, max=INT32_MAX),
+        devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
+        type=doc.require_str("type"),
+        numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
+        health=doc.optional_bool("health", True),
+        mode=mode,
+    )
+
+
+def _check_card_set(entry: Doc, specs: list[_CardSpec]) -> None:
+    seen_index: dict[int, int] = {}
+    seen_local: dict[str, int] = {}
+    for pos, s in enumerate(specs):
+        if s.card.index in seen_index:
+            raise InputError(entry.path, s.line,
+                             f"{entry.context}: card {pos}: duplicate GPU index {s.card.index} "
+                             f"(card {seen_index[s.card.index]} has it too)")
+        seen_index[s.card.index] = pos
+        if s.local in seen_local:
+            raise InputError(entry.path, s.line,
+                             f"{entry.context}: card {pos}: duplicate card id '{s.local}' "
+                             f"(card {seen_local[s.local]} has it too)")
+        seen_local[s.local] = pos
+
+
+# -- the verbatim annotation ----------------------------------------------
+
+# Go's encoding/json matches struct field names case-insensitively.
+_GO_FIELDS = {"id": "id", "index": "index", "count": "count", "devmem": "devmem",
+              "devcore": "devcore", "type": "type", "numa": "numa", "mode": "mode",
+              "health": "health"}
+
+
+def _annotation_cards(devices: Value, entry: Doc, derived_ids: bool) -> list[_CardSpec]:
+    where = "'devices' annotation JSON"
+    line = entry.key_line("devices")
+    root = parse_json(devices.scalar, entry.path, line=line, context=f"{entry.context}: {where}")
+    if root.is_null:
+        return []
+    specs = []
+    for pos, item in enumerate(root.as_list("the annotation")):
+        item = item.with_context(f"{entry.context}: {where}: card {pos}")
+        doc = item.as_doc("a card")
+        fields: dict[str, Value] = {}
+        for key, v in doc.items():
+            name = _GO_FIELDS.get(key.lower())
+            if name is None:
+                continue  # customInfo, links, migProfiles, ...: ignored as by HAMi's scheduler
+            if name in fields:
+                raise doc.error(f"field '{name}' is given twice (keys match case-insensitively)")
+            if not v.is_null:
+                fields[name] = v
+        ints = {k: fields[k].as_int(f"'{k}'", min=0, max=INT32_MAX) if k in fields else 0
+                for k in ("index", "count", "devmem", "devcore", "numa")}
+        strs = {k: fields[k].as_str(f"'{k}'") if k in fields else ""
+                for k in ("id", "type", "mode")}
+        health = fields["health"].as_bool("'health'") if "health" in fields else False
+        if strs["mode"] == "mig":
+            raise doc.error(_MIG)
+        explicit = bool(strs["id"])
+        if not explicit and not derived_ids:
+            raise doc.error("card has no 'id' (the GPU UUID is required outside node groups)")
+        card = Card(id=strs["id"], index=ints["index"], count=ints["count"],
+                    devmem=ints["devmem"], devcore=ints["devcore"], type=strs["type"],
+                    numa=ints["numa"], health=health, mode=strs["mode"])
+        specs.append(_CardSpec(card, strs["id"] if explicit else str(ints["index"]), line,
+                               explicit))
+    return specs
+
+
+# -- pair scores and cordon -------------------------------------------------
+
+def _resolve(value: Value, name: str, cards: dict[str, _CardSpec], what: str) -> str:
+    if name not in cards:
+        known = ", ".join(sorted(cards)) or "none"
+        raise value.error(f"{what} names card '{name}', which is not a card of this node "
+                          f"(cards: {known})")
+    return name
+
+
+def _pair_scores(entry: Doc, cards: dict[str, _CardSpec]) -> dict[str, dict[str, int]]:
+    value = entry.get("nvidia_score")
+    if value is None or value.is_null:
+        return {}
+    what = "'nvidia_score'"
+    if isinstance(value.scalar, str):
+        value = parse_json(value.scalar, entry.path, line=entry.key_line("nvidia_score"),
+                           context=f"{entry.context}: 'nvidia_score' annotation JSON")
+        if value.is_null:
+            return {}
+    scores: dict[str, dict[str, int]] = {}
+    if value.is_mapping:
+        doc = value.as_doc(what)
+        for uuid, row in doc.items():
+            a = _resolve(_at(row, doc.key_line(uuid)), uuid, cards, what)
+            scores[a] = _score_row(row.as_doc(f"{what} row '{uuid}'"), cards, what)
+        return scores
+    for pos, item in enumerate(value.as_list(what)):
+        doc = item.as_doc(f"{what} entry {pos}")
+        fields: dict[str, Value] = {}
+        for key, v in doc.items():
+            name = {"uuid": "uuid", "score": "score"}.get(key.lower())
+            if name is not None and not v.is_null:
+                fields[name] = v
+        uuid = fields["uuid"].as_str("'uuid'") if "uuid" in fields else ""
+        a = _resolve(doc, uuid, cards, what)
+        row = _score_row(fields["score"].as_doc("'score'"), cards, what) if "score" in fields else {}
+        # Go keeps the first entry for a uuid (it breaks at the first match)
+        scores.setdefault(a, row)
+    return scores
+
+
+def _at(value: Value, line: int) -> Value:
+    v = value.with_context(value.context)
+    v.line = line
+    return v
+
+
+def _score_row(doc: Doc, cards: dict[str, _CardSpec], what: str) -> dict[str, int]:
+    row = {}
+    for uuid, v in doc.items():
+        b = _resolve(_at(v, doc.key_line(uuid)), uuid, cards, what)
+        row[b] = v.as_int(f"score of '{uuid}'")
+    return row
+
+
+def _cordon(entry: Doc, cards: dict[str, _CardSpec]) -> list[str]:
+    value = entry.get("cordon")
+    if value is None or value.is_null:
+        return []
+    if isinstance(value.scalar, str):
+        names = [(value, n.strip()) for n in value.scalar.split(",") if n.strip()]
+    else:
+        names = [(v, v.as_str("a 'cordon' entry", nonempty=True).strip())
+                 for v in value.as_list("'cordon'")]
+    return [_resolve(v, n, cards, "'cordon'") for v, n in names]
+
+
+def cluster_from_path(path: str | os.PathLike[str]) -> Cluster:
+    """A cluster file (``.yaml``/``.yml``/``.json``, :func:`load_cluster`)
+    or an openb node list (``.csv`` with the openb node header)."""
+    name = os.fspath(path)
+    ext = os.path.splitext(name)[1].lower()
+    if ext in (".yaml", ".yml", ".json"):
+        return load_cluster(name)
+    if ext == ".csv":
+        text = read_text(name)
+        if first_line(text).strip() != ",".join(OPENB_NODE_COLUMNS):
+            raise InputError(name, 1, f"a cluster CSV must be an openb node list with the "
+                                      f"header {','.join(OPENB_NODE_COLUMNS)}")
+        return openb_nodes_from_text(text, name)
+    raise InputError(name, None, f"unsupported cluster file type '{ext or '(none)'}' "
+                                 "(expected .yaml, .yml, .json or an openb node list .csv)")

@@ -1,0 +1,683 @@
+"""``hamisim import``: a cluster, its running pods and its pending pods from kubectl.
+
+Reads ``kubectl get nodes -o json`` (and optionally ``kubectl get pods -A -o
+json``; YAML output works too) and writes three files (DESIGN §4.4):
+
+* ``cluster.yaml`` -- one node per Kubernetes node, in the dump's order:
+
+  - cards from the node annotation ``hami.io/node-nvidia-register``. HAMi
+    v2.10's device plugin writes a JSON list of device infos
+    (``[{"id": ..., "index": 1, "count": 10, "devmem": 15360, "devcore": 100,
+    "type": "NVIDIA-Tesla T4", "numa": 0, "mode": "hami-core", "health":
+    true}]``) and the scheduler decodes it with Go's ``encoding/json``: keys
+    match case-insensitively, absent keys are Go zero values (``index`` 0,
+    ``health`` false, ``mode`` ""), unknown keys are ignored. The older
+    colon-separated encoding (``id,count,devmem,devcore,type,numa,health[,
+    index,mode]:`` per card, HAMi's ``EncodeNodeDevices``) is accepted too,
+    with a warning: v2.10's scheduler no longer reads it (such a node would be
+    unregistered until its device plugin is upgraded); entries without an
+    index are numbered by position. A node without the annotation (or with
+    an empty one) has no HAMi cards: GPU pods see it as ``node unregistered``.
+    MIG cards (``mode: mig``) are outside hamisim's scope and rejected.
+  - pair scores from ``hami.io/node-nvidia-score`` (topology-aware);
+  - per-GPU cordon from ``hami.io/device-cordon`` (comma list of UUIDs; ids
+    not on the node are dropped with a warning, as HAMi ignores them);
+  - a node cordoned with ``kubectl cordon`` (``spec.unschedulable: true``):
+    kube-scheduler filters it out (``node(s) were unschedulable``) before
+    HAMi sees it. hamisim has no node-level cordon, so all its cards are
+    cordoned instead (GPU pods get ``CardCordoned``; CPU-only pods can still
+    land there) and a warning says so;
+  - ``cpu_milli`` / ``memory_mib`` from ``status.allocatable`` (CPU rounded
+    up to milli-CPU as Kubernetes does, memory rounded down to MiB).
+
+* ``state.yaml`` -- the pods that hold resources now (:mod:`hamisim.io.initialstate`):
+  every pod that is not ``Succeeded`` or ``Failed`` (HAMi drops those from its
+  cache; a terminating pod keeps its usage) and is either placed by HAMi (it
+  carries ``hami.io/vgpu-node``; its cards are ``hami.io/vgpu-devices-allocated``
+  as written, init containers first) or bound by kube-scheduler
+  (``spec.nodeName``, CPU and memory only). A HAMi pod whose bind failed
+  (``hami.io/bind-phase: failed``, no ``spec.nodeName``) is pending instead: its
+  next Filter drops the old allocation. A pod whose init containers all
+  succeeded holds only its app containers' usage (HAMi v2.10.0 shrinks it).
+  Pods bound to nodes missing from the node dump are skipped unless HAMi placed
+  them (then the dump is inconsistent: an error).
+
+* ``pending.jsonl`` -- the pods still waiting for a node, as a trace
+  (DESIGN §4.2), all arriving at time 0 in creation order (the engine's queue
+  then tries them by priority, then that order), without a duration. Containers keep
+  the ``limits`` and ``requests`` of ``nvidia.com/gpu``, ``nvidia.com/gpumem``,
+  ``nvidia.com/gpumem-percentage`` and ``nvidia.com/gpucores`` (HAMi's
+  default resource names; other extended resources are ignored); the pod's
+  CPU and memory are kube-scheduler's pod request: the larger of the app
+  containers' sum (plus restartable init containers) and each init
+  container, plus ``spec.overhead``; a container without requests uses its
+  limits. Memory is rounded up to MiB, CPU up to milli-CPU. Annotations
+  under ``hami.io/`` and ``nvidia.com/`` are kept (HAMi's bookkeeping ones
+  dropped), others are not.
+
+Pods are named ``<namespace>/<name>``. Quantities follow Kubernetes
+(``500m``, ``2Gi``, ``1.5``, ``1e3``); HAMi's extended resources must be
+whole numbers. Every problem in the input is an :class:`~hamisim.errors.InputError`
+at its line in the dump. The scheduler policies are not in a dump: they are
+written as HAMi's defaults (``spread`` / ``binpack``) unless given.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from hamisim import __version__
+from hamisim.cluster import Cluster, Node, SchedulerConfig
+from hamisim.errors import InputError
+from hamisim.io.clusterfile import load_cluster, nodes_from_document
+from hamisim.io.documents import Doc, Value, load_document
+from hamisim.io.initialstate import InitialState, decode_devices, load_state
+from hamisim.io.outputs import atomic_folder
+from hamisim.io.traces import write_trace
+from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+from hamisim.workload import Trace, TracePod
+
+__all__ = ["parse_quantity", "cpu_milli", "memory_mib", "ImportResult", "import_kubectl",
+           "write_import", "pod_from_kubernetes", "kubernetes_pods", "REGISTER", "PAIR_SCORE",
+           "DEVICE_CORDON", "ASSIGNED_NODE", "DEVICES_ALLOCATED", "BIND_PHASE"]
+
+REGISTER = "hami.io/node-nvidia-register"
+PAIR_SCORE = "hami.io/node-nvidia-score"
+DEVICE_CORDON = "hami.io/device-cordon"
+ASSIGNED_NODE = "hami.io/vgpu-node"
+DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
+BIND_PHASE = "hami.io/bind-phase"
+#: HAMi's own bookkeeping annotations: not carried over to pending pods.
+_BOOKKEEPING = frozenset({ASSIGNED_NODE, DEVICES_ALLOCATED, BIND_PHASE, "hami.io/vgpu-time",
+                          "hami.io/bind-time", "hami.io/vgpu-devices-to-allocate"})
+_HAMI_RESOURCES = (GPU, GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)
+_TERMINATED = ("Succeeded", "Failed")
+
+# ---------------------------------------------------------------------------
+# Kubernetes quantities
+
+_QUANTITY = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|"
+                       r"[eE][+-]?\d+)?")
+_SUFFIX = {"Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
+           "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+           "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+           "": Fraction(1), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
+           "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18)}
+
+
+def parse_quantity(text: str) -> Fraction:
+    """A Kubernetes quantity (``500m``, ``2Gi``, ``1.5``, ``1e3``) as an exact fraction.
+
+    Raises ``ValueError`` for anything else.
+    """
+    m = _QUANTITY.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 4)")
+    sign, number, suffix = m.group(1), m.group(2), m.group(3) or ""
+    value = Fraction(number)
+    if suffix[:1] in ("e", "E"):
+        exp = int(suffix[1:])
+        if abs(exp) > 60:
+            raise ValueError(f"{text!r}: exponent out of range")
+        value *= Fraction(10) ** exp
+    else:
+        value *= _SUFFIX[suffix]
+    return -value if sign == "-" else value
+
+
+def cpu_milli(q: Fraction) -> int:
+    """Milli-CPU, rounded up (Kubernetes ``MilliValue``)."""
+    return math.ceil(q * 1000)
+
+
+def memory_mib(q: Fraction, round_up: bool = True) -> int:
+    """MiB of a byte quantity: up for requests, down for allocatable capacity."""
+    mib = q / 2**20
+    return math.ceil(mib) if round_up else math.floor(mib)
+
+
+def _quantity(v: Value, what: str) -> Fraction:
+    data = v.scalar
+    if isinstance(data, bool) or v.is_mapping or v.is_list or data is None:
+        raise v.error(f"{what} must be a quantity string, got {v.describe()}")
+    text = str(data) if isinstance(data, (int, float)) else data
+    try:
+        q = parse_quantity(text)
+    except ValueError as err:
+        raise v.error(f"{what}: {err}") from None
+    if q < 0:
+        raise v.error(f"{what} must not be negative, got {text!r}")
+    return q
+
+
+# ---------------------------------------------------------------------------
+# the result
+
+@dataclass
+class ImportResult:
+    """What an import found, before it is written."""
+
+    cluster: Cluster
+    state: InitialState
+    pending: list[TracePod]
+    nodes_path: str
+    pods_path: str | None
+    skipped_finished: int = 0
+    skipped_elsewhere: int = 0
+    warnings: list[str] = field(default_factory=list)
+    state_entries: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+def _objects(path: str, kind: str) -> list[Doc]:
+    """The objects of a kubectl dump: a ``List`` / ``<Kind>List`` or one object."""
+    root = load_document(path)
+    if not root.is_mapping:
+        raise root.error(f"expected the output of 'kubectl get {kind.lower()}s -o json' "
+                         f"(a mapping), got {root.describe()}")
+    doc = root.as_doc("the top level")
+    if "items" in doc:
+        items = doc.get("items")
+        if items.is_null:
+            return []
+        out = [v.as_doc(f"item {i}") for i, v in enumerate(items.as_list("'items'"))]
+    else:
+        out = [doc]
+    for i, obj in enumerate(out):
+        k = obj.get("kind")
+        if k is not None and not k.is_null and k.scalar != kind:
+            raise obj.error(f"item {i} is a {k.describe()}, expected kind '{kind}' "
+                            f"(is this the right file?)")
+    return out
+
+
+def _meta(obj: Doc, i: int, kind: str) -> tuple[Doc, str, Doc]:
+    meta = obj.get("metadata")
+    if meta is None or not meta.is_mapping:
+        raise obj.error(f"{kind.lower()} {i} has no 'metadata' mapping")
+    meta = meta.as_doc("'metadata'")
+    name = meta.require_str("name")
+    ann = meta.get("annotations")
+    if ann is None or ann.is_null:
+        ann_doc = Doc(meta.path, meta.line, children={}, key_lines={})
+    else:
+        ann_doc = ann.as_doc("'metadata.annotations'")
+    return meta, name, ann_doc
+
+
+def _annotation(ann: Doc, key: str) -> Value | None:
+    v = ann.get(key)
+    if v is None or v.is_null:
+        return None
+    v.as_str(f"annotation {key}")
+    return v
+
+
+def _sub(doc: Doc | None, key: str) -> Doc | None:
+    if doc is None:
+        return None
+    v = doc.get(key)
+    if v is None or v.is_null:
+        return None
+    return v.as_doc(f"'{key}'")
+
+
+def _value(path: str | None, line: int, data: Any) -> Value:
+    return Value(path, line, data)
+
+
+def _doc(path: str | None, line: int, children: dict[str, Value], context: str = "") -> Doc:
+    return Doc(path, line, children=children, key_lines={k: v.line for k, v in children.items()},
+               context=context)
+
+
+_LEGACY_FIELDS = ("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode")
+
+
+def _legacy_cards(v: Value, node: str, warnings: list[str]) -> Value:
+    """The pre-JSON register encoding as a located list of card mappings."""
+    text = v.scalar
+    items = []
+    for pos, entry in enumerate(e for e in text.split(":") if e.strip()):
+        fields = entry.split(",")
+        if len(fields) not in (7, 9):
+            raise v.error(f"annotation {REGISTER}: card {pos} {entry!r} has {len(fields)} "
+                          "fields; expected a JSON list (HAMi v2.10) or the older "
+                          "id,count,devmem,devcore,type,numa,health[,index,mode] form")
+        data: dict[str, Any] = {}
+        for key, raw in zip(_LEGACY_FIELDS, fields):
+            raw = raw.strip()
+            if key in ("count", "devmem", "devcore", "numa", "index"):
+                if not raw.lstrip("-").isdigit():
+                    raise v.error(f"annotation {REGISTER}: card {pos}: {key} {raw!r} is not "
+                                  "an integer")
+                data[key] = int(raw)
+            elif key == "health":
+                if raw.lower() not in ("true", "false", "1", "0", "t", "f"):
+                    raise v.error(f"annotation {REGISTER}: card {pos}: health {raw!r} is not "
+                                  "a boolean")
+                data[key] = raw.lower() in ("true", "1", "t")
+            else:
+                data[key] = raw
+        data.setdefault("index", pos)
+        data.setdefault("mode", "hami-core")
+        items.append(_doc(v.path, v.line, {k: _value(v.path, v.line, x)
+                                           for k, x in data.items()}))
+    warnings.append(f"node {node}: {REGISTER} uses the older colon-separated encoding, which "
+                    "HAMi v2.10's scheduler no longer reads; imported anyway")
+    return Value(v.path, v.line, items=items)
+
+
+def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | None, bool]:
+    """One Kubernetes node as a located cluster-file node entry (without its
+    cordon), its device-cordon annotation and whether it is unschedulable."""
+    meta, name, ann = _meta(obj, i, "Node")
+    children: dict[str, Value] = {"name": meta.get("name")}
+    reg = _annotation(ann, REGISTER)
+    if reg is not None:
+        text = reg.scalar.strip()
+        if not text or text == "null":
+            warnings.append(f"node {name}: {REGISTER} is empty; HAMi sees no cards there")
+        elif text.startswith("["):
+            children["devices"] = reg
+        else:
+            children["devices"] = _legacy_cards(reg, name, warnings)
+    score = _annotation(ann, PAIR_SCORE)
+    if score is not None and score.scalar.strip():
+        children["nvidia_score"] = score
+    status = _sub(obj, "status")
+    alloc = _sub(status, "allocatable")
+    if alloc is None:
+        warnings.append(f"node {name}: no status.allocatable; its CPU and memory do not "
+                        "constrain placement")
+    else:
+        cpu = alloc.get("cpu")
+        if cpu is not None and not cpu.is_null:
+            children["cpu_milli"] = _value(cpu.path, cpu.line,
+                                           cpu_milli(_quantity(cpu, "allocatable cpu")))
+        mem = alloc.get("memory")
+        if mem is not None and not mem.is_null:
+            children["memory_mib"] = _value(mem.path, mem.line, memory_mib(
+                _quantity(mem, "allocatable memory"), round_up=False))
+    spec = _sub(obj, "spec")
+    unsched = spec.get("unschedulable") if spec is not None else None
+    cordoned = bool(unsched.as_bool("'spec.unschedulable'")) if (
+        unsched is not None and not unsched.is_null) else False
+    entry = _doc(obj.path, obj.line, children)
+    return entry, _annotation(ann, DEVICE_CORDON), cordoned
+
+
+_ANNOTATION_OF = {"'devices' annotation JSON": f"annotation {REGISTER}",
+                  "'devices'": f"annotation {REGISTER}",
+                  "'nvidia_score' annotation JSON": f"annotation {PAIR_SCORE}",
+                  "'nvidia_score'": f"annotation {PAIR_SCORE}"}
+
+
+def _in_kubectl_terms(err: InputError) -> InputError:
+    problem = err.problem
+    for ours, theirs in _ANNOTATION_OF.items():
+        problem = problem.replace(ours, theirs)
+    return InputError(err.path, err.line, problem)
+
+
+def read_nodes(path: str, warnings: list[str]) -> tuple[Node, ...]:
+    """The nodes of a ``kubectl get nodes -o json`` dump, as hamisim nodes."""
+    objs = _objects(path, "Node")
+    if not objs:
+        raise InputError(path, 1, "the node list is empty")
+    entries, extras = [], []
+    for i, obj in enumerate(objs):
+        entry, cordon, unsched = _node_entry(obj, i, warnings)
+        entries.append(entry)
+        extras.append((cordon, unsched))
+    try:
+        nodes = nodes_from_document(Value(path, 1, items=entries))
+    except InputError as err:
+        raise _in_kubectl_terms(err) from None
+    out = []
+    for node, (cordon, unsched) in zip(nodes, extras):
+        ids = {c.id for c in node.cards}
+        cordoned: set[str] = set()
+        if cordon is not None:
+            for uuid in (u.strip() for u in cordon.scalar.split(",")):
+                if not uuid:
+                    continue
+                if uuid in ids:
+                    cordoned.add(uuid)
+                else:
+                    warnings.append(f"node {node.name}: {DEVICE_CORDON} names '{uuid}', which "
+                                    "is not one of its cards; ignored (as HAMi does)")
+        if unsched:
+            cordoned |= ids
+            warnings.append(
+                f"node {node.name} is cordoned (spec.unschedulable): kube-scheduler would "
+                "reject it as 'node(s) were unschedulable'; hamisim cordons all its "
+                f"{len(ids)} cards instead (GPU pods see CardCordoned"
+                + (", CPU-only pods can still land there)" if ids else "; it has no cards, so "
+                   "CPU-only pods can still land there)"))
+        out.append(replace(node, cordon=frozenset(cordoned)) if cordoned else node)
+    return tuple(out)
+
+
+# -- pods --------------------------------------------------------------------
+
+def _container_resources(c: Doc, what: str) -> tuple[Container, Fraction, Fraction]:
+    res = _sub(c, "resources")
+    limits_doc = _sub(res, "limits")
+    requests_doc = _sub(res, "requests")
+    hami: dict[str, dict[str, int]] = {"limits": {}, "requests": {}}
+    plain: dict[str, dict[str, Fraction]] = {"limits": {}, "requests": {}}
+    for kind, d in (("limits", limits_doc), ("requests", requests_doc)):
+        if d is None:
+            continue
+        for rname, v in d.items():
+            if rname in _HAMI_RESOURCES:
+                q = _quantity(v, f"{what} {kind} {rname}")
+                if q.denominator != 1:
+                    raise v.error(f"{what} {kind} {rname} must be a whole number, got "
+                                  f"{v.scalar!r} (Kubernetes rejects fractional extended "
+                                  "resources)")
+                hami[kind][rname] = int(q)
+            elif rname in ("cpu", "memory"):
+                plain[kind][rname] = _quantity(v, f"{what} {kind} {rname}")
+    # the API server defaults requests to limits
+    cpu = plain["requests"].get("cpu", plain["limits"].get("cpu", Fraction(0)))
+    mem = plain["requests"].get("memory", plain["limits"].get("memory", Fraction(0)))
+    # limits win over requests in HAMi's request generation (and in its
+    # default-exclusivity rule), so a request that repeats a limit says nothing
+    requests = {k: v for k, v in hami["requests"].items() if k not in hami["limits"]}
+    return Container(limits=hami["limits"], requests=requests), cpu, mem
+
+
+def _pod_spec(obj: Doc, key: str) -> tuple[tuple[Container, ...], tuple[Container, ...],
+                                             int, int, Doc]:
+    spec = _sub(obj, "spec")
+    if spec is None:
+        raise obj.error(f"pod {key} has no 'spec'")
+    spec = spec.with_context(f"pod {key}")
+    app, init = [], []
+    app_cpu = app_mem = Fraction(0)
+    side_cpu = side_mem = Fraction(0)
+    init_cpu = init_mem = Fraction(0)
+    items = spec.optional_list("containers") or []
+    if not items:
+        raise spec.error("'spec.containers' is empty or missing")
+    for j, v in enumerate(items):
+        c = v.as_doc(f"container {j}")
+        cname = c.optional_str("name") or str(j)
+        container, cpu, mem = _container_resources(c, f"container {cname}")
+        app.append(container)
+        app_cpu += cpu
+        app_mem += mem
+    for j, v in enumerate(spec.optional_list("initContainers") or []):
+        c = v.as_doc(f"init container {j}")
+        cname = c.optional_str("name") or str(j)
+        container, cpu, mem = _container_resources(c, f"init container {cname}")
+        init.append(container)
+        if c.optional_str("restartPolicy") == "Always":      # a sidecar runs on
+            side_cpu += cpu
+            side_mem += mem
+            init_cpu, init_mem = max(init_cpu, side_cpu), max(init_mem, side_mem)
+        else:
+            init_cpu, init_mem = max(init_cpu, cpu + side_cpu), max(init_mem, mem + side_mem)
+    cpu = max(app_cpu + side_cpu, init_cpu)
+    mem = max(app_mem + side_mem, init_mem)
+    overhead = _sub(spec, "overhead")
+    if overhead is not None:
+        for rname, v in overhead.items():
+            if rname == "cpu":
+                cpu += _quantity(v, "overhead cpu")
+            elif rname == "memory":
+                mem += _quantity(v, "overhead memory")
+    return tuple(app), tuple(init), cpu_milli(cpu), memory_mib(mem), spec
+
+
+def _hami_annotations(ann: Doc) -> dict[str, str]:
+    out = {}
+    for key, v in ann.items():
+        if key in _BOOKKEEPING or not (key.startswith("hami.io/")
+                                       or key.startswith("nvidia.com/")):
+            continue
+        out[key] = v.as_str(f"annotation {key}")
+    return out
+
+
+def pod_from_kubernetes(obj: Doc, i: int = 0) -> Pod:
+    """One Kubernetes Pod object (as ``kubectl get pod -o json`` prints it, or a
+    manifest) as a hamisim pod named ``<namespace>/<name>``, read as the import
+    reads pending pods."""
+    meta, name, ann = _meta(obj, i, "Pod")
+    key = f"{meta.optional_str('namespace') or 'default'}/{name}"
+    app, init, cpu, mem, spec = _pod_spec(obj, key)
+    prio = spec.get("priority")
+    priority = prio.as_int("'spec.priority'") if prio is not None and not prio.is_null else 0
+    return Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority)
+
+
+def kubernetes_pods(path: str) -> list[Doc]:
+    """The Pod objects of a file holding one Pod or a (Pod)List."""
+    return _objects(path, "Pod")
+
+
+def _init_finished(obj: Doc) -> bool:
+    """HAMi's ``AllInitContainersSucceeded``: every init status terminated with exit 0."""
+    status = _sub(obj, "status")
+    statuses = status.optional_list("initContainerStatuses") if status is not None else None
+    if not statuses:
+        return False
+    for v in statuses:
+        st = _sub(v.as_doc("an init container status"), "state")
+        term = _sub(st, "terminated")
+        if term is None or term.optional_int("exitCode", -1) != 0:
+            return False
+    return True
+
+
+def read_pods(path: str, cluster: Cluster, warnings: list[str]
+              ) -> tuple[list[dict], list[TracePod], int, int]:
+    """Running pods (state entries), pending pods (in creation order), and the
+    numbers of finished pods and of pods on nodes missing from the dump."""
+    objs = _objects(path, "Pod")
+    nodes = {n.name: n for n in cluster.nodes}
+    running: list[dict] = []
+    pending: list[tuple[str, int, TracePod]] = []
+    seen: dict[str, int] = {}
+    finished = elsewhere = 0
+    for i, obj in enumerate(objs):
+        meta, name, ann = _meta(obj, i, "Pod")
+        ns = meta.optional_str("namespace") or "default"
+        key = f"{ns}/{name}"
+        if key in seen:
+            raise meta.error(f"pod {key} appears twice (first on line {seen[key]})")
+        seen[key] = meta.line
+        status = _sub(obj, "status")
+        phase = status.optional_str("phase") if status is not None else None
+        if phase in _TERMINATED:
+            finished += 1
+            continue
+        app, init, cpu, mem, spec = _pod_spec(obj, key)
+        node_v = spec.get("nodeName")
+        node_name = node_v.as_str("'spec.nodeName'") if node_v is not None and \
+            not node_v.is_null else None
+        hami_v = _annotation(ann, ASSIGNED_NODE)
+        phase_v = _annotation(ann, BIND_PHASE)
+        bind_failed = phase_v is not None and phase_v.scalar == "failed" and node_name is None
+        if hami_v is not None and not bind_failed:
+            hami_node = hami_v.scalar
+            if node_name is not None and node_name != hami_node:
+                raise hami_v.error(f"pod {key}: {ASSIGNED_NODE} is '{hami_node}' but "
+                                   f"spec.nodeName is '{node_name}'")
+            node = nodes.get(hami_node)
+            if node is None:
+                raise hami_v.error(f"pod {key}: {ASSIGNED_NODE} names node '{hami_node}', "
+                                   f"which is not in the node dump")
+            dev_v = _annotation(ann, DEVICES_ALLOCATED)
+            devices = dev_v.scalar if dev_v is not None else ""
+            if devices:
+                ctx = dev_v.with_context(f"pod {key}: annotation {DEVICES_ALLOCATED}")
+                decode_devices(devices, ctx, {c.id: c for c in node.cards}, hami_node)
+            running.append(_state_entry(key, hami_node, devices or None, len(init),
+                                        _init_finished(obj) if init else False, cpu, mem))
+        elif node_name is not None:
+            if node_name not in nodes:
+                elsewhere += 1
+                continue
+            running.append(_state_entry(key, node_name, None, 0, False, cpu, mem))
+        else:
+            created = meta.optional_str("creationTimestamp") or ""
+            prio = spec.get("priority")
+            priority = prio.as_int("'spec.priority'") if prio is not None and \
+                not prio.is_null else 0
+            pod = Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority)
+            pending.append((created, i, TracePod(pod, 0.0, line=meta.line)))
+    pending.sort(key=lambda t: (t[0], t[1]))
+    return running, [tp for _, _, tp in pending], finished, elsewhere
+
+
+def _state_entry(name: str, node: str, devices: str | None, n_init: int, finished: bool,
+                 cpu: int, mem: int) -> dict:
+    entry: dict[str, Any] = {"name": name, "node": node}
+    if devices:
+        entry["devices"] = devices
+        if n_init:
+            entry["init_containers"] = n_init
+            if finished:
+                entry["init_finished"] = True
+    if cpu:
+        entry["cpu_milli"] = cpu
+    if mem:
+        entry["memory_mib"] = mem
+    return entry
+
+
+# ---------------------------------------------------------------------------
+# the whole import
+
+def import_kubectl(nodes_path: str | os.PathLike[str], pods_path: str | os.PathLike[str] | None,
+                   scheduler: SchedulerConfig = SchedulerConfig()) -> ImportResult:
+    """Read the dumps; nothing is written (see :func:`write_import`)."""
+    nodes_path = os.fspath(nodes_path)
+    warnings: list[str] = []
+    nodes = read_nodes(nodes_path, warnings)
+    cluster = Cluster(nodes, scheduler)
+    running: list[dict] = []
+    pending: list[TracePod] = []
+    finished = elsewhere = 0
+    pods_file = os.fspath(pods_path) if pods_path is not None else None
+    if pods_file is not None:
+        running, pending, finished, elsewhere = read_pods(pods_file, cluster, warnings)
+    result = ImportResult(cluster, InitialState([]), pending, nodes_path, pods_file,
+                          finished, elsewhere, warnings, running)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# writing
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def cluster_yaml(cluster: Cluster, source: str) -> str:
+    """A cluster file (DESIGN §4.1) with every card field written out."""
+    s = cluster.scheduler
+    lines = [f"# hamisim cluster file, imported from {source} by `hamisim import` "
+             f"(hamisim {__version__}).",
+             "# The scheduler policies are not in a kubectl dump: set them to your "
+             "hami-scheduler's",
+             "# (--gpu-scheduler-policy / --node-scheduler-policy, or the chart's "
+             "scheduler.defaultSchedulerPolicy),",
+             "# and default_memory / default_cores / default_gpu_num to its device "
+             "config if changed.",
+             "scheduler:",
+             f"  gpu_scheduler_policy: {_q(s.gpu_scheduler_policy)}",
+             f"  node_scheduler_policy: {_q(s.node_scheduler_policy)}",
+             f"  default_memory: {s.default_memory}",
+             f"  default_cores: {s.default_cores}",
+             f"  default_gpu_num: {s.default_gpu_num}",
+             f"  memory_factor: {s.memory_factor}",
+             f"  percentage_of_nodes_to_score: {s.percentage_of_nodes_to_score}",
+             "nodes:"]
+    for n in cluster.nodes:
+        lines.append(f"  - name: {_q(n.name)}")
+        if n.cpu_milli is not None:
+            lines.append(f"    cpu_milli: {n.cpu_milli}")
+        if n.memory_mib is not None:
+            lines.append(f"    memory_mib: {n.memory_mib}")
+        if not n.cards:
+            lines.append("    devices: []            # no hami.io/node-nvidia-register")
+            continue
+        lines.append("    devices:")
+        for c in n.cards:
+            lines.append(
+                f"      - {{id: {_q(c.id)}, index: {c.index}, count: {c.count}, "
+                f"devmem: {c.devmem}, devcore: {c.devcore}, type: {_q(c.type)}, "
+                f"numa: {c.numa}, health: {'true' if c.health else 'false'}, "
+                f"mode: {_q(c.mode)}}}")
+        if n.pair_scores:
+            lines.append("    nvidia_score:")
+            for a, row in n.pair_scores.items():
+                inner = ", ".join(f"{_q(b)}: {v}" for b, v in row.items())
+                lines.append(f"      {_q(a)}: {{{inner}}}")
+        if n.cordon:
+            ids = [c.id for c in n.cards if c.id in n.cordon]
+            lines.append(f"    cordon: [{', '.join(_q(i) for i in ids)}]")
+    return "\n".join(lines) + "\n"
+
+
+def state_yaml(entries: list[dict], source: str) -> str:
+    """A state file (DESIGN §4.4)."""
+    lines = [f"# hamisim initial state, imported from {source} by `hamisim import` "
+             f"(hamisim {__version__}).",
+             "# Pods holding resources now; add 'departure: SECONDS' to let one end "
+             "during a run.",
+             f"source: {_q(source)}"]
+    if not entries:
+        lines.append("pods: []")
+    else:
+        lines.append("pods:")
+    for e in entries:
+        first = True
+        for k, v in e.items():
+            text = _q(v) if isinstance(v, str) else ("true" if v is True else str(v))
+            lines.append(f"  {'- ' if first else '  '}{k}: {text}")
+            first = False
+    return "\n".join(lines) + "\n"
+
+
+def write_import(result: ImportResult, out: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``cluster.yaml``, ``state.yaml`` and (with pending pods)
+    ``pending.jsonl`` into ``out``, replaced atomically; return their paths.
+
+    The written files are read back through hamisim's own loaders, so what
+    was written is what ``run`` / ``explain`` will read.
+    """
+    source = os.path.basename(result.nodes_path)
+    if result.pods_path is not None:
+        source += f" + {os.path.basename(result.pods_path)}"
+    out = Path(out)
+    with atomic_folder(out) as tmp:
+        (tmp / "cluster.yaml").write_text(cluster_yaml(result.cluster, source),
+                                          encoding="utf-8")
+        (tmp / "state.yaml").write_text(state_yaml(result.state_entries, source),
+                                        encoding="utf-8")
+        if result.pending:
+            write_trace(Trace("pending", result.pending), tmp / "pending.jsonl")
+        written = load_cluster(tmp / "cluster.yaml")
+        if written != result.cluster:     # pragma: no cover - a writer bug
+            raise AssertionError("the cluster file written does not read back equal")
+        result.state = load_state(tmp / "state.yaml", written)
+        result.state.path = str(out / "state.yaml")
+        result.warnings.extend(result.state.warnings)
+    files = {"cluster": out / "cluster.yaml", "state": out / "state.yaml"}
+    if result.pending:
+        files["pending"] = out / "pending.jsonl"
+    return files

@@ -1,0 +1,169 @@
+"""Pods described by trace-column keys (scenario ``create`` steps, trace rows).
+
+:func:`pod_from_document` turns one mapping into a :class:`hamisim.pods.Pod`.
+Its keys are the trace column names of DESIGN §4.2:
+
+* ``name`` (required, non-empty string);
+* single-container shorthand ``gpu``, ``gpumem``, ``gpumem_percentage``,
+  ``gpucores`` (integers; stored verbatim as container *limits* under
+  ``nvidia.com/gpu``, ``nvidia.com/gpumem``, ``nvidia.com/gpumem-percentage``,
+  ``nvidia.com/gpucores``; ranges are the webhook's and scheduler's business,
+  e.g. a percentage of 150 loads fine and is rejected by :func:`hamisim.pods.admit`);
+* ``cpu_milli``, ``memory_mib`` (pod requests, integers >= 0), ``priority``
+  (int32);
+* annotation columns (see :data:`TRACE_COLUMN_ANNOTATIONS`): strings;
+  ``numa_bind`` may also be a boolean (written ``"true"`` / ``"false"``),
+  the four ``use_``/``nouse_`` columns may also be lists of strings (joined
+  with ``,``);
+* ``annotations``: a mapping of real annotation names to string values;
+  naming the same annotation here and through its column is an error;
+* ``containers`` / ``init_containers``: lists of ``{gpu, gpumem,
+  gpumem_percentage, gpucores, limits, requests}`` where ``limits`` and
+  ``requests`` map the four real resource names to integers. ``containers``
+  excludes the top-level shorthand. Without either, the pod has one
+  container (with no limits when no GPU key is given).
+
+Which keys are allowed is a parameter: scenario steps use
+:data:`SCENARIO_POD_KEYS`; trace readers pass :data:`TRACE_POD_KEYS`, whose
+``arrival`` / ``duration`` / ``deletion`` are accepted here but not read
+(the trace reader handles timing itself).
+"""
+from __future__ import annotations
+
+from typing import Collection, Mapping
+
+from hamisim.io.documents import INT32_MAX, Doc, Value
+from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+
+__all__ = [
+    "TRACE_COLUMN_ANNOTATIONS", "CONTAINER_COLUMN_RESOURCES", "SCENARIO_POD_KEYS",
+    "TRACE_POD_KEYS", "pod_from_document", "container_from_document",
+]
+
+#: Trace column -> pod annotation name.
+TRACE_COLUMN_ANNOTATIONS: dict[str, str] = {
+    "gpu_policy": "hami.io/gpu-scheduler-policy",
+    "node_policy": "hami.io/node-scheduler-policy",
+    "use_gputype": "nvidia.com/use-gputype",
+    "nouse_gputype": "nvidia.com/nouse-gputype",
+    "use_gpuuuid": "nvidia.com/use-gpuuuid",
+    "nouse_gpuuuid": "nvidia.com/nouse-gpuuuid",
+    "numa_bind": "nvidia.com/numa-bind",
+    "scoring_weights": "hami.io/device-scoring-weights",
+}
+#: Trace column -> container resource name.
+CONTAINER_COLUMN_RESOURCES: dict[str, str] = {
+    "gpu": GPU,
+    "gpumem": GPUMEM,
+    "gpumem_percentage": GPUMEM_PERCENTAGE,
+    "gpucores": GPUCORES,
+}
+_LIST_COLUMNS = frozenset({"use_gputype", "nouse_gputype", "use_gpuuuid", "nouse_gpuuuid"})
+_RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values())
+_CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
+
+SCENARIO_POD_KEYS: frozenset[str] = frozenset(
+    {"name", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
+     "init_containers"}
+    | set(CONTAINER_COLUMN_RESOURCES) | set(TRACE_COLUMN_ANNOTATIONS))
+TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion"}
+
+
+def pod_from_document(doc: Doc, path: str | None = None, *,
+                      allowed_keys: Collection[str] = SCENARIO_POD_KEYS) -> Pod:
+    """Build a :class:`Pod` from one located mapping; raises ``InputError``.
+
+    ``path`` is informational (errors use the document's own path).
+    """
+    doc.check_keys(allowed_keys, "a pod")
+    name = doc.require_str("name")
+    doc = doc.with_context(f"{doc.context}: pod '{name}'" if doc.context else f"pod '{name}'")
+
+    shorthand = [k for k in CONTAINER_COLUMN_RESOURCES if k in doc]
+    containers_v = doc.get("containers")
+    if containers_v is not None and shorthand:
+        raise doc.error(f"'{shorthand[0]}' at the top level and 'containers' are mutually "
+                        "exclusive (put the GPU keys inside each container)",
+                        line=doc.key_line(shorthand[0]))
+    if containers_v is not None:
+        items = containers_v.as_list("'containers'")
+        if not items:
+            raise containers_v.error("'containers' is empty: a pod needs at least one container")
+        containers = tuple(container_from_document(v, f"container {i}")
+                           for i, v in enumerate(items))
+    else:
+        limits = {CONTAINER_COLUMN_RESOURCES[k]: doc.require_int(k) for k in shorthand}
+        containers = (Container(limits=limits),)
+    init_v = doc.optional_list("init_containers") or []
+    init = tuple(container_from_document(v, f"init container {i}") for i, v in enumerate(init_v))
+
+    return Pod(
+        name=name,
+        containers=containers,
+        init_containers=init,
+        annotations=_annotations(doc),
+        cpu_milli=doc.optional_int("cpu_milli", 0, min=0),
+        memory_mib=doc.optional_int("memory_mib", 0, min=0),
+        priority=doc.optional_int("priority", 0, min=-2**31, max=INT32_MAX),
+    )
+
+
+def container_from_document(value: Value, what: str = "container") -> Container:
+    """One ``containers`` item: shorthand GPU keys and/or ``limits`` / ``requests``."""
+    doc = value.as_doc(what)
+    doc = doc.with_context(f"{doc.context}: {what}" if doc.context else what)
+    doc.check_keys(_CONTAINER_KEYS, "a container")
+    limits = _resources(doc, "limits")
+    for key, resource in CONTAINER_COLUMN_RESOURCES.items():
+        if key in doc:
+            if resource in limits:
+                raise doc.error(f"'{key}' and limits '{resource}' give the same resource twice",
+                                line=doc.key_line(key))
+            limits[resource] = doc.require_int(key)
+    return Container(limits=limits, requests=_resources(doc, "requests"))
+
+
+def _resources(doc: Doc, key: str) -> dict[str, int]:
+    sub = doc.optional_doc(key)
+    if sub is None:
+        return {}
+    out = {}
+    for name, v in sub.items():
+        if name not in _RESOURCES:
+            raise sub.error(f"unknown resource '{name}' in '{key}' (hamisim models "
+                            f"{', '.join(sorted(_RESOURCES))})", line=sub.key_line(name))
+        out[name] = v.as_int(f"'{key}' '{name}'")
+    return out
+
+
+def _annotations(doc: Doc) -> Mapping[str, str]:
+    out: dict[str, str] = {}
+    given = doc.optional_doc("annotations")
+    if given is not None:
+        for name, v in given.items():
+            if not isinstance(v.scalar, str):
+                hint = ""
+                if isinstance(v.scalar, (bool, int, float)):
+                    text = str(v.scalar).lower() if isinstance(v.scalar, bool) else str(v.scalar)
+                    hint = f" (quote it: '{text}')"
+                raise v.error(f"annotation '{name}' must be a string, got {v.describe()}{hint}")
+            out[name] = v.scalar
+    for column, annotation in TRACE_COLUMN_ANNOTATIONS.items():
+        v = doc.get(column)
+        if v is None or v.is_null:
+            continue
+        if annotation in out:
+            raise doc.error(f"'{column}' and annotations '{annotation}' set the same "
+                            "annotation twice", line=doc.key_line(column))
+        if column == "numa_bind":
+            if isinstance(v.scalar, bool):
+                out[annotation] = "true" if v.scalar else "false"
+            elif isinstance(v.scalar, str):
+                out[annotation] = v.scalar
+            else:
+                raise v.error(f"'numa_bind' must be true, false or a string, got {v.describe()}")
+        elif column in _LIST_COLUMNS and v.is_list:
+            out[annotation] = ",".join(i.as_str(f"a '{column}' entry") for i in v.as_list(column))
+        else:
+            out[annotation] = v.as_str(f"'{column}'")
+    return out

@@ -1,0 +1,62 @@
+"""kube-scheduler's resource fit (NodeResourcesFit) in front of HAMi.
+
+HAMi's GPU resources are ``ignoredByScheduler``, so kube-scheduler's fit
+checks CPU and memory only; pods without HAMi resources are placed by
+kube-scheduler itself, which hamisim approximates by its LeastAllocated score
+(DESIGN §3).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from hamisim.cluster import Node
+from hamisim.pods import Pod
+
+__all__ = ["INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY", "resource_fit_reasons",
+           "least_allocated_choice"]
+
+#: NodeResourcesFit's reasons, as kube-scheduler words them.
+INSUFFICIENT_CPU = "Insufficient cpu"
+INSUFFICIENT_MEMORY = "Insufficient memory"
+
+
+def resource_fit_reasons(node: Node, requested: tuple[int, int], pod: Pod) -> list[str]:
+    """NodeResourcesFit: the reasons a node cannot take the pod's CPU/memory.
+
+    A node without ``cpu_milli`` / ``memory_mib`` does not constrain that resource.
+    """
+    reasons = []
+    if node.cpu_milli is not None and pod.cpu_milli > node.cpu_milli - requested[0]:
+        reasons.append(INSUFFICIENT_CPU)
+    if node.memory_mib is not None and pod.memory_mib > node.memory_mib - requested[1]:
+        reasons.append(INSUFFICIENT_MEMORY)
+    return reasons
+
+
+def least_allocated_choice(nodes: Sequence[Node], requested: Sequence[tuple[int, int]],
+                           pod: Pod, tie_break: str = "last",
+                           tie_draw: float | None = None) -> int | None:
+    """Node for a pod without HAMi resources (placed by kube-scheduler itself).
+
+    hamisim approximates kube-scheduler's default scoring by NodeResourcesFit
+    ``LeastAllocated`` over CPU and memory (integer score 0..100, resources
+    without a capacity ignored); ties follow hamisim's node tie convention.
+    Returns the position in ``nodes``, or ``None`` if ``nodes`` is empty.
+    """
+    best: int | None = None
+    best_score = -1
+    scores = []
+    for j, (node, (cpu, mem)) in enumerate(zip(nodes, requested)):
+        parts = []
+        if node.cpu_milli:
+            parts.append((node.cpu_milli - cpu - pod.cpu_milli) * 100 // node.cpu_milli)
+        if node.memory_mib:
+            parts.append((node.memory_mib - mem - pod.memory_mib) * 100 // node.memory_mib)
+        score = sum(parts) // len(parts) if parts else 0
+        scores.append(score)
+        if score >= best_score:
+            best, best_score = j, score
+    if best is not None and tie_break == "random" and tie_draw is not None:
+        tied = [j for j, s in enumerate(scores) if s == best_score]
+        best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+    return best

@@ -1,0 +1,26 @@
+"""Node-policy names and the family each belongs to.
+
+A ``node_scheduler_policy`` is either HAMi's (``binpack``, ``spread``; HAMi
+ranks any other string like binpack) or one of the FGD paper's research
+policies (:mod:`hamisim.research`, not HAMi behaviour). Readers asking for
+policy warnings, the backend switch and the study specs look names up here,
+so that HAMi's semantics (:mod:`hamisim.hami`) and the research policies
+need not import each other. Part of the model: knows no files and no time.
+"""
+from __future__ import annotations
+
+__all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy"]
+
+#: HAMi's node policies (``hami.io/node-scheduler-policy``).
+HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
+#: The FGD paper's six node policies, as ``node_scheduler_policy`` values
+#: (Weng et al., USENIX ATC '23); research policies, not HAMi behaviour.
+RESEARCH_NODE_POLICIES: tuple[str, ...] = (
+    "random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd")
+_RESEARCH = frozenset(RESEARCH_NODE_POLICIES)
+
+
+def is_research_policy(policy: str | None) -> bool:
+    """Whether ``policy`` (a ``node_scheduler_policy``) names a research policy
+    (case and surrounding spaces ignored)."""
+    return policy is not None and policy.strip().lower() in _RESEARCH

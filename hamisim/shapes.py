@@ -1,0 +1,130 @@
+"""What a pod asks for, reduced to the numbers that compare pods.
+
+* :func:`gpu_request`: a pod's GPU request in whole-card units (a plain
+  ``nvidia.com/gpu: 2`` is 2, a 25 % share 0.25): the unit of offered load,
+  re-timing and the "GPUs arrived" curve.
+* :class:`Shape` and :func:`typical_shapes`: a pod's GPU request shape (CPU,
+  cards, memory and cores per card, type filter) and a workload's most popular
+  shapes, FGD's *target workload* over which fragmentation is measured.
+
+Part of the model: knows HAMi's admission and request generation
+(:mod:`hamisim.pods`), no files and no time.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from hamisim.cluster import SchedulerConfig
+from hamisim.pods import (
+    GPU,
+    GPUCORES,
+    GPUMEM,
+    GPUMEM_PERCENTAGE,
+    NO_PERCENTAGE,
+    Container,
+    Pod,
+    admit,
+    pod_requests,
+)
+
+__all__ = ["gpu_request", "Shape", "typical_shapes", "USE_GPUTYPE", "NOUSE_GPUTYPE"]
+
+USE_GPUTYPE = "nvidia.com/use-gputype"
+NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
+
+
+def _container_gpus(c: Container, card_memory_mib: int | None) -> float:
+    n = c.value(GPU) or 0
+    if n <= 0:
+        return 0.0
+    pct, mem, cores = c.value(GPUMEM_PERCENTAGE), c.value(GPUMEM), c.value(GPUCORES)
+    if pct is not None and pct > 0:
+        mem_share = min(pct, 100) / 100
+    elif mem and card_memory_mib:
+        mem_share = min(mem / card_memory_mib, 1.0)
+    else:
+        # No memory asked: HAMi (default_memory 0) grants the whole card memory.
+        # gpumem in MiB without a card size: counted as a whole card.
+        mem_share = 1.0
+    core_share = min(max(cores, 0), 100) / 100 if cores is not None else 0.0
+    return n * max(mem_share, core_share)
+
+
+def gpu_request(pod: Pod, *, card_memory_mib: int | None = None) -> float:
+    """The pod's GPU request in cards: Σ over containers of ``count × share``.
+
+    ``share`` is the dominant fraction of one card the container holds: the
+    larger of its memory share (``gpumem-percentage``/100; ``gpumem`` /
+    ``card_memory_mib`` when a card size is given; 1 when no memory is asked,
+    because HAMi then grants the whole card memory, and 1 for ``gpumem``
+    without a card size) and its core share (``gpucores``/100). So a plain
+    ``nvidia.com/gpu: 2`` is 2 cards, an openb pod with ``gpu_milli`` 810
+    (percentage 81, cores 81) is 0.81. Init containers count as Kubernetes
+    counts them: the pod holds max(Σ app containers, max init container).
+    """
+    app = sum(_container_gpus(c, card_memory_mib) for c in pod.containers)
+    init = max((_container_gpus(c, card_memory_mib) for c in pod.init_containers), default=0.0)
+    return max(app, init)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A typical pod shape: CPU, cards per pod and what each card must give."""
+
+    cpu_milli: int
+    nums: int                      # cards; 0 = CPU-only
+    memreq: int = 0                # MiB per card (0 = use pct)
+    pct: int = NO_PERCENTAGE       # share of the card's memory, 101 = none
+    cores: int = 0
+    use_gputype: str = ""
+    nouse_gputype: str = ""
+    weight: float = 1.0
+
+
+def _shape_key(pod: Pod, config: SchedulerConfig) -> tuple:
+    try:
+        reqs, _ = pod_requests(admit(pod, config), config)
+    except ValueError:
+        reqs = []
+    req = next((r for r in reqs if r is not None), None)
+    ann = pod.annotations
+    if req is None:
+        return (pod.cpu_milli, 0, 0, NO_PERCENTAGE, 0, "", "")
+    return (pod.cpu_milli, req.nums, req.memreq, req.mempercentagereq, min(req.coresreq, 100),
+            ann.get(USE_GPUTYPE, ""), ann.get(NOUSE_GPUTYPE, ""))
+
+
+def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
+                   coverage: float = 0.95) -> list[Shape]:
+    """The most popular shapes covering ``coverage`` of the pods, weights summing to 1.
+
+    Ties in popularity are broken by the shape itself, so the result does not
+    depend on the order of ``pods``.
+    """
+    memo: dict[tuple, tuple] = {}
+
+    def key_of(pod: Pod) -> tuple:
+        # admission once per distinct pod shape, not once per pod
+        k = pod.shape_key
+        if k is None:
+            return _shape_key(pod, config)
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = _shape_key(pod, config)
+        return v
+
+    counts = Counter(map(key_of, pods))
+    total = sum(counts.values())
+    if total == 0:
+        return []
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    kept, covered = [], 0
+    for key, n in ranked:
+        kept.append((key, n))
+        covered += n
+        if covered >= coverage * total:
+            break
+    norm = sum(n for _, n in kept)
+    return [Shape(*key, weight=n / norm) for key, n in kept]

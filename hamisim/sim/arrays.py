@@ -1,0 +1,242 @@
+"""Cluster and pod state as flat numpy arrays, the compiled kernel's input.
+
+:class:`ClusterState` turns a :class:`~hamisim.cluster.Cluster` into a
+struct-of-arrays once: one array per card field, card rows grouped by node in
+cluster order (``node_start[i]:node_start[i+1]`` are node ``i``'s cards in
+registration order), per-node CPU/memory, and each node's pair scores as a
+dense ``k x k`` block. The usage arrays (``used``, ``usedmem``,
+``usedcores``, ``req_cpu``, ``req_mem``) are updated in place as pods bind and
+leave; every other array is fixed. Strings (card ids, type and mode names,
+node names) stay in Python.
+
+:func:`encode_pod` turns one scheduling attempt's Python objects (requests,
+resolved policy, annotations) into the small arrays the kernel reads. It runs
+once per attempt, outside the hot path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from hamisim.cluster import Cluster
+from hamisim.hami.policy import CardPolicy
+from hamisim.hami.reference import (
+    NOUSE_TYPE,
+    NOUSE_UUID,
+    USE_TYPE,
+    USE_UUID,
+    VGPU_MODE,
+    mode_allowed,
+    type_allowed,
+    uuid_allowed,
+)
+from hamisim.pods import Pod, Request
+
+__all__ = ["ClusterState", "PodEncoding", "encode_pod", "REQ_FIELDS", "REQ_REGISTERED",
+           "REQ_NVIDIA", "UNCONSTRAINED"]
+
+#: Columns of a request row: ``nums`` (0 = the container asks for no card),
+#: ``memreq``, ``mempercentagereq``, ``coresreq``, and type flags.
+REQ_FIELDS = ("nums", "memreq", "pct", "coresreq", "flags")
+#: ``flags`` bit: the request type is a registered device type (else Fit is
+#: never reached: "Device type not found").
+REQ_REGISTERED = 1
+#: ``flags`` bit: the request type is exactly ``"NVIDIA"`` (else every card is
+#: a ``CardTypeMismatch``). Requests generated from pods always carry both.
+REQ_NVIDIA = 2
+#: ``alloc_cpu`` / ``alloc_mem`` value of a node that does not constrain it.
+UNCONSTRAINED = -1
+
+_I64 = np.int64
+
+
+class ClusterState:
+    """Struct-of-arrays view of a cluster plus its live usage.
+
+    Integer card and node fields are ``int64`` (so the kernel computes with
+    Python's exact integers for every realistic value); flags are ``uint8``;
+    ``type_id`` / ``mode_id`` are ``int32`` indexes into :attr:`type_names` /
+    :attr:`mode_names`.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        nodes = cluster.nodes
+        n_nodes = len(nodes)
+        cards = [c for n in nodes for c in n.cards]
+        n = len(cards)
+        self.n_nodes = n_nodes
+        self.n_cards = n
+        self.node_names: list[str] = [nd.name for nd in nodes]
+        self.card_ids: list[str] = [c.id for c in cards]
+        self.row_of: dict[str, int] = {cid: r for r, cid in enumerate(self.card_ids)}
+
+        sizes = np.array([len(nd.cards) for nd in nodes], dtype=_I64)
+        self.node_start = np.zeros(n_nodes + 1, dtype=_I64)
+        np.cumsum(sizes, out=self.node_start[1:])
+        self.max_cards = int(sizes.max()) if n_nodes else 0
+        self.node_of_row = np.repeat(np.arange(n_nodes, dtype=_I64), sizes)
+
+        self.count = np.array([c.count for c in cards], dtype=_I64)
+        self.devmem = np.array([c.devmem for c in cards], dtype=_I64)
+        self.devcore = np.array([c.devcore for c in cards], dtype=_I64)
+        self.numa = np.array([c.numa for c in cards], dtype=_I64)
+        self.index = np.array([c.index for c in cards], dtype=_I64)
+        self.health = np.array([bool(c.health) for c in cards], dtype=np.uint8)
+        self.cordoned = np.array([c.id in nd.cordon for nd in nodes for c in nd.cards],
+                                 dtype=np.uint8)
+        # HAMi's vendor filter: the request type "NVIDIA" is a case-insensitive
+        # substring of the card type (HAMI-SEMANTICS §5.1).
+        self.is_nvidia = np.array(["NVIDIA" in c.type.upper() for c in cards], dtype=np.uint8)
+        # The card-score quirk (§3.1): the request counts only when the card
+        # type equals the request type "NVIDIA" exactly.
+        self.type_exact = np.array([c.type == "NVIDIA" for c in cards], dtype=np.uint8)
+        self.type_names: list[str] = list(dict.fromkeys(c.type for c in cards))
+        self.mode_names: list[str] = list(dict.fromkeys(c.mode for c in cards))
+        tid = {t: i for i, t in enumerate(self.type_names)}
+        mid = {m: i for i, m in enumerate(self.mode_names)}
+        self.type_id = np.array([tid[c.type] for c in cards], dtype=np.int32)
+        self.mode_id = np.array([mid[c.mode] for c in cards], dtype=np.int32)
+        self.n_vendor = np.array([sum("NVIDIA" in c.type.upper() for c in nd.cards)
+                                  for nd in nodes], dtype=_I64)
+
+        # Pair scores (hami.io/node-nvidia-score): per node a dense k x k block,
+        # row a / column b = score of (card a, card b) in registration order,
+        # 0 where the annotation gives none (as HAMi's lookup does).
+        self.pair_start = np.zeros(n_nodes + 1, dtype=_I64)
+        np.cumsum(sizes * sizes, out=self.pair_start[1:])
+        self.pair = np.zeros(int(self.pair_start[-1]), dtype=_I64)
+        for i, nd in enumerate(nodes):
+            if not nd.pair_scores:
+                continue
+            k = len(nd.cards)
+            block = self.pair[self.pair_start[i]:self.pair_start[i + 1]].reshape(k, k)
+            for a, ca in enumerate(nd.cards):
+                row = nd.pair_scores.get(ca.id, {})
+                for b, cb in enumerate(nd.cards):
+                    block[a, b] = row.get(cb.id, 0)
+
+        def alloc(v: int | None, what: str, name: str) -> int:
+            if v is None:
+                return UNCONSTRAINED
+            if v < 0:
+                raise ValueError(f"node {name}: {what} must not be negative, got {v}")
+            return v
+
+        self.alloc_cpu = np.array([alloc(nd.cpu_milli, "cpu_milli", nd.name) for nd in nodes],
+                                  dtype=_I64)
+        self.alloc_mem = np.array([alloc(nd.memory_mib, "memory_mib", nd.name)
+                                   for nd in nodes], dtype=_I64)
+
+        # Live state, updated in place.
+        self.used = np.zeros(n, dtype=_I64)
+        self.usedmem = np.zeros(n, dtype=_I64)
+        self.usedcores = np.zeros(n, dtype=_I64)
+        self.req_cpu = np.zeros(n_nodes, dtype=_I64)
+        self.req_mem = np.zeros(n_nodes, dtype=_I64)
+
+        self._ones_types = np.ones(max(len(self.type_names), 1), dtype=np.uint8)
+        self._ones_modes = np.ones(max(len(self.mode_names), 1), dtype=np.uint8)
+        self._ones_cards = np.ones(max(n, 1), dtype=np.uint8)
+
+    # -- per-attempt filters ---------------------------------------------
+    def type_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
+        """``use/nouse-gputype`` per type id (shared all-ones without them)."""
+        if USE_TYPE not in annotations and NOUSE_TYPE not in annotations:
+            return self._ones_types
+        return np.array([type_allowed(annotations, t) for t in self.type_names] or [1],
+                        dtype=np.uint8)
+
+    def mode_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
+        """``nvidia.com/vgpu-mode`` per mode id (shared all-ones without it)."""
+        if VGPU_MODE not in annotations:
+            return self._ones_modes
+        value = annotations[VGPU_MODE]
+        return np.array([mode_allowed(value, m) for m in self.mode_names] or [1],
+                        dtype=np.uint8)
+
+    def uuid_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
+        """``use/nouse-gpuuuid`` per card row (shared all-ones without them)."""
+        if USE_UUID not in annotations and NOUSE_UUID not in annotations:
+            return self._ones_cards
+        # Every card not named in either list gets the same answer; ask the
+        # reference's filter for that answer and for each named card.
+        named = {m.strip() for key in (USE_UUID, NOUSE_UUID)
+                 for m in (annotations.get(key) or "").split(",")}
+        default = uuid_allowed(annotations, _NOT_A_CARD_ID)
+        mask = np.full(max(self.n_cards, 1), default, dtype=np.uint8)
+        for cid in named:
+            row = self.row_of.get(cid)
+            if row is not None:
+                mask[row] = uuid_allowed(annotations, cid)
+        return mask
+
+
+# An id no annotation member can equal: members are stripped, this is not.
+_NOT_A_CARD_ID = " \x00 hamisim: no card \x00 "
+
+
+@dataclass
+class PodEncoding:
+    """One attempt's request, encoded for :class:`hamisim._core.PodSpec`."""
+
+    req: np.ndarray            # (n_containers, 5) int64, REQ_FIELDS
+    n_init: int
+    mode: int
+    chain: np.ndarray          # (3,) int32, first n_chain used
+    n_chain: int
+    sort_numa_bind: bool       # the comparator's numa-bind flag
+    fit_numa_bind: bool        # Fit's NUMA regrouping (the pod annotation)
+    mutex: bool
+    topology: bool
+    weights: np.ndarray        # (3,) float32: slot, core, memory
+    type_ok: np.ndarray        # uint8 per type id
+    mode_ok: np.ndarray        # uint8 per mode id
+    uuid_ok: np.ndarray        # uint8 per card row
+    cpu_milli: int
+    memory_mib: int
+    wants_gpu: bool
+
+
+def request_rows(requests: Sequence[Request | None],
+                 registered_types: Sequence[str] = ("NVIDIA",)) -> np.ndarray:
+    """Per-container request rows; ``None`` (no card asked) gives ``nums == 0``."""
+    req = np.zeros((len(requests), len(REQ_FIELDS)), dtype=_I64)
+    for j, r in enumerate(requests):
+        if r is None:
+            continue
+        flags = (REQ_REGISTERED if r.type in registered_types else 0) | \
+            (REQ_NVIDIA if r.type == "NVIDIA" else 0)
+        req[j] = (r.nums, r.memreq, r.mempercentagereq, r.coresreq, flags)
+    return req
+
+
+def encode_policy(policy: CardPolicy) -> tuple[int, np.ndarray, int]:
+    """``(mode, chain[3], n_chain)`` of a resolved card policy."""
+    chain = np.zeros(3, dtype=np.int32)
+    chain[:len(policy.chain)] = policy.chain
+    return policy.mode, chain, len(policy.chain)
+
+
+def encode_pod(state: ClusterState, pod: Pod, requests: Sequence[Request | None], n_init: int,
+               policy: CardPolicy | None, weights: tuple[int, int, int]) -> PodEncoding:
+    """Encode an admitted pod's attempt. ``policy`` is ``None`` for GPU-less pods."""
+    ann = pod.annotations or {}
+    wants_gpu = policy is not None
+    req = request_rows(requests)
+    if wants_gpu:
+        mode, chain, n_chain = encode_policy(policy)
+        type_ok, mode_ok, uuid_ok = (state.type_filter(ann), state.mode_filter(ann),
+                                     state.uuid_filter(ann))
+        bind, mutex, topo = policy.numa_bind, policy.mutex, policy.topology
+    else:
+        mode, chain, n_chain = 0, np.zeros(3, dtype=np.int32), 0
+        type_ok, mode_ok, uuid_ok = state._ones_types, state._ones_modes, state._ones_cards
+        bind = mutex = topo = False
+    return PodEncoding(
+        req=req, n_init=n_init, mode=mode, chain=chain, n_chain=n_chain,
+        sort_numa_bind=bind, fit_numa_bind=bind, mutex=mutex, topology=topo,
+        weights=np.array([np.float32(w) for w in weights], dtype=np.float32),
+        type_ok=type_ok, mode_ok=mode_ok, uuid_ok=uuid_ok,
+        cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, wants_gpu=wants_gpu)

@@ -1,0 +1,82 @@
+"""Choose a backend: the compiled kernel (default) or the readable reference.
+
+Both backends take identical decisions; the reference is the executable
+specification, the kernel the fast path. A missing compiled module is an
+error, never a silent fallback to the slow path.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
+from hamisim.hami.decision import Decision
+from hamisim.pods import Pod
+
+if TYPE_CHECKING:
+    from hamisim.shapes import Shape
+
+__all__ = ["BACKENDS", "Backend", "make_scheduler"]
+
+BACKENDS = ("kernel", "reference")
+
+
+class Backend(Protocol):
+    """What the engine and the scenario runner need from a scheduler."""
+
+    cluster: Cluster
+    backend: str
+
+    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision: ...
+
+    def delete(self, name: str) -> None: ...
+
+    def usage_by_card(self) -> dict[str, tuple[int, int, int]]: ...
+
+
+def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["Shape"] = (),
+                   seed: int = 0) -> Backend:
+    """A fresh scheduler (empty pod cache) for ``cluster`` on ``backend``.
+
+    When the cluster's ``node_scheduler_policy`` is one of the FGD paper's
+    research policies (:data:`hamisim.research.model.RESEARCH_POLICIES`) the result
+    is a :class:`hamisim.research.scheduler.ResearchScheduler`: ``shapes`` are then the
+    typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
+    Random's draws. Both are ignored for HAMi's own policies.
+    """
+    from hamisim.registry import is_research_policy
+    if is_research_policy(cluster.scheduler.node_scheduler_policy):
+        if backend not in BACKENDS:
+            raise HamisimError(
+                f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+        from hamisim.research.scheduler import ResearchScheduler
+        if backend == "kernel":
+            _kernel_module()
+        return ResearchScheduler(cluster, cluster.scheduler.node_scheduler_policy,
+                                 shapes=shapes, seed=seed, backend=backend)
+    if backend == "reference":
+        from hamisim.hami.reference import ReferenceScheduler
+        return ReferenceScheduler(cluster)
+    if backend == "kernel":
+        try:
+            from hamisim.sim.kernel import KernelScheduler
+        except ImportError as exc:  # pragma: no cover - depends on the build
+            raise _missing_kernel(exc) from exc
+        return KernelScheduler(cluster)
+    raise HamisimError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+
+
+def _missing_kernel(exc: ImportError) -> HamisimError:
+    return HamisimError(
+        "the compiled kernel hamisim._core is not built; reinstall with "
+        "`pip install .` (a C compiler is needed), or pass --backend reference "
+        f"({exc})")
+
+
+def _kernel_module():
+    """The compiled kernel, or the error that says how to get it."""
+    try:
+        from hamisim import _core
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise _missing_kernel(exc) from exc
+    return _core

@@ -1,0 +1,332 @@
+"""The compiled backend: :class:`KernelScheduler`, glue around :mod:`hamisim._core`.
+
+Same interface and same decisions as :class:`hamisim.hami.reference.ReferenceScheduler`
+(the oracle). The difference is where the work happens: the cluster is
+turned into arrays once (:mod:`hamisim.sim.arrays`), usage is kept incrementally
+(a bind adds the pod's collapsed contribution, a delete subtracts it, which
+equals HAMi's rebuild from the pod cache), and each attempt is one call into
+the kernel. Python only encodes the pod before the call (once per distinct
+pod shape: the encoding is cached under a key of the pod's containers,
+annotations and CPU/memory) and builds the :class:`~hamisim.hami.decision.Decision`
+after it.
+
+The kernel keeps per-node aggregates (node score, largest free memory,
+percentage and cores, eligible and idle cards) refreshed on every bind and
+delete, skips window nodes that cannot fit and evaluates the rest best score
+first, stopping at the first that fits; only an unschedulable pod gets every
+window node's full evaluation (for the reason histogram).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from hamisim import _core
+from hamisim.cluster import Cluster
+from hamisim.hami import policy as _policy
+from hamisim.hami.decision import (
+    DEVICE_TYPE_NOT_FOUND,
+    INSUFFICIENT_CPU,
+    INSUFFICIENT_MEMORY,
+    NODE_INSUFFICIENT_DEVICE,
+    NODE_UNREGISTERED,
+    REASONS,
+    Decision,
+    Pick,
+    fit_reason,
+    histogram_message,
+    pads_empty_segments,
+)
+from hamisim.hami.policy import (
+    node_policy_spread,
+    numa_bind,
+    parse_card_policy,
+    pod_gpu_policy,
+    pod_node_policy,
+    pod_weights,
+)
+from hamisim.hami.reference import collapsed_usage
+from hamisim.kube.sampling import num_feasible_nodes_to_find
+from hamisim.pods import NO_PERCENTAGE, Pod, admit, pod_requests
+from hamisim.sim.arrays import REQ_FIELDS, REQ_NVIDIA, REQ_REGISTERED, ClusterState, encode_pod
+
+__all__ = ["KernelScheduler", "card_table", "pod_spec"]
+
+# The kernel hard-codes these; fail loudly at import if Python's ever move.
+assert _core.REASON_ORDER == REASONS, "hamisim._core reason codes out of date"
+assert all(_core.CODES[k] == getattr(_policy, k) for k in (
+    "MODE_CHAIN", "SINGLE_MUTEX", "SINGLE_BINPACK", "SINGLE_SPREAD", "KEY_BINPACK",
+    "KEY_SPREAD", "KEY_NUMA")), "hamisim._core policy codes out of date"
+assert _core.CODES["NO_PERCENTAGE"] == NO_PERCENTAGE
+assert _core.CODES["Q_WIDTH"] == len(REQ_FIELDS)
+assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_NVIDIA"]) == (REQ_REGISTERED, REQ_NVIDIA)
+
+ST = _core.ST_NAMES
+_ST_FIT, _ST_FAILED = ST["FIT"], ST["FIT_FAILED"]
+_STATUS_REASON = {ST["INSUFFICIENT"]: NODE_INSUFFICIENT_DEVICE,
+                  ST["TYPE_NOT_FOUND"]: DEVICE_TYPE_NOT_FOUND,
+                  ST["UNREGISTERED"]: NODE_UNREGISTERED}
+_CPU_MEM = {1: [INSUFFICIENT_CPU], 2: [INSUFFICIENT_MEMORY],
+            3: [INSUFFICIENT_CPU, INSUFFICIENT_MEMORY]}
+
+
+def card_table(state: ClusterState) -> _core.CardTable:
+    """The kernel's view of ``state`` (it reads the usage arrays live)."""
+    return _core.CardTable(
+        node_start=state.node_start, pair_start=state.pair_start, n_vendor=state.n_vendor,
+        count=state.count, devmem=state.devmem, devcore=state.devcore, numa=state.numa,
+        index=state.index, health=state.health, cordoned=state.cordoned,
+        is_vendor=state.is_nvidia, type_exact=state.type_exact, type_id=state.type_id,
+        mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
+        usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
+        alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem)
+
+
+def pod_spec(enc) -> _core.PodSpec:
+    """A :class:`hamisim._core.PodSpec` from a :class:`hamisim.sim.arrays.PodEncoding`."""
+    return _core.PodSpec(enc.req, enc.n_init, enc.mode, enc.chain, enc.n_chain,
+                         enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
+                         enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
+                         enc.cpu_milli, enc.memory_mib)
+
+
+class _Bound(NamedTuple):
+    node: int
+    rows: list[int]         # card rows the pod holds
+    used: list[int]         # per row: slots, memory, cores it holds there
+    mem: list[int]
+    cores: list[int]
+    cpu_milli: int
+    memory_mib: int
+
+
+@dataclass
+class _Shape:
+    """Everything an attempt needs that depends only on the pod's shape."""
+
+    spec: _core.PodSpec
+    n_req: int
+    n_init: int
+    wants_gpu: bool
+    node_spread: bool
+
+
+
+#: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
+_SHAPE_CACHE_SIZE = 4096
+_PICK_CACHE_SIZE = 1 << 16
+
+
+class KernelScheduler:
+    """HAMi's scheduler on a cluster, one attempt at a time, compiled.
+
+    Decision for decision identical to :class:`~hamisim.hami.reference.ReferenceScheduler`.
+    """
+
+    backend = "kernel"
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.config = cluster.scheduler
+        self.state = ClusterState(cluster)
+        self._table = card_table(self.state)
+        self._core = _core.Core(self._table)
+        self._pods: dict[str, _Bound] = {}
+        self.next_start = 0
+        self._wanted = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score,
+                                                  self.state.n_nodes)
+        self._reason_cache: dict[tuple, str] = {}
+        self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
+        self._shapes: dict[tuple, _Shape] = {}
+        self._random_ties = self.config.node_tie_break == "random"
+        self._index = self.state.index.tolist()
+        self._picks: dict[tuple[int, int, int], Pick] = {}
+
+    # -- state ---------------------------------------------------------
+    def delete(self, name: str) -> None:
+        """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
+        b = self._pods.pop(name, None)
+        if b is not None:
+            self._core.apply(*b, -1)
+
+    def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+        """Record a placement made elsewhere (an initial state), as HAMi's
+        informer does for a pod that already carries its annotations."""
+        self.delete(name)
+        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib)
+
+    def usage_by_card(self) -> dict[str, tuple[int, int, int]]:
+        """``{card id: (used, usedmem, usedcores)}`` as HAMi's cache holds it now."""
+        s = self.state
+        return {cid: (u, m, c) for cid, u, m, c in zip(
+            s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
+
+    def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
+              cpu_milli: int, memory_mib: int) -> None:
+        contrib = collapsed_usage(containers, n_init)
+        # The reference looks a pod's cards up among its node's cards.
+        r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
+        row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
+        rows = [row_of[u] for u in contrib]
+        used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
+        self._add(name, _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib))
+
+    def _add(self, name: str, b: _Bound) -> None:
+        self._core.apply(*b)
+        self._pods[name] = b
+
+    def _shape(self, pod: Pod, key) -> _Shape:
+        """Admit and encode ``pod`` (raises as the reference does); cached by shape."""
+        cfg = self.config
+        pod = admit(pod, cfg)
+        requests, n_init = pod_requests(pod, cfg)
+        wants_gpu = any(r is not None for r in requests)
+        policy = None
+        weights = (1, 1, 1)
+        node_spread = False
+        if wants_gpu:
+            policy = parse_card_policy(pod_gpu_policy(cfg.gpu_scheduler_policy,
+                                                      pod.annotations),
+                                       numa_bind(pod.annotations))
+            try:
+                weights = pod_weights(pod.annotations)
+            except ValueError:
+                # HAMi's Filter errors out after kube-scheduler sampled the nodes.
+                spec = pod_spec(encode_pod(self.state, pod, requests, n_init, None, weights))
+                self._core.attempt(spec, self.next_start, self._wanted, False, False, True)
+                self.next_start = self._core.next_start
+                raise
+            node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
+                                                             pod.annotations))
+        spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights))
+        shape = _Shape(spec, len(requests), n_init, wants_gpu, node_spread)
+        if key is not None:
+            if len(self._shapes) >= _SHAPE_CACHE_SIZE:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
+
+    # -- one attempt -----------------------------------------------------
+    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
+        """One scheduling attempt of ``pod``; a bound pod enters the cache.
+
+        ``tie_draw`` in [0, 1) picks among equally scored nodes when the
+        cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        """
+        self.delete(pod.name)             # re-scheduling never double-counts
+        key = pod.shape_key
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = self._shape(pod, key)
+        state, core = self.state, self._core
+        spec, wants_gpu = shape.spec, shape.wants_gpu
+        random_ties = self._random_ties and tie_draw is not None
+        best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, shape.node_spread,
+                            False, random_ties)
+        self.next_start = core.next_start
+        if best < 0:
+            msg = histogram_message(state.n_nodes, self._histogram(wants_gpu))
+            snap = self._failure_snapshot(wants_gpu)
+            return Decision(pod.name, message=msg,
+                            reasons_factory=lambda: self._node_reasons(snap))
+        if random_ties:
+            tied = core.np_tied[:core.n_tied].tolist()
+            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+        node = int(core.np_window[best])
+        names = state.node_names
+        n_req, n_init = shape.n_req, shape.n_init
+        if not wants_gpu:
+            containers: list[list[Pick]] = [[] for _ in range(n_req)]
+            self._add(pod.name, _Bound(node, [], [], [], [], pod.cpu_milli, pod.memory_mib))
+            return Decision(pod.name, names[node], containers, node_index=node)
+        if core.placed != node:
+            st = core.place(spec, node)
+            assert st == _ST_FIT, "kernel: chosen node no longer fits"
+        ids, index = state.card_ids, self._index
+        r0 = int(state.node_start[node])
+        picks = core.picks(n_req)
+        pick_of = self._picks
+        if len(pick_of) > _PICK_CACHE_SIZE:
+            pick_of.clear()
+        containers = []
+        for cp in picks:
+            row = []
+            for p, m, c in cp:
+                # Picks are immutable: one object per (card, memory, cores).
+                pk = pick_of.get((r0 + p, m, c))
+                if pk is None:
+                    pk = pick_of[r0 + p, m, c] = Pick(ids[r0 + p], m, c, index[r0 + p])
+                row.append(pk)
+            containers.append(row)
+        if n_init == 0 and n_req == 1:
+            # One container: distinct cards, one slot each (collapsed_usage).
+            cp = picks[0]
+            self._add(pod.name, _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp),
+                                       [m for _, m, _ in cp], [c for _, _, c in cp],
+                                       pod.cpu_milli, pod.memory_mib))
+        else:
+            self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
+        return Decision(pod.name, names[node], containers, node_index=node,
+                        pad_empty=self._pad_empty[node])
+
+    def _failure_snapshot(self, wants_gpu: bool) -> tuple:
+        """Copies of the kernel's failure buffers (the next attempt reuses them)."""
+        core = self._core
+        rej = (core.np_rej_node[:core.n_rejected].copy(),
+               core.np_rej_bits[:core.n_rejected].copy())
+        if not wants_gpu:
+            return rej, None
+        nw = core.n_window
+        return rej, (core.np_window[:nw].copy(), core.np_status[:nw].copy(),
+                     core.np_counts[:nw].copy(), core.np_ncards[:nw].copy())
+
+    def _reason(self, row: np.ndarray, n_cards: int) -> str:
+        key = (row.tobytes(), n_cards)
+        reason = self._reason_cache.get(key)
+        if reason is None:
+            counts = {name: int(n) for name, n in zip(REASONS, row.tolist()) if n}
+            reason = self._reason_cache[key] = fit_reason(counts, n_cards)
+        return reason
+
+    def _histogram(self, wants_gpu: bool) -> dict[str, int]:
+        """Reason string -> number of nodes for the failed attempt just made,
+        from the kernel's buffers (grouped in the kernel, no per-node Python)."""
+        core = self._core
+        bits = core.np_rej_bits[:core.n_rejected]
+        hist: dict[str, int] = {}
+        n_cpu, n_mem = int(np.count_nonzero(bits & 1)), int(np.count_nonzero(bits & 2))
+        if n_cpu:
+            hist[INSUFFICIENT_CPU] = n_cpu
+        if n_mem:
+            hist[INSUFFICIENT_MEMORY] = n_mem
+        if not wants_gpu:
+            return hist
+        by_status, groups = core.failure_groups()
+        for st, reason in _STATUS_REASON.items():
+            if by_status[st]:
+                hist[reason] = hist.get(reason, 0) + by_status[st]
+        for j, n in groups:
+            reason = self._reason(core.np_counts[j], int(core.np_ncards[j]))
+            hist[reason] = hist.get(reason, 0) + n
+        return hist
+
+    def _node_reasons(self, snap: tuple) -> dict[str, list[str]]:
+        """Every examined and rejected node's reasons, in the reference's order."""
+        names = self.state.node_names
+        (rej_node, rej_bits), window = snap
+        out = {names[i]: list(_CPU_MEM[b]) for i, b in zip(rej_node.tolist(),
+                                                          rej_bits.tolist())}
+        if window is None:
+            return out
+        nodes, status, counts, ncards = window
+        for j, (i, st) in enumerate(zip(nodes.tolist(), status.tolist())):
+            if st == _ST_FIT:
+                continue
+            if st == _ST_FAILED:
+                out[names[i]] = [self._reason(counts[j], int(ncards[j]))]
+            else:
+                out[names[i]] = [_STATUS_REASON[st]]
+        return out

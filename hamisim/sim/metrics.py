@@ -1,0 +1,205 @@
+"""Cluster allocation and fragmentation, kept up to date per changed node.
+
+:class:`ClusterMeter` mirrors HAMi's per-card usage (the same collapsed
+usage the schedulers hold) in numpy arrays and keeps cluster totals as sums
+of per-node terms, so a bind or a departure costs work on that one node, not
+a rescan of the cluster.
+
+Fragmentation follows the FGD paper (Weng et al., ATC '23; FGD-OPENB.md
+§4.1), generalised from milli-GPU to HAMi cards:
+
+* a card's *free amount* ``f`` (in GPUs) is ``min(free cores / devcore,
+  free memory / devmem)``, and 0 when its slots are exhausted or it is
+  unhealthy or cordoned;
+* a card can *host* a typical pod shape when HAMi's Fit would accept it on
+  that card alone: a free slot, enough memory (the shape's MiB, or its
+  percentage of this card), enough cores, the exclusive-card rules, the
+  type filter;
+* a node can host a shape when at least ``k`` of its cards can and its free
+  CPU covers the shape's CPU; then the free amount of the cards that cannot
+  host the shape is fragment, otherwise all of the node's free amount is
+  (a CPU-only shape counts all free GPU as fragment, as in FGD);
+* node fragmentation is the popularity-weighted sum over the typical shapes
+  and cluster fragmentation the sum over nodes.
+
+Typical shapes are the workload's most popular pod shapes covering at least
+95 % of its pods (FGD's target workload), see :func:`typical_shapes`.
+"""
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from hamisim import _core
+from hamisim.cluster import Cluster
+from hamisim.hami.reference import type_allowed
+from hamisim.pods import NO_PERCENTAGE
+from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
+
+__all__ = ["ClusterMeter", "PodUsage", "TIMESERIES_COLUMNS"]
+
+_MICRO = 1_000_000
+
+
+TIMESERIES_COLUMNS = (
+    "time", "pods_arrived", "pods_pending", "pods_running", "pods_departed", "pods_abandoned",
+    "hami_gpu_total", "hami_gpu_allocated", "hami_gpu_zero_tenant", "nodes_gpu_idle",
+    "hami_vgpu_slots_total", "hami_vgpu_slots_allocated",
+    "hami_gpu_memory_total_bytes", "hami_gpu_memory_allocated_bytes",
+    "hami_gpu_core_total", "hami_gpu_core_allocated", "hami_gpu_core_allocated_ratio",
+    "unallocated_gpu", "frag_gpu", "frag_pct_of_capacity", "frag_rate_pct",
+)
+
+
+def _type_matrix(shapes: Sequence[Shape], types: Sequence[str]) -> np.ndarray:
+    """(shapes, cards) booleans: may the shape use the card's type? Evaluated
+    once per distinct type string."""
+    names, inverse = np.unique(np.array(types, dtype=object).astype(str), return_inverse=True)
+    per_type = np.array([[type_allowed({USE_GPUTYPE: x.use_gputype,
+                                        NOUSE_GPUTYPE: x.nouse_gputype}, t) for t in names]
+                         for x in shapes], dtype=bool).reshape(len(shapes), len(names))
+    return per_type[:, inverse.reshape(-1)] if len(types) else per_type
+
+
+class PodUsage(NamedTuple):
+    """One pod's usage in a meter's terms: card rows and (slots, memory, cores) each."""
+
+    rows: list[int]
+    amounts: list[tuple[int, int, int]]
+
+
+class ClusterMeter:
+    """Per-card usage and per-node aggregates of a cluster, updated incrementally."""
+
+    def __init__(self, cluster: Cluster, shapes: Sequence[Shape] = ()) -> None:
+        nodes = cluster.nodes
+        self.n_nodes = len(nodes)
+        self.node_start = np.zeros(self.n_nodes + 1, dtype=np.int64)
+        self.row: dict[str, int] = {}
+        count, devmem, devcore, usable, types = [], [], [], [], []
+        for i, node in enumerate(nodes):
+            for c in node.cards:
+                self.row[c.id] = len(count)
+                count.append(c.count)
+                devmem.append(c.devmem)
+                devcore.append(c.devcore)
+                usable.append(c.health and c.id not in node.cordon)
+                types.append(c.type)
+            self.node_start[i + 1] = len(count)
+        self.count = np.array(count, dtype=np.int64)
+        self.devmem = np.array(devmem, dtype=np.int64)
+        self.devcore = np.array(devcore, dtype=np.int64)
+        self.usable = np.array(usable, dtype=bool)
+        self._usable_u8 = self.usable.astype(np.uint8)
+        self.used = np.zeros_like(self.count)
+        self.usedmem = np.zeros_like(self.count)
+        self.usedcores = np.zeros_like(self.count)
+        self.node_cpu = np.array([-1 if n.cpu_milli is None else n.cpu_milli for n in nodes],
+                                 dtype=np.int64)
+        self.node_cpu_used = np.zeros(self.n_nodes, dtype=np.int64)
+        self.shapes = list(shapes)
+        # the shapes as arrays, and each shape's type filter per card
+        sh = self.shapes
+        self._sh = {
+            "nums": np.array([x.nums for x in sh], dtype=np.int64),
+            "memreq": np.array([x.memreq for x in sh], dtype=np.int64),
+            "pct": np.array([x.pct for x in sh], dtype=np.int64),
+            "has_pct": np.array([x.pct != NO_PERCENTAGE for x in sh], dtype=np.uint8),
+            "cores": np.array([x.cores for x in sh], dtype=np.int64),
+            "cpu": np.array([x.cpu_milli for x in sh], dtype=np.int64),
+            "weight": np.array([x.weight for x in sh], dtype=float),
+            "type_ok": np.ascontiguousarray(_type_matrix(sh, types), dtype=np.uint8),
+        }
+        self.n_cards = len(count)
+        self.capacity = float(self.n_cards)
+        self.totals = {
+            "slots_total": int(self.count.sum()), "memory_total": int(self.devmem.sum()),
+            "core_total": int(self.devcore.sum()),
+        }
+        # per-node terms whose sums are the cluster totals; free amount and
+        # fragment in micro-GPUs (integers), so the running cluster sums stay
+        # exact however many updates they see
+        self.node_alloc = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_frag = np.zeros(self.n_nodes, dtype=np.int64)
+        self.node_idle = np.zeros(self.n_nodes, dtype=np.uint8)
+        sh = self._sh
+        self._core = _core.MeterCore(
+            self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
+            self._usable_u8, self.node_start, self.node_cpu, self.node_cpu_used,
+            self.node_alloc, self.node_free, self.node_frag, self.node_idle,
+            sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
+            sh["weight"], sh["type_ok"])
+
+    # -- running sums (kept by the compiled core) ------------------------
+    sum_alloc = property(lambda self: self._core.sum_alloc, doc="cards with a tenant")
+    sum_idle = property(lambda self: self._core.sum_idle, doc="nodes whose cards are all idle")
+    sum_free = property(lambda self: self._core.sum_free, doc="free GPU share, micro-GPUs")
+    sum_frag = property(lambda self: self._core.sum_frag, doc="fragmented share, micro-GPUs")
+    sum_used = property(lambda self: self._core.sum_used, doc="vGPU slots in use")
+    sum_usedmem = property(lambda self: self._core.sum_usedmem, doc="card memory in use, MiB")
+    sum_usedcores = property(lambda self: self._core.sum_usedcores, doc="card cores in use")
+
+    # -- updates ---------------------------------------------------------
+    def apply(self, node: int, usage: Mapping[str, tuple[int, int, int]] | PodUsage,
+              cpu_milli: int = 0, sign: int = 1) -> None:
+        """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``:
+        ``usage`` as :func:`hamisim.hami.reference.collapsed_usage` gives it, or
+        its :meth:`pod_usage` (cheaper when applied more than once)."""
+        if not isinstance(usage, PodUsage):
+            usage = self.pod_usage(usage)
+        self._core.apply(node, usage.rows, usage.amounts, cpu_milli, sign)
+
+    def pod_usage(self, usage: Mapping[str, tuple[int, int, int]]) -> PodUsage:
+        """``usage`` by card id, resolved to this meter's card rows."""
+        row = self.row
+        return PodUsage([row[u] for u in usage], list(usage.values()))
+
+    # -- readings --------------------------------------------------------
+    def usage_snapshot(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Per card, slots, cores and memory in use now, as a (3, cards) array.
+
+        Written into ``out`` when given (no allocation), for callers that keep
+        the state at some moment and read :meth:`allocation_share` of it later.
+        """
+        if out is None:
+            out = np.empty((3, self.n_cards), dtype=np.int64)
+        np.copyto(out[0], self.used)
+        np.copyto(out[1], self.usedcores)
+        np.copyto(out[2], self.usedmem)
+        return out
+
+    def allocation_share(self, snapshot: np.ndarray | None = None) -> np.ndarray:
+        """Per card, the largest of its used share of slots, cores and memory
+        (now, or at a :meth:`usage_snapshot`)."""
+        used, usedcores, usedmem = (self.used, self.usedcores, self.usedmem) \
+            if snapshot is None else snapshot
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts = [np.where(cap > 0, use / cap, 0.0) for use, cap in (
+                (used, self.count), (usedcores, self.devcore), (usedmem, self.devmem))]
+        return np.maximum.reduce(parts)
+
+    def reading(self) -> dict[str, float]:
+        """Cluster totals now (names as in :data:`TIMESERIES_COLUMNS`)."""
+        t = self.totals
+        used_cores = self.sum_usedcores
+        free = self.sum_free / _MICRO
+        frag = self.sum_frag / _MICRO
+        return {
+            "hami_gpu_total": self.n_cards,
+            "hami_gpu_allocated": self.sum_alloc,
+            "hami_gpu_zero_tenant": self.n_cards - self.sum_alloc,
+            "nodes_gpu_idle": self.sum_idle,
+            "hami_vgpu_slots_total": t["slots_total"],
+            "hami_vgpu_slots_allocated": self.sum_used,
+            "hami_gpu_memory_total_bytes": t["memory_total"] * 2**20,
+            "hami_gpu_memory_allocated_bytes": self.sum_usedmem * 2**20,
+            "hami_gpu_core_total": t["core_total"],
+            "hami_gpu_core_allocated": used_cores,
+            "hami_gpu_core_allocated_ratio": used_cores / t["core_total"] if t["core_total"] else 0.0,
+            "unallocated_gpu": free,
+            "frag_gpu": frag,
+            "frag_pct_of_capacity": 100.0 * frag / self.capacity if self.capacity else 0.0,
+            "frag_rate_pct": 100.0 * frag / free if free > 0 else 0.0,
+        }

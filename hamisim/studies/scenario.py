@@ -1,0 +1,168 @@
+"""Running a scenario: its steps in order against one scheduler.
+
+A ``create`` is scheduled at once, a ``delete`` frees the pod and retries every
+pending pod once, an ``expect`` compares the pods' cards with what the file
+says; :func:`format_table` prints the result for a terminal. The file format
+and its reader are :mod:`hamisim.io.scenariofile`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hamisim.io.scenariofile import EXPECT_DELETED, EXPECT_PENDING, CreateStep, DeleteStep, Scenario
+from hamisim.pods import Pod
+from hamisim.sim.backend import make_scheduler
+from hamisim.sim.checker import Checker
+
+__all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario",
+           "format_table"]
+
+
+@dataclass(frozen=True)
+class ScenarioEvent:
+    """One row of a scenario run: ``bind``, ``unschedulable`` or ``delete``."""
+
+    step: int
+    pod: str
+    event: str
+    node: str | None = None
+    devices: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    step: int
+    pod: str
+    expected: str
+    actual: str
+    ok: bool
+
+
+@dataclass
+class ScenarioResult:
+    """Events and checked expectations of one scenario run."""
+
+    path: str
+    backend: str
+    events: list[ScenarioEvent]
+    expectations: list[ExpectationResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.expectations)
+
+    def to_json(self) -> dict:
+        """The ``hamisim scenario --json`` object (DESIGN §5)."""
+        return {
+            "events": [{"step": e.step, "pod": e.pod, "event": e.event, "node": e.node,
+                        "devices": e.devices, "message": e.message} for e in self.events],
+            "expectations": [{"step": x.step, "pod": x.pod, "expected": x.expected,
+                              "actual": x.actual, "ok": x.ok} for x in self.expectations],
+        }
+
+
+def _same_cards(expected: str, actual: str) -> bool:
+    if expected in (EXPECT_PENDING, EXPECT_DELETED) or actual in (EXPECT_PENDING,
+                                                                 EXPECT_DELETED):
+        return expected == actual
+    return sorted(expected.split(",")) == sorted(actual.split(","))
+
+
+def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = False
+                 ) -> ScenarioResult:
+    """Run every step in order on a fresh scheduler.
+
+    A ``create`` is scheduled at once; after each ``delete`` every pending pod
+    is retried once, in creation order. A bound pod's state is its card ids
+    in annotation order; expectations compare card ids as a multiset. The
+    pods of the scenario's initial state are adopted before the first step.
+    ``check=True`` verifies the invariants of :mod:`hamisim.sim.checker` after
+    every event (raising :class:`hamisim.sim.checker.InvariantError`).
+    """
+    sched = make_scheduler(scenario.cluster, backend=backend)
+    at = ["the initial state"]
+    checker = None
+    if check:  # --check: independent books of the cards (hamisim/sim/checker.py)
+        checker = Checker(scenario.cluster, scheduler=sched, where=lambda: at[0])
+    events: list[ScenarioEvent] = []
+    checks: list[ExpectationResult] = []
+    state: dict[str, str] = {}
+    if scenario.state is not None:
+        scenario.state.adopt_into(sched, scenario.cluster)
+        for ip in scenario.state.pods:
+            ids = [p.uuid for picks in ip.containers for p in picks]
+            state[ip.name] = ",".join(ids) if ids else f"(no GPU) {ip.node}"
+        if checker is not None:
+            checker.adopt_state(scenario.state)
+    pending: dict[str, Pod] = {}          # insertion order = creation order
+
+    def attempt(step: int, pod: Pod) -> None:
+        at[0] = f"step {step}"
+        if checker is not None and pod.name not in pending:
+            checker.arrive(pod.name)
+        try:
+            d = sched.schedule(pod)
+        except ValueError as err:
+            # A HAMi Filter error (e.g. bad device-scoring-weights) or an
+            # admission rejection: the pod is not placed.
+            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=str(err)))
+            state[pod.name] = EXPECT_PENDING
+            pending[pod.name] = pod
+            if checker is not None:
+                checker.unschedulable(pod.name)
+            return
+        if d.bound:
+            events.append(ScenarioEvent(step, pod.name, "bind", d.node, d.devices))
+            state[pod.name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
+            pending.pop(pod.name, None)
+            if checker is not None:
+                checker.bind(pod, d)
+        else:
+            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=d.message))
+            state[pod.name] = EXPECT_PENDING
+            pending[pod.name] = pod
+            if checker is not None:
+                checker.unschedulable(pod.name)
+
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, CreateStep):
+            attempt(i, step.pod)
+        elif isinstance(step, DeleteStep):
+            sched.delete(step.pod_name)
+            was_pending = pending.pop(step.pod_name, None) is not None
+            state[step.pod_name] = EXPECT_DELETED
+            events.append(ScenarioEvent(i, step.pod_name, "delete"))
+            if checker is not None:
+                at[0] = f"step {i}"
+                (checker.abandon if was_pending else checker.depart)(step.pod_name)
+            for pod in list(pending.values()):
+                attempt(i, pod)
+        else:
+            for pod, expected in step.expected.items():
+                actual = state[pod]
+                checks.append(ExpectationResult(i, pod, expected, actual,
+                                                _same_cards(expected, actual)))
+    if checker is not None:
+        at[0] = "the end"
+        checker.finish()
+    return ScenarioResult(scenario.path, backend, events, checks)
+
+
+def format_table(result: ScenarioResult) -> str:
+    """Events as an aligned table, then the expectations, for a terminal."""
+    rows = [("STEP", "POD", "EVENT", "NODE", "DEVICES / MESSAGE")]
+    for e in result.events:
+        detail = e.devices if e.event == "bind" else (e.message or "")
+        rows.append((str(e.step), e.pod, e.event, e.node or "-", detail or "-"))
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    lines = ["  ".join(r[c].ljust(widths[c]) for c in range(4)) + "  " + r[4] for r in rows]
+    if result.expectations:
+        lines.append("")
+        for x in result.expectations:
+            mark = "ok  " if x.ok else "FAIL"
+            extra = "" if x.ok else f" (got {x.actual})"
+            lines.append(f"{mark} step {x.step}: {x.pod} -> {x.expected}{extra}")
+        n_ok = sum(x.ok for x in result.expectations)
+        lines.append(f"{n_ok}/{len(result.expectations)} expectations met")
+    return "\n".join(lines) + "\n"
