@@ -1,0 +1,151 @@
+"""The package's architecture, as rules on its imports (README "What is here", DESIGN §1).
+
+Every import in ``hamisim/`` counts, at module level or inside a function, so
+a lazy import cannot hide a dependency. The rules: no module imports another
+that imports it back (directly or through others); each part imports only the
+parts below it; and third-party libraries stay where they belong (SimPy in the
+engine, matplotlib in the figures, files in ``io/``).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "hamisim"
+
+#: Parts of the package and the parts each may import (besides itself).
+MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes",
+         "hamisim.workload", "hamisim.registry"}
+ALLOWED = {
+    "model": {"model"},
+    "kube": {"model"},
+    "hami": {"model", "kube"},
+    "research": {"model", "kube", "hami", "core"},
+    "io": {"model", "kube", "hami"},
+    "sim": {"model", "kube", "hami", "research", "core"},
+    "studies": {"model", "kube", "hami", "research", "io", "sim", "plots"},
+    "plots": {"model"},
+    "explain": {"model", "kube", "hami", "research", "io", "sim", "studies"},
+    "cli": {"model", "kube", "hami", "research", "io", "sim", "studies", "plots", "explain",
+            "package"},
+    "package": {"model", "kube", "hami", "sim"},       # __init__: the eager part of the API
+}
+#: Third-party libraries each part must not import.
+FORBIDDEN_LIBRARIES = {
+    "model": {"simpy", "pandas", "matplotlib", "yaml", "pyarrow", "dask"},
+    "kube": {"simpy", "pandas", "matplotlib", "yaml", "pyarrow", "dask", "numpy"},
+    "hami": {"simpy", "pandas", "matplotlib", "yaml", "pyarrow", "dask"},
+    "research": {"simpy", "pandas", "matplotlib", "yaml", "pyarrow", "dask"},
+    "io": {"simpy", "matplotlib", "dask"},
+    "sim": {"matplotlib", "yaml", "pyarrow", "dask"},
+}
+
+
+def part_of(module: str) -> str:
+    if module in MODEL:
+        return "model"
+    if module == "hamisim":
+        return "package"
+    if module == "hamisim._core":
+        return "core"
+    return module.split(".")[1]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> tuple[set[str], set[str]]:
+    """(hamisim modules, top-level third-party or stdlib packages) ``name`` imports."""
+    ours, theirs = set(), set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target] + [f"{target}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t in known or t == "hamisim._core":
+                ours.add(t)
+            elif not t.startswith("hamisim"):
+                theirs.add(t.split(".")[0])
+    ours.discard(name)
+    # importing a parent package (hamisim, hamisim.io) is not a dependency on its modules
+    return {t for t in ours if not name.startswith(t + ".") and t != "hamisim"}, theirs
+
+
+MODULES = modules()
+GRAPH = {m: imports_of(m, p, set(MODULES)) for m, p in MODULES.items()}
+
+
+def test_the_rules_cover_every_module():
+    assert {part_of(m) for m in MODULES} <= set(ALLOWED) | {"core"}
+    # the layout the README describes: subpackages by concept, none crowded
+    folders: dict[Path, int] = {}
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert set(folders) == {PACKAGE} | {PACKAGE / d for d in
+                                        ("hami", "io", "kube", "research", "sim", "studies")}
+    assert max(folders.values()) <= 12, folders
+
+
+def test_no_import_circles():
+    """Depth-first search for a path from a module back to itself."""
+    state: dict[str, int] = {}          # 1 = on the current path, 2 = finished
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(GRAPH[m][0]):
+            if t not in GRAPH:
+                continue
+            if state.get(t) == 1:
+                cycle = path[path.index(t):] + [t]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_part_imports_only_the_parts_below_it(module):
+    part = part_of(module)
+    bad = sorted(t for t in GRAPH[module][0]
+                 if part_of(t) != part and part_of(t) not in ALLOWED[part])
+    assert not bad, f"{module} ({part}/) must not import {bad}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_libraries_stay_where_they_belong(module):
+    bad = sorted(GRAPH[module][1] & FORBIDDEN_LIBRARIES.get(part_of(module), set()))
+    assert not bad, f"{module} ({part_of(module)}/) must not import {bad}"
+
+
+def test_the_rules_catch_a_violation(tmp_path):
+    """The checker itself: a lazy import inside a function is seen."""
+    source = tmp_path / "engine.py"
+    source.write_text("def f():\n    from hamisim.io import traces\n    import matplotlib\n")
+    ours, theirs = imports_of("hamisim.sim.engine", source, set(MODULES))
+    assert "hamisim.io.traces" in ours and "matplotlib" in theirs
