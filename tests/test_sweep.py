@@ -129,6 +129,11 @@ def test_two_workers_give_byte_identical_results(reference, inputs, tmp_path):
     assert outcome.stats.ran == N_CELLS
     assert (out / "results.parquet").read_bytes() == \
         (reference.out / "results.parquet").read_bytes()
+    # every cell's files too: no worker-local path (its private temporary folder) leaks
+    for cell in reference.table["cell"]:
+        for name in ("cell.json", "summary.json", "timeseries.parquet"):
+            assert (out / "cells" / cell / name).read_bytes() == \
+                (reference.out / "cells" / cell / name).read_bytes(), (cell, name)
 
 
 def test_cli_sweep_csv_and_resume_reuses_every_cell(inputs, tmp_path, capsys):
@@ -280,6 +285,11 @@ def test_killed_sweep_resumes_with_every_cell_exactly_once(reference, inputs, tm
     # and the same bytes as a sweep that was never interrupted
     assert (out / "results.parquet").read_bytes() == \
         (reference.out / "results.parquet").read_bytes()
+    # every cell's files too: no worker-local path (its private temporary folder) leaks
+    for cell in reference.table["cell"]:
+        for name in ("cell.json", "summary.json", "timeseries.parquet"):
+            assert (out / "cells" / cell / name).read_bytes() == \
+                (reference.out / "cells" / cell / name).read_bytes(), (cell, name)
 
 
 # ---------------------------------------------------------------------------

@@ -224,6 +224,12 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
                        node_tie_break=cell.node_tie_break, retry=cell.retry or "backoff",
                        progress=False)
         result = run(spec)
+        # the summary names the inputs as the sweep file does, not by this
+        # worker's private copies (gone once it exits, different on every run)
+        inputs = result.summary.get("inputs", {})
+        for key, tmp in (("cluster_path", cluster_path), ("trace_path", trace_path)):
+            if key in inputs:
+                inputs[key] = paths[str(tmp)]
         out: dict[str, Any] = {"status": STATUS_OK, "error": None,
                                "metrics": _headline(result), "summary": result.summary,
                                "tables": {}}
