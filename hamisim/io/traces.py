@@ -217,11 +217,12 @@ def _parquet_rows(path: str) -> Iterator[_Row]:
         if os.path.getsize(path) == 0:
             raise InputError(path, None, "file is empty")
         table = pq.read_table(path)
+        # names are decoded lazily: a damaged schema fails here, not in read_table
+        columns = [str(c) for c in table.column_names]
     except OSError as exc:
         raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-    except (pa.ArrowException, ValueError) as exc:
+    except (pa.ArrowException, ValueError) as exc:      # UnicodeDecodeError included
         raise InputError(path, None, f"not a readable Parquet file: {exc}") from None
-    columns = [str(c) for c in table.column_names]
     if len(set(columns)) != len(columns):
         dup = next(c for c in columns if columns.count(c) > 1)
         raise InputError(path, None, f"column '{dup}' appears twice")
