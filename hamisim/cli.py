@@ -57,10 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     rn = sub.add_parser(
         "run", help="replay a trace against a cluster (default: the bundled openb workload)",
-        description="Simulate a pod trace on a cluster and write events, time series, a "
-                    "summary and figures. With no CLUSTER and TRACE: the bundled Alibaba openb "
-                    "GPU cluster (1,213 nodes, 6,212 GPUs) and its default pod list, re-timed "
-                    "to an 80% offered GPU load, under HAMi's default policies.")
+        description="Simulate a pod trace on a cluster and write events, a per-pod table, "
+                    "time series, a summary and figures. A native trace (.csv/.parquet/.jsonl) "
+                    "is replayed as traced: its own pods, arrival times, durations and "
+                    "deletions; --load re-times it. An openb pod list, whose timestamps load a "
+                    "cluster to about 1%, is re-timed by default (--as-traced replays it). "
+                    "With no CLUSTER and TRACE: the bundled Alibaba openb GPU cluster (1,213 "
+                    "nodes, 6,212 GPUs) and its default pod list, re-timed to an 80% offered "
+                    "GPU load, under HAMi's default policies.")
     rn.add_argument("cluster", metavar="CLUSTER", nargs="?",
                     help="cluster file (.yaml/.json) or openb node list (.csv)")
     rn.add_argument("trace", metavar="TRACE", nargs="?",
@@ -228,6 +232,16 @@ def _percentage(text: str) -> int:
     return value
 
 
+def _lifetime(text: str) -> float:
+    if text.strip().lower() in ("none", "inf"):
+        return float("inf")
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds or 'none', "
+                                         f"got {text}")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0 < value <= 10:
@@ -254,9 +268,17 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                         "capacity (default: 130)")
     p.add_argument("--load", type=_fraction, default=None, metavar="X",
                    help="replay: re-time arrivals (Poisson) to offered GPU load X, a fraction "
-                        "of capacity (default: 0.8; with --state: the trace's own times)")
+                        "of the GPUs (default: a native trace as traced; an openb pod list "
+                        "re-timed to 0.8)")
+    p.add_argument("--pods", type=_positive_int, default=None, metavar="N",
+                   help="re-timing: draw N pods from the trace, with replacement (default: "
+                        "each pod once; openb: 40000)")
+    p.add_argument("--max-lifetime", type=_lifetime, default=None, metavar="S",
+                   help="re-timing: cap every pod's lifetime at S seconds, or 'none' "
+                        "(default: no cap; openb: 3600)")
     p.add_argument("--as-traced", action="store_true",
-                   help="replay the trace's own timestamps instead of re-timing")
+                   help="replay the trace's own pods and timestamps (the default for native "
+                        "traces; for openb pod lists instead of re-timing)")
     p.add_argument("--state", metavar="STATE",
                    help="initial state: pods already running at time 0 (DESIGN §4.4, e.g. "
                         "from 'hamisim import'); replays the trace as traced unless --load "
@@ -296,8 +318,20 @@ def _spec(args: argparse.Namespace, **overrides):
     from hamisim.studies.runs import RunSpec
     if (args.cluster is None) != (args.trace is None):
         raise InputError(None, None, "give both CLUSTER and TRACE, or neither (bundled openb)")
+    knobs = [o for o, v in (("--load", args.load), ("--pods", args.pods),
+                            ("--max-lifetime", args.max_lifetime)) if v is not None]
+    if args.as_traced and knobs:
+        raise InputError(None, None, f"--as-traced replays the trace's own times; "
+                                     f"{' and '.join(knobs)} "
+                                     f"{'re-times' if len(knobs) == 1 else 're-time'} it: "
+                                     "give one or the other")
+    if args.mode == "fill" and (knobs or args.as_traced):
+        raise InputError(None, None, f"{(knobs or ['--as-traced'])[0]} applies to replay "
+                                     "mode; fill mode submits pods one per second")
     fields = dict(cluster=args.cluster, trace=args.trace, mode=args.mode,
-                  load=_load(args), fill_to=args.fill_to, state=getattr(args, "state", None),
+                  as_traced=True if args.as_traced else None, load=args.load,
+                  n_pods=args.pods, max_lifetime=args.max_lifetime,
+                  fill_to=args.fill_to, state=getattr(args, "state", None),
                   seed=args.seed, backend=args.backend, retry=args.retry,
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
                   node_tie_break=args.node_tie_break, progress=args.progress,
@@ -307,29 +341,23 @@ def _spec(args: argparse.Namespace, **overrides):
     return RunSpec(**fields)
 
 
-def _load(args: argparse.Namespace) -> float | None:
-    """--load: 0.8 by default; a state is a moment, so with --state the trace's
-    own times unless --load is given."""
-    if args.as_traced:
-        return None
-    if args.load is None:
-        return None if getattr(args, "state", None) else DEFAULT_LOAD
-    return args.load
-
-
-#: --load without a value (study.DEFAULT_LOAD, not imported: keeps startup light)
-DEFAULT_LOAD = 0.8
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from hamisim.studies.runs import run, write_run
+    from hamisim.studies.runs import (default_cluster_path, default_timing_notice,
+                                      describe_cluster, describe_workload, prepare,
+                                      run_prepared, write_run)
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
-    result = run(spec)
+    prep = prepare(spec)
+    notice = default_timing_notice(prep)
+    if notice:
+        print(f"hamisim run: {notice}", flush=True)
+    result = run_prepared(spec, prep)
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     label = result.summary["label"]
     out = write_run(result, args.out, args.format, title=label)
     r = result.summary["results"]
-    rows = [("pods", r["pods"])]
+    rows = [("cluster", describe_cluster(prep, spec.cluster or str(default_cluster_path()))),
+            ("workload", describe_workload(prep)),
+            ("pods", r["pods"])]
     if r.get("initial_pods"):
         rows.append(("  running from the initial state", r["initial_pods"]))
     rows += [("bound", r["bound"]), ("departed", r["departed"]),
@@ -349,13 +377,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from hamisim.studies.runs import compare, policy_grid
     base = _spec(args)
     specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
-    table = compare(specs, args.out, args.format)
+    table = compare(specs, args.out, args.format, announce=_announce)
     cols = ["policy", "seed", "bound", "abandoned", "queueing_delay_p99_s",
             "peak_gpu_allocated", "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"]
     view = table[[c for c in cols if c in table.columns]]
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
     print(f"results written to {args.out}/ (compare table, figures/compare.png, runs/)")
     return EXIT_OK
+
+
+def _announce(line: str) -> None:
+    print(f"hamisim compare: {line}", flush=True)
 
 
 def with_pd_options(fn):

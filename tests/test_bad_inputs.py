@@ -201,7 +201,7 @@ def test_a_workload_that_cannot_be_retimed_is_bad_input(tmp_path, capsys, trace,
         blamed = cpath
     else:
         cpath, blamed = cluster, tpath
-    status = main(["run", str(cpath), str(tpath), "--out", str(tmp_path / "out")])
+    status = main(["run", str(cpath), str(tpath), "--load", "0.8", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert status == 2 and err.startswith(f"hamisim: {blamed}: ") and fragment in err
     assert not (tmp_path / "out").exists()

@@ -155,11 +155,13 @@ def plan_from_document(doc: Doc, path: str, *, target: str | None = None,
         raise where.error("a plan sizes a node group: give 'cluster' as "
                           "{file: CLUSTER, vary: GROUP}")
     wl = doc.optional_doc("workload")
-    if grid.workloads[0]["mode"] != "replay" or grid.workloads[0]["load"] is not None:
+    probe = grid.cells([cl.replicas[0] if cl.replicas else 1])[0]
+    if probe.mode != "replay" or probe.load is not None:
         where = wl if wl is not None else doc
         raise where.error("a plan needs a workload that does not grow with the cluster: "
                           "'offered_gpus' (GPUs requested at once) or 'as_traced: true' "
-                          "('load' and fill mode scale with each cell's capacity)")
+                          "('load', an openb pod list's default re-timing and fill mode "
+                          "scale with each cell's capacity)")
     if target is not None:
         tgt = Target.parse(target, path="--target")
     else:

@@ -14,10 +14,11 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,11 +36,13 @@ from hamisim.registry import is_research_policy
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.studies.fillcurves import curves
-from hamisim.workload import fill_workload, retime
+from hamisim.workload import Trace, fill_workload, offered_load, retime
 
-__all__ = ["RunSpec", "run", "write_run", "compare", "plot_folder", "DEFAULT_LOAD",
+__all__ = ["RunSpec", "Timing", "resolve_timing", "run", "run_prepared", "write_run",
+           "compare", "plot_folder", "DEFAULT_LOAD", "DEFAULT_N_PODS", "DEFAULT_MAX_LIFETIME",
            "default_cluster_path", "default_trace_path", "prepare", "Prepared",
-           "spec_from_summary"]
+           "spec_from_summary", "arrival_span", "describe_cluster", "describe_workload",
+           "default_timing_notice", "format_duration"]
 
 #: offered GPU load of the bundled workload's re-timed replay (fraction of the
 #: cluster's GPUs): busy enough that policies differ, not a permanent backlog.
@@ -62,16 +65,27 @@ def default_trace_path() -> Path:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything that defines one run; equal specs give identical results."""
+    """Everything that defines one run; equal specs give identical results.
+
+    Replay timing (:func:`resolve_timing`): a native trace is replayed as
+    traced unless ``load`` is given; an openb pod list is re-timed (its own
+    timestamps load a cluster to about 1 %) unless ``as_traced=True``.
+    ``as_traced=False`` forces re-timing at ``load`` (default
+    :data:`DEFAULT_LOAD`). ``n_pods`` and ``max_lifetime`` are re-timing
+    knobs: ``None`` takes the default for the trace (openb: 40,000 pods, one
+    hour; a native trace: its own pods, no cap), ``max_lifetime=math.inf``
+    asks for no cap.
+    """
 
     cluster: str | None = None            # None = bundled openb GPU nodes
     trace: str | None = None              # None = bundled openb default pods
     gpu_policy: str | None = None         # None = the cluster file's (HAMi default spread)
     node_policy: str | None = None
     mode: str = "replay"
-    load: float | None = DEFAULT_LOAD     # re-time arrivals to this offered load; None = as traced
-    max_lifetime: float | None = DEFAULT_MAX_LIFETIME   # re-timing: cap lifetimes (s)
-    n_pods: int | None = DEFAULT_N_PODS   # re-timing: pods drawn (with replacement)
+    as_traced: bool | None = None         # None = by trace (native: yes, openb: no)
+    load: float | None = None             # re-time arrivals to this offered load
+    max_lifetime: float | None = None     # re-timing: cap lifetimes (s); inf = no cap
+    n_pods: int | None = None             # re-timing: pods drawn (with replacement)
     fill_to: float = 130.0
     seed: int = 0
     backend: str = "kernel"
@@ -86,6 +100,60 @@ class RunSpec:
     def label(self) -> str:
         """``node=<policy> card=<policy>``; ``default`` where the cluster file decides."""
         return f"node={self.node_policy or 'default'} card={self.gpu_policy or 'default'}"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How a replay times its arrivals, resolved for one trace.
+
+    ``retimed`` False: the trace's own pods, arrivals, durations and
+    deletions. True: :func:`hamisim.workload.retime` at offered GPU ``load``,
+    drawing ``n_pods`` pods (``None``: each pod of the trace once) with
+    lifetimes capped at ``max_lifetime`` s (``None``: no cap). ``by_default``
+    says that the user did not ask for it (an openb pod list re-timed).
+    """
+
+    retimed: bool
+    load: float | None = None
+    n_pods: int | None = None
+    max_lifetime: float | None = None
+    by_default: bool = False
+
+    @property
+    def label(self) -> str:
+        return "re-timed" if self.retimed else "as traced"
+
+
+def resolve_timing(trace_format: str, *, as_traced: bool | None = None,
+                   load: float | None = None, n_pods: int | None = None,
+                   max_lifetime: float | None = None, state: bool = False) -> Timing:
+    """The :class:`Timing` of a replay of a trace of ``trace_format``
+    (:attr:`hamisim.workload.Trace.format`); see :class:`RunSpec`.
+
+    Raises ``ValueError`` for knobs that contradict each other: re-timing
+    knobs with ``as_traced=True``, or ``n_pods`` / ``max_lifetime`` on a
+    trace that is replayed as traced.
+    """
+    openb = trace_format == "openb"
+    knobs = [k for k, v in (("load (--load)", load), ("n_pods (--pods)", n_pods),
+                            ("max_lifetime (--max-lifetime)", max_lifetime)) if v is not None]
+    verb = "re-times" if len(knobs) == 1 else "re-time"
+    if as_traced:
+        if knobs:
+            raise ValueError(f"{' and '.join(knobs)} {verb} the trace; it does not go with "
+                             "replaying it as traced (--as-traced)")
+        return Timing(False)
+    by_default = as_traced is None and load is None and openb and not state
+    if as_traced is None and load is None and not by_default:
+        if knobs:
+            why = "with an initial state" if state else "a native trace's default"
+            raise ValueError(f"{' and '.join(knobs)} {verb} a trace, but this one is "
+                             f"replayed as traced ({why}): give a load (--load X) too")
+        return Timing(False)
+    cap = max_lifetime if max_lifetime is not None else (DEFAULT_MAX_LIFETIME if openb else None)
+    return Timing(True, load if load is not None else DEFAULT_LOAD,
+                  n_pods if n_pods is not None else (DEFAULT_N_PODS if openb else None),
+                  None if cap is None or math.isinf(cap) else cap, by_default)
 
 
 def _sha256(path: str) -> str:
@@ -117,23 +185,32 @@ def _cluster(spec: RunSpec) -> Cluster:
 class Prepared:
     """What :func:`run` hands the engine: the cluster (in simulated node order),
     the workload (arrivals in replay mode, submissions in fill mode), the
-    typical shapes and the initial state (``None`` without one)."""
+    typical shapes and the initial state (``None`` without one); also the
+    trace as read and the replay's timing, for reports."""
 
     cluster: Cluster
     workload: list
     shapes: list
     state: InitialState | None
     trace_path: str
+    trace: Trace
+    timing: Timing | None = None            # None in fill mode
 
 
 def prepare(spec: RunSpec) -> Prepared:
     """Read and transform the inputs of ``spec`` exactly as :func:`run` does."""
+    with quiet_gc():        # reading builds many objects; see engine.quiet_gc
+        return _prepare(spec)
+
+
+def _prepare(spec: RunSpec) -> Prepared:
     cluster = _cluster(spec)
     trace_path = spec.trace or str(default_trace_path())
-    trace = read_trace(trace_path)
+    trace = source = read_trace(trace_path)
     pods = [tp.pod for tp in trace.pods]
     shapes = typical_shapes(pods, cluster.scheduler)
     state = load_state(spec.state, cluster) if spec.state is not None else None
+    timing = None
     if spec.mode == "fill":
         # the paper's protocol also randomises the node order per seed
         order = np.random.default_rng(spec.seed).permutation(len(cluster.nodes))
@@ -141,16 +218,22 @@ def prepare(spec: RunSpec) -> Prepared:
         with _workload_error(spec, trace_path, "cannot fill the cluster (--mode fill)"):
             workload = list(fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed))
     else:
-        if spec.load is not None:
+        try:
+            timing = resolve_timing(trace.format, as_traced=spec.as_traced, load=spec.load,
+                                    n_pods=spec.n_pods, max_lifetime=spec.max_lifetime,
+                                    state=state is not None)
+        except ValueError as exc:
+            raise InputError(trace_path, None, str(exc)) from None
+        if timing.retimed:
             with _workload_error(spec, trace_path, "cannot re-time the trace to a GPU "
                                  "load (--load)", "; --as-traced replays its own times"):
-                trace = retime(trace, spec.load, spec.seed, cluster.n_cards,
-                               max_lifetime=spec.max_lifetime, n_pods=spec.n_pods)
+                trace = retime(trace, timing.load, spec.seed, cluster.n_cards,
+                               max_lifetime=timing.max_lifetime, n_pods=timing.n_pods)
         workload = list(trace.iter_arrivals())
     if state is not None:
         state.check_disjoint((getattr(w, "pod", w).name for w in workload),
                              f"the workload ({os.path.basename(trace_path)})")
-    return Prepared(cluster, workload, shapes, state, trace_path)
+    return Prepared(cluster, workload, shapes, state, trace_path, source, timing)
 
 
 @contextlib.contextmanager
@@ -173,15 +256,19 @@ def _workload_error(spec: RunSpec, trace_path: str, what: str, hint: str = ""):
 
 def run(spec: RunSpec = RunSpec()) -> SimResult:
     """One simulation; ``result.summary`` also records the inputs."""
-    with quiet_gc():        # reading builds many objects; see engine.quiet_gc
-        prep = prepare(spec)
-    cluster, trace_path = prep.cluster, prep.trace_path
+    return run_prepared(spec, prepare(spec))
+
+
+def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
+    """The simulation of :func:`run` on inputs already :func:`prepare` d."""
+    cluster, trace_path, timing = prep.cluster, prep.trace_path, prep.timing
     cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
                        retry="none" if spec.mode == "fill" else spec.retry,
                        progress=spec.progress, check=spec.check)
     result = simulate(cluster, prep.workload, cfg, prep.shapes, total=len(prep.workload),
                       initial=prep.state.pods if prep.state is not None else ())
     s = cluster.scheduler
+    retimed = timing is not None and timing.retimed
     result.summary = {
         "hamisim_version": __version__,
         "inputs": {
@@ -189,9 +276,12 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
             "cluster_sha256": _sha256(spec.cluster or str(default_cluster_path())),
             "trace": os.path.basename(trace_path),
             "trace_sha256": _sha256(trace_path),
-            "mode": spec.mode, "load": spec.load if spec.mode == "replay" else None,
-            "max_lifetime_s": spec.max_lifetime if spec.mode == "replay" and spec.load else None,
-            "n_pods": spec.n_pods if spec.mode == "replay" and spec.load else None,
+            "trace_pods": len(prep.trace),
+            "mode": spec.mode,
+            "timing": timing.label if timing is not None else None,
+            "load": timing.load if retimed else None,
+            "max_lifetime_s": timing.max_lifetime if retimed else None,
+            "n_pods": timing.n_pods if retimed else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
             "seed": spec.seed, "backend": spec.backend, "retry": cfg.retry,
             # where the inputs were read from, for `hamisim explain --run`
@@ -200,6 +290,7 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
         },
         "scheduler": dataclasses.asdict(s),
         "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards},
+        "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload)},
         "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
@@ -214,16 +305,86 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
     return result
 
 
+def arrival_span(workload: Sequence) -> float:
+    """Simulated seconds from the first to the last arrival of a workload
+    (trace pods in arrival or submission order)."""
+    if not workload or not hasattr(workload[0], "arrival"):
+        return 0.0
+    return float(workload[-1].arrival - workload[0].arrival)
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``12.5 min``, ``1 h``, ``4.2 h``, ``7.8 days``: a span read at a glance."""
+    def num(x: float) -> str:
+        return f"{x:.1f}".removesuffix(".0")
+    if seconds < 120:
+        return f"{num(seconds)} s"
+    if seconds < 3600:
+        return f"{num(seconds / 60)} min"
+    if seconds < 3 * 86400:
+        return f"{num(seconds / 3600)} h"
+    return f"{num(seconds / 86400)} days"
+
+
+def describe_cluster(prep: Prepared, path: str) -> str:
+    """``cluster.yaml: 24 nodes, 160 GPUs (128 NVIDIA-H100, 32 NVIDIA-T4)``."""
+    types: dict[str, int] = {}
+    for node in prep.cluster.nodes:
+        for card in node.cards:
+            types[card.type] = types.get(card.type, 0) + 1
+    kinds = ", ".join(f"{n:,} {t}" for t, n in sorted(types.items(), key=lambda kv: -kv[1]))
+    return (f"{os.path.basename(path)}: {len(prep.cluster.nodes):,} nodes, "
+            f"{prep.cluster.n_cards:,} GPUs" + (f" ({kinds})" if len(types) > 1 else ""))
+
+
+def describe_workload(prep: Prepared) -> str:
+    """What was simulated: file, pods, time span, as traced or re-timed."""
+    name = os.path.basename(prep.trace_path)
+    n = len(prep.workload)
+    timing = prep.timing
+    if timing is None:                       # fill mode
+        return f"{name}: {n:,} pods submitted one per second (FGD fill protocol)"
+    span = format_duration(arrival_span(prep.workload))
+    if not timing.retimed:
+        return f"{name}: {n:,} pods arriving over {span}, as traced"
+    drawn = f" drawn from its {len(prep.trace):,}" if timing.n_pods is not None else ""
+    cap = (f", lifetimes capped at {format_duration(timing.max_lifetime)}"
+           if timing.max_lifetime is not None else "")
+    return (f"{name}: {n:,} pods{drawn} arriving over {span}, re-timed to "
+            f"{100 * timing.load:g} % offered GPU load (Poisson arrivals{cap})")
+
+
+def default_timing_notice(prep: Prepared) -> str | None:
+    """The one line that says, before the run, that an openb pod list is
+    re-timed although nobody asked (``None`` otherwise)."""
+    timing = prep.timing
+    if timing is None or not timing.by_default:
+        return None
+    try:
+        own = f"its own timestamps offer about {100 * offered_load(prep.trace, prep.cluster.n_cards):.0g} % load"
+    except ValueError:
+        own = "it has no timestamps"
+    return (f"{os.path.basename(prep.trace_path)} is an openb pod list ({own}): simulating "
+            f"{describe_workload(prep).split(': ', 1)[1]}; --as-traced replays it as "
+            "traced, --load/--pods/--max-lifetime change the re-timing")
+
+
 def spec_from_summary(summary: dict) -> RunSpec:
     """The :class:`RunSpec` of a finished run, from its ``summary.json``: the
     recorded input paths and the scheduler settings as simulated."""
     inputs, sched = summary["inputs"], summary["scheduler"]
     replay = inputs["mode"] == "replay"
+    # summaries before the timing key re-timed exactly when a load was recorded
+    retimed = replay and (inputs.get("timing") == "re-timed"
+                          or ("timing" not in inputs and inputs.get("load") is not None))
+    cap = inputs.get("max_lifetime_s")
     return RunSpec(
         cluster=inputs["cluster_path"], trace=inputs["trace_path"],
         gpu_policy=sched["gpu_scheduler_policy"], node_policy=sched["node_scheduler_policy"],
-        mode=inputs["mode"], load=inputs["load"] if replay else None,
-        max_lifetime=inputs.get("max_lifetime_s"), n_pods=inputs.get("n_pods"),
+        mode=inputs["mode"], as_traced=not retimed if replay else None,
+        load=inputs["load"] if retimed else None,
+        max_lifetime=(math.inf if cap is None else cap) if retimed else None,
+        n_pods=inputs.get("n_pods") if retimed else None,
         fill_to=inputs["fill_to_pct"] if not replay else 130.0, seed=inputs["seed"],
         backend=inputs["backend"], retry=inputs["retry"],
         percentage_of_nodes_to_score=sched["percentage_of_nodes_to_score"],
@@ -245,15 +406,20 @@ def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parque
     return Path(out)
 
 
-def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "parquet"
-            ) -> pd.DataFrame:
+def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "parquet",
+            announce: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run every spec; write one table, one overlay plot and, in fill mode, the
-    ``curves`` table (FGD's binning, :mod:`hamisim.studies.fillcurves`); return the table."""
+    ``curves`` table (FGD's binning, :mod:`hamisim.studies.fillcurves`); return the table.
+    ``announce`` receives the default-timing notice of the first run, if any."""
     rows, series, curve_parts = [], {}, []
     fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:
-        for spec in specs:
-            res = run(spec)
+        for k, spec in enumerate(specs):
+            prep = prepare(spec)
+            notice = default_timing_notice(prep) if k == 0 and announce else None
+            if notice:
+                announce(notice + (" (each seed draws its own)" if len(specs) > 1 else ""))
+            res = run_prepared(spec, prep)
             r = res.summary["results"]
             label = res.summary["label"]
             rows.append({"policy": label, "node_policy": res.summary["scheduler"][

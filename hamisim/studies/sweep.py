@@ -22,6 +22,7 @@ import concurrent.futures as cf
 import dataclasses
 import hashlib
 import json
+import math
 import multiprocessing
 import multiprocessing.util
 import os
@@ -215,9 +216,15 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
             if n_cards == 0:
                 raise InputError(str(cluster_path), None, "the cluster has no GPUs to load")
             load = cell.offered_gpus / n_cards
+        # the cell's workload is resolved (sweepfile.resolve_workload): a replay
+        # without a load is as traced, a re-timing without a cap has none
+        retimed = cell.mode == "replay" and load is not None
         spec = RunSpec(cluster=str(cluster_path), trace=str(trace_path),
                        gpu_policy=cell.gpu_policy, node_policy=cell.node_policy, mode=cell.mode,
-                       load=load, max_lifetime=cell.max_lifetime, n_pods=cell.n_pods,
+                       as_traced=not retimed if cell.mode == "replay" else None,
+                       load=load if retimed else None,
+                       max_lifetime=(cell.max_lifetime or math.inf) if retimed else None,
+                       n_pods=cell.n_pods if retimed else None,
                        fill_to=cell.fill_to if cell.fill_to is not None else 130.0,
                        seed=cell.seed, backend=cell.backend,
                        percentage_of_nodes_to_score=cell.percentage_of_nodes_to_score,

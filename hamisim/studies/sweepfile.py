@@ -12,9 +12,12 @@ A *sweep file* (``.yaml``, ``.yml`` or ``.json``; DESIGN §4.5) names the axes::
       load: [0.6, 0.8]               # re-timed replay: offered GPU load of each cell's cluster
       # offered_gpus: 400            #   ... or mean GPUs requested at once, the same stream
       #                              #   for every cluster size (capacity planning)
-      # as_traced: true              #   ... or the trace's own timestamps
-      n_pods: 4000                   # pods drawn by the re-timing
-      max_lifetime: 3600             # lifetimes capped (s); null = no cap
+      # as_traced: true              #   ... or the trace's own timestamps (the default for
+      #                              #   native traces; openb pod lists are re-timed to 0.8)
+      n_pods: 4000                   # pods drawn by the re-timing (default: each pod once;
+                                     #   openb: 40000)
+      max_lifetime: 3600             # lifetimes capped (s); null = no cap (default: none;
+                                     #   openb: 3600)
       retry: backoff                 # backoff | none
       # fill_to: [100, 130]          # fill mode: submit until this % of the GPUs is asked
     policies:                        # HAMi's names, as in a cluster file's scheduler: block
@@ -41,7 +44,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -89,6 +92,9 @@ class InputFile:
     label: str
     path: str
     sha256: str
+    #: a trace's :attr:`hamisim.workload.Trace.format` (``csv``, ``openb``, ...);
+    #: it decides the default timing of a replay
+    format: str = ""
 
     @property
     def name(self) -> str:
@@ -206,8 +212,30 @@ class _Grid:
             for r, trace, wl, pol, seed in itertools.product(
                     sizes, self.traces, self.workloads, self.policies, self.seeds):
                 out.append(make_cell(cluster=cl.file, group=cl.group, replicas=r, trace=trace,
-                                     seed=seed, backend=self.backend, **wl, **pol))
+                                     seed=seed, backend=self.backend,
+                                     **resolve_workload(wl, trace.format), **pol))
         return out
+
+
+def resolve_workload(wl: Mapping[str, Any], trace_format: str) -> dict[str, Any]:
+    """A workload block's values for one trace, defaults resolved as ``hamisim run``
+    resolves them (:func:`hamisim.studies.runs.resolve_timing`): a native trace as
+    traced unless ``load`` or ``offered_gpus`` is given, an openb pod list re-timed.
+    ``load``, ``n_pods`` and ``max_lifetime`` (``None`` = no cap) come out as the
+    cell runs them; a replay with neither ``load`` nor ``offered_gpus`` is as traced.
+    Raises ``ValueError`` for knobs that do not apply."""
+    from hamisim.studies.runs import resolve_timing
+    out = {k: v for k, v in wl.items() if k != "as_traced"}
+    if wl["mode"] != "replay":
+        return out
+    offered = wl["offered_gpus"] is not None
+    timing = resolve_timing(trace_format, as_traced=False if offered else wl["as_traced"],
+                            load=None if offered else wl["load"], n_pods=wl["n_pods"],
+                            max_lifetime=wl["max_lifetime"])
+    out.update(load=timing.load if timing.retimed and not offered else None,
+               n_pods=timing.n_pods if timing.retimed else None,
+               max_lifetime=timing.max_lifetime if timing.retimed else None)
+    return out
 
 
 def load_sweep(path: str | os.PathLike[str]) -> Sweep:
@@ -241,6 +269,18 @@ def parse_grid(doc: Doc, path: str, *, single: bool) -> _Grid:
     wl_doc.check_keys(WORKLOAD_KEYS, "'workload'")
     traces = _traces(wl_doc.get("trace"), base, single=single)
     workloads = _workloads(wl_doc, single=single)
+    for trace in traces:
+        for wl in workloads:
+            try:
+                resolve_workload(wl, trace.format)
+            except ValueError as exc:
+                key = next(k for k in ("n_pods", "max_lifetime", "load") if k in wl_doc)
+                text = exc.args[0]
+                for cli in (" (--load X)", " (--load)", " (--pods)", " (--max-lifetime)",
+                            " (--as-traced)"):
+                    text = text.replace(cli, "")
+                raise wl_doc.error(f"{text} (trace {trace.label})",
+                                   line=wl_doc.key_line(key)) from None
     policies = _policies(doc.get("policies"), single=single)
     seeds = _seeds(doc.get("seeds"))
     backend = doc.optional_str("backend", "kernel")
@@ -444,7 +484,7 @@ def _traces(v: Value | None, base: Path, *, single: bool) -> list[InputFile]:
     from hamisim.io.traces import read_trace
     if v is None or v.is_null:
         default = workloads_dir() / "openb" / OPENB_TRACES["default"]
-        return [InputFile("openb:default", str(default), _sha256(default))]
+        return [InputFile("openb:default", str(default), _sha256(default), "openb")]
     files: list[InputFile] = []
     seen: dict[str, int] = {}
     for item, f in _values(v, "'trace'", lambda x, w: _input_file(x, w, base, OPENB_TRACES),
@@ -453,8 +493,8 @@ def _traces(v: Value | None, base: Path, *, single: bool) -> list[InputFile]:
             raise item.error(f"'trace': {f.label} has the same content as the trace on line "
                              f"{seen[f.sha256]}")
         seen[f.sha256] = item.line
-        read_trace(f.path)      # a broken trace stops the sweep before it starts
-        files.append(f)
+        # a broken trace stops the sweep before it starts; its format decides its timing
+        files.append(replace(f, format=read_trace(f.path).format))
     return files
 
 
@@ -475,7 +515,7 @@ def _workloads(doc: Doc, *, single: bool) -> list[dict[str, Any]]:
         return [x for _, x in _values(v, f"'{key}'", conv, single=single)]
 
     none = {"load": None, "offered_gpus": None, "n_pods": None, "max_lifetime": None,
-            "fill_to": None, "retry": None}
+            "fill_to": None, "retry": None, "as_traced": None}
     if mode == "fill":
         for key in _REPLAY_ONLY:
             if key in doc:
@@ -487,26 +527,28 @@ def _workloads(doc: Doc, *, single: bool) -> list[dict[str, Any]]:
         raise doc.error("'fill_to' applies to fill mode (mode: fill)",
                         line=doc.key_line("fill_to"))
     retries = axis("retry", lambda x, w: _choice(x, w, ("backoff", "none")), ["backoff"])
-    as_traced = doc.optional_bool("as_traced", False)
+    as_traced = doc.optional_bool("as_traced", None)
     if as_traced:
         for key in ("load", "offered_gpus", "n_pods", "max_lifetime"):
             if key in doc:
                 raise doc.error(f"'{key}' re-times the trace; it does not go with "
                                 "'as_traced: true'", line=doc.key_line(key))
-        return [{**none, "mode": "replay", "retry": r} for r in retries]
+        return [{**none, "mode": "replay", "as_traced": True, "retry": r} for r in retries]
     if "load" in doc and "offered_gpus" in doc:
         raise doc.error("give 'load' (a fraction of each cell's GPUs) or 'offered_gpus' "
                         "(GPUs requested at once), not both", line=doc.key_line("offered_gpus"))
-    from hamisim.studies.runs import DEFAULT_LOAD, DEFAULT_MAX_LIFETIME, DEFAULT_N_PODS
-    loads: list[tuple[str, float]]
+    loads: list[tuple[str, float | None]]
     if "offered_gpus" in doc:
         loads = [("offered_gpus", x) for x in axis("offered_gpus", _number, [])]
     else:
         loads = [("load", x) for x in axis("load", lambda x, w: _number(x, w, hi=10.0),
-                                           [DEFAULT_LOAD])]
-    n_pods = axis("n_pods", lambda x, w: x.as_int(w, min=1, max=100_000_000), [DEFAULT_N_PODS])
-    lifetimes = axis("max_lifetime", _number, [DEFAULT_MAX_LIFETIME])
-    return [{**none, "mode": "replay", key: x, "n_pods": n, "max_lifetime": lt, "retry": r}
+                                           [None])]
+    n_pods = axis("n_pods", lambda x, w: x.as_int(w, min=1, max=100_000_000), [None])
+    # null = no cap (inf here, None once resolved); absent = the trace's default
+    lifetimes = [math.inf if x is None else x for x in axis(
+        "max_lifetime", _number, ["default"])] if "max_lifetime" in doc else [None]
+    return [{**none, "mode": "replay", "as_traced": as_traced, key: x, "n_pods": n,
+             "max_lifetime": lt, "retry": r}
             for (key, x), n, lt, r in itertools.product(loads, n_pods, lifetimes, retries)]
 
 
