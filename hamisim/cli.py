@@ -600,14 +600,15 @@ _WRITES_ATOMICALLY = frozenset({"run", "compare", "scenario"})
 
 @contextlib.contextmanager
 def _policy_warnings():
-    """Print each :class:`hamisim.hami.policy.PolicyWarning` once, as ``hamisim: file:line:
-    warning: ...`` on stderr (a trace read once per compared policy warns once)."""
-    from hamisim.hami.policy import PolicyWarning
+    """Print each :class:`hamisim.errors.InputWarning` (policy warnings among them)
+    once, as ``hamisim: file:line: warning: ...`` on stderr (a trace read once per
+    compared policy warns once)."""
+    from hamisim.errors import InputWarning
     shown: set[str] = set()
     previous = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if not issubclass(category, PolicyWarning):
+        if not issubclass(category, InputWarning):
             return previous(message, category, filename, lineno, file, line)
         text = str(message)
         if text not in shown:
@@ -615,7 +616,7 @@ def _policy_warnings():
             print(f"hamisim: {text}", file=sys.stderr)
 
     with warnings.catch_warnings():
-        warnings.simplefilter("always", PolicyWarning)
+        warnings.simplefilter("always", InputWarning)
         warnings.showwarning = show
         yield
 

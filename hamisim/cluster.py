@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Card", "Node", "SchedulerConfig", "Cluster"]
+__all__ = ["Card", "Node", "SchedulerConfig", "Cluster", "group_of", "NO_GPU_GROUP"]
+
+#: the group of nodes without cards (and without a group of their own)
+NO_GPU_GROUP = "no GPU"
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,9 @@ class Node:
     pair_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     #: card ids cordoned with ``hami.io/device-cordon`` (HAMi v2.10.0).
     cordon: frozenset[str] = frozenset()
+    #: the node group it belongs to (a cluster file's ``replicas`` entry or
+    #: ``group`` key), for per-group reports; ``None`` = grouped by card type
+    group: str | None = None
 
     @property
     def registered(self) -> bool:
@@ -86,3 +92,13 @@ class Cluster:
     @property
     def n_cards(self) -> int:
         return sum(len(n.cards) for n in self.nodes)
+
+
+def group_of(node: Node) -> str:
+    """The node's group in per-group reports: its node group when it has one,
+    else the type of its cards (types ``+``-joined in first-seen order on a
+    mixed node), else :data:`NO_GPU_GROUP`."""
+    if node.group:
+        return node.group
+    types = list(dict.fromkeys(c.type for c in node.cards))
+    return "+".join(types) if types else NO_GPU_GROUP

@@ -27,6 +27,20 @@ class InputError(HamisimError):
         return f"{self.path}:{self.line}: {self.problem}"
 
 
+class InputWarning(UserWarning):
+    """Input that is valid but probably means something else, located in a file.
+
+    ``str(w)`` is ``where: warning: problem`` (``where`` is ``file:line``, or
+    e.g. ``--gpu-policy``); the CLI prints it on stderr, once per message,
+    and the exit status is unchanged.
+    """
+
+    def __init__(self, where: str | None, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: warning: {problem}" if where else f"warning: {problem}")
+
+
 class SchedulerError(HamisimError):
     """A HAMi Filter *error* (not an unschedulable result), e.g. invalid
     ``hami.io/device-scoring-weights``; HAMi reports these as scheduler errors."""

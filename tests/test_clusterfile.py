@@ -583,6 +583,34 @@ def test_group_with_device_list_scores_and_cordon(tmp_path):
     assert d0.cordon == frozenset({"GPU-dgx-0-4"})
 
 
+def test_nodes_report_under_their_group(tmp_path):
+    from hamisim.cluster import NO_GPU_GROUP, group_of
+    cluster = load_cluster(write(tmp_path, """
+        nodes:
+          - name_prefix: h100-a
+            replicas: 2
+            gpus: 1
+            card: {type: NVIDIA-H100, devmem: 81920}
+          - name_prefix: h100-b
+            replicas: 1
+            group: h100               # two pools, one group
+            gpus: 1
+            card: {type: NVIDIA-H100, devmem: 81920}
+          - name: t4-box
+            gpus: 1
+            card: {type: NVIDIA-T4, devmem: 15360}
+          - name: mixed
+            devices:
+              - {id: X, devmem: 1, type: NVIDIA-A}
+              - {id: Y, devmem: 1, type: NVIDIA-B}
+          - name: cpu-only
+          - name: tagged
+            group: special
+        """))
+    assert [group_of(n) for n in cluster.nodes] == [
+        "h100-a", "h100-a", "h100", "NVIDIA-T4", "NVIDIA-A+NVIDIA-B", NO_GPU_GROUP, "special"]
+
+
 def test_single_node_with_gpus_template(tmp_path):
     cluster = load_cluster(write(tmp_path, """
         nodes:

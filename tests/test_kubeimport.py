@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 import json
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,7 @@ from hamisim.cli import main
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import load_cluster
 from hamisim.io.initialstate import load_state
-from hamisim.io.kubeimport import (
-    cpu_milli,
-    import_kubectl,
-    memory_mib,
-    parse_quantity,
-    write_import,
-)
+from hamisim.io.kubeimport import import_kubectl, write_import
 from hamisim.io.traces import read_trace
 
 EXAMPLE = workloads_dir() / "kubectl-example"
@@ -49,32 +42,6 @@ def _line_of(path: Path, needle: str) -> int:
         if needle in line:
             return k
     raise AssertionError(f"{needle!r} not in {path}")
-
-
-# ---------------------------------------------------------------------------
-# quantities
-
-@pytest.mark.parametrize("text,value", [
-    ("500m", Fraction(1, 2)), ("2", Fraction(2)), ("1.5", Fraction(3, 2)), ("2Gi", 2 * 2**30),
-    ("128Mi", 128 * 2**20), ("63997844Ki", 63997844 * 1024), ("1e3", 1000),
-    ("1E-3", Fraction(1, 1000)),
-    ("3k", 3000), ("1M", 10**6), ("100u", Fraction(1, 10**4)), (".5", Fraction(1, 2)),
-    ("+4", 4), ("-1", -1)])
-def test_parse_quantity(text, value):
-    assert parse_quantity(text) == value
-
-
-@pytest.mark.parametrize("text", ["", "abc", "1.2.3", "5Mb", "2 Gi", "Gi", "1e", "0x10", "1Kii"])
-def test_parse_quantity_rejects(text):
-    with pytest.raises(ValueError):
-        parse_quantity(text)
-
-
-def test_rounding_follows_kubernetes():
-    assert cpu_milli(parse_quantity("0.0001")) == 1          # MilliValue rounds up
-    assert cpu_milli(parse_quantity("15900m")) == 15900
-    assert memory_mib(parse_quantity("1025Ki")) == 2        # requests round up
-    assert memory_mib(parse_quantity("1025Ki"), round_up=False) == 1   # capacity down
 
 
 # ---------------------------------------------------------------------------

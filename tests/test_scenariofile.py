@@ -228,8 +228,10 @@ STEP_CASES = [
     ("annotation-and-column", "- create:\n    name: a\n    annotations: "
      "{hami.io/gpu-scheduler-policy: mutex}\n    gpu_policy: binpack\n", S0 + 3,
      "'gpu_policy' and annotations 'hami.io/gpu-scheduler-policy' set the same annotation twice"),
-    ("numa-bind-int", "- create: {name: a, numa_bind: 1}\n", S0,
-     "'numa_bind' must be true, false or a string, got integer 1"),
+    ("numa-bind-int", "- create: {name: a, numa_bind: 2}\n", S0,
+     "'numa_bind' must be true/false, 1/0 or yes/no, got integer 2"),
+    ("numa-bind-word", "- create: {name: a, numa_bind: sometimes}\n", S0,
+     "'numa_bind' must be true/false, 1/0 or yes/no, got string 'sometimes'"),
     ("steps-empty", "[]\n", S0 - 1, "'steps' is empty"),
     ("steps-not-list", "{create: {name: a}}\n", S0 - 1, "'steps' must be a list, got a mapping"),
 ]

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from hamisim.cluster import Card, Cluster, Node
 from hamisim.errors import InputError
 from hamisim.io.traces import read_trace, write_trace
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
@@ -128,7 +129,8 @@ CSV_CASES = [
     ("blank-column", "name,arrival,\na,0,1\n", 1, "column 3 of the header has no name"),
     ("non-numeric-int", "name,arrival,gpu\na,0,1\nb,0,x\n", 3,
      "pod 'b': 'gpu' must be an integer, got 'x'"),
-    ("fractional-int", "name,arrival,gpumem\na,0,1.5\n", 2, "'gpumem' must be an integer"),
+    ("fractional-int", "name,arrival,gpumem\na,0,1.5\n", 2,
+     "'gpumem' must be MiB as an integer or a byte quantity such as 16Gi, got '1.5'"),
     ("non-numeric-arrival", "name,arrival\na,0\nb,soon\n", 3,
      "pod 'b': 'arrival' must be a number, got 'soon'"),
     ("nan-arrival", "name,arrival\na,0\nb,nan\n", 3,
@@ -294,3 +296,73 @@ def test_parquet_unreadable(tmp_path, raw, fragment):
     path = tmp_path / "t.parquet"
     path.write_bytes(raw)
     assert fragment in error_of(path).problem
+
+
+# ---------------------------------------------------------------------------
+# values that probably mean something else: accepted, converted or warned about
+
+@pytest.mark.parametrize("cell,value", [("true", "true"), ("TRUE", "true"), ("yes", "true"),
+                                        ("Yes", "true"), ("1", "true"), ("false", "false"),
+                                        ("No", "false"), ("0", "false")])
+def test_numa_bind_booleans(tmp_path, cell, value):
+    path = tmp_path / "t.csv"
+    path.write_text(f"name,arrival,gpu,numa_bind\np,0,2,{cell}\n")
+    (tp,) = read_trace(path).pods
+    assert tp.pod.annotations == {"nvidia.com/numa-bind": value}
+
+
+def test_a_numa_bind_annotation_hami_cannot_parse_is_a_warning(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"name": "p", "arrival": 0, "gpu": 2, '
+                    '"annotations": {"nvidia.com/numa-bind": "yes"}}\n')
+    with pytest.warns(UserWarning) as caught:
+        (tp,) = read_trace(path).pods
+    assert tp.pod.annotations == {"nvidia.com/numa-bind": "yes"}     # as HAMi would see it
+    (w,) = caught
+    assert str(w.message).startswith(f"{path}:1: warning: annotation nvidia.com/numa-bind "
+                                     "'yes': HAMi parses it with Go's strconv.ParseBool")
+
+
+@pytest.mark.parametrize("gpumem,memory,mib,mem_mib", [("16Gi", "8Gi", 16384, 8192),
+                                                       ("16G", "512Mi", 15259, 512),
+                                                       ("4000", "1024", 4000, 1024)])
+def test_memory_columns_take_kubernetes_quantities(tmp_path, gpumem, memory, mib, mem_mib):
+    for ext, text in ((".csv", f"name,arrival,gpu,gpumem,memory_mib\np,0,1,{gpumem},{memory}\n"),
+                      (".jsonl", json.dumps({"name": "p", "arrival": 0, "gpu": 1,
+                                             "gpumem": gpumem if not gpumem.isdigit()
+                                             else int(gpumem), "memory_mib": memory
+                                             if not memory.isdigit() else int(memory)}) + "\n")):
+        path = tmp_path / f"t{ext}"
+        path.write_text(text)
+        (tp,) = read_trace(path).pods
+        assert tp.pod.containers[0].limits[GPUMEM] == mib and tp.pod.memory_mib == mem_mib
+
+
+def small_gpumem_warnings(tmp_path, devmem: int, rows: str) -> list[str]:
+    from hamisim.io.traces import warn_suspect_units
+    path = tmp_path / "t.csv"
+    path.write_text("name,arrival,gpu,gpumem,use_gputype\n" + rows)
+    cluster = Cluster((Node("n", (Card("A", 0, devmem=devmem, type="NVIDIA-H100"),
+                                  Card("B", 1, devmem=16000, type="NVIDIA-T4"))),))
+    trace = read_trace(path)
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_suspect_units(trace, cluster)
+    return [str(w.message) for w in caught]
+
+
+def test_a_tiny_gpumem_on_big_cards_is_a_located_warning(tmp_path):
+    got = small_gpumem_warnings(tmp_path, 81920, "a,0,1,4000,H100\nb,1,1,15,H100\n"
+                                                 "c,2,1,15,H100\nd,3,1,80,\n")
+    assert got == [f"{tmp_path / 't.csv'}:3: warning: pod 'b': gpumem 15 is MiB, did you mean "
+                   "15360 (15 GiB)? Every card it may use has at least 81920 MiB (2 pods ask "
+                   "for gpumem 15)",
+                   # d may use every card, the 16000 MiB T4 too: still far above 80 MiB
+                   f"{tmp_path / 't.csv'}:5: warning: pod 'd': gpumem 80 is MiB, did you mean "
+                   "81920 (80 GiB)? Every card it may use has at least 16000 MiB"]
+
+
+def test_no_warning_when_a_small_card_may_take_the_pod(tmp_path):
+    assert small_gpumem_warnings(tmp_path, 4096, "d,3,1,80,H100\n") == []   # 4 GiB cards
+    assert small_gpumem_warnings(tmp_path, 81920, "e,3,1,0,H100\n") == []   # 0: not asked

@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from hamisim.errors import InputWarning
 from hamisim.registry import is_research_policy
 
 __all__ = [
@@ -80,17 +81,9 @@ def unknown_tokens(policy: str) -> list[str]:
     return [t for t in _tokens(policy) if t and t not in _KNOWN_TOKENS]
 
 
-class PolicyWarning(UserWarning):
-    """A policy string HAMi accepts but reads differently than it looks.
-
-    ``str(w)`` is ``where: warning: problem`` (``where`` is ``file:line``, or
-    e.g. ``--gpu-policy``); the CLI prints it on stderr, once per message.
-    """
-
-    def __init__(self, where: str | None, problem: str) -> None:
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{where}: warning: {problem}" if where else f"warning: {problem}")
+class PolicyWarning(InputWarning):
+    """A policy string or annotation HAMi accepts but reads differently than it
+    looks (an :class:`~hamisim.errors.InputWarning`)."""
 
 
 _KEY_NAMES = {KEY_BINPACK: "binpack", KEY_SPREAD: "spread", KEY_NUMA: "numa"}
@@ -141,13 +134,24 @@ def warn_policy(where: str | None, policy: str, kind: str = "gpu", *,
 
 def warn_pod_policies(pods: Iterable[tuple[str | None, Mapping[str, str] | None]]) -> None:
     """Warn about the pods' policy annotations, once per distinct string
-    (at its first ``where``); ``pods`` yields ``(where, annotations)``."""
+    (at its first ``where``); ``pods`` yields ``(where, annotations)``.
+
+    Besides the policy strings, an ``nvidia.com/numa-bind`` value that Go's
+    ``strconv.ParseBool`` rejects (``yes``, ``on``) is reported: HAMi then
+    does not bind the pod to one NUMA node."""
     seen: set[tuple[str, str]] = set()
-    for where, annotations in pods:
-        if not annotations:
+    for where, pod_annotations in pods:
+        if not pod_annotations:
             continue
+        bind = pod_annotations.get(NUMA_BIND_ANNOTATION)
+        if bind is not None and go_parse_bool(bind) is None and ("bind", bind) not in seen:
+            seen.add(("bind", bind))
+            warnings.warn(PolicyWarning(where, (
+                f"annotation {NUMA_BIND_ANNOTATION} {bind!r}: HAMi parses it with Go's "
+                "strconv.ParseBool, which rejects it, so the pod is not bound to one NUMA "
+                "node (write 'true' or 'false')")), stacklevel=2)
         for annotation, kind in ((GPU_POLICY_ANNOTATION, "gpu"), (NODE_POLICY_ANNOTATION, "node")):
-            policy = annotations.get(annotation)
+            policy = pod_annotations.get(annotation)
             if policy is None or (kind, policy) in seen:
                 continue
             seen.add((kind, policy))

@@ -18,11 +18,13 @@ Layout (DESIGN §4.1)::
         devices: [...]                # cards, see below; absent or [] = no HAMi cards
         nvidia_score: {...}           # optional pair scores (hami.io/node-nvidia-score)
         cordon: [GPU-A]               # optional cordoned card ids (hami.io/device-cordon)
+        group: h100                   # optional group name for per-group reports
 
 **Cards** (``devices``) use the field names of ``hami.io/node-nvidia-register``:
 ``id`` (required, unique in the whole cluster), ``type`` (required; the
 card-type quirk of HAMi's card score depends on it), ``devmem`` (required,
-MiB), ``count`` (default 10), ``devcore`` (default 100), ``index`` (default:
+MiB), ``count`` (vGPU slots; default 10, HAMi's chart ``deviceSplitCount``),
+``devcore`` (default 100), ``index`` (default:
 the card's position in the list), ``numa`` (default 0), ``health`` (default
 true), ``mode`` (default ``hami-core``; ``mig`` is rejected, MIG is out of
 scope). ``count``, ``devmem``, ``devcore``, ``index``, ``numa`` are integers
@@ -54,7 +56,11 @@ zero-padded to the width of N-1 (``replicas: 1000`` gives ``gpu-000`` ..
   except ``id`` and ``index``; cards get indexes 0..K-1);
 * ``nvidia_score``, ``cordon``: as for a node, naming cards by their *local*
   name (the card's ``id`` as written, or its index as a string when ``id``
-  is omitted); applied to every node of the group.
+  is omitted); applied to every node of the group;
+* ``group``: the name its nodes report under (default: the prefix).
+
+``name_prefix`` without ``replicas`` is an error that says so. Nodes outside
+groups report under their card type (:func:`hamisim.cluster.group_of`).
 
 Card ids in a group are derived from the node name: a card with ``id: X``
 becomes ``<node name>-X``, a card without ``id`` becomes
@@ -88,7 +94,7 @@ SCHEDULER_KEYS = frozenset({
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
-                       "gpus", "card"})
+                       "gpus", "card", "group"})
 GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
 CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
                        "mode"})
@@ -215,9 +221,14 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None
         names = [f"{prefix}-{i:0{width}d}" for i in range(replicas)]
         ctx = f"node group '{prefix}'"
     else:
+        if "name_prefix" in entry:
+            raise entry.error("'name_prefix' names the nodes of a node group: give "
+                              "'replicas: N' too (for one node, write 'name')",
+                              line=entry.key_line("name_prefix"))
         entry.check_keys(NODE_KEYS, "a node")
         names = [entry.require_str("name")]
         ctx = f"node '{names[0]}'"
+    group_name = entry.optional_str("group", nonempty=True) or (prefix if group else None)
     entry = entry.with_context(ctx)
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
@@ -250,7 +261,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None
         node = Node(
             name=name, cards=cards, cpu_milli=cpu, memory_mib=mem,
             pair_scores={ids[a]: {ids[b]: v for b, v in row.items()} for a, row in scores.items()},
-            cordon=frozenset(ids[c] for c in cordon),
+            cordon=frozenset(ids[c] for c in cordon), group=group_name,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes

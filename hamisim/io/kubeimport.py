@@ -64,9 +64,7 @@ written as HAMi's defaults (``spread`` / ``binpack``) unless given.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -80,10 +78,11 @@ from hamisim.io.documents import Doc, Value, load_document
 from hamisim.io.initialstate import InitialState, decode_devices, load_state
 from hamisim.io.outputs import atomic_folder
 from hamisim.io.traces import write_trace
+from hamisim.kube.quantity import cpu_milli, memory_mib, parse_quantity
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 from hamisim.workload import Trace, TracePod
 
-__all__ = ["parse_quantity", "cpu_milli", "memory_mib", "ImportResult", "import_kubectl",
+__all__ = ["ImportResult", "import_kubectl",
            "write_import", "pod_from_kubernetes", "kubernetes_pods", "REGISTER", "PAIR_SCORE",
            "DEVICE_CORDON", "ASSIGNED_NODE", "DEVICES_ALLOCATED", "BIND_PHASE"]
 
@@ -101,46 +100,6 @@ _TERMINATED = ("Succeeded", "Failed")
 
 # ---------------------------------------------------------------------------
 # Kubernetes quantities
-
-_QUANTITY = re.compile(r"([+-]?)(\d+\.?\d*|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|"
-                       r"[eE][+-]?\d+)?")
-_SUFFIX = {"Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30),
-           "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-           "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-           "": Fraction(1), "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9),
-           "T": Fraction(10**12), "P": Fraction(10**15), "E": Fraction(10**18)}
-
-
-def parse_quantity(text: str) -> Fraction:
-    """A Kubernetes quantity (``500m``, ``2Gi``, ``1.5``, ``1e3``) as an exact fraction.
-
-    Raises ``ValueError`` for anything else.
-    """
-    m = _QUANTITY.fullmatch(text.strip()) if isinstance(text, str) else None
-    if m is None:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 4)")
-    sign, number, suffix = m.group(1), m.group(2), m.group(3) or ""
-    value = Fraction(number)
-    if suffix[:1] in ("e", "E"):
-        exp = int(suffix[1:])
-        if abs(exp) > 60:
-            raise ValueError(f"{text!r}: exponent out of range")
-        value *= Fraction(10) ** exp
-    else:
-        value *= _SUFFIX[suffix]
-    return -value if sign == "-" else value
-
-
-def cpu_milli(q: Fraction) -> int:
-    """Milli-CPU, rounded up (Kubernetes ``MilliValue``)."""
-    return math.ceil(q * 1000)
-
-
-def memory_mib(q: Fraction, round_up: bool = True) -> int:
-    """MiB of a byte quantity: up for requests, down for allocatable capacity."""
-    mib = q / 2**20
-    return math.ceil(mib) if round_up else math.floor(mib)
-
 
 def _quantity(v: Value, what: str) -> Fraction:
     data = v.scalar

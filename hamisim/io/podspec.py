@@ -5,16 +5,20 @@ Its keys are the trace column names of DESIGN §4.2:
 
 * ``name`` (required, non-empty string);
 * single-container shorthand ``gpu``, ``gpumem``, ``gpumem_percentage``,
-  ``gpucores`` (integers; stored verbatim as container *limits* under
-  ``nvidia.com/gpu``, ``nvidia.com/gpumem``, ``nvidia.com/gpumem-percentage``,
-  ``nvidia.com/gpucores``; ranges are the webhook's and scheduler's business,
-  e.g. a percentage of 150 loads fine and is rejected by :func:`hamisim.pods.admit`);
-* ``cpu_milli``, ``memory_mib`` (pod requests, integers >= 0), ``priority``
-  (int32);
+  ``gpucores`` (integers >= 0, as Kubernetes rejects negative quantities;
+  stored verbatim as container *limits* under ``nvidia.com/gpu``,
+  ``nvidia.com/gpumem``, ``nvidia.com/gpumem-percentage``,
+  ``nvidia.com/gpucores``; upper bounds are the webhook's and scheduler's
+  business, e.g. a percentage of 150 loads fine and is rejected by
+  :func:`hamisim.pods.admit`). ``gpumem`` is MiB; a Kubernetes byte quantity
+  such as ``16Gi`` is accepted and converted (16384);
+* ``cpu_milli`` (milli-CPU), ``memory_mib`` (MiB, or a quantity such as
+  ``8Gi``): pod requests, >= 0; ``priority`` (int32);
 * annotation columns (see :data:`TRACE_COLUMN_ANNOTATIONS`): strings;
-  ``numa_bind`` may also be a boolean (written ``"true"`` / ``"false"``),
-  the four ``use_``/``nouse_`` columns may also be lists of strings (joined
-  with ``,``);
+  ``numa_bind`` is a boolean: ``true``/``false``, ``1``/``0`` or
+  ``yes``/``no`` in any case (written ``"true"`` / ``"false"``), anything
+  else is an error; the four ``use_``/``nouse_`` columns may also be lists
+  of strings (joined with ``,``);
 * ``annotations``: a mapping of real annotation names to string values;
   naming the same annotation here and through its column is an error;
 * ``containers`` / ``init_containers``: lists of ``{gpu, gpumem,
@@ -33,6 +37,7 @@ from __future__ import annotations
 from typing import Collection, Mapping
 
 from hamisim.io.documents import INT32_MAX, Doc, Value
+from hamisim.kube.quantity import parse_memory_mib
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 
 __all__ = [
@@ -92,7 +97,7 @@ def pod_from_document(doc: Doc, path: str | None = None, *,
         containers = tuple(container_from_document(v, f"container {i}")
                            for i, v in enumerate(items))
     else:
-        limits = {CONTAINER_COLUMN_RESOURCES[k]: doc.require_int(k) for k in shorthand}
+        limits = {CONTAINER_COLUMN_RESOURCES[k]: _shorthand(doc, k) for k in shorthand}
         containers = (Container(limits=limits),)
     init_v = doc.optional_list("init_containers") or []
     init = tuple(container_from_document(v, f"init container {i}") for i, v in enumerate(init_v))
@@ -103,7 +108,7 @@ def pod_from_document(doc: Doc, path: str | None = None, *,
         init_containers=init,
         annotations=_annotations(doc),
         cpu_milli=doc.optional_int("cpu_milli", 0, min=0),
-        memory_mib=doc.optional_int("memory_mib", 0, min=0),
+        memory_mib=_optional_mib(doc, "memory_mib"),
         priority=doc.optional_int("priority", 0, min=-2**31, max=INT32_MAX),
     )
 
@@ -119,8 +124,48 @@ def container_from_document(value: Value, what: str = "container") -> Container:
             if resource in limits:
                 raise doc.error(f"'{key}' and limits '{resource}' give the same resource twice",
                                 line=doc.key_line(key))
-            limits[resource] = doc.require_int(key)
+            limits[resource] = _shorthand(doc, key)
     return Container(limits=limits, requests=_resources(doc, "requests"))
+
+
+def _shorthand(doc: Doc, key: str) -> int:
+    """One of the GPU shorthand keys: a non-negative integer (``gpumem``: MiB or a
+    byte quantity)."""
+    v = doc.require(key)
+    if key == "gpumem":
+        return _mib(v, "'gpumem'")
+    return _quantity_int(v, f"'{key}'")
+
+
+def _quantity_int(v: Value, what: str) -> int:
+    """A resource amount: an integer, never negative (the API server rejects it)."""
+    n = v.as_int(what)
+    if n < 0:
+        raise v.error(f"{what} must not be negative (Kubernetes rejects negative resource "
+                      f"quantities), got {n}")
+    return n
+
+
+def _optional_mib(doc: Doc, key: str) -> int:
+    v = doc.get(key)
+    return 0 if v is None or v.is_null else _mib(v, f"'{key}'")
+
+
+def _mib(v: Value, what: str) -> int:
+    """MiB: an integer, or a Kubernetes byte quantity with a memory suffix
+    (``16Gi`` -> 16384, ``16G`` -> 15259, rounded up as a request)."""
+    if isinstance(v.scalar, str) and not v.is_mapping and not v.is_list:
+        try:
+            mib = parse_memory_mib(v.scalar)
+        except ValueError as exc:
+            raise v.error(f"{what}: {exc}") from None
+        if mib is None:
+            raise v.error(f"{what} must be MiB as an integer or a byte quantity such as "
+                          f"16Gi, got {v.scalar!r}")
+        if mib > INT32_MAX:
+            raise v.error(f"{what} is too large: {v.scalar} is {mib} MiB")
+        return mib
+    return _quantity_int(v, what)
 
 
 def _resources(doc: Doc, key: str) -> dict[str, int]:
@@ -132,7 +177,7 @@ def _resources(doc: Doc, key: str) -> dict[str, int]:
         if name not in _RESOURCES:
             raise sub.error(f"unknown resource '{name}' in '{key}' (hamisim models "
                             f"{', '.join(sorted(_RESOURCES))})", line=sub.key_line(name))
-        out[name] = v.as_int(f"'{key}' '{name}'")
+        out[name] = _quantity_int(v, f"'{key}' '{name}'")
     return out
 
 
@@ -156,14 +201,30 @@ def _annotations(doc: Doc) -> Mapping[str, str]:
             raise doc.error(f"'{column}' and annotations '{annotation}' set the same "
                             "annotation twice", line=doc.key_line(column))
         if column == "numa_bind":
-            if isinstance(v.scalar, bool):
-                out[annotation] = "true" if v.scalar else "false"
-            elif isinstance(v.scalar, str):
-                out[annotation] = v.scalar
-            else:
-                raise v.error(f"'numa_bind' must be true, false or a string, got {v.describe()}")
+            out[annotation] = "true" if _boolean(v, "'numa_bind'") else "false"
         elif column in _LIST_COLUMNS and v.is_list:
             out[annotation] = ",".join(i.as_str(f"a '{column}' entry") for i in v.as_list(column))
         else:
             out[annotation] = v.as_str(f"'{column}'")
     return out
+
+
+_TRUE = frozenset({"true", "1", "yes"})
+_FALSE = frozenset({"false", "0", "no"})
+
+
+def _boolean(v: Value, what: str) -> bool:
+    """A boolean column: a YAML/JSON boolean, 1/0, or true/false/1/0/yes/no in
+    any case; anything else is an error (never a silent false)."""
+    data = v.scalar
+    if isinstance(data, bool):
+        return data
+    if isinstance(data, int) and data in (0, 1):
+        return bool(data)
+    if isinstance(data, str) and not v.is_mapping and not v.is_list:
+        word = data.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    raise v.error(f"{what} must be true/false, 1/0 or yes/no, got {v.describe()}")

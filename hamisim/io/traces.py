@@ -38,9 +38,11 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from hamisim.errors import InputError
+from hamisim.cluster import Cluster
+from hamisim.errors import InputError, InputWarning
 from hamisim.hami.policy import warn_pod_policies
 from hamisim.io.documents import from_plain
 from hamisim.io.podspec import (
@@ -58,15 +60,19 @@ from hamisim.io.tables import (
     read_text,
     split_lines,
 )
-from hamisim.pods import Container
+from hamisim.hami.reference import type_allowed
+from hamisim.pods import GPUMEM, Container
 from hamisim.workload import Trace, TracePod
 
-__all__ = ["TRACE_COLUMNS", "read_trace", "write_trace"]
+__all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
+           "SUSPECT_GPUMEM_MIB", "LARGE_CARD_MIB"]
 
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
 _INT_COLUMNS = ("gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli", "memory_mib",
                 "priority")
 _JSON_COLUMNS = ("annotations", "containers", "init_containers")
+#: MiB columns, which also take a byte quantity such as 16Gi
+_MIB_COLUMNS = ("gpumem", "memory_mib")
 #: Every column a native trace may have, in the order :func:`write_trace` writes them.
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
@@ -132,6 +138,9 @@ def _convert_cell(col: str, cell: str, path: str, line: int, pod_name: str) -> A
         if col in _INT_COLUMNS:
             return parse_int_cell(cell, what)
     except ValueError as exc:
+        text = cell.strip()
+        if col in _MIB_COLUMNS and not text.lstrip("+-").isdigit():
+            return text     # maybe a byte quantity (16Gi): the pod reader converts or rejects it
         raise InputError(path, line, str(exc)) from None
     if col in _JSON_COLUMNS:
         return _json_cell(cell, path, line, what)
@@ -440,3 +449,44 @@ def _write_parquet(rows: list[dict[str, Any]], columns: list[str], tmp: str) -> 
         arrays.append(pa.array(vals, type=typ))
         fields.append(pa.field(col, typ, nullable=col not in ("name", "arrival")))
     pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), tmp)
+
+
+# ---------------------------------------------------------------------------
+# plausibility against the cluster
+
+#: a ``gpumem`` below this many MiB ...
+SUSPECT_GPUMEM_MIB = 256
+#: ... on a pod whose every possible card has at least this many is probably GiB
+LARGE_CARD_MIB = 8192
+
+
+def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
+    """Warn (:class:`~hamisim.errors.InputWarning`, at the first pod's row) about
+    ``gpumem`` values that are probably GiB written where MiB are meant: below
+    :data:`SUSPECT_GPUMEM_MIB` on a pod whose every possible card (NVIDIA, of a
+    type its filter allows) has at least :data:`LARGE_CARD_MIB`. Once per
+    distinct value, with the number of pods asking it."""
+    smallest: dict[tuple, int | None] = {}      # type filter -> smallest card memory
+    found: dict[int, list] = {}                 # gpumem -> [first pod, pods]
+    for tp in trace.pods:
+        values = {c.value(GPUMEM) for c in (*tp.pod.init_containers, *tp.pod.containers)}
+        values = {v for v in values if v is not None and 0 < v < SUSPECT_GPUMEM_MIB}
+        if not values:
+            continue
+        ann = tp.pod.annotations or {}
+        key = (ann.get("nvidia.com/use-gputype"), ann.get("nvidia.com/nouse-gputype"))
+        if key not in smallest:
+            sizes = [c.devmem for n in cluster.nodes for c in n.cards
+                     if "NVIDIA" in c.type.upper() and type_allowed(ann, c.type)]
+            smallest[key] = min(sizes) if sizes else None
+        if smallest[key] is None or smallest[key] < LARGE_CARD_MIB:
+            continue
+        for v in values:
+            entry = found.setdefault(v, [tp, 0, smallest[key]])
+            entry[1] += 1
+    for value, (tp, n, card) in sorted(found.items()):
+        others = f" ({n} pods ask for gpumem {value})" if n > 1 else ""
+        warnings.warn(InputWarning(trace.where(tp), (
+            f"pod '{tp.name}': gpumem {value} is MiB, did you mean {value * 1024} "
+            f"({value} GiB)? Every card it may use has at least {card} MiB{others}")),
+            stacklevel=2)

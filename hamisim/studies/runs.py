@@ -30,7 +30,7 @@ from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import cluster_from_path
 from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import atomic_folder, read_table, write_json, write_table
-from hamisim.io.traces import read_trace
+from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.plots import plot_compare, plot_fill_curves, plot_run
 from hamisim.registry import is_research_policy
 from hamisim.shapes import typical_shapes
@@ -207,6 +207,7 @@ def _prepare(spec: RunSpec) -> Prepared:
     cluster = _cluster(spec)
     trace_path = spec.trace or str(default_trace_path())
     trace = source = read_trace(trace_path)
+    warn_suspect_units(trace, cluster)
     pods = [tp.pod for tp in trace.pods]
     shapes = typical_shapes(pods, cluster.scheduler)
     state = load_state(spec.state, cluster) if spec.state is not None else None
@@ -326,6 +327,11 @@ def format_duration(seconds: float) -> str:
     return f"{num(seconds / 86400)} days"
 
 
+def count(n: int, noun: str) -> str:
+    """``1 pod``, ``2,000 pods``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def describe_cluster(prep: Prepared, path: str) -> str:
     """``cluster.yaml: 24 nodes, 160 GPUs (128 NVIDIA-H100, 32 NVIDIA-T4)``."""
     types: dict[str, int] = {}
@@ -333,8 +339,8 @@ def describe_cluster(prep: Prepared, path: str) -> str:
         for card in node.cards:
             types[card.type] = types.get(card.type, 0) + 1
     kinds = ", ".join(f"{n:,} {t}" for t, n in sorted(types.items(), key=lambda kv: -kv[1]))
-    return (f"{os.path.basename(path)}: {len(prep.cluster.nodes):,} nodes, "
-            f"{prep.cluster.n_cards:,} GPUs" + (f" ({kinds})" if len(types) > 1 else ""))
+    return (f"{os.path.basename(path)}: {count(len(prep.cluster.nodes), 'node')}, "
+            f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds})" if len(types) > 1 else ""))
 
 
 def describe_workload(prep: Prepared) -> str:
@@ -343,14 +349,14 @@ def describe_workload(prep: Prepared) -> str:
     n = len(prep.workload)
     timing = prep.timing
     if timing is None:                       # fill mode
-        return f"{name}: {n:,} pods submitted one per second (FGD fill protocol)"
+        return f"{name}: {count(n, 'pod')} submitted one per second (FGD fill protocol)"
     span = format_duration(arrival_span(prep.workload))
     if not timing.retimed:
-        return f"{name}: {n:,} pods arriving over {span}, as traced"
+        return f"{name}: {count(n, 'pod')} arriving over {span}, as traced"
     drawn = f" drawn from its {len(prep.trace):,}" if timing.n_pods is not None else ""
     cap = (f", lifetimes capped at {format_duration(timing.max_lifetime)}"
            if timing.max_lifetime is not None else "")
-    return (f"{name}: {n:,} pods{drawn} arriving over {span}, re-timed to "
+    return (f"{name}: {count(n, 'pod')}{drawn} arriving over {span}, re-timed to "
             f"{100 * timing.load:g} % offered GPU load (Poisson arrivals{cap})")
 
 

@@ -44,7 +44,7 @@ import pandas as pd
 
 from hamisim import __version__
 from hamisim.errors import HamisimError, InputError
-from hamisim.hami.policy import PolicyWarning
+from hamisim.errors import InputWarning
 from hamisim.io.documents import load_mapping
 from hamisim.io.outputs import FORMATS, atomic_folder, write_json, write_table
 from hamisim.studies.sweepfile import (
@@ -273,7 +273,7 @@ def _init_worker() -> None:
     # handles it (and stops the workers), so workers print no tracebacks
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the submitting process showed the inputs' policy warnings once already
-    warnings.simplefilter("ignore", PolicyWarning)
+    warnings.simplefilter("ignore", InputWarning)
     # a pool worker outlives a killed submitting process (it waits on a queue
     # it holds both ends of): leave with it instead of lingering
     parent = multiprocessing.parent_process()
