@@ -2,9 +2,11 @@
 #
 # One node's free amount and FGD-style fragmentation over the typical pod
 # shapes, recomputed after a bind or departure on that node (the meter keeps
-# cluster totals as sums of these per-node terms). The rules are those of
-# ClusterMeter's docstring; values are returned in micro-GPUs, rounded half to
-# even like Python's round().
+# cluster and per-group totals as sums of these per-node terms). The rules are
+# those of ClusterMeter's docstring; values are returned in micro-GPUs, rounded
+# half to even like Python's round(). The part of the fragmentation that no
+# placement caused (free GPU the typical shapes cannot use even on an empty
+# node, "unfit") is the per-card weight card_unfit times the free amount.
 
 from libc.math cimport nearbyint
 
@@ -18,23 +20,29 @@ cdef class MeterCore:
     so the Python side does no per-card work.
     """
     cdef int64_t[::1] used, usedmem, usedcores, node_cpu_used
-    cdef int64_t[::1] node_alloc, node_free, node_frag
+    cdef int64_t[::1] node_alloc, node_free, node_frag, node_unfit
     cdef uint8_t[::1] node_idle
     cdef const int64_t[::1] count, devmem, devcore, node_start, node_cpu
     cdef const uint8_t[::1] usable
+    cdef const double[::1] card_unfit
+    cdef const int32_t[::1] node_group
+    #: per-group sums, the same terms as the cluster sums (group = node_group[node])
+    cdef int64_t[::1] g_alloc, g_idle, g_free, g_frag, g_unfit, g_used, g_usedmem, g_usedcores
+    cdef uint8_t[::1] g_dirty
     cdef const int64_t[::1] s_nums, s_memreq, s_pct, s_cores, s_cpu
     cdef const uint8_t[::1] s_has_pct
     cdef const double[::1] s_weight
     cdef const uint8_t[:, ::1] type_ok
     #: cluster sums: cards with a tenant, idle nodes, free and fragmented
     #: micro-GPUs, slots, memory (MiB) and cores in use
-    cdef readonly int64_t sum_alloc, sum_idle, sum_free, sum_frag
+    cdef readonly int64_t sum_alloc, sum_idle, sum_free, sum_frag, sum_unfit
     cdef readonly int64_t sum_used, sum_usedmem, sum_usedcores
 
     def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable,
                  node_start, node_cpu, node_cpu_used, node_alloc, node_free, node_frag,
                  node_idle, s_nums, s_memreq, s_pct, s_has_pct, s_cores, s_cpu, s_weight,
-                 type_ok):
+                 type_ok, card_unfit, node_unfit, node_group, g_alloc, g_idle, g_free, g_frag,
+                 g_unfit, g_used, g_usedmem, g_usedcores, g_dirty):
         self.used, self.usedmem, self.usedcores = used, usedmem, usedcores
         self.count, self.devmem, self.devcore, self.usable = count, devmem, devcore, usable
         self.node_start, self.node_cpu, self.node_cpu_used = node_start, node_cpu, node_cpu_used
@@ -42,6 +50,10 @@ cdef class MeterCore:
         self.node_idle = node_idle
         self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct = s_nums, s_memreq, s_pct, s_has_pct
         self.s_cores, self.s_cpu, self.s_weight, self.type_ok = s_cores, s_cpu, s_weight, type_ok
+        self.card_unfit, self.node_unfit, self.node_group = card_unfit, node_unfit, node_group
+        self.g_alloc, self.g_idle, self.g_free, self.g_frag = g_alloc, g_idle, g_free, g_frag
+        self.g_unfit, self.g_used, self.g_usedmem = g_unfit, g_used, g_usedmem
+        self.g_usedcores, self.g_dirty = g_usedcores, g_dirty
         if self.node_start.shape[0] > 1:
             for i in range(self.node_start.shape[0] - 1):
                 if self.node_start[i + 1] - self.node_start[i] > 64:
@@ -49,26 +61,46 @@ cdef class MeterCore:
         self.refresh_all()
 
     def refresh_all(self):
-        """Recompute every node's terms and the cluster sums from the arrays."""
-        cdef Py_ssize_t i, r, n = self.node_start.shape[0] - 1
-        self.sum_alloc = self.sum_idle = self.sum_free = self.sum_frag = 0
+        """Recompute every node's terms and the cluster and group sums from the arrays."""
+        cdef Py_ssize_t i, r, g, n = self.node_start.shape[0] - 1
+        self.sum_alloc = self.sum_idle = self.sum_free = self.sum_frag = self.sum_unfit = 0
         self.sum_used = self.sum_usedmem = self.sum_usedcores = 0
-        for r in range(self.used.shape[0]):
-            self.sum_used += self.used[r]
-            self.sum_usedmem += self.usedmem[r]
-            self.sum_usedcores += self.usedcores[r]
+        for g in range(self.g_alloc.shape[0]):
+            self.g_alloc[g] = self.g_idle[g] = self.g_free[g] = self.g_frag[g] = 0
+            self.g_unfit[g] = self.g_used[g] = self.g_usedmem[g] = self.g_usedcores[g] = 0
+            self.g_dirty[g] = 1
         for i in range(n):
+            g = self.node_group[i]
+            for r in range(self.node_start[i], self.node_start[i + 1]):
+                self.g_used[g] += self.used[r]
+                self.g_usedmem[g] += self.usedmem[r]
+                self.g_usedcores[g] += self.usedcores[r]
             self._refresh(i)
-            self.sum_alloc += self.node_alloc[i]
-            self.sum_idle += self.node_idle[i]
-            self.sum_free += self.node_free[i]
-            self.sum_frag += self.node_frag[i]
+            self._add_node(i, 1)
+        for g in range(self.g_alloc.shape[0]):
+            self.sum_used += self.g_used[g]
+            self.sum_usedmem += self.g_usedmem[g]
+            self.sum_usedcores += self.g_usedcores[g]
+
+    cdef inline void _add_node(self, Py_ssize_t i, int64_t sign) noexcept:
+        cdef int32_t g = self.node_group[i]
+        self.sum_alloc += sign * self.node_alloc[i]
+        self.sum_idle += sign * self.node_idle[i]
+        self.sum_free += sign * self.node_free[i]
+        self.sum_frag += sign * self.node_frag[i]
+        self.sum_unfit += sign * self.node_unfit[i]
+        self.g_alloc[g] += sign * self.node_alloc[i]
+        self.g_idle[g] += sign * self.node_idle[i]
+        self.g_free[g] += sign * self.node_free[i]
+        self.g_frag[g] += sign * self.node_frag[i]
+        self.g_unfit[g] += sign * self.node_unfit[i]
 
     def apply(self, Py_ssize_t node, list rows, list amounts, int64_t cpu_milli, int sign):
         """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``:
         ``amounts[k]`` = (slots, memory, cores) it holds on card row ``rows[k]``."""
         cdef Py_ssize_t k, r
         cdef int64_t u, m, c
+        cdef int32_t g = self.node_group[node]
         for k in range(len(rows)):
             r = rows[k]
             u, m, c = amounts[k]
@@ -78,31 +110,30 @@ cdef class MeterCore:
             self.sum_used += sign * u
             self.sum_usedmem += sign * m
             self.sum_usedcores += sign * c
+            self.g_used[g] += sign * u
+            self.g_usedmem[g] += sign * m
+            self.g_usedcores[g] += sign * c
         self.node_cpu_used[node] += sign * cpu_milli
-        self.sum_alloc -= self.node_alloc[node]
-        self.sum_idle -= self.node_idle[node]
-        self.sum_free -= self.node_free[node]
-        self.sum_frag -= self.node_frag[node]
+        self._add_node(node, -1)
         self._refresh(node)
-        self.sum_alloc += self.node_alloc[node]
-        self.sum_idle += self.node_idle[node]
-        self.sum_free += self.node_free[node]
-        self.sum_frag += self.node_frag[node]
+        self._add_node(node, 1)
+        self.g_dirty[g] = 1
 
     cdef void _refresh(self, Py_ssize_t i) noexcept:
         cdef int64_t cpu_free = -1 if self.node_cpu[i] < 0 else \
             self.node_cpu[i] - self.node_cpu_used[i]
-        cdef int64_t alloc, free, frag
+        cdef int64_t alloc, free, frag, unfit
         cdef bint idle
         meter_refresh(self.node_start[i], self.node_start[i + 1], self.used, self.usedmem,
                       self.usedcores, self.count, self.devmem, self.devcore, self.usable,
                       cpu_free, self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct,
-                      self.s_cores, self.s_cpu, self.s_weight, self.type_ok,
-                      &alloc, &idle, &free, &frag)
+                      self.s_cores, self.s_cpu, self.s_weight, self.type_ok, self.card_unfit,
+                      &alloc, &idle, &free, &frag, &unfit)
         self.node_alloc[i] = alloc
         self.node_idle[i] = idle
         self.node_free[i] = free
         self.node_frag[i] = frag
+        self.node_unfit[i] = unfit
 
 
 cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
@@ -114,13 +145,15 @@ cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] s_pct, const uint8_t[::1] s_has_pct,
                   const int64_t[::1] s_cores, const int64_t[::1] s_cpu,
                   const double[::1] s_weight, const uint8_t[:, ::1] type_ok,
+                  const double[::1] card_unfit,
                   int64_t* out_alloc, bint* out_idle, int64_t* out_free,
-                  int64_t* out_frag) noexcept nogil:
+                  int64_t* out_frag, int64_t* out_unfit) noexcept nogil:
     # One node's terms (cards a:b, at most 64: checked by MeterCore) into the
-    # out parameters: cards with a tenant, idle, free and fragmented micro-GPUs.
+    # out parameters: cards with a tenant, idle, free, fragmented and unfit
+    # micro-GPUs.
     cdef Py_ssize_t i, s, n_shapes = s_nums.shape[0]
     cdef int64_t alloc = 0, n_host, need
-    cdef double total = 0.0, frag = 0.0, stranded, share, fc, fm
+    cdef double total = 0.0, frag = 0.0, unfit = 0.0, stranded, share, fc, fm
     cdef bint idle = b > a, host, can
     cdef double f[64]
     for i in range(a, b):
@@ -133,6 +166,7 @@ cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
         share = 0.0 if share < 0.0 else (1.0 if share > 1.0 else share)
         f[i - a] = share if (used[i] < count[i] and usable[i]) else 0.0
         total += f[i - a]
+        unfit += card_unfit[i] * f[i - a]
     if n_shapes and b > a:
         for s in range(n_shapes):
             if s_nums[s] == 0:
@@ -165,3 +199,4 @@ cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
     out_idle[0] = idle
     out_free[0] = <int64_t>nearbyint(total * 1e6)
     out_frag[0] = <int64_t>nearbyint(frag * 1e6)
+    out_unfit[0] = <int64_t>nearbyint(unfit * 1e6) if n_shapes else 0

@@ -84,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(cp, multi=True)
     cp.add_argument("--seeds", type=_positive_int, default=1, metavar="K",
                     help="seeds per policy: --seed, --seed+1, ... (default: 1)")
+    cp.add_argument("--workers", type=_positive_int, default=1, metavar="N",
+                    help="run the runs on N processes at once (default: 1); the results "
+                         "are the same")
+    cp.add_argument("--keep-runs", action="store_true",
+                    help="keep each run's whole results folder in DIR/runs/ (events, pods, "
+                         "figures), so that 'hamisim explain --run' works on it")
     cp.add_argument("--out", default="hamisim-compare", metavar="DIR",
                     help="results folder, replaced atomically (default: %(default)s)")
     cp.set_defaults(func=cmd_compare)
@@ -361,29 +367,90 @@ def cmd_run(args: argparse.Namespace) -> int:
     if r.get("initial_pods"):
         rows.append(("  running from the initial state", r["initial_pods"]))
     rows += [("bound", r["bound"]), ("departed", r["departed"]),
-            ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
-            ("scheduling attempts", r["attempts"]),
-            ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
-            ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
-            ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}")]
+             ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
+             ("scheduling attempts", r["attempts"]),
+             ("pending time p50 / p99 / max (s)", _triple(r, "pending")),
+             ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
+             ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
+             ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"),
+             ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
+              f" (stranded {r.get('mean_stranded_pct_of_capacity', 0):.2f}, "
+              f"unfit {r.get('mean_unfit_pct_of_capacity', 0):.2f})")]
     print(f"hamisim run: {label}, mode {spec.mode}, seed {spec.seed}")
     for k, v in rows:
-        print(f"  {k:32s} {v}")
-    print(f"results written to {out}/ (events, timeseries, summary.json, figures/)")
+        print(f"  {k:34s} {v}")
+    _print_breakdowns(r)
+    print(f"results written to {out}/ (events, pods, timeseries, summary.json, figures/)")
     return EXIT_OK
+
+
+def _triple(r: dict, prefix: str) -> str:
+    values = [r.get(f"{prefix}_{q}_s") for q in ("p50", "p99", "max")]
+    return " / ".join("-" if v is None else f"{v:.1f}" for v in values)
+
+
+def _print_breakdowns(r: dict, max_rows: int = 12) -> None:
+    """Per pod class and per node group, the waits a person acts on."""
+    classes = r.get("classes", [])
+    if len(classes) > 1:
+        rows = [(c["class"][:60], f"{c['pods']:,}", f"{c['bound']:,}", _triple(c, "pending"))
+                for c in classes[:max_rows]]
+        _print_table(("by pod class", "pods", "bound", "pending p50 / p99 / max (s)"), rows)
+        if len(classes) > max_rows:
+            print(f"    ... {len(classes) - max_rows} more classes in summary.json")
+    groups = r.get("groups", [])
+    if len(groups) > 1:
+        rows = []
+        for g in groups[:max_rows]:
+            p99 = g.get("queueing_delay_p99_s")
+            rows.append((g["group"][:40], f"{g['gpus']:,}",
+                         f"{g.get('mean_gpu_allocated_pct', 0):.1f}",
+                         f"{g.get('mean_stranded_pct_of_gpus', 0):.1f}",
+                         f"{g.get('mean_unfit_pct_of_gpus', 0):.1f}",
+                         "-" if p99 is None else f"{p99:.1f}"))
+        _print_table(("by node group", "GPUs", "% with a tenant", "% stranded", "% unfit",
+                      "queueing delay p99 (s)"), rows)
+        if len(groups) > max_rows:
+            print(f"    ... {len(groups) - max_rows} more groups in summary.json")
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Rows under a header, the first column left-aligned, the others right."""
+    widths = [max(len(str(x[c])) for x in (header, *rows)) for c in range(len(header))]
+    for k, row in enumerate((header, *rows)):
+        cells = [str(v).ljust(widths[0]) if c == 0 else str(v).rjust(widths[c])
+                 for c, v in enumerate(row)]
+        print("  " + "  ".join(cells).rstrip())
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from hamisim.studies.runs import compare, policy_grid
+    from hamisim.studies.runs import COMPARE_COLUMNS, compare, policy_grid
     base = _spec(args)
     specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
-    table = compare(specs, args.out, args.format, announce=_announce)
-    cols = ["policy", "seed", "bound", "abandoned", "queueing_delay_p99_s",
-            "peak_gpu_allocated", "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"]
-    view = table[[c for c in cols if c in table.columns]]
+    table = compare(specs, args.out, args.format, announce=_announce, workers=args.workers,
+                    keep_runs=args.keep_runs)
+    view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
-    print(f"results written to {args.out}/ (compare table, figures/compare.png, runs/)")
+    if base.mode == "replay":
+        _print_class_waits(args.out, args.format)
+    print(f"results written to {args.out}/ (compare, compare_classes, compare_groups, "
+          f"figures/compare.png, runs/)")
     return EXIT_OK
+
+
+def _print_class_waits(out: str, fmt: str) -> None:
+    """Queueing delay p99 per pod class and policy (median over seeds)."""
+    import pandas as pd
+    from hamisim.io.outputs import read_table
+    classes = read_table(f"{out}/compare_classes.{fmt}")
+    if classes.empty:
+        return
+    pivot = classes.pivot_table(index="class", columns="policy", values="pending_p99_s",
+                                aggfunc="median", sort=False)
+    print("\npending time p99 (s) by pod class (median over seeds):")
+    with pd.option_context("display.width", 200, "display.max_columns", 20,
+                           "display.max_colwidth", 60):
+        print(pivot.to_string(float_format=lambda v: f"{v:.1f}"))
 
 
 def _announce(line: str) -> None:

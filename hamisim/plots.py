@@ -36,51 +36,191 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+#: what the fragmentation lines mean, under every figure that shows them
+FRAGMENTATION_NOTE = (
+    "Fragmentation (FGD, Weng et al. ATC '23) is free GPU that the workload's typical pod "
+    "shapes cannot use, split in two. Stranded: they could use it on an empty node, but not "
+    "as the cards are used now - fragmentation caused by placement. Unfit: they cannot use it "
+    "even on an empty node (GPU type, memory, card count) - a mismatch between workload and "
+    "hardware, present on an idle cluster too. FGD's figure is their sum.")
+
+
+def _caption(fig, text: str, lines: int) -> tuple[float, float, float, float]:
+    """Write ``text`` under the axes; returns the rect that tight_layout may fill."""
+    fig.text(0.01, 0.01, text, fontsize=7.5, wrap=True, va="bottom", ha="left", color="0.25")
+    height = fig.get_figheight()            # a caption line is about 0.15 in
+    return (0, (0.15 * lines + 0.12) / height, 1, 1)
+
+
+def _save_with(fig, path: Path, rect) -> Path:
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, **_PNG)
+    plt.close(fig)
+    return path
+
+
+def _title(main: str, context: str) -> str:
+    return f"{main}\n{context}" if context else main
+
+
 def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
-             title: str = "") -> list[Path]:
-    """Utilisation and fragmentation, pending pods, card occupancy, fill curve."""
+             title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
+             groups_ts: pd.DataFrame | None = None,
+             group_runs: Sequence[tuple[int, str]] | None = None) -> list[Path]:
+    """The figures of one run: utilisation and fragmentation, pending pods, card
+    occupancy at the peak, per-group utilisation (several groups) and the fill curve.
+
+    ``title`` names the policies, ``context`` the workload and cluster (one line);
+    ``peak`` is (time s, cards with a tenant) of the occupancy snapshot;
+    ``group_runs`` the first node of each run of nodes of one group, in cluster order.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     x, xlabel = _time_axis(ts, fill)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    ax.plot(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"], label="cards with a tenant")
+    head = title or "GPU utilisation and fragmentation"
+    fig, ax = plt.subplots(figsize=(9, 5.4))
+    # drawn last of the three: where memory or cores are as allocated, it stays visible
+    ax.plot(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"], label="cards with a tenant",
+            zorder=3)
     ax.plot(x, 100 * ts["hami_gpu_core_allocated_ratio"], label="cores allocated")
     ax.plot(x, 100 * ts["hami_gpu_memory_allocated_bytes"] / ts["hami_gpu_memory_total_bytes"],
             label="memory allocated")
-    ax.plot(x, ts["frag_pct_of_capacity"], label="fragmentation (% of capacity)", ls="--")
-    ax.set(xlabel=xlabel, ylabel="% of cluster GPU", ylim=(0, 100),
-           title=title or "GPU utilisation and fragmentation")
+    if "stranded_pct_of_capacity" in ts:
+        ax.plot(x, ts["stranded_pct_of_capacity"], ls="--", color="tab:red",
+                label="stranded (fragmentation caused by placement)")
+        ax.plot(x, 100 * ts["unfit_gpu"] / ts["hami_gpu_total"], ls=":", color="tab:purple",
+                label="unfit (no typical shape can use it)")
+    else:
+        ax.plot(x, ts["frag_pct_of_capacity"], label="fragmentation (% of capacity)", ls="--")
+    ax.set(xlabel=xlabel, ylabel="% of the cluster's GPUs", ylim=(0, 100))
+    ax.set_title(_title(f"{head}: GPU utilisation and fragmentation" if title else head,
+                        context), fontsize=9.5)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
-    out.append(_save(fig, folder / "utilisation.png"))
+    rect = _caption(fig, FRAGMENTATION_NOTE, 3)
+    out.append(_save_with(fig, folder / "utilisation.png", rect))
 
-    fig, ax = plt.subplots(figsize=(8, 3.2))
+    fig, ax = plt.subplots(figsize=(9, 3.6))
     ax.step(x, ts["pods_pending"], where="post", color="tab:red")
-    ax.set(xlabel=xlabel, ylabel="pending pods", title="Pods waiting to be scheduled")
+    ax.set(xlabel=xlabel, ylabel="pending pods")
+    ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
+                        context), fontsize=9.5)
     ax.grid(alpha=0.3)
     out.append(_save(fig, folder / "pending.png"))
 
     if occupancy is not None and occupancy.size:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
-                       vmin=0, vmax=1)
-        ax.set(xlabel="node (cluster order)", ylabel="card (registration order)",
-               title="Card allocation at peak (largest used share of slots, cores, memory)")
-        fig.colorbar(im, ax=ax, fraction=0.04)
-        out.append(_save(fig, folder / "occupancy.png"))
+        out.append(_plot_occupancy(occupancy, folder / "occupancy.png", title, context, peak,
+                                   group_runs, fill))
+    if groups_ts is not None and len(groups_ts):
+        path = _plot_groups(groups_ts, ts, folder / "groups.png", fill, title, context)
+        if path is not None:
+            out.append(path)
 
     if fill:
-        fig, ax = plt.subplots(figsize=(6, 4.5))
+        fig, ax = plt.subplots(figsize=(6.5, 4.8))
         unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
         ax.plot(x, unalloc, label="unallocated GPU")
         ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
                 label="ideal")
-        ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100),
-               title="Unallocated GPU as the workload arrives")
+        ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
+        ax.set_title(_title("Unallocated GPU as the workload arrives"
+                            + (f" ({title})" if title else ""), context), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend()
         out.append(_save(fig, folder / "fill.png"))
     return out
+
+
+def _when(seconds: float, fill: bool) -> str:
+    if fill:
+        return f"after {seconds:,.0f} pods were submitted"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"at t = {seconds / size:.1f} {unit}"
+    return f"at t = {seconds:.0f} s"
+
+
+def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
+                    peak: tuple[float, int] | None, group_runs, fill: bool) -> Path:
+    n_nodes, width = occupancy.shape
+    fig, ax = plt.subplots(figsize=(9, 5.2))
+    im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
+                   vmin=0, vmax=1)
+    when = ""
+    if peak is not None:
+        when = f" ({_when(peak[0], fill)}, {peak[1]:,} cards with a tenant)"
+    head = "Card allocation at the peak" + when
+    ax.set(ylabel="card (registration order)")
+    ax.set_title(_title(head + (f"\n{title}" if title else ""), context), fontsize=9.5)
+    runs = list(group_runs or [])
+    if len(runs) > 1:
+        starts = [s for s, _ in runs] + [n_nodes]
+        for s in starts[1:-1]:
+            ax.axvline(s - 0.5, color="white", lw=0.8)
+        ax.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, starts[1:])])
+        ax.set_xticklabels([g for _, g in runs], rotation=30 if len(runs) > 4 else 0,
+                           ha="right" if len(runs) > 4 else "center", fontsize=8)
+        ax.set_xlabel(f"nodes by group ({n_nodes:,} in cluster order)")
+    else:
+        ax.set_xlabel(f"node (cluster order, {n_nodes:,} nodes"
+                      + (f", group {runs[0][1]})" if runs else ")"))
+    ax.set_yticks(range(width) if width <= 16 else ax.get_yticks())
+    bar = fig.colorbar(im, ax=ax, fraction=0.04)
+    bar.set_label("allocated share of the card\n(largest of slots, cores, memory used)",
+                  fontsize=8)
+    note = ("Each column is a node, each row one of its cards. Blank cells: the node has "
+            "fewer cards than the widest node. 0 = idle card, 1 = a card whose slots, cores "
+            "or memory are fully allocated.")
+    rect = _caption(fig, note, 2)
+    return _save_with(fig, path, rect)
+
+
+def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bool,
+                 title: str, context: str) -> Path | None:
+    """One panel per node group with GPUs: cards with a tenant, memory allocated,
+    stranded and unfit GPU, each as % of the group's GPUs."""
+    names = [g for g in dict.fromkeys(groups_ts["group"])
+             if groups_ts.loc[groups_ts["group"] == g, "hami_gpu_total"].iloc[0] > 0]
+    if len(names) < 2:
+        return None
+    cols = min(3, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
+                             squeeze=False, sharex=True, sharey=True)
+    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    scale, xlabel = _time_axis(ts, fill)
+    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    for ax, name in zip(axes.flat, names):
+        g = groups_ts[groups_ts["group"] == name]
+        t = np.append(g["time"].to_numpy(), end)
+        gpus = g["hami_gpu_total"].to_numpy(dtype=float)
+        series = {
+            "cards with a tenant": g["hami_gpu_allocated_pct"].to_numpy(),
+            "memory allocated": 100 * g["hami_gpu_memory_allocated_bytes"].to_numpy()
+            / np.maximum(g["hami_gpu_memory_total_bytes"].to_numpy(), 1),
+            "stranded": 100 * g["stranded_gpu"].to_numpy() / gpus,
+            "unfit": 100 * g["unfit_gpu"].to_numpy() / gpus,
+        }
+        styles = {"stranded": {"ls": "--", "color": "tab:red"},
+                  "unfit": {"ls": ":", "color": "tab:purple"}}
+        for label, y in series.items():
+            ax.step(t / factor if not fill else t, np.append(y, y[-1]), where="post",
+                    label=label, **styles.get(label, {}))
+        ax.set_title(f"{name} ({int(gpus[0]):,} GPUs)", fontsize=9)
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel if not fill else "pods submitted")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("% of the group's GPUs")
+    axes.flat[0].legend(fontsize=7, loc="best")
+    text = _title("Utilisation and fragmentation per node group"
+                  + (f" ({title})" if title else ""), context)
+    fig.suptitle(text, fontsize=9.5)
+    # tight_layout leaves room for the suptitle itself
+    return _save_with(fig, path, _caption(fig, FRAGMENTATION_NOTE, 3))
 
 
 def _styles(labels: Sequence[str]) -> dict[str, dict]:
@@ -95,49 +235,79 @@ def _styles(labels: Sequence[str]) -> dict[str, dict]:
             for p, lab in zip(parts, labels)}
 
 
-def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill: bool) -> Path:
-    """One overlay plot: per policy the median over seeds with a 25-75 % band.
+def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill: bool,
+                 context: str = "") -> Path:
+    """The runs of a comparison over time, per policy the median over seeds with a
+    25-75 % band; colour = card policy, line style = node policy.
 
-    In fill mode the x-axis is the arrived workload (integer percent bins) and
-    the y-axis unallocated GPU %, zoomed on where the policies part; in replay
-    mode, time and cards with a tenant. Colour = card policy, line style =
-    node policy.
+    In replay mode three panels share the time axis: cards with a tenant,
+    stranded GPU (fragmentation caused by placement) and pending pods. In fill
+    mode one panel: unallocated GPU % against the arrived workload (integer
+    percent bins), zoomed on where the policies part.
     """
-    fig, ax = plt.subplots(figsize=(8, 5))
     styles = _styles(list(series))
+    if fill:
+        fig, axes = plt.subplots(figsize=(8, 5))
+        panels = [(axes, "unallocated")]
+    else:
+        fig, axes = plt.subplots(3, 1, figsize=(9, 9.5), sharex=True)
+        panels = list(zip(axes, ("allocated", "stranded", "pending")))
+    xlabel = ""
     for label, frames in series.items():
-        curves = []
+        grids = []
         for ts in frames:
             x, xlabel = _time_axis(ts, fill)
-            if fill:
-                y = 100 * ts["unallocated_gpu"].to_numpy() / ts["hami_gpu_total"].iloc[0]
-                grid = np.arange(0, int(np.floor(x.max())) + 1) if len(x) else np.arange(1)
-            else:
-                y = 100 * ts["hami_gpu_allocated"].to_numpy() / ts["hami_gpu_total"].iloc[0]
-                grid = np.linspace(x.min(), x.max(), 200) if len(x) else np.arange(1)
-            curves.append((grid, np.interp(grid, x, y)))
-        n = min(len(g) for g, _ in curves)
-        grid = curves[0][0][:n]
-        ys = np.array([y[:n] for _, y in curves])
-        med = np.median(ys, axis=0)
-        ax.plot(grid, med, label=label, lw=1.8, **styles[label])
-        if len(curves) > 1:
-            ax.fill_between(grid, np.percentile(ys, 25, axis=0), np.percentile(ys, 75, axis=0),
-                            color=styles[label]["color"], alpha=0.15, lw=0)
+            grid = (np.arange(0, int(np.floor(x.max())) + 1) if fill
+                    else np.linspace(x.min(), x.max(), 300)) if len(x) else np.arange(1)
+            grids.append((x, grid, ts))
+        n = min(len(g) for _, g, _ in grids)
+        grid = grids[0][1][:n]
+        for ax, what in panels:
+            ys = []
+            for x, _, ts in grids:
+                cap = ts["hami_gpu_total"].iloc[0] or 1
+                y = {"unallocated": lambda: 100 * ts["unallocated_gpu"].to_numpy() / cap,
+                     "allocated": lambda: 100 * ts["hami_gpu_allocated"].to_numpy() / cap,
+                     "stranded": lambda: ts["stranded_pct_of_capacity"].to_numpy()
+                     if "stranded_pct_of_capacity" in ts else ts["frag_pct_of_capacity"]
+                     .to_numpy(),
+                     "pending": lambda: ts["pods_pending"].to_numpy(dtype=float)}[what]()
+                ys.append(np.interp(grid, x, y))
+            ys = np.array(ys)
+            ax.plot(grid, np.median(ys, axis=0), label=label, lw=1.6, **styles[label])
+            if len(ys) > 1:
+                ax.fill_between(grid, np.percentile(ys, 25, axis=0),
+                                np.percentile(ys, 75, axis=0), color=styles[label]["color"],
+                                alpha=0.15, lw=0)
     if fill:
+        ax = axes
         top = ax.get_xlim()[1]
         ax.plot([0, 100, top], [100, 0, 0], color="black", lw=0.8, ls=":", label="ideal")
         lows = [ln.get_ydata()[-1] for ln in ax.get_lines()[:-1]]
         ax.set(xlabel="arrived workload (% of GPU capacity)", ylabel="unallocated GPU (%)",
                xlim=(50, top), ylim=(0, max(50.0, 1.3 * max(lows, default=0))))
-        ax.set_title("Unallocated GPU vs arrived workload\n(median over seeds, 25–75 % band)")
-    else:
-        ax.set(xlabel=xlabel, ylabel="cards with a tenant (%)", ylim=(0, 100))
-        ax.set_title("GPU allocation over time (median over seeds, 25–75 % band)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right", title="colour: card policy, style: node policy",
-              title_fontsize=8)
-    return _save(fig, path)
+        ax.set_title(_title("Unallocated GPU vs arrived workload\n(median over seeds, "
+                            "25–75 % band)", context), fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right",
+                  title="colour: card policy, style: node policy", title_fontsize=8)
+        return _save(fig, path)
+    axes[0].set(ylabel="cards with a tenant (%)", ylim=(0, 100))
+    axes[1].set(ylabel="stranded GPU (% of GPUs)")
+    axes[1].set_ylim(bottom=0)
+    axes[2].set(ylabel="pending pods", xlabel=xlabel)
+    axes[2].set_ylim(bottom=0)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="best", title="colour: card policy, style: node policy",
+                   title_fontsize=8)
+    axes[0].set_title(_title("Policies compared over time (median over seeds, 25–75 % band)",
+                             context), fontsize=10)
+    note = ("Stranded: free GPU that the workload's typical pod shapes could use on an empty "
+            "node but not as the cards are used now (fragmentation caused by placement; FGD's "
+            "measure without the part no shape can use at all).")
+    rect = _caption(fig, note, 2)
+    return _save_with(fig, path, rect)
 
 
 def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),

@@ -29,7 +29,8 @@ from hamisim.pods import (
     pod_requests,
 )
 
-__all__ = ["gpu_request", "Shape", "typical_shapes", "USE_GPUTYPE", "NOUSE_GPUTYPE"]
+__all__ = ["gpu_request", "Shape", "typical_shapes", "request_class", "CPU_ONLY_CLASS",
+           "USE_GPUTYPE", "NOUSE_GPUTYPE"]
 
 USE_GPUTYPE = "nvidia.com/use-gputype"
 NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
@@ -128,3 +129,45 @@ def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
             break
     norm = sum(n for _, n in kept)
     return [Shape(*key, weight=n / norm) for key, n in kept]
+
+
+#: the class of pods that ask for no card
+CPU_ONLY_CLASS = "cpu-only"
+
+
+def request_class(pod: Pod) -> str:
+    """A readable label of the pod's GPU request, for per-class reports.
+
+    Per container asking for cards: ``N GPU(s)`` and what each card gives it
+    (``4000 MiB``, ``25% memory``, ``30% cores``; nothing more for whole cards),
+    containers joined with ``+``; then the type filter (``on H100``) and the card
+    policy (``[mutex]``) when the pod has them. Pods that ask for no card are
+    :data:`CPU_ONLY_CLASS`. A trace's ``class`` column overrides this.
+    """
+    parts = []
+    for c in (*pod.init_containers, *pod.containers):
+        n = c.value(GPU) or 0
+        if n <= 0:
+            continue
+        text = f"{n} GPU" + ("s" if n > 1 else "")
+        gives = []
+        mem, pct, cores = c.value(GPUMEM), c.value(GPUMEM_PERCENTAGE), c.value(GPUCORES)
+        if mem:
+            gives.append(f"{mem} MiB")
+        elif pct is not None and 0 < pct < 100:
+            gives.append(f"{pct}% memory")
+        if cores is not None and 0 < cores < 100:
+            gives.append(f"{cores}% cores")
+        parts.append(text + (": " + ", ".join(gives) if gives else ""))
+    if not parts:
+        return CPU_ONLY_CLASS
+    label = " + ".join(parts)
+    ann = pod.annotations or {}
+    if ann.get(USE_GPUTYPE):
+        label += f" on {ann[USE_GPUTYPE]}"
+    if ann.get(NOUSE_GPUTYPE):
+        label += f" not on {ann[NOUSE_GPUTYPE]}"
+    policy = ann.get("hami.io/gpu-scheduler-policy")
+    if policy:
+        label += f" [{policy}]"
+    return label

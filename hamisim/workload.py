@@ -39,7 +39,9 @@ class TracePod:
     bound (``None`` = to the end of the run). ``deletion``: absolute deletion
     time (s); when set it wins over ``duration`` and a pod still pending then
     is abandoned. ``line``: where the pod came from in its source file (the
-    physical line; the 1-based data row for Parquet).
+    physical line; the 1-based data row for Parquet). ``pod_class``: the
+    trace's own class label for per-class reports (``None``: derived from the
+    request, :func:`hamisim.shapes.request_class`).
     """
 
     pod: Pod
@@ -47,6 +49,7 @@ class TracePod:
     duration: float | None = None
     deletion: float | None = None
     line: int = 0
+    pod_class: str | None = None
 
     @property
     def name(self) -> str:
@@ -222,8 +225,8 @@ def retime(trace: Trace, target_load: float, seed: int, capacity_gpus: float, *,
                 for k, i in enumerate(picks)]
     arrivals = np.cumsum(rng.exponential(1.0 / rate, size=len(pods)))
     out = [TracePod(pod=tp.pod, arrival=float(t), duration=_capped(tp, max_lifetime),
-                    deletion=None,
-                    line=tp.line) for tp, t in zip(pods, arrivals)]
+                    deletion=None, line=tp.line, pod_class=tp.pod_class)
+           for tp, t in zip(pods, arrivals)]
     desc = (f"{trace.name} retimed: Poisson arrivals at {rate:.6g} pods/s for GPU load "
             f"{target_load:g} of {capacity_gpus:g} GPUs, seed {seed}"
             + (f", lifetimes capped at {max_lifetime:g} s" if max_lifetime is not None else ""))
@@ -284,15 +287,16 @@ def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: 
             if new_name in names:
                 raise ValueError(f"trace {trace.name}: pod name {new_name} already exists")
             # only the pod and its source line are kept below
-            chosen.append((TracePod(tp.pod.renamed(new_name), 0.0, line=tp.line), g))
+            chosen.append((TracePod(tp.pod.renamed(new_name), 0.0, line=tp.line,
+                                    pod_class=tp.pod_class), g))
             total += g
             i += 1
     else:
         while total > target + eps:
             k = int(rng.integers(len(chosen)))
             total -= chosen.pop(k)[1]
-    pods = [TracePod(pod=tp.pod, arrival=float(n), duration=None, deletion=None, line=tp.line)
-            for n, (tp, _) in enumerate(chosen)]
+    pods = [TracePod(pod=tp.pod, arrival=float(n), duration=None, deletion=None, line=tp.line,
+                     pod_class=tp.pod_class) for n, (tp, _) in enumerate(chosen)]
     desc = (f"{trace.name} filled to {fill_to_pct:g} % of {capacity_gpus:g} GPUs "
             f"(FGD method), seed {seed}: {len(pods)} pods, {total:.1f} GPUs requested")
     return Trace(name=trace.name, pods=pods, path=trace.path, format=trace.format,

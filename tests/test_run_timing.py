@@ -73,7 +73,8 @@ def test_a_native_trace_is_replayed_as_traced(files, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["timing"] == "as traced"
     assert summary["inputs"]["load"] is None and summary["inputs"]["n_pods"] is None
-    assert summary["workload"] == {"pods": 6, "arrival_span_s": 3600.0}
+    assert summary["workload"] == {"pods": 6, "arrival_span_s": 3600.0, "description":
+                                   "trace.csv: 6 pods arriving over 1 h, as traced"}
 
 
 def test_load_re_times_a_native_trace_each_pod_once(files, capsys):

@@ -71,7 +71,8 @@ SCENARIO_POD_KEYS: frozenset[str] = frozenset(
     {"name", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
      "init_containers"}
     | set(CONTAINER_COLUMN_RESOURCES) | set(TRACE_COLUMN_ANNOTATIONS))
-TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion"}
+#: trace rows add timing and an optional ``class`` label (read by the trace reader)
+TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion", "class"}
 
 
 def pod_from_document(doc: Doc, path: str | None = None, *,

@@ -76,7 +76,7 @@ _MIB_COLUMNS = ("gpumem", "memory_mib")
 #: Every column a native trace may have, in the order :func:`write_trace` writes them.
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
-    "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS)
+    "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "class")
 assert set(TRACE_COLUMNS) == set(TRACE_POD_KEYS)
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl"}
 OPENB_POD_HEADER_PREFIX = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"
@@ -309,7 +309,12 @@ def _trace_pod(row: dict[str, Any], path: str, line: int) -> TracePod:
     if deletion is not None and deletion < arrival:
         raise InputError(path, line, f"pod '{pod.name}': 'deletion' {deletion!r} is before "
                                      f"'arrival' {arrival!r}")
-    return TracePod(pod=pod, arrival=arrival, duration=duration, deletion=deletion, line=line)
+    label = row.get("class")
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise InputError(path, line, f"pod '{pod.name}': 'class' must be a non-empty label, "
+                                     f"got {label!r}")
+    return TracePod(pod=pod, arrival=arrival, duration=duration, deletion=deletion, line=line,
+                    pod_class=label.strip() if label is not None else None)
 
 
 # ---------------------------------------------------------------------------
@@ -327,6 +332,8 @@ def _row_of(tp: TracePod) -> dict[str, Any]:
         row["duration"] = float(tp.duration)
     if tp.deletion is not None:
         row["deletion"] = float(tp.deletion)
+    if tp.pod_class is not None:
+        row["class"] = tp.pod_class
     shorthand = (len(pod.containers) == 1 and not pod.init_containers
                  and not pod.containers[0].requests
                  and set(pod.containers[0].limits) <= set(_RESOURCE_COLUMNS))

@@ -34,10 +34,11 @@ from hamisim.cluster import Cluster
 from hamisim.hami.decision import Decision, devices_annotation
 from hamisim.hami.reference import collapsed_usage
 from hamisim.pods import Container, Pod
-from hamisim.shapes import Shape, gpu_request
+from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.metrics import ClusterMeter, PodUsage
-from hamisim.sim.recorder import EVENT_COLUMNS, INITIAL_STATE_MESSAGE, Recorder
+from hamisim.sim.recorder import EVENT_COLUMNS, INITIAL_STATE_CLASS, INITIAL_STATE_MESSAGE, Recorder
+from hamisim.sim.stats import run_statistics
 
 __all__ = ["EngineConfig", "SimResult", "simulate", "quiet_gc", "EVENT_COLUMNS"]
 
@@ -78,7 +79,7 @@ class EngineConfig:
 
 @dataclass
 class SimResult:
-    """A finished run: the event log, the time series and headline figures."""
+    """A finished run: the event log, the pods, the time series and headline figures."""
 
     events: pd.DataFrame
     timeseries: pd.DataFrame
@@ -87,11 +88,19 @@ class SimResult:
     #: fewer cards) at the moment the most cards had a tenant; see
     #: ClusterMeter.allocation_share
     occupancy: np.ndarray | None = None
+    #: one row per pod (hamisim.sim.recorder.POD_COLUMNS)
+    pods: pd.DataFrame | None = None
+    #: per node group, a row whenever its nodes changed (several groups only)
+    group_timeseries: pd.DataFrame | None = None
+    #: the node group of each node, in cluster order (for figures)
+    node_groups: list[str] | None = None
 
     def summary_table(self) -> pd.DataFrame:
-        """The headline figures (``summary["results"]`` when present) as one row."""
+        """The headline figures (``summary["results"]`` when present) as one row
+        (the per-class and per-group breakdowns left out)."""
         flat = self.summary.get("results", self.summary)
-        return pd.DataFrame([{k: v for k, v in flat.items() if not isinstance(v, dict)}])
+        return pd.DataFrame([{k: v for k, v in flat.items()
+                              if not isinstance(v, (dict, list))}])
 
 
 @dataclass
@@ -108,6 +117,10 @@ class _PodState:
     gen: int = 0                      # invalidates stale timers
     node: int = -1
     usage: PodUsage | None = None     # the meter's view of its cards while running
+    row: int = -1                     # its row in the pods table
+    first_attempt: float = float("nan")
+    bind_time: float = float("nan")
+    devices: str | None = None
 
 
 class _Timer(simpy.events.Event):
@@ -147,6 +160,8 @@ class _Engine:
                                     seed=config.seed)
         self.meter = ClusterMeter(cluster, shapes)
         self.rec = Recorder([n.name for n in cluster.nodes])
+        self.many_groups = len(self.meter.group_names) > 1
+        self._class_of: dict[tuple, str] = {}  # request class per pod shape
         self.rng = np.random.default_rng(config.seed)
         self.random_ties = cluster.scheduler.node_tie_break == "random"
         self.env = simpy.Environment()
@@ -168,6 +183,7 @@ class _Engine:
         self.row_delays: list[float] = []       # time series' queueing delay
         self.feeder_done = False
         self.peak_alloc = -1
+        self.peak_time = 0.0
         self.peak_usage = self.meter.usage_snapshot()   # raw usage at the peak
         # --check: independent books verified after every event; None costs one test
         self.checker = None
@@ -183,12 +199,15 @@ class _Engine:
                 return
             self.next_sample = self.env.now + interval
         self.rec.sample(self.env.now, self.counts, self.meter.reading())
+        if self.many_groups:
+            self.rec.sample_groups(self.env.now, self.meter.group_readings())
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
         # mean wait of the pods bound at this time (NaN when none was)
         waits = self.row_delays if self.row_time == self.env.now else []
         self.rec.ts["queueing_delay_s"].append(sum(waits) / len(waits) if waits else float("nan"))
         if self.meter.sum_alloc > self.peak_alloc:
             self.peak_alloc = self.meter.sum_alloc
+            self.peak_time = self.env.now
             self.meter.usage_snapshot(out=self.peak_usage)
 
     def _at(self, delay: float, priority: int, action, arg=None) -> None:
@@ -247,6 +266,27 @@ class _Engine:
             gpus = self._gpus_of[key] = gpu_request(pod)
         return gpus
 
+    def _pod_class(self, tp) -> str:
+        """The trace's class label, else :func:`request_class`, once per pod shape."""
+        label = getattr(tp, "pod_class", None)
+        if label:
+            return label
+        pod = getattr(tp, "pod", tp)
+        key = pod.shape_key
+        if key is None:
+            return request_class(pod)
+        label = self._class_of.get(key)
+        if label is None:
+            if len(self._class_of) >= _SHAPES_KEPT:
+                self._class_of.clear()
+            label = self._class_of[key] = request_class(pod)
+        return label
+
+    def _done(self, st: _PodState, end: float) -> None:
+        """Fill in the pod's row: it left (``end``) or the run is over (NaN)."""
+        self.rec.pod_done(st.row, st.first_attempt, st.bind_time, st.node, st.devices,
+                          st.attempts, end)
+
     def _enqueue(self, st: _PodState) -> None:
         st.status = "queued"
         st.gen += 1
@@ -277,6 +317,7 @@ class _Engine:
         name = tp.pod.name
         st = _PodState(tp.pod, order, float(self.env.now), tp.duration, tp.deletion,
                        self._gpus(tp.pod))
+        st.row = self.rec.pod_arrive(name, self._pod_class(tp), st.arrival)
         self.pods[name] = st
         self.counts["pods_arrived"] += 1
         self.counts["pods_pending"] += 1
@@ -304,6 +345,8 @@ class _Engine:
         now = self.env.now
         draw = float(self.rng.random()) if self.random_ties else None
         self.n_attempts += 1
+        if not st.attempts:
+            st.first_attempt = now
         st.attempts += 1
         st.last_attempt = now
         try:
@@ -331,6 +374,8 @@ class _Engine:
         st.status = "running"
         st.gen += 1
         st.node = d.node_index
+        st.bind_time = now
+        st.devices = d.devices
         n_init = len(st.pod.init_containers)
         st.usage = self.meter.pod_usage(collapsed_usage(d.containers, n_init))
         self.meter.apply(st.node, st.usage, st.pod.cpu_milli, +1)
@@ -353,6 +398,7 @@ class _Engine:
         self.counts["pods_pending"] -= 1
         self.counts["pods_abandoned"] += 1
         self.rec.event(self.env.now, st.pod.name, "abandon", message=why)
+        self._done(st, self.env.now)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.abandon(st.pod.name)
         if self.cfg.mode == "replay":
@@ -371,6 +417,7 @@ class _Engine:
             self.counts["pods_running"] -= 1
             self.counts["pods_departed"] += 1
             self.rec.event(self.env.now, name, "depart", self.cluster.nodes[st.node].name)
+            self._done(st, self.env.now)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.depart(name)
             del self.pods[name]
@@ -440,6 +487,7 @@ class _Engine:
             pod = getattr(item, "pod", item)
             self.env.now = float(order)        # one submission per second
             st = _PodState(pod, order, float(order), None, None, self._gpus(pod))
+            st.row = self.rec.pod_arrive(pod.name, self._pod_class(item), st.arrival)
             self.pods[pod.name] = st
             self.counts["pods_arrived"] += 1
             self.counts["pods_pending"] += 1
@@ -471,6 +519,7 @@ class _Engine:
             pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
                       cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib)
             st = _PodState(pod, order, 0.0, None, ip.departure, 0.0)
+            st.row = self.rec.pod_arrive(ip.name, INITIAL_STATE_CLASS, 0.0)
             self.pods[ip.name] = st
             self.counts["pods_arrived"] += 1
             self.counts["pods_pending"] += 1
@@ -485,6 +534,7 @@ class _Engine:
             self.counts["pods_running"] += 1
             d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)
             devices = devices_annotation(ip.containers) if any(ip.containers) else None
+            st.bind_time, st.devices = 0.0, devices
             self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.adopt(pod, d)
@@ -494,7 +544,15 @@ class _Engine:
         self._sample()
 
     def result(self) -> SimResult:
+        for st in self.pods.values():
+            if st.status != "gone":
+                self._done(st, float("nan"))      # still pending or running at the end
         events, ts = self.rec.frames()
+        m = self.meter
+        node_groups = [m.group_names[g] for g in m.node_group]
+        end_time = float(events["time"].iloc[-1]) if len(events) else 0.0
+        pods = self.rec.pods_frame(node_groups, end_time)
+        groups_ts = self.rec.groups_frame() if self.many_groups else None
         delays = np.array(self.delays) if self.delays else np.zeros(1)
         c = self.counts
         summary = {
@@ -505,16 +563,19 @@ class _Engine:
             "queueing_delay_p50_s": float(np.percentile(delays, 50)),
             "queueing_delay_p99_s": float(np.percentile(delays, 99)),
             "queueing_delay_max_s": float(delays.max()),
-            "end_time_s": float(events["time"].iloc[-1]) if len(events) else 0.0,
+            "end_time_s": end_time,
         }
         if getattr(self, "n_initial", 0):
             summary["initial_pods"] = self.n_initial
         if len(ts):
             summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
-            summary["mean_frag_pct_of_capacity"] = float(ts["frag_pct_of_capacity"].mean())
+            summary["peak_time_s"] = float(self.peak_time)
             summary["final_unallocated_gpu_pct"] = float(
-                100.0 * ts["unallocated_gpu"].iloc[-1] / max(self.meter.capacity, 1))
-        return SimResult(events, ts, summary, self._occupancy())
+                100.0 * ts["unallocated_gpu"].iloc[-1] / max(m.capacity, 1))
+        group_nodes = np.bincount(m.node_group, minlength=len(m.group_names))
+        summary.update(run_statistics(pods, ts, groups_ts, m.group_names, group_nodes,
+                                      m.group_cards, end_time))
+        return SimResult(events, ts, summary, self._occupancy(), pods, groups_ts, node_groups)
 
     def _occupancy(self) -> np.ndarray:
         m = self.meter

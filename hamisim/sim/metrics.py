@@ -23,7 +23,22 @@ Fragmentation follows the FGD paper (Weng et al., ATC '23; FGD-OPENB.md
   and cluster fragmentation the sum over nodes.
 
 Typical shapes are the workload's most popular pod shapes covering at least
-95 % of its pods (FGD's target workload), see :func:`typical_shapes`.
+95 % of its pods (FGD's target workload), see :func:`hamisim.shapes.typical_shapes`.
+
+FGD's measure also counts free GPU that no placement could ever make useful:
+on a mixed cluster, idle T4s that cannot host an H100-only shape are
+"fragmented" before any pod arrives. The meter splits it in two:
+
+* ``unfit``: free GPU that a typical shape cannot use *even on an empty node*
+  (its type filter, memory, cores or card count rule the card or node out;
+  CPU-only shapes rule out every card), weighted like FGD: per card a
+  constant weight (the summed popularity of the shapes it cannot serve) times
+  its free amount;
+* ``stranded``: the rest, ``frag - unfit``, free GPU that the shapes could use
+  on an empty node but not as the cards are now used: fragmentation caused by
+  placement. An idle cluster has none.
+
+Every total is also kept per node group (:func:`hamisim.cluster.group_of`).
 """
 from __future__ import annotations
 
@@ -32,12 +47,12 @@ from typing import Mapping, NamedTuple, Sequence
 import numpy as np
 
 from hamisim import _core
-from hamisim.cluster import Cluster
+from hamisim.cluster import Cluster, group_of
 from hamisim.hami.reference import type_allowed
 from hamisim.pods import NO_PERCENTAGE
 from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
 
-__all__ = ["ClusterMeter", "PodUsage", "TIMESERIES_COLUMNS"]
+__all__ = ["ClusterMeter", "PodUsage", "TIMESERIES_COLUMNS", "GROUP_TIMESERIES_COLUMNS"]
 
 _MICRO = 1_000_000
 
@@ -49,6 +64,14 @@ TIMESERIES_COLUMNS = (
     "hami_gpu_memory_total_bytes", "hami_gpu_memory_allocated_bytes",
     "hami_gpu_core_total", "hami_gpu_core_allocated", "hami_gpu_core_allocated_ratio",
     "unallocated_gpu", "frag_gpu", "frag_pct_of_capacity", "frag_rate_pct",
+    "unfit_gpu", "stranded_gpu", "stranded_pct_of_capacity",
+)
+#: Columns of the per-group time series (one row per group whose nodes changed).
+GROUP_TIMESERIES_COLUMNS = (
+    "time", "group", "hami_gpu_total", "hami_gpu_allocated", "hami_gpu_allocated_pct",
+    "hami_gpu_memory_total_bytes", "hami_gpu_memory_allocated_bytes",
+    "hami_gpu_core_allocated_ratio", "unallocated_gpu", "frag_gpu", "unfit_gpu",
+    "stranded_gpu",
 )
 
 
@@ -124,19 +147,70 @@ class ClusterMeter:
         self.node_free = np.zeros(self.n_nodes, dtype=np.int64)
         self.node_frag = np.zeros(self.n_nodes, dtype=np.int64)
         self.node_idle = np.zeros(self.n_nodes, dtype=np.uint8)
+        self.node_unfit = np.zeros(self.n_nodes, dtype=np.int64)
+        # node groups: names in first-seen order, a code per node, fixed totals
+        names = [group_of(n) for n in nodes]
+        self.group_names = list(dict.fromkeys(names))
+        code = {g: k for k, g in enumerate(self.group_names)}
+        self.node_group = np.array([code[g] for g in names], dtype=np.int32)
+        card_group = np.repeat(self.node_group, np.diff(self.node_start)) \
+            if self.n_cards else np.zeros(0, dtype=np.int32)
+        n_groups = len(self.group_names)
+        self.group_cards = np.bincount(card_group, minlength=n_groups).astype(np.int64)
+        self.group_memory = np.bincount(card_group, self.devmem, minlength=n_groups)
+        self.group_cores = np.bincount(card_group, self.devcore, minlength=n_groups)
+        self.group_sums = {k: np.zeros(n_groups, dtype=np.int64) for k in (
+            "alloc", "idle", "free", "frag", "unfit", "used", "usedmem", "usedcores")}
+        self.group_dirty = np.zeros(n_groups, dtype=np.uint8)
+        self.card_unfit = self._unfit_weights(nodes)
         sh = self._sh
+        g = self.group_sums
         self._core = _core.MeterCore(
             self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
             self._usable_u8, self.node_start, self.node_cpu, self.node_cpu_used,
             self.node_alloc, self.node_free, self.node_frag, self.node_idle,
             sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
-            sh["weight"], sh["type_ok"])
+            sh["weight"], sh["type_ok"], self.card_unfit, self.node_unfit, self.node_group,
+            g["alloc"], g["idle"], g["free"], g["frag"], g["unfit"], g["used"], g["usedmem"],
+            g["usedcores"], self.group_dirty)
+
+    def _unfit_weights(self, nodes) -> np.ndarray:
+        """Per card, the summed weight of the typical shapes that cannot use it even on
+        an empty node: the card itself cannot host the shape (type, memory, cores, no
+        slot), or its node cannot (too few such cards, too little CPU capacity); every
+        card for a CPU-only shape."""
+        sh = self._sh
+        u = np.zeros(self.n_cards, dtype=float)
+        if not self.n_cards:
+            return u
+        node_of = np.repeat(np.arange(self.n_nodes), np.diff(self.node_start))
+        for s in range(len(self.shapes)):
+            w = float(sh["weight"][s])
+            k = int(sh["nums"][s])
+            if k == 0:
+                u += w
+                continue
+            if sh["memreq"][s] > 0:
+                need = np.full(self.n_cards, int(sh["memreq"][s]), dtype=np.int64)
+            elif sh["has_pct"][s]:
+                need = self.devmem * int(sh["pct"][s]) // 100
+            else:
+                need = np.zeros(self.n_cards, dtype=np.int64)
+            card_ok = ((self.count >= 1) & sh["type_ok"][s].astype(bool)
+                       & (self.devmem >= need) & (self.devcore >= sh["cores"][s]))
+            hosts = np.bincount(node_of, card_ok, minlength=self.n_nodes)
+            cpu = int(sh["cpu"][s])
+            node_ok = (hosts >= k) & ((self.node_cpu < 0) | (self.node_cpu >= cpu))
+            u += w * ~(card_ok & node_ok[node_of])
+        return u
 
     # -- running sums (kept by the compiled core) ------------------------
     sum_alloc = property(lambda self: self._core.sum_alloc, doc="cards with a tenant")
     sum_idle = property(lambda self: self._core.sum_idle, doc="nodes whose cards are all idle")
     sum_free = property(lambda self: self._core.sum_free, doc="free GPU share, micro-GPUs")
     sum_frag = property(lambda self: self._core.sum_frag, doc="fragmented share, micro-GPUs")
+    sum_unfit = property(lambda self: self._core.sum_unfit,
+                         doc="share no typical shape can use even on an empty node, micro-GPUs")
     sum_used = property(lambda self: self._core.sum_used, doc="vGPU slots in use")
     sum_usedmem = property(lambda self: self._core.sum_usedmem, doc="card memory in use, MiB")
     sum_usedcores = property(lambda self: self._core.sum_usedcores, doc="card cores in use")
@@ -186,6 +260,9 @@ class ClusterMeter:
         used_cores = self.sum_usedcores
         free = self.sum_free / _MICRO
         frag = self.sum_frag / _MICRO
+        unfit = self.sum_unfit / _MICRO
+        # per node frag >= unfit exactly; rounding to micro-GPUs may leave -1e-6
+        stranded = max(frag - unfit, 0.0)
         return {
             "hami_gpu_total": self.n_cards,
             "hami_gpu_allocated": self.sum_alloc,
@@ -202,4 +279,28 @@ class ClusterMeter:
             "frag_gpu": frag,
             "frag_pct_of_capacity": 100.0 * frag / self.capacity if self.capacity else 0.0,
             "frag_rate_pct": 100.0 * frag / free if free > 0 else 0.0,
+            "unfit_gpu": unfit,
+            "stranded_gpu": stranded,
+            "stranded_pct_of_capacity": 100.0 * stranded / self.capacity if self.capacity
+            else 0.0,
         }
+
+    def group_readings(self, changed_only: bool = True) -> list[tuple]:
+        """Per-group totals, as rows of :data:`GROUP_TIMESERIES_COLUMNS` without the
+        time: the groups whose nodes changed since the last call (every group with
+        ``changed_only=False``), in group order."""
+        dirty = self.group_dirty
+        groups = np.flatnonzero(dirty) if changed_only else range(len(self.group_names))
+        g = self.group_sums
+        rows = []
+        for k in groups:
+            cards = int(self.group_cards[k])
+            frag = g["frag"][k] / _MICRO
+            unfit = g["unfit"][k] / _MICRO
+            rows.append((self.group_names[k], cards, int(g["alloc"][k]),
+                         100.0 * g["alloc"][k] / cards if cards else 0.0,
+                         int(self.group_memory[k]) * 2**20, int(g["usedmem"][k]) * 2**20,
+                         g["usedcores"][k] / self.group_cores[k] if self.group_cores[k] else 0.0,
+                         g["free"][k] / _MICRO, frag, unfit, max(frag - unfit, 0.0)))
+        dirty[:] = 0
+        return rows

@@ -1,8 +1,10 @@
-"""What a run leaves behind: the event log and the time series, kept columnar.
+"""What a run leaves behind: the event log, the pods and the time series, kept columnar.
 
 :class:`Recorder` appends one row per scheduling event (``arrive``, ``bind``,
-``unschedulable``, ``depart``, ``abandon``; DESIGN §5) and one time-series row
-per event time, and builds the two pandas tables once, at the end.
+``unschedulable``, ``depart``, ``abandon``; DESIGN §5), one row per pod (filled
+in when the pod's story ends), one time-series row per event time and, on
+clusters of several node groups, one row per group whose nodes changed; it
+builds the pandas tables once, at the end.
 """
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from hamisim.sim.metrics import TIMESERIES_COLUMNS
+from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS, TIMESERIES_COLUMNS
 
-__all__ = ["Recorder", "EVENT_COLUMNS", "EVENT_KINDS", "INITIAL_STATE_MESSAGE"]
+__all__ = ["Recorder", "EVENT_COLUMNS", "EVENT_KINDS", "POD_COLUMNS", "INITIAL_STATE_MESSAGE",
+           "INITIAL_STATE_CLASS"]
 
 #: Columns of the events table, in order.
 EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
@@ -22,6 +25,14 @@ EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
 EVENT_KINDS = ("arrive", "bind", "unschedulable", "depart", "abandon")
 #: ``message`` of the ``bind`` rows a run writes for the pods of its initial state.
 INITIAL_STATE_MESSAGE = "initial state"
+#: ``class`` of those pods in the pods table (their requests are not known)
+INITIAL_STATE_CLASS = "(initial state)"
+#: Columns of the pods table, in order: one row per pod in arrival order.
+#: ``wait_s`` is the pod's pending time: arrival to bind, else to abandonment,
+#: else to the end of the run; ``departure`` and ``abandon`` are times (NaN when
+#: it did not happen), ``group`` the node group of its node.
+POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
+               "devices", "attempts", "departure", "abandon")
 
 
 class Recorder:
@@ -49,6 +60,23 @@ class Recorder:
         self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
         self.ts["gpu_arrived"] = []
         self.ts["queueing_delay_s"] = []
+        # the per-group series: rows of finished times, and the rows of the current time
+        # by group (a later sample at the same time replaces its groups' rows)
+        self.group_rows: list[tuple] = []
+        self._group_time: float | None = None
+        self._group_now: dict[str, tuple] = {}
+        # the pods, by row = arrival order; filled in by pod_done
+        self.p_name: list[str] = []
+        self.p_class = array("i")
+        self.class_names: list[str] = []
+        self._class_code: dict[str, int] = {}
+        self.p_arrival = array("d")
+        self.p_first = array("d")
+        self.p_bind = array("d")
+        self.p_node = array("q")
+        self.p_devices: list[str | None] = []
+        self.p_attempts = array("q")
+        self.p_end = array("d")
 
     def __len__(self) -> int:
         return len(self.pod)
@@ -76,6 +104,85 @@ class Recorder:
             ts[k].append(v)
         for k, v in reading.items():
             ts[k].append(v)
+
+    def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:
+        """Per-group rows (:data:`GROUP_TIMESERIES_COLUMNS` without the time) at ``time``."""
+        if time != self._group_time:
+            self._flush_groups()
+            self._group_time = time
+        for row in rows:
+            self._group_now[row[0]] = row
+
+    def _flush_groups(self) -> None:
+        t = self._group_time
+        self.group_rows.extend((t, *row) for row in self._group_now.values())
+        self._group_now = {}
+
+    # -- pods ------------------------------------------------------------
+    def pod_arrive(self, name: str, pod_class: str, arrival: float) -> int:
+        """A new pod's row (its number is the pod's arrival order)."""
+        code = self._class_code.get(pod_class)
+        if code is None:
+            code = self._class_code[pod_class] = len(self.class_names)
+            self.class_names.append(pod_class)
+        nan = float("nan")
+        self.p_name.append(name)
+        self.p_class.append(code)
+        self.p_arrival.append(arrival)
+        self.p_first.append(nan)
+        self.p_bind.append(nan)
+        self.p_node.append(-1)
+        self.p_devices.append(None)
+        self.p_attempts.append(0)
+        self.p_end.append(nan)
+        return len(self.p_name) - 1
+
+    def pod_done(self, row: int, first_attempt: float, bind: float, node: int,
+                 devices: str | None, attempts: int, end: float) -> None:
+        """What happened to the pod of ``row`` (``end``: its departure or abandonment,
+        NaN when it was still pending or running at the end)."""
+        self.p_first[row] = first_attempt
+        self.p_bind[row] = bind
+        self.p_node[row] = node
+        self.p_devices[row] = devices
+        self.p_attempts[row] = attempts
+        self.p_end[row] = end
+
+    def pods_frame(self, group_of_node: Sequence[str], end_time: float) -> pd.DataFrame:
+        """The pods table (:data:`POD_COLUMNS`); empties the pod columns."""
+        arrival = np.frombuffer(self.p_arrival, dtype=np.float64)
+        bind = np.frombuffer(self.p_bind, dtype=np.float64)
+        end = np.frombuffer(self.p_end, dtype=np.float64)
+        node = np.frombuffer(self.p_node, dtype=np.int64)
+        bound = ~np.isnan(bind)
+        left = np.where(bound, bind, np.where(np.isnan(end), end_time, end))
+        nodes = np.array(self.node_names + [None], dtype=object)
+        groups = np.array(list(group_of_node) + [None], dtype=object)
+        cols = {
+            "pod": pd.Series(self.p_name, dtype=object),
+            "class": pd.Series(np.array(self.class_names, dtype=object)[
+                np.frombuffer(self.p_class, dtype=np.int32)] if self.class_names
+                else np.zeros(0, dtype=object)),
+            "arrival": arrival.copy(),
+            "first_attempt": np.frombuffer(self.p_first, dtype=np.float64).copy(),
+            "bind": bind.copy(),
+            "wait_s": left - arrival,
+            "node": nodes[node],
+            "group": groups[node],
+            "devices": pd.Series(self.p_devices, dtype=object),
+            "attempts": np.frombuffer(self.p_attempts, dtype=np.int64).copy(),
+            "departure": np.where(bound, end, np.nan),
+            "abandon": np.where(bound, np.nan, end),
+        }
+        self.p_name, self.p_devices = [], []
+        return pd.DataFrame(cols, columns=list(POD_COLUMNS))
+
+    def groups_frame(self) -> pd.DataFrame:
+        """The per-group series (:data:`GROUP_TIMESERIES_COLUMNS`)."""
+        self._flush_groups()
+        table = pd.DataFrame(self.group_rows, columns=list(GROUP_TIMESERIES_COLUMNS))
+        self.group_rows = []
+        return table
 
     def _sparse(self, values: tuple[array, list[str]]) -> np.ndarray:
         rows, vals = values

@@ -36,13 +36,14 @@ from hamisim.registry import is_research_policy
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.studies.fillcurves import curves
+from hamisim.studies.workers import process_pool
 from hamisim.workload import Trace, fill_workload, offered_load, retime
 
 __all__ = ["RunSpec", "Timing", "resolve_timing", "run", "run_prepared", "write_run",
            "compare", "plot_folder", "DEFAULT_LOAD", "DEFAULT_N_PODS", "DEFAULT_MAX_LIFETIME",
            "default_cluster_path", "default_trace_path", "prepare", "Prepared",
            "spec_from_summary", "arrival_span", "describe_cluster", "describe_workload",
-           "default_timing_notice", "format_duration"]
+           "default_timing_notice", "format_duration", "COMPARE_COLUMNS"]
 
 #: offered GPU load of the bundled workload's re-timed replay (fraction of the
 #: cluster's GPUs): busy enough that policies differ, not a permanent backlog.
@@ -290,8 +291,12 @@ def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
             "trace_path": os.path.abspath(trace_path),
         },
         "scheduler": dataclasses.asdict(s),
-        "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards},
-        "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload)},
+        "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards,
+                    "description": describe_cluster(
+                        prep, spec.cluster or str(default_cluster_path())),
+                    "group_runs": _runs(result.node_groups or [])},
+        "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload),
+                     "description": describe_workload(prep)},
         "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
@@ -304,6 +309,11 @@ def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
         if prep.state.warnings:
             result.summary["inputs"]["state_warnings"] = list(prep.state.warnings)
     return result
+
+
+def _runs(groups: Sequence[str]) -> list[list]:
+    """``[first node, group]`` of each run of consecutive nodes of one group."""
+    return [[i, g] for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g]
 
 
 def arrival_span(workload: Sequence) -> float:
@@ -400,58 +410,157 @@ def spec_from_summary(summary: dict) -> RunSpec:
 
 def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parquet",
               title: str = "") -> Path:
-    """Write events, timeseries, summary.json and figures/ atomically."""
-    fill = result.summary.get("inputs", {}).get("mode") == "fill"
+    """Write events, pods, timeseries (and per-group timeseries_groups),
+    summary.json and figures/ atomically."""
     with atomic_folder(out) as tmp:
         write_table(result.events, tmp, "events", fmt)
+        if result.pods is not None:
+            write_table(result.pods, tmp, "pods", fmt)
         write_table(result.timeseries, tmp, "timeseries", fmt)
+        if result.group_timeseries is not None:
+            write_table(result.group_timeseries, tmp, "timeseries_groups", fmt)
         if result.occupancy is not None:
             np.save(tmp / "occupancy.npy", result.occupancy)
         write_json(result.summary, tmp / "summary.json")
-        plot_run(result.timeseries, result.occupancy, tmp / "figures", fill, title)
+        _figures(result.summary, result.timeseries, result.occupancy,
+                 result.group_timeseries, tmp / "figures", title)
     return Path(out)
 
 
+def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path,
+             title: str = "") -> list[Path]:
+    """The figures of a run, titled with its policies, workload and cluster."""
+    fill = summary.get("inputs", {}).get("mode") == "fill"
+    results = summary.get("results", {})
+    context = _context(summary)
+    peak = (results["peak_time_s"], results["peak_gpu_allocated"]) \
+        if "peak_time_s" in results else None
+    runs = [tuple(r) for r in summary.get("cluster", {}).get("group_runs", [])]
+    return plot_run(ts, occupancy, folder, fill, title or summary.get("label", ""),
+                    context=context, peak=peak, groups_ts=groups_ts, group_runs=runs)
+
+
+#: the columns a comparison reports, by mode: what matters in a replay (waits,
+#: allocation over time) and in the FGD fill protocol (what is left unallocated)
+COMPARE_COLUMNS = {
+    "replay": ("policy", "seed", "bound", "abandoned", "pending_at_end", "pending_p50_s",
+               "pending_p99_s", "pending_max_s", "mean_gpu_allocated_pct",
+               "mean_stranded_pct_of_capacity", "mean_frag_pct_of_capacity"),
+    "fill": ("policy", "seed", "bound", "abandoned", "peak_gpu_allocated",
+             "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"),
+}
+
+
 def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "parquet",
-            announce: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Run every spec; write one table, one overlay plot and, in fill mode, the
-    ``curves`` table (FGD's binning, :mod:`hamisim.studies.fillcurves`); return the table.
-    ``announce`` receives the default-timing notice of the first run, if any."""
-    rows, series, curve_parts = [], {}, []
+            announce: Callable[[str], None] | None = None, *, workers: int = 1,
+            keep_runs: bool = False) -> pd.DataFrame:
+    """Run every spec and write the comparison; return its table (a row per run).
+
+    ``out`` gets ``compare`` (the headline figures of every run), ``compare_classes``
+    and ``compare_groups`` (per pod class and per node group), in fill mode the
+    ``curves`` table (FGD's binning, :mod:`hamisim.studies.fillcurves`),
+    ``figures/compare.png`` and ``runs/<policy>-seed<k>/`` with each run's time series
+    and summary, or with ``keep_runs`` its whole results folder (events, pods, figures:
+    ``hamisim explain --run`` works on it). ``workers`` > 1 runs them on that many
+    processes; the outputs are the same. ``announce`` receives the default-timing
+    notice of the first run, if any.
+    """
+    if not specs:
+        raise ValueError("compare needs at least one run")
+    first = prepare(specs[0])         # its warnings and timing notice, once, before the runs
+    notice = default_timing_notice(first) if announce else None
+    if notice:
+        announce(notice + (" (each seed draws its own)" if len(specs) > 1 else ""))
+    names = _run_names(specs, first.cluster.scheduler)
     fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:
-        for k, spec in enumerate(specs):
-            prep = prepare(spec)
-            notice = default_timing_notice(prep) if k == 0 and announce else None
-            if notice:
-                announce(notice + (" (each seed draws its own)" if len(specs) > 1 else ""))
-            res = run_prepared(spec, prep)
-            r = res.summary["results"]
-            label = res.summary["label"]
-            rows.append({"policy": label, "node_policy": res.summary["scheduler"][
-                "node_scheduler_policy"], "gpu_policy": res.summary["scheduler"][
-                "gpu_scheduler_policy"], "seed": spec.seed, **{
-                k: v for k, v in r.items() if not isinstance(v, dict)}})
-            series.setdefault(label, []).append(res.timeseries)
+        (tmp / "runs").mkdir()
+        jobs = [(spec, str(tmp / "runs" / name), fmt, keep_runs)
+                for spec, name in zip(specs, names)]
+        if workers > 1 and len(jobs) > 1:
+            # no progress bars from processes running side by side
+            jobs = [(dataclasses.replace(s, progress=False), *rest) for s, *rest in jobs]
+            with process_pool(min(workers, len(jobs))) as pool:
+                outcomes = list(pool.map(_compare_one, jobs))
+        else:
+            outcomes = [_compare_one(job, first if k == 0 else None)
+                        for k, job in enumerate(jobs)]
+        rows, classes, groups, series, curve_parts = [], [], [], {}, []
+        for spec, (summary, ts) in zip(specs, outcomes):
+            label, r = summary["label"], summary["results"]
+            key = {"policy": label,
+                   "node_policy": summary["scheduler"]["node_scheduler_policy"],
+                   "gpu_policy": summary["scheduler"]["gpu_scheduler_policy"], "seed": spec.seed}
+            rows.append({**key, **{k: v for k, v in r.items()
+                                   if not isinstance(v, (dict, list))}})
+            classes += [{**key, **c} for c in r.get("classes", [])]
+            groups += [{**key, **g} for g in r.get("groups", [])]
+            series.setdefault(label, []).append(ts)
             if fill:
-                curve_parts.append(curves(res.timeseries, label, spec.seed))
-            sub = tmp / "runs" / f"{_slug(label)}-seed{spec.seed}"
-            # a research node policy labels every card policy alike: number the repeats
-            sub = next(p for k in itertools.count(1)
-                       if not (p := sub.with_name(sub.name + (f"-{k}" if k > 1 else ""))).exists())
-            sub.mkdir(parents=True)
-            write_table(res.timeseries, sub, "timeseries", fmt)
-            write_json(res.summary, sub / "summary.json")
+                curve_parts.append(curves(ts, label, spec.seed))
         table = pd.DataFrame(rows)
         write_table(table, tmp, "compare", fmt)
+        write_table(pd.DataFrame(classes), tmp, "compare_classes", fmt)
+        write_table(pd.DataFrame(groups), tmp, "compare_groups", fmt)
         (tmp / "figures").mkdir()
         if fill:
             table_c = pd.concat(curve_parts, ignore_index=True)
             write_table(table_c, tmp, "curves", fmt)
             plot_fill_curves(table_c, tmp / "figures" / "compare.png")
         else:
-            plot_compare(series, tmp / "figures" / "compare.png", fill)
+            plot_compare(series, tmp / "figures" / "compare.png", fill,
+                         context=_context(outcomes[0][0]))
     return table
+
+
+def _compare_one(job: tuple, prep: Prepared | None = None) -> tuple[dict, pd.DataFrame]:
+    """One run of a comparison, its folder written; (summary, time series)."""
+    spec, folder, fmt, keep = job
+    result = run_prepared(spec, prep if prep is not None else prepare(spec))
+    if keep:
+        write_run(result, folder, fmt)
+    else:
+        Path(folder).mkdir(parents=True)
+        write_table(result.timeseries, Path(folder), "timeseries", fmt)
+        write_json(result.summary, Path(folder) / "summary.json")
+    return result.summary, result.timeseries
+
+
+def _run_names(specs: Sequence[RunSpec], scheduler) -> list[str]:
+    """``<policy>-seed<k>`` per run, numbered when a research node policy labels
+    several card policies alike."""
+    names, seen = [], set()
+    for spec in specs:
+        node = spec.node_policy or scheduler.node_scheduler_policy
+        card = spec.gpu_policy or scheduler.gpu_scheduler_policy
+        label = node if is_research_policy(node) else f"node={node} card={card}"
+        base = f"{_slug(label)}-seed{spec.seed}"
+        name = next(n for k in itertools.count(1)
+                    if (n := base + (f"-{k}" if k > 1 else "")) not in seen)
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def _plot_compare_folder(folder: Path) -> list[Path]:
+    """Redraw a comparison's figure from its runs' time series (and curves)."""
+    figures = folder / "figures"
+    figures.mkdir(exist_ok=True)
+    curves_path = _table_path(folder, "curves")
+    if curves_path is not None:
+        return [plot_fill_curves(read_table(curves_path), figures / "compare.png")]
+    series: dict[str, list[pd.DataFrame]] = {}
+    context = ""
+    for run_dir in sorted(p for p in (folder / "runs").iterdir() if p.is_dir()):
+        summary = json.loads((run_dir / "summary.json").read_text())
+        ts_path = _table_path(run_dir, "timeseries")
+        if ts_path is None:
+            raise FileNotFoundError(f"{run_dir}: no timeseries.parquet or timeseries.csv")
+        series.setdefault(summary["label"], []).append(read_table(ts_path))
+        context = context or _context(summary)
+    if not series:
+        raise FileNotFoundError(f"{folder}: a comparison folder without runs/")
+    return [plot_compare(series, figures / "compare.png", False, context=context)]
 
 
 def _slug(label: str) -> str:
@@ -459,17 +568,31 @@ def _slug(label: str) -> str:
 
 
 def plot_folder(folder: str | os.PathLike[str]) -> list[Path]:
-    """Redraw the figures of a results folder written by :func:`write_run`."""
+    """Redraw the figures of a results folder written by :func:`write_run` or
+    :func:`compare`."""
     folder = Path(folder)
-    ts_path = next((p for p in (folder / "timeseries.parquet", folder / "timeseries.csv")
-                    if p.exists()), None)
+    if any((folder / f"compare.{ext}").exists() for ext in ("parquet", "csv")):
+        return _plot_compare_folder(folder)
+    ts_path = _table_path(folder, "timeseries")
     if ts_path is None:
         raise FileNotFoundError(f"{folder}: no timeseries.parquet or timeseries.csv")
     summary = json.loads((folder / "summary.json").read_text())
     occ_path = folder / "occupancy.npy"
     occ = np.load(occ_path) if occ_path.exists() else None
-    return plot_run(read_table(ts_path), occ, folder / "figures",
-                    summary.get("inputs", {}).get("mode") == "fill")
+    groups_path = _table_path(folder, "timeseries_groups")
+    groups_ts = read_table(groups_path) if groups_path is not None else None
+    return _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures")
+
+
+def _context(summary: dict) -> str:
+    """The workload and the cluster of a run, a line each, for figure titles."""
+    return "\n".join(d for d in (summary.get("workload", {}).get("description"),
+                                 summary.get("cluster", {}).get("description")) if d)
+
+
+def _table_path(folder: Path, name: str) -> Path | None:
+    return next((p for p in (folder / f"{name}.parquet", folder / f"{name}.csv")
+                 if p.exists()), None)
 
 
 def policy_grid(node_policies: Sequence[str], gpu_policies: Sequence[str], seeds: int,

@@ -28,11 +28,9 @@ import multiprocessing.util
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import threading
-import warnings
 from collections import deque
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -44,7 +42,6 @@ import pandas as pd
 
 from hamisim import __version__
 from hamisim.errors import HamisimError, InputError
-from hamisim.errors import InputWarning
 from hamisim.io.documents import load_mapping
 from hamisim.io.outputs import FORMATS, atomic_folder, write_json, write_table
 from hamisim.studies.sweepfile import (
@@ -67,6 +64,7 @@ from hamisim.studies.sweepfile import (
     parse_grid,
     sweep_from_document,
 )
+from hamisim.studies.workers import cpu_count, process_pool
 
 __all__ = [
     "InputFile", "Cell", "make_cell", "Sweep", "load_sweep", "sweep_from_document", "parse_grid",
@@ -149,38 +147,21 @@ def _derived_cluster(path: Path, group: str, replicas: int) -> Path:
     return _materialise(f"{stem}-{group}-{replicas}.json", text.encode(), key)
 
 
-def _pending_times(events: pd.DataFrame, end_time: float) -> np.ndarray:
-    """Per pod: arrival to bind, else to abandonment, else to the end of the run.
-
-    Unlike the engine's queueing delay (bound pods only), this counts the pods
-    that never got a node, which is what a capacity target is about.
-    """
-    if events.empty:
-        return np.zeros(0)
-    ev = events[["time", "pod", "event"]]
-    kind = ev["event"].astype(str)
-
-    def first(name: str) -> pd.Series:
-        sel = ev[kind == name]
-        return sel.drop_duplicates("pod").set_index("pod")["time"]
-
-    arrive = first("arrive")
-    left = first("bind").reindex(arrive.index)
-    left = left.fillna(first("abandon").reindex(arrive.index)).fillna(end_time)
-    return (left - arrive).to_numpy(dtype=float)
-
-
 def _headline(result) -> dict[str, Any]:
-    """The cell's row figures: the engine's summary plus capacity figures."""
+    """The cell's row figures: the run's headline figures plus capacity figures.
+
+    ``pending_*`` (every pod: arrival to bind, else to abandonment, else to
+    the end of the run) come from the run (:mod:`hamisim.sim.stats`); the
+    per-class and per-group breakdowns stay in the cell's summary.json.
+    """
     summary = result.summary
     r = {k: v for k, v in summary["results"].items() if not isinstance(v, (dict, list))}
     r = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
     r["nodes"] = int(summary["cluster"]["nodes"])
     r["gpus"] = int(summary["cluster"]["gpus"])
-    waits = _pending_times(result.events, float(r.get("end_time_s", 0.0)))
-    for q, name in ((50, "pending_p50_s"), (99, "pending_p99_s")):
-        r[name] = float(np.percentile(waits, q)) if len(waits) else 0.0
-    r["pending_max_s"] = float(waits.max()) if len(waits) else 0.0
+    for name in ("pending_p50_s", "pending_p99_s", "pending_max_s"):
+        if r.get(name) is None:             # no pod arrived
+            r[name] = 0.0
     pods = int(r.get("pods", 0))
     r["abandoned_pct"] = 100.0 * r.get("abandoned", 0) / pods if pods else 0.0
     r["unplaced_pct"] = 100.0 * (pods - r.get("bound", 0)) / pods if pods else 0.0
@@ -267,26 +248,6 @@ class RunStats:
     rows: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
-def _init_worker() -> None:
-    """Set up a local pool worker."""
-    # Ctrl-C reaches the whole process group: the submitting process alone
-    # handles it (and stops the workers), so workers print no tracebacks
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # the submitting process showed the inputs' policy warnings once already
-    warnings.simplefilter("ignore", InputWarning)
-    # a pool worker outlives a killed submitting process (it waits on a queue
-    # it holds both ends of): leave with it instead of lingering
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent,), daemon=True,
-                         name="hamisim-exit-with-parent").start()
-
-
-def _exit_with(parent: Any) -> None:
-    parent.join()                   # returns when the parent process is gone
-    os._exit(1)
-
-
 def _lost_worker_errors() -> tuple[type[BaseException], ...]:
     """Exceptions meaning "the worker went away", not "the cell is bad"."""
     errors: list[type[BaseException]] = [BrokenProcessPool, cf.CancelledError]
@@ -320,7 +281,7 @@ class CellRunner:
             raise ValueError(f"unknown format {fmt!r}")
         self.out = Path(out)
         self.cells_dir = self.out / "cells"
-        self.workers = workers or _cpu_count()
+        self.workers = workers or cpu_count()
         self.dask_scheduler = dask_scheduler
         self.retries = retries
         self.fmt = fmt
@@ -346,19 +307,7 @@ class CellRunner:
         return self._executor
 
     def _local_pool(self) -> cf.Executor:
-        methods = multiprocessing.get_all_start_methods()
-        # a fork server forks workers from a clean single-threaded process:
-        # safe when the caller has threads (a Dask client, a progress bar).
-        # Nothing is preloaded there: Python 3.11's fork server starts with
-        # the working directory first on sys.path, so from a source checkout
-        # it would import the uncompiled hamisim/ folder instead of the
-        # installed package; the workers import hamisim on the caller's path.
-        if "forkserver" in methods:
-            ctx = multiprocessing.get_context("forkserver")
-        else:                                       # pragma: no cover - Windows
-            ctx = multiprocessing.get_context("spawn")
-        return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx,
-                                      initializer=_init_worker)
+        return process_pool(self.workers)
 
     def _dask_executor(self) -> cf.Executor:
         try:
@@ -585,13 +534,6 @@ class CellRunner:
 def _failure(error: str) -> dict[str, Any]:
     return {"status": STATUS_FAILED, "error": error, "metrics": {}, "summary": None,
             "tables": {}}
-
-
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                          # pragma: no cover - macOS, Windows
-        return max(1, os.cpu_count() or 1)
 
 
 _LEFTOVER = re.compile(r"\.(?:partial|old)-(\d+)$")

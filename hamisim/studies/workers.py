@@ -1,0 +1,66 @@
+"""Local worker processes for studies that run many simulations at once.
+
+:func:`process_pool` is a :class:`concurrent.futures.ProcessPoolExecutor`
+whose workers come from a fork server (clean, single-threaded: safe when the
+caller has threads), ignore Ctrl-C (the submitting process alone handles it
+and stops them), stay quiet about input warnings the submitting process
+already showed, and leave when the submitting process dies.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import signal
+import threading
+import warnings
+from typing import Any
+
+from hamisim.errors import InputWarning
+
+__all__ = ["process_pool", "cpu_count"]
+
+
+def process_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """A pool of ``workers`` processes set up as the module docstring says."""
+    methods = multiprocessing.get_all_start_methods()
+    # Nothing is preloaded in the fork server: Python 3.11's fork server starts
+    # with the working directory first on sys.path, so from a source checkout it
+    # would import the uncompiled hamisim/ folder instead of the installed
+    # package; the workers import hamisim on the caller's path.
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+    else:                                       # pragma: no cover - Windows
+        ctx = multiprocessing.get_context("spawn")
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                  initializer=_init_worker)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:                      # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def _init_worker() -> None:
+    """Set up a pool worker (see the module docstring)."""
+    # Ctrl-C reaches the whole process group: the submitting process alone
+    # handles it (and stops the workers), so workers print no tracebacks
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the submitting process showed the inputs' policy warnings once already
+    warnings.simplefilter("ignore", InputWarning)
+    # a pool worker outlives a killed submitting process (it waits on a queue
+    # it holds both ends of): leave with it instead of lingering
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True,
+                         name="hamisim-exit-with-parent").start()
+
+
+def _exit_with(parent: Any) -> None:
+    parent.join()                   # returns when the parent process is gone
+    os._exit(1)
+
+
