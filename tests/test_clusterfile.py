@@ -611,6 +611,26 @@ def test_nodes_report_under_their_group(tmp_path):
         "h100-a", "h100-a", "h100", "NVIDIA-T4", "NVIDIA-A+NVIDIA-B", NO_GPU_GROUP, "special"]
 
 
+def test_resize_a_node_group(tmp_path):
+    path = write(tmp_path, """
+        nodes:
+          - name_prefix: a
+            replicas: 2
+            gpus: 1
+            card: {type: NVIDIA, devmem: 1000}
+          - name: b
+            replicas: 1
+            gpus: 1
+            card: {type: NVIDIA, devmem: 1000}
+        """)
+    cluster = load_cluster(path, resize={"a": 4})
+    assert [n.name for n in cluster.nodes] == ["a-0", "a-1", "a-2", "a-3", "b-0"]
+    with pytest.raises(InputError, match="no node group 'c' to resize"):
+        load_cluster(path, resize={"c": 1})
+    with pytest.raises(InputError, match="resized to 0 nodes"):
+        load_cluster(path, resize={"b": 0})
+
+
 def test_single_node_with_gpus_template(tmp_path):
     cluster = load_cluster(write(tmp_path, """
         nodes:

@@ -194,7 +194,9 @@ def test_a_failing_cell_is_reported_and_the_others_run(tmp_path, capsys):
     assert (t.loc[t["replicas"] < 4, "status"] == "ok").all()
     for error in bad["error"]:
         assert "duplicate node name 'gpu-3'" in error
-        assert "cluster.yaml (gpu x 4)" in error and "hamisim-cells-" not in error
+        # the line of the user's own file, the size that broke it, no worker-local path
+        assert error.startswith("cluster.yaml:9: ") and "hamisim-cells-" not in error
+        assert error.endswith("(node group 'gpu' resized to 4)")
     assert "failed" in captured.out and "duplicate node name" in captured.err
     assert pd.isna(bad["pending_p99_s"]).all()
     # resume runs failed cells again (they fail again) and keeps the finished ones
@@ -375,6 +377,29 @@ def test_policy_combinations_and_bundled_openb_names(tmp_path):
     assert {c.seed for c in cells} == {3, 5} and {c.load for c in cells} == {0.5, 0.9}
     assert {c.trace.label for c in cells} == {"openb:gpushare40"}
     assert {c.cluster.name for c in cells} == {"openb_node_list_gpu_node.csv"}
+
+
+def test_explain_run_works_on_a_cell_with_its_events(tmp_path):
+    """A cell's summary names the inputs where the submitting machine reads them,
+    and the node group size it ran with, so a cell replays like a run."""
+    from hamisim.explain import explain_run
+    path = make_inputs(tmp_path / "in", SWEEP.replace("seeds: 2", "seeds: 1").replace(
+        "replicas: [2, 3, 4]", "replicas: [3]").replace(
+        "node_scheduler_policy: [binpack, spread]", "node_scheduler_policy: binpack")
+        + "cell_outputs: [events]\n")
+    out = tmp_path / "out"
+    outcome = run_sweep(load_sweep(path), out, workers=1, progress=False)
+    (cell,) = outcome.table["cell"]
+    summary = json.loads((out / "cells" / cell / "summary.json").read_text())["inputs"]
+    assert summary["cluster_path"] == str(tmp_path / "in" / "cluster.yaml")
+    assert summary["trace_path"] == str(tmp_path / "in" / "trace.csv")
+    assert summary["resize"] == {"gpu": 3}
+    events = pd.read_parquet(out / "cells" / cell / "events.parquet")
+    pod = events.loc[events["event"] == "bind", "pod"].iloc[5]
+    exp = explain_run(out / "cells" / cell, pod)
+    assert exp.decision.node == events.loc[(events["pod"] == pod)
+                                           & (events["event"] == "bind"), "node"].iloc[-1]
+    assert {n.name for n in exp.nodes} == {"gpu-0", "gpu-1", "gpu-2"}
 
 
 def test_cell_outputs_choose_the_per_cell_tables(tmp_path):

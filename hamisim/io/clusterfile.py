@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Collection
+from typing import Collection, Mapping
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
 from hamisim.errors import InputError
@@ -110,14 +110,21 @@ _MIG = "MIG placement is outside hamisim's scope (HAMI-SEMANTICS §9.1.10)"
 _TIE_BREAKS = ("last", "random")
 
 
-def load_cluster(path: str | os.PathLike[str]) -> Cluster:
-    """Load and validate a cluster file; raises :class:`InputError` on any problem."""
+def load_cluster(path: str | os.PathLike[str], *,
+                 resize: Mapping[str, int] | None = None) -> Cluster:
+    """Load and validate a cluster file; raises :class:`InputError` on any problem.
+
+    ``resize`` gives node groups (by ``name_prefix`` or ``name``) other
+    ``replicas`` than the file's, everything else unchanged: a sweep's cell, or a
+    what-if with more nodes of one group.
+    """
     name = os.fspath(path)
-    return cluster_from_document(load_mapping(name), name)
+    return cluster_from_document(load_mapping(name), name, resize=resize)
 
 
 def cluster_from_document(doc: Doc, path: str | None = None, *,
-                          extra_keys: Collection[str] = ()) -> Cluster:
+                          extra_keys: Collection[str] = (),
+                          resize: Mapping[str, int] | None = None) -> Cluster:
     """Build a :class:`Cluster` from a loaded top-level mapping.
 
     ``extra_keys`` are further top-level keys the caller handles itself
@@ -127,7 +134,7 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     doc.check_keys(CLUSTER_KEYS | set(extra_keys))
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
-    nodes = nodes_from_document(doc.require("nodes"))
+    nodes = nodes_from_document(doc.require("nodes"), resize=resize)
     return Cluster(nodes=nodes, scheduler=config)
 
 
@@ -160,9 +167,12 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
     return config
 
 
-def nodes_from_document(value: Value) -> tuple[Node, ...]:
-    """The ``nodes:`` list (groups expanded), checking cluster-wide uniqueness."""
+def nodes_from_document(value: Value, *,
+                        resize: Mapping[str, int] | None = None) -> tuple[Node, ...]:
+    """The ``nodes:`` list (groups expanded, ``resize`` applied), checking cluster-wide
+    uniqueness."""
     items = value.as_list("'nodes'")
+    resized: set[str] = set()
     if not items:
         raise value.error("'nodes' is empty: a cluster needs at least one node")
     nodes: list[Node] = []
@@ -171,7 +181,7 @@ def nodes_from_document(value: Value) -> tuple[Node, ...]:
     totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
-        for node, card_lines in _expand_entry(entry, totals):
+        for node, card_lines in _expand_entry(entry, totals, resize, resized):
             if node.name in node_lines:
                 raise entry.error(f"duplicate node name '{node.name}' "
                                   f"(first defined on line {node_lines[node.name]})")
@@ -185,6 +195,10 @@ def nodes_from_document(value: Value) -> tuple[Node, ...]:
                                      f"(already a card of node '{other}', line {first})")
                 card_owner[card.id] = (node.name, line)
             nodes.append(node)
+    unknown = sorted(set(resize or ()) - resized)
+    if unknown:
+        raise value.error(f"no node group '{unknown[0]}' to resize (node groups are entries "
+                          "with 'replicas', named by 'name_prefix' or 'name')")
     return tuple(nodes)
 
 
@@ -203,7 +217,8 @@ class _CardSpec:
         self.explicit_id = explicit_id
 
 
-def _expand_entry(entry: Doc, totals: list[int] | None = None
+def _expand_entry(entry: Doc, totals: list[int] | None = None,
+                  resize: Mapping[str, int] | None = None, resized: set[str] | None = None
                   ) -> list[tuple[Node, dict[str, int]]]:
     """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
     group = "replicas" in entry
@@ -217,6 +232,13 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None
         if key not in entry:
             raise entry.error("a node group (with 'replicas') needs 'name_prefix' or 'name'")
         prefix = entry.require_str(key)
+        if resize and prefix in resize:
+            replicas = resize[prefix]
+            if not 1 <= replicas <= MAX_REPLICAS:
+                raise entry.error(f"node group '{prefix}' resized to {replicas} nodes; "
+                                  f"it must have 1..{MAX_REPLICAS}")
+            if resized is not None:
+                resized.add(prefix)
         width = len(str(replicas - 1))
         names = [f"{prefix}-{i:0{width}d}" for i in range(replicas)]
         ctx = f"node group '{prefix}'"
@@ -455,13 +477,16 @@ def _cordon(entry: Doc, cards: dict[str, _CardSpec]) -> list[str]:
     return [_resolve(v, n, cards, "'cordon'") for v, n in names]
 
 
-def cluster_from_path(path: str | os.PathLike[str]) -> Cluster:
-    """A cluster file (``.yaml``/``.yml``/``.json``, :func:`load_cluster`)
-    or an openb node list (``.csv`` with the openb node header)."""
+def cluster_from_path(path: str | os.PathLike[str], *,
+                      resize: Mapping[str, int] | None = None) -> Cluster:
+    """A cluster file (``.yaml``/``.yml``/``.json``, :func:`load_cluster`, ``resize``
+    as there) or an openb node list (``.csv`` with the openb node header)."""
     name = os.fspath(path)
     ext = os.path.splitext(name)[1].lower()
     if ext in (".yaml", ".yml", ".json"):
-        return load_cluster(name)
+        return load_cluster(name, resize=resize)
+    if resize:
+        raise InputError(name, None, "an openb node list has no node groups to resize")
     if ext == ".csv":
         text = read_text(name)
         if first_line(text).strip() != ",".join(OPENB_NODE_COLUMNS):

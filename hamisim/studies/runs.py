@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,6 +80,7 @@ class RunSpec:
 
     cluster: str | None = None            # None = bundled openb GPU nodes
     trace: str | None = None              # None = bundled openb default pods
+    resize: Mapping[str, int] | None = None   # node group -> replicas, instead of the file's
     gpu_policy: str | None = None         # None = the cluster file's (HAMi default spread)
     node_policy: str | None = None
     mode: str = "replay"
@@ -166,7 +167,7 @@ def _sha256(path: str) -> str:
 
 
 def _cluster(spec: RunSpec) -> Cluster:
-    cluster = cluster_from_path(spec.cluster or str(default_cluster_path()))
+    cluster = cluster_from_path(spec.cluster or str(default_cluster_path()), resize=spec.resize)
     changes = {}
     if spec.gpu_policy is not None:
         changes["gpu_scheduler_policy"] = spec.gpu_policy
@@ -302,6 +303,8 @@ def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
         "results": result.summary,
     }
+    if spec.resize:
+        result.summary["inputs"]["resize"] = dict(spec.resize)
     if spec.state is not None:
         result.summary["inputs"].update({
             "state": os.path.basename(spec.state), "state_sha256": _sha256(spec.state),
@@ -396,6 +399,7 @@ def spec_from_summary(summary: dict) -> RunSpec:
     cap = inputs.get("max_lifetime_s")
     return RunSpec(
         cluster=inputs["cluster_path"], trace=inputs["trace_path"],
+        resize=inputs.get("resize"),
         gpu_policy=sched["gpu_scheduler_policy"], node_policy=sched["node_scheduler_policy"],
         mode=inputs["mode"], as_traced=not retimed if replay else None,
         load=inputs["load"] if retimed else None,

@@ -42,7 +42,6 @@ import pandas as pd
 
 from hamisim import __version__
 from hamisim.errors import HamisimError, InputError
-from hamisim.io.documents import load_mapping
 from hamisim.io.outputs import FORMATS, atomic_folder, write_json, write_table
 from hamisim.studies.sweepfile import (
     CELL_OUTPUTS,
@@ -57,7 +56,6 @@ from hamisim.studies.sweepfile import (
     ClusterAxis,
     InputFile,
     Sweep,
-    _group_entries,
     _sha256,
     load_sweep,
     make_cell,
@@ -137,16 +135,6 @@ def _materialise(name: str, data: bytes, key: str) -> Path:
     return path
 
 
-def _derived_cluster(path: Path, group: str, replicas: int) -> Path:
-    """The cluster file with node group ``group`` resized to ``replicas`` (as JSON)."""
-    data = load_mapping(path).data
-    data["nodes"][_group_entries(data)[group]]["replicas"] = replicas
-    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
-    stem = os.path.splitext(path.name)[0]
-    key = hashlib.sha256(text.encode()).hexdigest()[:32]
-    return _materialise(f"{stem}-{group}-{replicas}.json", text.encode(), key)
-
-
 def _headline(result) -> dict[str, Any]:
     """The cell's row figures: the run's headline figures plus capacity figures.
 
@@ -186,21 +174,19 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
         from hamisim.studies.runs import RunSpec, run
         cluster_path = _materialise(cell.cluster.name, task.cluster_bytes, cell.cluster.sha256)
         paths[str(cluster_path)] = cell.cluster.label
-        if cell.group is not None:
-            cluster_path = _derived_cluster(cluster_path, cell.group, cell.replicas)
-            paths[str(cluster_path)] = f"{cell.cluster.label} ({cell.group} x {cell.replicas})"
         trace_path = _materialise(cell.trace.name, task.trace_bytes, cell.trace.sha256)
         paths[str(trace_path)] = cell.trace.label
+        resize = {cell.group: cell.replicas} if cell.group is not None else None
         load = cell.load
         if cell.offered_gpus is not None:
-            n_cards = cluster_from_path(cluster_path).n_cards
+            n_cards = cluster_from_path(cluster_path, resize=resize).n_cards
             if n_cards == 0:
                 raise InputError(str(cluster_path), None, "the cluster has no GPUs to load")
             load = cell.offered_gpus / n_cards
         # the cell's workload is resolved (sweepfile.resolve_workload): a replay
         # without a load is as traced, a re-timing without a cap has none
         retimed = cell.mode == "replay" and load is not None
-        spec = RunSpec(cluster=str(cluster_path), trace=str(trace_path),
+        spec = RunSpec(cluster=str(cluster_path), trace=str(trace_path), resize=resize,
                        gpu_policy=cell.gpu_policy, node_policy=cell.node_policy, mode=cell.mode,
                        as_traced=not retimed if cell.mode == "replay" else None,
                        load=load if retimed else None,
@@ -212,12 +198,12 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
                        node_tie_break=cell.node_tie_break, retry=cell.retry or "backoff",
                        progress=False)
         result = run(spec)
-        # the summary names the inputs as the sweep file does, not by this
-        # worker's private copies (gone once it exits, different on every run)
+        # the summary names where the submitting machine reads the inputs, not
+        # this worker's private copies (same bytes; gone once the worker exits):
+        # `hamisim explain --run` works on the cell's folder
         inputs = result.summary.get("inputs", {})
-        for key, tmp in (("cluster_path", cluster_path), ("trace_path", trace_path)):
-            if key in inputs:
-                inputs[key] = paths[str(tmp)]
+        inputs["cluster_path"] = cell.cluster.path
+        inputs["trace_path"] = cell.trace.path
         out: dict[str, Any] = {"status": STATUS_OK, "error": None,
                                "metrics": _headline(result), "summary": result.summary,
                                "tables": {}}
@@ -230,6 +216,8 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
         text = str(exc) if isinstance(exc, HamisimError) else f"{type(exc).__name__}: {exc}"
         for tmp, label in sorted(paths.items(), key=lambda kv: -len(kv[0])):
             text = text.replace(tmp, label)   # no worker-local paths in the table
+        if cell.group is not None:
+            text += f" (node group '{cell.group}' resized to {cell.replicas})"
         return {"status": STATUS_FAILED, "error": text, "metrics": {}, "summary": None,
                 "tables": {}}
 
