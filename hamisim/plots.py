@@ -1,6 +1,7 @@
 """Figures of a run (PNG, matplotlib's Agg backend, no display needed)."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -59,8 +60,11 @@ def _save_with(fig, path: Path, rect) -> Path:
     return path
 
 
-def _title(main: str, context: str) -> str:
-    return f"{main}\n{context}" if context else main
+def _title(main: str, context: str, width: int = 105) -> str:
+    """``main`` over the context lines, each wrapped to ``width`` characters."""
+    lines = [main] + [w for line in context.splitlines()
+                      for w in textwrap.wrap(line, width, subsequent_indent="  ")]
+    return "\n".join(lines)
 
 
 def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
@@ -72,7 +76,8 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
 
     ``title`` names the policies, ``context`` the workload and cluster (one line);
     ``peak`` is (time s, cards with a tenant) of the occupancy snapshot;
-    ``group_runs`` the first node of each run of nodes of one group, in cluster order.
+    ``group_runs`` the first row of each group's block in ``occupancy``, whose nodes are
+    ordered by group.
     """
     folder.mkdir(parents=True, exist_ok=True)
     out = []
@@ -117,14 +122,14 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
             out.append(path)
 
     if fill:
-        fig, ax = plt.subplots(figsize=(6.5, 4.8))
+        fig, ax = plt.subplots(figsize=(8, 5.2))
         unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
         ax.plot(x, unalloc, label="unallocated GPU")
         ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
                 label="ideal")
         ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
         ax.set_title(_title("Unallocated GPU as the workload arrives"
-                            + (f" ({title})" if title else ""), context), fontsize=9)
+                            + (f" ({title})" if title else ""), context, 95), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend()
         out.append(_save(fig, folder / "fill.png"))
@@ -160,7 +165,7 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
         ax.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, starts[1:])])
         ax.set_xticklabels([g for _, g in runs], rotation=30 if len(runs) > 4 else 0,
                            ha="right" if len(runs) > 4 else "center", fontsize=8)
-        ax.set_xlabel(f"nodes by group ({n_nodes:,} in cluster order)")
+        ax.set_xlabel(f"{n_nodes:,} nodes by group (cluster order within a group)")
     else:
         ax.set_xlabel(f"node (cluster order, {n_nodes:,} nodes"
                       + (f", group {runs[0][1]})" if runs else ")"))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.shapes import Shape, typical_shapes
@@ -78,3 +80,126 @@ def test_typical_shapes_cover_95_percent_and_normalise():
     assert sum(s.weight for s in shapes) == pytest.approx(1.0)
     assert shapes[0].weight == pytest.approx(90 / 96)
     assert shapes[0].cores == 100 and shapes[0].pct == 100
+
+
+# ---------------------------------------------------------------------------
+# unfit and stranded: FGD's fragmentation split into what no placement caused
+# and what placement caused
+
+def test_an_idle_mixed_cluster_has_unfit_gpu_and_nothing_stranded():
+    t4 = Node("t4", (card("A", devmem=16000, type="NVIDIA-T4"),))
+    h100 = Node("h100", (card("B", devmem=80000, type="NVIDIA-H100"),))
+    # half the pods want 40 GB: only the H100 can host them
+    m = ClusterMeter(Cluster((t4, h100)), [Shape(0, 1, memreq=40000, weight=0.5),
+                                           Shape(0, 1, memreq=1000, weight=0.5)])
+    r = m.reading()
+    assert r["frag_gpu"] == pytest.approx(0.5)          # FGD: half the idle T4
+    assert r["unfit_gpu"] == pytest.approx(0.5) and r["stranded_gpu"] == 0.0
+    # a small pod on the H100 leaves too little for the 40 GB shape: stranded
+    m.apply(1, {"B": (1, 50000, 0)})
+    r = m.reading()
+    free_h100 = 30000 / 80000
+    assert r["stranded_gpu"] == pytest.approx(0.5 * free_h100)
+    assert r["unfit_gpu"] == pytest.approx(0.5)
+    assert r["frag_gpu"] == pytest.approx(r["unfit_gpu"] + r["stranded_gpu"])
+
+
+def test_type_filters_and_cpu_only_shapes_make_gpu_unfit():
+    cl = Cluster((Node("n", (card("A", type="NVIDIA-T4"), card("B", 1, type="NVIDIA-A10"))),))
+    shapes = [Shape(0, 1, pct=10, cores=10, use_gputype="A10", weight=0.6),
+              Shape(500, 0, weight=0.4)]
+    r = ClusterMeter(cl, shapes).reading()
+    # the T4 serves neither shape (1.0 of its free GPU), the A10 only the first (0.4)
+    assert r["unfit_gpu"] == pytest.approx(1.0 + 0.4) and r["stranded_gpu"] == 0.0
+
+
+def test_group_sums_follow_the_nodes():
+    nodes = (Node("a0", (card("A"),), group="a"), Node("a1", (card("B"),), group="a"),
+             Node("t", (card("C", type="NVIDIA-X"),)))
+    m = ClusterMeter(Cluster(nodes), [Shape(0, 1, pct=50, cores=50)])
+    assert m.group_names == ["a", "NVIDIA-X"]
+    first = {row[0]: row for row in m.group_readings()}
+    assert set(first) == {"a", "NVIDIA-X"}                # every group, once
+    assert m.group_readings() == []                       # nothing changed since
+    m.apply(1, {"B": (1, 7000, 70)})
+    (row,) = m.group_readings()
+    assert row[0] == "a" and row[1] == 2 and row[2] == 1 and row[3] == pytest.approx(50.0)
+    assert row[7] == pytest.approx(1.3)                   # free GPU in group a
+
+
+@st.composite
+def metered_cluster(draw):
+    n_nodes = draw(st.integers(1, 4))
+    types = ["NVIDIA-T4", "NVIDIA-A100"]
+    nodes = []
+    for i in range(n_nodes):
+        cards = tuple(Card(f"n{i}c{k}", k, count=draw(st.integers(1, 4)),
+                           devmem=draw(st.sampled_from([8000, 16000, 40000])),
+                           devcore=100, type=draw(st.sampled_from(types)),
+                           health=draw(st.booleans()) or k > 0)
+                      for k in range(draw(st.integers(1, 4))))
+        nodes.append(Node(f"n{i}", cards, cpu_milli=draw(st.sampled_from([None, 4000, 16000])),
+                          group=draw(st.sampled_from([None, "g"]))))
+    shapes = [Shape(draw(st.sampled_from([0, 2000, 8000])), draw(st.integers(0, 3)),
+                    memreq=draw(st.sampled_from([0, 4000, 20000])),
+                    pct=draw(st.sampled_from([101, 25, 100])),
+                    cores=draw(st.sampled_from([0, 30, 100])),
+                    use_gputype=draw(st.sampled_from(["", "A100"])),
+                    weight=draw(st.floats(0.05, 1.0)))
+              for _ in range(draw(st.integers(1, 4)))]
+    return Cluster(tuple(nodes)), shapes
+
+
+def unfit_by_hand(cluster: Cluster, shapes, free: dict[str, float]) -> float:
+    """The definition, shape by shape: a card's free GPU is unfit for a shape when
+    the card, or its node, could not host it even if it were empty."""
+    total = 0.0
+    for s in shapes:
+        for node in cluster.nodes:
+            def hostable(c: Card) -> bool:
+                need = s.memreq if s.memreq else (c.devmem * s.pct // 100 if s.pct != 101
+                                                  else 0)
+                return (c.health and c.count >= 1 and (not s.use_gputype or s.use_gputype.lower()
+                                          in c.type.lower())
+                        and c.devmem >= need and c.devcore >= s.cores)
+            node_ok = (s.nums > 0 and sum(hostable(c) for c in node.cards) >= s.nums
+                       and (node.cpu_milli is None or node.cpu_milli >= s.cpu_milli))
+            for c in node.cards:
+                if not (node_ok and hostable(c)):
+                    total += s.weight * free[c.id]
+    return total
+
+
+@settings(max_examples=150, deadline=None)
+@given(metered_cluster(), st.data())
+def test_unfit_is_the_part_of_fragmentation_no_placement_caused(case, data):
+    cluster, shapes = case
+    norm = sum(s.weight for s in shapes)
+    shapes = [Shape(s.cpu_milli, s.nums, s.memreq, s.pct, s.cores, s.use_gputype,
+                    s.nouse_gputype, s.weight / norm) for s in shapes]
+    m = ClusterMeter(cluster, shapes)
+    idle = m.reading()
+    assert idle["stranded_gpu"] == pytest.approx(0.0, abs=1e-5)   # no placement, no strand
+    for i, node in enumerate(cluster.nodes):                      # load some cards
+        usage = {c.id: (1, data.draw(st.integers(0, c.devmem)), data.draw(st.integers(0, 100)))
+                 for c in node.cards if data.draw(st.booleans())}
+        m.apply(i, usage)
+    r = m.reading()
+    share = m.allocation_share()
+    free = {}
+    for i, node in enumerate(cluster.nodes):
+        for k, c in enumerate(node.cards):
+            row = m.row[c.id]
+            fc = (c.devcore - m.usedcores[row]) / c.devcore
+            fm = (c.devmem - m.usedmem[row]) / c.devmem
+            usable = c.health and m.used[row] < c.count
+            free[c.id] = min(max(min(fc, fm), 0.0), 1.0) if usable else 0.0
+    assert share.shape == (m.n_cards,)
+    assert r["unfit_gpu"] == pytest.approx(unfit_by_hand(cluster, shapes, free), abs=1e-5)
+    assert r["frag_gpu"] + 1e-5 >= r["unfit_gpu"]
+    assert r["stranded_gpu"] == pytest.approx(max(r["frag_gpu"] - r["unfit_gpu"], 0), abs=1e-6)
+    # the per-group sums add up to the cluster's
+    rows = m.group_readings(changed_only=False)
+    assert sum(row[1] for row in rows) == m.n_cards
+    assert sum(row[9] for row in rows) == pytest.approx(r["unfit_gpu"], abs=1e-5)
+    assert sum(row[8] for row in rows) == pytest.approx(r["frag_gpu"], abs=1e-5)

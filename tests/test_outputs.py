@@ -101,7 +101,13 @@ def test_run_without_arguments_uses_the_bundled_workload(tmp_path, monkeypatch, 
                  "figures/utilisation.png", "figures/pending.png", "figures/occupancy.png"):
         assert (out / name).exists(), name
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["cluster"] == {"nodes": 1213, "gpus": 6212}
+    assert (summary["cluster"]["nodes"], summary["cluster"]["gpus"]) == (1213, 6212)
+    # the occupancy figure's blocks: one per GPU model, as many rows as nodes
+    runs = summary["cluster"]["group_runs"]
+    assert [g for _, g in runs] == ["NVIDIA-P100", "NVIDIA-G3", "NVIDIA-V100M32",
+                                    "NVIDIA-V100M16", "NVIDIA-G2", "NVIDIA-T4", "NVIDIA-A10"]
+    assert [s for s, _ in runs] == sorted(s for s, _ in runs) and runs[0][0] == 0
+    assert "openb_pod_list_default.csv is an openb pod list" in capsys.readouterr().out
     assert summary["results"]["bound"] > 0
 
 

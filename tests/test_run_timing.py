@@ -113,7 +113,7 @@ def test_an_openb_pod_list_is_re_timed_and_the_console_says_so(files, capsys):
     lines = capsys.readouterr().out.splitlines()
     notice = lines[0]
     assert notice.startswith("hamisim run: openb_pod_list_gpushare40.csv is an openb pod list")
-    assert "simulating 600 pods drawn from its 8,152 arriving over" in notice
+    assert "simulating 600 pods drawn from its 8,152, arriving over" in notice
     assert "re-timed to 80 % offered GPU load" in notice
     assert "lifetimes capped at 1 h" in notice and "--as-traced replays it" in notice
     assert any("600 pods drawn from its 8,152" in line and "workload" in line for line in lines)

@@ -85,7 +85,8 @@ class SimResult:
     timeseries: pd.DataFrame
     summary: dict = field(default_factory=dict)
     #: allocated share of each card (nodes x cards, NaN where a node has
-    #: fewer cards) at the moment the most cards had a tenant; see
+    #: fewer cards) at the moment the most cards had a tenant, nodes ordered by
+    #: group (first-seen order, cluster order within); see
     #: ClusterMeter.allocation_share
     occupancy: np.ndarray | None = None
     #: one row per pod (hamisim.sim.recorder.POD_COLUMNS)
@@ -578,14 +579,17 @@ class _Engine:
         return SimResult(events, ts, summary, self._occupancy(), pods, groups_ts, node_groups)
 
     def _occupancy(self) -> np.ndarray:
+        """Allocated share of each card at the peak: a row per node, nodes ordered
+        by group (groups in first-seen order, cluster order within), so each group
+        is one block of rows."""
         m = self.meter
         per_node = np.diff(m.node_start)
         width = int(per_node.max()) if len(per_node) else 0
         occ = np.full((m.n_nodes, width), np.nan)
         share = m.allocation_share(self.peak_usage)
-        for i in range(m.n_nodes):
+        for row, i in enumerate(np.argsort(m.node_group, kind="stable")):
             a, b = m.node_start[i], m.node_start[i + 1]
-            occ[i, : b - a] = share[a:b]
+            occ[row, : b - a] = share[a:b]
         return occ
 
 

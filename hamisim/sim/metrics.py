@@ -30,8 +30,9 @@ on a mixed cluster, idle T4s that cannot host an H100-only shape are
 "fragmented" before any pod arrives. The meter splits it in two:
 
 * ``unfit``: free GPU that a typical shape cannot use *even on an empty node*
-  (its type filter, memory, cores or card count rule the card or node out;
-  CPU-only shapes rule out every card), weighted like FGD: per card a
+  (its type filter, memory, cores or card count rule the card or node out, as
+  do unhealthy and cordoned cards; CPU-only shapes rule out every card),
+  weighted like FGD: per card a
   constant weight (the summed popularity of the shapes it cannot serve) times
   its free amount;
 * ``stranded``: the rest, ``frag - unfit``, free GPU that the shapes could use
@@ -177,8 +178,8 @@ class ClusterMeter:
     def _unfit_weights(self, nodes) -> np.ndarray:
         """Per card, the summed weight of the typical shapes that cannot use it even on
         an empty node: the card itself cannot host the shape (type, memory, cores, no
-        slot), or its node cannot (too few such cards, too little CPU capacity); every
-        card for a CPU-only shape."""
+        slot, unhealthy or cordoned), or its node cannot (too few such cards, too little
+        CPU capacity); every card for a CPU-only shape."""
         sh = self._sh
         u = np.zeros(self.n_cards, dtype=float)
         if not self.n_cards:
@@ -196,7 +197,7 @@ class ClusterMeter:
                 need = self.devmem * int(sh["pct"][s]) // 100
             else:
                 need = np.zeros(self.n_cards, dtype=np.int64)
-            card_ok = ((self.count >= 1) & sh["type_ok"][s].astype(bool)
+            card_ok = (self.usable & (self.count >= 1) & sh["type_ok"][s].astype(bool)
                        & (self.devmem >= need) & (self.devcore >= sh["cores"][s]))
             hosts = np.bincount(node_of, card_ok, minlength=self.n_nodes)
             cpu = int(sh["cpu"][s])

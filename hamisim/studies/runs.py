@@ -315,8 +315,16 @@ def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
 
 
 def _runs(groups: Sequence[str]) -> list[list]:
-    """``[first node, group]`` of each run of consecutive nodes of one group."""
-    return [[i, g] for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g]
+    """``[first row, group]`` of each group's block of rows once nodes are ordered by
+    group (first-seen order), as the occupancy matrix is."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        counts[g] = counts.get(g, 0) + 1
+    out, start = [], 0
+    for g, n in counts.items():
+        out.append([start, g])
+        start += n
+    return out
 
 
 def arrival_span(workload: Sequence) -> float:
@@ -366,7 +374,7 @@ def describe_workload(prep: Prepared) -> str:
     span = format_duration(arrival_span(prep.workload))
     if not timing.retimed:
         return f"{name}: {count(n, 'pod')} arriving over {span}, as traced"
-    drawn = f" drawn from its {len(prep.trace):,}" if timing.n_pods is not None else ""
+    drawn = f" drawn from its {len(prep.trace):,}," if timing.n_pods is not None else ""
     cap = (f", lifetimes capped at {format_duration(timing.max_lifetime)}"
            if timing.max_lifetime is not None else "")
     return (f"{name}: {count(n, 'pod')}{drawn} arriving over {span}, re-timed to "
