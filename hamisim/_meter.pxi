@@ -82,6 +82,19 @@ cdef class MeterCore:
             self.sum_usedmem += self.g_usedmem[g]
             self.sum_usedcores += self.g_usedcores[g]
 
+    def take_changed_groups(self):
+        """The groups whose nodes changed since the last call, as tuples
+        ``(group, alloc, free, frag, unfit, usedmem, usedcores)`` of their running
+        sums (micro-GPUs for free, frag and unfit); clears the marks."""
+        cdef Py_ssize_t g
+        out = []
+        for g in range(self.g_dirty.shape[0]):
+            if self.g_dirty[g]:
+                self.g_dirty[g] = 0
+                out.append((g, self.g_alloc[g], self.g_free[g], self.g_frag[g],
+                            self.g_unfit[g], self.g_usedmem[g], self.g_usedcores[g]))
+        return out
+
     cdef inline void _add_node(self, Py_ssize_t i, int64_t sign) noexcept:
         cdef int32_t g = self.node_group[i]
         self.sum_alloc += sign * self.node_alloc[i]

@@ -30,6 +30,24 @@ def _time_axis(ts: pd.DataFrame, fill: bool) -> tuple[np.ndarray, str]:
     return t, "time (s)"
 
 
+def _thin(x, y, bins: int = 1200) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``2 * bins`` points that draw like all of ``(x, y)``: per bin of
+    consecutive points its first x with the bin's lowest and highest y, so spikes
+    stay visible. A figure is ~1,200 pixels wide; a long run has millions of rows."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if len(x) <= 2 * bins:
+        return x, y
+    starts = np.linspace(0, len(x), bins + 1).astype(np.int64)[:-1]
+    lo = np.minimum.reduceat(y, starts)
+    hi = np.maximum.reduceat(y, starts)
+    xs = np.repeat(x[starts], 2)
+    ys = np.empty(2 * bins)
+    ys[0::2], ys[1::2] = lo, hi
+    # end on the last value, which the step to the end of the run holds
+    return np.append(xs, x[-1]), np.append(ys, y[-1])
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, **_PNG)
@@ -85,18 +103,19 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     head = title or "GPU utilisation and fragmentation"
     fig, ax = plt.subplots(figsize=(9, 5.4))
     # drawn last of the three: where memory or cores are as allocated, it stays visible
-    ax.plot(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"], label="cards with a tenant",
-            zorder=3)
-    ax.plot(x, 100 * ts["hami_gpu_core_allocated_ratio"], label="cores allocated")
-    ax.plot(x, 100 * ts["hami_gpu_memory_allocated_bytes"] / ts["hami_gpu_memory_total_bytes"],
-            label="memory allocated")
+    ax.plot(*_thin(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]),
+            label="cards with a tenant", zorder=3)
+    ax.plot(*_thin(x, 100 * ts["hami_gpu_core_allocated_ratio"]), label="cores allocated")
+    ax.plot(*_thin(x, 100 * ts["hami_gpu_memory_allocated_bytes"]
+                   / ts["hami_gpu_memory_total_bytes"]), label="memory allocated")
     if "stranded_pct_of_capacity" in ts:
-        ax.plot(x, ts["stranded_pct_of_capacity"], ls="--", color="tab:red",
+        ax.plot(*_thin(x, ts["stranded_pct_of_capacity"]), ls="--", color="tab:red",
                 label="stranded (fragmentation caused by placement)")
-        ax.plot(x, 100 * ts["unfit_gpu"] / ts["hami_gpu_total"], ls=":", color="tab:purple",
-                label="unfit (no typical shape can use it)")
+        ax.plot(*_thin(x, 100 * ts["unfit_gpu"] / ts["hami_gpu_total"]), ls=":",
+                color="tab:purple", label="unfit (no typical shape can use it)")
     else:
-        ax.plot(x, ts["frag_pct_of_capacity"], label="fragmentation (% of capacity)", ls="--")
+        ax.plot(*_thin(x, ts["frag_pct_of_capacity"]), label="fragmentation (% of capacity)",
+                ls="--")
     ax.set(xlabel=xlabel, ylabel="% of the cluster's GPUs", ylim=(0, 100))
     ax.set_title(_title(f"{head}: GPU utilisation and fragmentation" if title else head,
                         context), fontsize=9.5)
@@ -106,7 +125,7 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     out.append(_save_with(fig, folder / "utilisation.png", rect))
 
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    ax.step(x, ts["pods_pending"], where="post", color="tab:red")
+    ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
     ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
@@ -124,7 +143,7 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     if fill:
         fig, ax = plt.subplots(figsize=(8, 5.2))
         unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
-        ax.plot(x, unalloc, label="unallocated GPU")
+        ax.plot(*_thin(x, unalloc), label="unallocated GPU")
         ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
                 label="ideal")
         ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
@@ -209,7 +228,7 @@ def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bo
         styles = {"stranded": {"ls": "--", "color": "tab:red"},
                   "unfit": {"ls": ":", "color": "tab:purple"}}
         for label, y in series.items():
-            ax.step(t / factor if not fill else t, np.append(y, y[-1]), where="post",
+            ax.step(*_thin(t / factor if not fill else t, np.append(y, y[-1])), where="post",
                     label=label, **styles.get(label, {}))
         ax.set_title(f"{name} ({int(gpus[0]):,} GPUs)", fontsize=9)
         ax.set_ylim(0, 100)

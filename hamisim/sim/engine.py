@@ -201,7 +201,7 @@ class _Engine:
             self.next_sample = self.env.now + interval
         self.rec.sample(self.env.now, self.counts, self.meter.reading())
         if self.many_groups:
-            self.rec.sample_groups(self.env.now, self.meter.group_readings())
+            self.rec.sample_groups(self.env.now, self.meter.changed_groups())
         self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
         # mean wait of the pods bound at this time (NaN when none was)
         waits = self.row_delays if self.row_time == self.env.now else []
@@ -553,7 +553,7 @@ class _Engine:
         node_groups = [m.group_names[g] for g in m.node_group]
         end_time = float(events["time"].iloc[-1]) if len(events) else 0.0
         pods = self.rec.pods_frame(node_groups, end_time)
-        groups_ts = self.rec.groups_frame() if self.many_groups else None
+        groups_ts = self.rec.groups_frame(m) if self.many_groups else None
         delays = np.array(self.delays) if self.delays else np.zeros(1)
         c = self.counts
         summary = {

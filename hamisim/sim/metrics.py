@@ -286,22 +286,43 @@ class ClusterMeter:
             else 0.0,
         }
 
+    def changed_groups(self) -> list[tuple]:
+        """The raw running sums of the groups whose nodes changed since the last call:
+        ``(group code, alloc, free, frag, unfit, usedmem, usedcores)``, free, frag
+        and unfit in micro-GPUs (:meth:`group_table` turns them into readings)."""
+        return self._core.take_changed_groups()
+
+    def group_table(self, time: np.ndarray, raw: np.ndarray) -> dict[str, np.ndarray]:
+        """Readings (:data:`GROUP_TIMESERIES_COLUMNS`) from rows of
+        :meth:`changed_groups` taken at ``time``, computed column by column."""
+        g = raw[:, 0].astype(np.int64) if len(raw) else np.zeros(0, dtype=np.int64)
+        cards = self.group_cards[g]
+        cores = self.group_cores[g]
+        frag = raw[:, 3] / _MICRO
+        unfit = raw[:, 4] / _MICRO
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "time": time,
+                "group": np.array(self.group_names, dtype=object)[g],
+                "hami_gpu_total": cards,
+                "hami_gpu_allocated": raw[:, 1].astype(np.int64),
+                "hami_gpu_allocated_pct": np.where(cards > 0, 100.0 * raw[:, 1] / cards, 0.0),
+                "hami_gpu_memory_total_bytes": self.group_memory[g] * 2**20,
+                "hami_gpu_memory_allocated_bytes": raw[:, 5].astype(np.int64) * 2**20,
+                "hami_gpu_core_allocated_ratio": np.where(cores > 0, raw[:, 6] / cores, 0.0),
+                "unallocated_gpu": raw[:, 2] / _MICRO,
+                "frag_gpu": frag,
+                "unfit_gpu": unfit,
+                "stranded_gpu": np.maximum(frag - unfit, 0.0),
+            }
+
     def group_readings(self, changed_only: bool = True) -> list[tuple]:
-        """Per-group totals, as rows of :data:`GROUP_TIMESERIES_COLUMNS` without the
-        time: the groups whose nodes changed since the last call (every group with
-        ``changed_only=False``), in group order."""
-        dirty = self.group_dirty
-        groups = np.flatnonzero(dirty) if changed_only else range(len(self.group_names))
-        g = self.group_sums
-        rows = []
-        for k in groups:
-            cards = int(self.group_cards[k])
-            frag = g["frag"][k] / _MICRO
-            unfit = g["unfit"][k] / _MICRO
-            rows.append((self.group_names[k], cards, int(g["alloc"][k]),
-                         100.0 * g["alloc"][k] / cards if cards else 0.0,
-                         int(self.group_memory[k]) * 2**20, int(g["usedmem"][k]) * 2**20,
-                         g["usedcores"][k] / self.group_cores[k] if self.group_cores[k] else 0.0,
-                         g["free"][k] / _MICRO, frag, unfit, max(frag - unfit, 0.0)))
-        dirty[:] = 0
-        return rows
+        """Per-group readings now, as rows of :data:`GROUP_TIMESERIES_COLUMNS`
+        without the time: the groups whose nodes changed since the last call
+        (every group with ``changed_only=False``), in group order."""
+        if not changed_only:
+            self.group_dirty[:] = 1
+        raw = np.array(self.changed_groups(), dtype=np.int64).reshape(-1, 7)
+        cols = self.group_table(np.zeros(len(raw)), raw)
+        names = GROUP_TIMESERIES_COLUMNS[1:]
+        return [tuple(cols[c][k] for c in names) for k in range(len(raw))]

@@ -60,11 +60,13 @@ class Recorder:
         self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
         self.ts["gpu_arrived"] = []
         self.ts["queueing_delay_s"] = []
-        # the per-group series: rows of finished times, and the rows of the current time
-        # by group (a later sample at the same time replaces its groups' rows)
-        self.group_rows: list[tuple] = []
+        # the per-group series: raw sums of finished times, flat, 7 per row, and the
+        # rows of the current time by group (a later sample at the same time replaces
+        # its groups' rows)
+        self.group_times = array("d")
+        self.group_rows = array("q")
         self._group_time: float | None = None
-        self._group_now: dict[str, tuple] = {}
+        self._group_now: dict[int, tuple] = {}
         # the pods, by row = arrival order; filled in by pod_done
         self.p_name: list[str] = []
         self.p_class = array("i")
@@ -106,7 +108,8 @@ class Recorder:
             ts[k].append(v)
 
     def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:
-        """Per-group rows (:data:`GROUP_TIMESERIES_COLUMNS` without the time) at ``time``."""
+        """Per-group raw sums at ``time`` (rows of ``ClusterMeter.changed_groups``,
+        keyed by their first field, the group code)."""
         if time != self._group_time:
             self._flush_groups()
             self._group_time = time
@@ -115,7 +118,9 @@ class Recorder:
 
     def _flush_groups(self) -> None:
         t = self._group_time
-        self.group_rows.extend((t, *row) for row in self._group_now.values())
+        for row in self._group_now.values():
+            self.group_times.append(t)
+            self.group_rows.extend(row)
         self._group_now = {}
 
     # -- pods ------------------------------------------------------------
@@ -177,11 +182,15 @@ class Recorder:
         self.p_name, self.p_devices = [], []
         return pd.DataFrame(cols, columns=list(POD_COLUMNS))
 
-    def groups_frame(self) -> pd.DataFrame:
-        """The per-group series (:data:`GROUP_TIMESERIES_COLUMNS`)."""
+    def groups_frame(self, meter) -> pd.DataFrame:
+        """The per-group series (:data:`GROUP_TIMESERIES_COLUMNS`), the readings
+        computed by ``meter.group_table`` from the raw sums."""
         self._flush_groups()
-        table = pd.DataFrame(self.group_rows, columns=list(GROUP_TIMESERIES_COLUMNS))
-        self.group_rows = []
+        raw = np.frombuffer(self.group_rows, dtype=np.int64).reshape(-1, 7)
+        times = np.frombuffer(self.group_times, dtype=np.float64)
+        table = pd.DataFrame(meter.group_table(times.copy(), raw),
+                             columns=list(GROUP_TIMESERIES_COLUMNS))
+        self.group_rows, self.group_times = array("q"), array("d")
         return table
 
     def _sparse(self, values: tuple[array, list[str]]) -> np.ndarray:
