@@ -658,7 +658,8 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
     cluster = prep.cluster
     _hami_only(cluster)
     events = read_table(events_path)
-    pods = {getattr(w, "pod", w).name: getattr(w, "pod", w) for w in prep.workload}
+    trace = prep.workload
+    pods = {name: trace.pod(i) for i, name in enumerate(trace.names)}
     initial = {p.name: p for p in prep.state.pods} if prep.state is not None else {}
 
     known = set(pods) | set(initial)

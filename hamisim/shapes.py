@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from hamisim.cluster import SchedulerConfig
 from hamisim.pods import (
@@ -30,7 +30,7 @@ from hamisim.pods import (
 )
 
 __all__ = ["gpu_request", "Shape", "typical_shapes", "request_class", "CPU_ONLY_CLASS",
-           "USE_GPUTYPE", "NOUSE_GPUTYPE"]
+           "USE_GPUTYPE", "NOUSE_GPUTYPE", "ShapeCache"]
 
 USE_GPUTYPE = "nvidia.com/use-gputype"
 NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
@@ -98,11 +98,12 @@ def _shape_key(pod: Pod, config: SchedulerConfig) -> tuple:
 
 
 def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
-                   coverage: float = 0.95) -> list[Shape]:
+                   coverage: float = 0.95, counts: Sequence[int] | None = None) -> list[Shape]:
     """The most popular shapes covering ``coverage`` of the pods, weights summing to 1.
 
-    Ties in popularity are broken by the shape itself, so the result does not
-    depend on the order of ``pods``.
+    ``counts``, when given, says how many pods each of ``pods`` stands for (a
+    trace's templates and their counts). Ties in popularity are broken by the
+    shape itself, so the result does not depend on the order of ``pods``.
     """
     memo: dict[tuple, tuple] = {}
 
@@ -116,11 +117,17 @@ def typical_shapes(pods: Iterable[Pod], config: SchedulerConfig,
             v = memo[k] = _shape_key(pod, config)
         return v
 
-    counts = Counter(map(key_of, pods))
-    total = sum(counts.values())
+    tally: Counter[tuple] = Counter()
+    if counts is None:
+        tally.update(map(key_of, pods))
+    else:
+        for pod, n in zip(pods, counts):
+            if n:
+                tally[key_of(pod)] += int(n)
+    total = sum(tally.values())
     if total == 0:
         return []
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
     kept, covered = [], 0
     for key, n in ranked:
         kept.append((key, n))
@@ -171,3 +178,67 @@ def request_class(pod: Pod) -> str:
     if policy:
         label += f" [{policy}]"
     return label
+
+
+class ShapeCache:
+    """Something computed once per pod shape (``Pod.shape_key``), for hot paths.
+
+    Pods copied from one trace template share the very same key object, so the
+    first lookup is by its identity (the cache holds the key, so an identity is
+    never reused while cached); other pods fall back to the key's value. At most
+    ``size`` shapes are kept (the cache starts afresh beyond), so memory stays
+    bounded whatever the trace; pods without a hashable key are computed anew.
+    """
+
+    __slots__ = ("compute", "size", "by_id", "by_key")
+
+    def __init__(self, compute, size: int = 4096) -> None:
+        self.compute = compute
+        self.size = size
+        self.by_id: dict[int, tuple] = {}
+        self.by_key: dict[tuple, object] = {}
+
+    def get(self, pod: Pod):
+        key = pod.shape_key
+        if key is None:
+            return self.compute(pod)
+        hit = self.by_id.get(id(key))
+        if hit is not None and hit[0] is key:
+            return hit[1]
+        value = self.by_key.get(key, _MISSING)
+        if value is _MISSING:
+            if len(self.by_key) >= self.size:
+                self.by_key.clear()
+            value = self.by_key[key] = self.compute(pod)
+        if len(self.by_id) >= self.size:
+            self.by_id.clear()
+        self.by_id[id(key)] = (key, value)
+        return value
+
+    def put(self, pod: Pod, value) -> None:
+        """Remember ``value`` for ``pod``'s shape (computed elsewhere)."""
+        key = pod.shape_key
+        if key is None:
+            return
+        if len(self.by_key) >= self.size:
+            self.by_key.clear()
+        if len(self.by_id) >= self.size:
+            self.by_id.clear()
+        self.by_key[key] = value
+        self.by_id[id(key)] = (key, value)
+
+    def peek(self, pod: Pod):
+        """The cached value of ``pod``'s shape, or ``None`` (nothing computed)."""
+        key = pod.shape_key
+        if key is None:
+            return None
+        hit = self.by_id.get(id(key))
+        if hit is not None and hit[0] is key:
+            return hit[1]
+        value = self.by_key.get(key)
+        if value is not None:
+            self.by_id[id(key)] = (key, value)
+        return value
+
+
+_MISSING = object()

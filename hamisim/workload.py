@@ -1,10 +1,15 @@
 """A workload: pods with arrival times and lifetimes, and its transforms.
 
-A :class:`Trace` is a named list of :class:`TracePod` (a
-:class:`hamisim.pods.Pod` plus its timing and the line it came from). The
-engine consumes it through :meth:`Trace.iter_arrivals`: pods sorted once by
-``(arrival, file order)``. The readers that build one from a file are in
-:mod:`hamisim.io.traces` and :mod:`hamisim.io.openb`.
+A :class:`Trace` holds its pods column by column: names, arrival times,
+durations, deletions, priorities, source lines, class labels, and per pod the
+index of its *template*, the :class:`hamisim.pods.Pod` it is a copy of (a
+trace of a million pods has a few hundred distinct requests). Pods are made
+from their template when they are needed (:meth:`Trace.iter_arrivals`, which
+the engine consumes lazily), so a long trace costs a few dozen bytes per pod,
+not a Python object graph. :meth:`Trace.from_pods` and the ``pods`` argument
+build one from :class:`TracePod` objects; :attr:`Trace.pods` gives them back.
+The readers that build traces from files are in :mod:`hamisim.io.traces` and
+:mod:`hamisim.io.openb`.
 
 Transforms (all return new objects and never touch the input):
 
@@ -19,8 +24,7 @@ Part of the model: no files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -28,11 +32,10 @@ from hamisim.pods import GPU, Pod
 from hamisim.shapes import gpu_request
 
 __all__ = ["TracePod", "Trace", "lifetime", "poisson_rate", "offered_load", "retime",
-           "fill_workload"]
+           "fill_workload", "pod_like"]
 
 
-@dataclass(frozen=True)
-class TracePod:
+class TracePod(NamedTuple):
     """One pod of a trace with its timing.
 
     ``arrival``: creation time (s). ``duration``: seconds the pod runs once
@@ -56,55 +59,196 @@ class TracePod:
         return self.pod.name
 
 
-@dataclass
-class Trace:
-    """A named list of pods in file order.
+def pod_like(template: Pod, name: str, priority: int = 0) -> Pod:
+    """A copy of ``template`` named ``name`` with ``priority``, made without
+    :func:`dataclasses.replace` (a million of them are made per long run); it
+    shares the template's containers, annotations and computed ``shape_key``."""
+    pod = object.__new__(Pod)
+    state = pod.__dict__
+    state.update(template.__dict__)
+    state["name"] = name
+    state["priority"] = priority
+    return pod
 
-    ``format`` is ``csv``, ``parquet``, ``jsonl``, ``openb`` (an openb pod
-    list) or ``derived`` (built by a transform); ``path`` is the source file
-    (kept by transforms, whose pods keep their source lines).
+
+_NAN = float("nan")
+
+
+def _opt(x: float) -> float | None:
+    return None if x != x else x           # NaN means absent
+
+
+class Trace:
+    """A named workload in file order, stored column-wise (module docstring).
+
+    ``format`` is ``csv``, ``parquet``, ``jsonl``, ``openb`` (an openb pod list)
+    or ``derived`` (built by a transform); ``path`` is the source file (kept by
+    transforms, whose pods keep their source lines).
+
+    Columns (numpy arrays, one entry per pod): ``arrival``, ``duration`` and
+    ``deletion`` (float64, NaN = none), ``template`` (int32 into
+    :attr:`templates`), ``priority`` (int32), ``line`` (int64), ``pod_class``
+    (int32 into :attr:`class_labels`, -1 = none); ``names`` is a list.
     """
 
-    name: str
-    pods: list[TracePod]
-    path: str | None = None
-    format: str = "derived"
-    description: str = ""
+    def __init__(self, name: str, pods: Iterable[TracePod] | None = None,
+                 path: str | None = None, format: str = "derived", description: str = "",
+                 *, columns: dict | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.format = format
+        self.description = description
+        if columns is None:
+            columns = _columns_of(list(pods or ()))
+        self.names: list[str] = columns["names"]
+        self.arrival: np.ndarray = columns["arrival"]
+        self.duration: np.ndarray = columns["duration"]
+        self.deletion: np.ndarray = columns["deletion"]
+        self.template: np.ndarray = columns["template"]
+        self.priority: np.ndarray = columns["priority"]
+        self.line: np.ndarray = columns["line"]
+        self.pod_class: np.ndarray = columns["pod_class"]
+        self.templates: list[Pod] = columns["templates"]
+        self.class_labels: list[str] = columns["class_labels"]
+        for t in self.templates:
+            _ = t.shape_key             # computed once, shared by every copy
+        self._pods: list[TracePod] | None = None
 
+    @classmethod
+    def from_pods(cls, name: str, pods: Iterable[TracePod], **kw) -> Trace:
+        return cls(name, pods, **kw)
+
+    def columns(self) -> dict:
+        """The columns (the arrays themselves, not copies)."""
+        return {"names": self.names, "arrival": self.arrival, "duration": self.duration,
+                "deletion": self.deletion, "template": self.template,
+                "priority": self.priority, "line": self.line, "pod_class": self.pod_class,
+                "templates": self.templates, "class_labels": self.class_labels}
+
+    def with_columns(self, description: str = "", **changes) -> Trace:
+        """A trace of the same templates and labels with some columns replaced."""
+        cols = {**self.columns(), **changes}
+        return Trace(self.name, path=self.path, format=self.format, description=description,
+                     columns=cols)
+
+    # -- pods ------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.pods)
+        return len(self.names)
+
+    def pod(self, i: int) -> Pod:
+        """The pod of row ``i``."""
+        return pod_like(self.templates[self.template[i]], self.names[i], int(self.priority[i]))
+
+    def trace_pod(self, i: int) -> TracePod:
+        """The :class:`TracePod` of row ``i``."""
+        label = self.pod_class[i]
+        return TracePod(self.pod(i), float(self.arrival[i]), _opt(float(self.duration[i])),
+                        _opt(float(self.deletion[i])), int(self.line[i]),
+                        self.class_labels[label] if label >= 0 else None)
+
+    @property
+    def pods(self) -> list[TracePod]:
+        """Every pod as a :class:`TracePod`, in file order (made once, then kept:
+        prefer :meth:`iter_arrivals` for long traces)."""
+        if self._pods is None:
+            self._pods = [self.trace_pod(i) for i in range(len(self))]
+        return self._pods
 
     def __iter__(self) -> Iterator[TracePod]:
         """The pods in file order (for :func:`fill_workload` that is submission
         order); use :meth:`iter_arrivals` for arrival order."""
-        return iter(self.pods)
+        return (self.trace_pod(i) for i in range(len(self)))
+
+    def arrival_order(self) -> np.ndarray:
+        """Row numbers in ``(arrival, file order)`` order (a stable sort)."""
+        if len(self.arrival) < 2 or bool(np.all(self.arrival[1:] >= self.arrival[:-1])):
+            return np.arange(len(self.arrival))
+        return np.argsort(self.arrival, kind="stable")
 
     def iter_arrivals(self) -> Iterator[TracePod]:
-        """The pods in ``(arrival, file order)`` order (one stable sort, O(n) when
-        already sorted)."""
-        return iter(sorted(self.pods, key=_arrival_key))
+        """The pods in ``(arrival, file order)`` order, made one at a time."""
+        return (self.trace_pod(i) for i in self.arrival_order().tolist())
 
     def where(self, tp: TracePod) -> str:
         """``file:line`` (``file: row N`` for Parquet) of a pod, for messages."""
+        return self.where_line(tp.line, tp.name)
+
+    def where_line(self, line: int, name: str = "") -> str:
         if self.path is None:
-            return f"{self.name}: pod {tp.name}"
+            return f"{self.name}: pod {name}"
         if self.format == "parquet":
-            return f"{self.path}: row {tp.line}"
-        return f"{self.path}:{tp.line}"
+            return f"{self.path}: row {line}"
+        return f"{self.path}:{line}"
+
+    # -- aggregates ------------------------------------------------------
+    def template_counts(self) -> np.ndarray:
+        """How many pods copy each template."""
+        return np.bincount(self.template, minlength=len(self.templates))
+
+    def first_rows(self) -> np.ndarray:
+        """Per template, the first row that copies it (-1 when none does)."""
+        first = np.full(len(self.templates), -1, dtype=np.int64)
+        rows = np.arange(len(self.template))[::-1]
+        first[self.template[::-1]] = rows
+        return first
+
+    def gpu_requests(self, card_memory_mib: int | None = None) -> np.ndarray:
+        """Per pod, :func:`gpu_request` (computed once per template)."""
+        per = np.array([gpu_request(t, card_memory_mib=card_memory_mib)
+                        for t in self.templates], dtype=float)
+        return per[self.template] if len(self.template) else np.zeros(0)
 
     def total_gpu_request(self, *, card_memory_mib: int | None = None) -> float:
         """Sum of :func:`gpu_request` over the pods, in cards."""
-        return math.fsum(gpu_request(tp.pod, card_memory_mib=card_memory_mib)
-                         for tp in self.pods)
+        return math.fsum(self.gpu_requests(card_memory_mib).tolist())
+
+    def lifetimes(self) -> np.ndarray:
+        """Per pod, :func:`lifetime` (NaN when it runs to the end)."""
+        return np.where(np.isnan(self.deletion), self.duration, self.deletion - self.arrival)
 
     @property
     def has_timestamps(self) -> bool:
         """Whether any pod has a lifetime (``duration`` or ``deletion``)."""
-        return any(tp.duration is not None or tp.deletion is not None for tp in self.pods)
+        return bool(np.any(~np.isnan(self.duration) | ~np.isnan(self.deletion)))
 
 
-def _arrival_key(tp: TracePod) -> float:
-    return tp.arrival
+def _columns_of(pods: Sequence[TracePod]) -> dict:
+    """The columns of a list of trace pods; pods of equal ``shape_key`` share a template."""
+    templates: list[Pod] = []
+    index: dict = {}
+    labels: list[str] = []
+    label_index: dict[str, int] = {}
+    tmpl = np.empty(len(pods), dtype=np.int32)
+    cls = np.full(len(pods), -1, dtype=np.int32)
+    for i, tp in enumerate(pods):
+        key = tp.pod.shape_key
+        k = index.get(key) if key is not None else None
+        if k is None:
+            k = len(templates)
+            templates.append(pod_like(tp.pod, "", 0))
+            if key is not None:
+                index[key] = k
+        tmpl[i] = k
+        if tp.pod_class is not None:
+            c = label_index.get(tp.pod_class)
+            if c is None:
+                c = label_index[tp.pod_class] = len(labels)
+                labels.append(tp.pod_class)
+            cls[i] = c
+    return {
+        "names": [tp.pod.name for tp in pods],
+        "arrival": np.array([tp.arrival for tp in pods], dtype=np.float64),
+        "duration": np.array([_NAN if tp.duration is None else tp.duration for tp in pods],
+                             dtype=np.float64),
+        "deletion": np.array([_NAN if tp.deletion is None else tp.deletion for tp in pods],
+                             dtype=np.float64),
+        "template": tmpl,
+        "priority": np.array([tp.pod.priority for tp in pods], dtype=np.int32),
+        "line": np.array([tp.line for tp in pods], dtype=np.int64),
+        "pod_class": cls,
+        "templates": templates,
+        "class_labels": labels,
+    }
 
 
 def lifetime(tp: TracePod) -> float | None:
@@ -115,24 +259,19 @@ def lifetime(tp: TracePod) -> float | None:
     return tp.duration
 
 
-def _capped(tp: TracePod, max_lifetime: float | None) -> float | None:
-    life = lifetime(tp)
-    if life is not None and max_lifetime is not None:
-        life = min(life, max_lifetime)
-    return life
+def _capped(life: np.ndarray, max_lifetime: float | None) -> np.ndarray:
+    return life if max_lifetime is None else np.minimum(life, max_lifetime)
 
 
 def _finite_gl(trace: Trace, card_memory_mib: int | None,
-               max_lifetime: float | None) -> tuple[list[TracePod], list[float]]:
+               max_lifetime: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows in arrival order and per row g × L (0 for pods without a lifetime)."""
     if max_lifetime is not None and not max_lifetime > 0:
         raise ValueError(f"max_lifetime must be a positive number, got {max_lifetime!r}")
-    pods = list(trace.iter_arrivals())
-    gl = []
-    for tp in pods:
-        life = _capped(tp, max_lifetime)
-        gl.append(0.0 if life is None else
-                  gpu_request(tp.pod, card_memory_mib=card_memory_mib) * life)
-    return pods, gl
+    order = trace.arrival_order()
+    life = _capped(trace.lifetimes()[order], max_lifetime)
+    g = trace.gpu_requests(card_memory_mib)[order]
+    return order, np.where(np.isnan(life), 0.0, g * life)
 
 
 def poisson_rate(trace: Trace, target_load: float, capacity_gpus: float, *,
@@ -149,10 +288,10 @@ def poisson_rate(trace: Trace, target_load: float, capacity_gpus: float, *,
         raise ValueError(f"target_load must be a positive number, got {target_load!r}")
     if not capacity_gpus > 0 or not math.isfinite(capacity_gpus):
         raise ValueError(f"capacity_gpus must be a positive number, got {capacity_gpus!r}")
-    if not trace.pods:
+    if not len(trace):
         raise ValueError(f"trace {trace.name} has no pods")
     _, gl = _finite_gl(trace, card_memory_mib, max_lifetime)
-    mean = math.fsum(gl) / len(gl)
+    mean = math.fsum(gl.tolist()) / len(gl)
     if mean <= 0:
         raise ValueError(f"trace {trace.name}: no pod has both a GPU request and a positive "
                          "lifetime, so no arrival rate gives a GPU load")
@@ -165,11 +304,11 @@ def offered_load(trace: Trace, capacity_gpus: float, *,
     Σ g × L / (capacity × T), with T the last arrival time (arrivals counted
     from 0) and pods without a lifetime left out. For a :func:`retime` d
     trace this estimates its ``target_load`` (relative error ~ 1/√n)."""
-    pods, gl = _finite_gl(trace, card_memory_mib, max_lifetime)
-    span = pods[-1].arrival if pods else 0.0
+    order, gl = _finite_gl(trace, card_memory_mib, max_lifetime)
+    span = float(trace.arrival[order[-1]]) if len(order) else 0.0
     if span <= 0:
         raise ValueError(f"trace {trace.name}: all pods arrive at 0; the load is undefined")
-    return math.fsum(gl) / (capacity_gpus * span)
+    return math.fsum(gl.tolist()) / (capacity_gpus * span)
 
 
 def retime(trace: Trace, target_load: float, seed: int, capacity_gpus: float, *,
@@ -215,23 +354,25 @@ def retime(trace: Trace, target_load: float, seed: int, capacity_gpus: float, *,
     """
     rate = poisson_rate(trace, target_load, capacity_gpus, card_memory_mib=card_memory_mib,
                         max_lifetime=max_lifetime)
-    pods = list(trace.iter_arrivals())
+    rows = trace.arrival_order()
     rng = np.random.default_rng(seed)
+    names = [trace.names[i] for i in rows.tolist()]
     if n_pods is not None:
         if isinstance(n_pods, bool) or not isinstance(n_pods, int) or n_pods < 1:
             raise ValueError(f"n_pods must be a positive integer, got {n_pods!r}")
-        picks = rng.integers(len(pods), size=n_pods)
-        pods = [replace(pods[i], pod=pods[i].pod.renamed(f"{pods[i].name}-r{k}"))
-                for k, i in enumerate(picks)]
-    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=len(pods)))
-    out = [TracePod(pod=tp.pod, arrival=float(t), duration=_capped(tp, max_lifetime),
-                    deletion=None, line=tp.line, pod_class=tp.pod_class)
-           for tp, t in zip(pods, arrivals)]
+        picks = rng.integers(len(rows), size=n_pods)
+        names = [f"{names[i]}-r{k}" for k, i in enumerate(picks.tolist())]
+        rows = rows[picks]
+    arrivals = np.cumsum(rng.exponential(1.0 / rate, size=len(rows)))
     desc = (f"{trace.name} retimed: Poisson arrivals at {rate:.6g} pods/s for GPU load "
             f"{target_load:g} of {capacity_gpus:g} GPUs, seed {seed}"
             + (f", lifetimes capped at {max_lifetime:g} s" if max_lifetime is not None else ""))
-    return Trace(name=trace.name, pods=out, path=trace.path, format=trace.format,
-                 description=desc)
+    return trace.with_columns(
+        desc, names=names, arrival=arrivals.astype(np.float64),
+        duration=_capped(trace.lifetimes()[rows], max_lifetime),
+        deletion=np.full(len(rows), _NAN), template=trace.template[rows],
+        priority=trace.priority[rows], line=trace.line[rows],
+        pod_class=trace.pod_class[rows])
 
 
 def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: int, *,
@@ -261,43 +402,47 @@ def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: 
         raise ValueError(f"capacity_gpus must be a positive number, got {capacity_gpus!r}")
     if not fill_to_pct >= 0 or not math.isfinite(fill_to_pct):
         raise ValueError(f"fill_to_pct must be a number >= 0, got {fill_to_pct!r}")
-    if not trace.pods:
+    if not len(trace):
         raise ValueError(f"trace {trace.name} has no pods")
-    source = sorted(trace.pods, key=lambda tp: tp.name)
-    req = [gpu_request(tp.pod, card_memory_mib=card_memory_mib) for tp in source]
+    source = sorted(range(len(trace)), key=trace.names.__getitem__)
+    per_pod = trace.gpu_requests(card_memory_mib)
+    req = per_pod[source].tolist()
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(source))
-    chosen: list[tuple[TracePod, float]] = [(source[i], req[i]) for i in order]
+    # (row, name, GPU request) of every pod submitted
+    chosen = [(source[i], trace.names[source[i]], req[i]) for i in order.tolist()]
     target = fill_to_pct / 100.0 * capacity_gpus
     eps = 1e-9 * max(target, 1.0)
     total = math.fsum(req)
     if total < target:
         if max(req) <= 0:
             raise ValueError(f"trace {trace.name} requests no GPU; it cannot fill a cluster")
-        names = {tp.name for tp in source}
+        names = set(trace.names)
+        cards = [(t.containers[0].value(GPU) or 1) if t.containers else 1
+                 for t in trace.templates]
         i = 0
         while True:
             k = int(rng.integers(len(source)))
-            tp, g = source[k], req[k]
-            step = g / max(tp.pod.containers[0].value(GPU) or 1, 1) \
-                if fgd_stop_quirk and tp.pod.containers else g
+            row, g = source[k], req[k]
+            step = g / max(cards[trace.template[row]], 1) \
+                if fgd_stop_quirk and trace.templates[trace.template[row]].containers else g
             if total + step > target + eps:
                 break
-            new_name = f"{tp.name}-tuned-{i}"
+            new_name = f"{trace.names[row]}-tuned-{i}"
             if new_name in names:
                 raise ValueError(f"trace {trace.name}: pod name {new_name} already exists")
-            # only the pod and its source line are kept below
-            chosen.append((TracePod(tp.pod.renamed(new_name), 0.0, line=tp.line,
-                                    pod_class=tp.pod_class), g))
+            chosen.append((row, new_name, g))
             total += g
             i += 1
     else:
         while total > target + eps:
             k = int(rng.integers(len(chosen)))
-            total -= chosen.pop(k)[1]
-    pods = [TracePod(pod=tp.pod, arrival=float(n), duration=None, deletion=None, line=tp.line,
-                     pod_class=tp.pod_class) for n, (tp, _) in enumerate(chosen)]
+            total -= chosen.pop(k)[2]
+    rows = np.array([r for r, _, _ in chosen], dtype=np.int64)
     desc = (f"{trace.name} filled to {fill_to_pct:g} % of {capacity_gpus:g} GPUs "
-            f"(FGD method), seed {seed}: {len(pods)} pods, {total:.1f} GPUs requested")
-    return Trace(name=trace.name, pods=pods, path=trace.path, format=trace.format,
-                 description=desc)
+            f"(FGD method), seed {seed}: {len(rows)} pods, {total:.1f} GPUs requested")
+    return trace.with_columns(
+        desc, names=[n for _, n, _ in chosen], arrival=np.arange(len(rows), dtype=np.float64),
+        duration=np.full(len(rows), _NAN), deletion=np.full(len(rows), _NAN),
+        template=trace.template[rows], priority=trace.priority[rows], line=trace.line[rows],
+        pod_class=trace.pod_class[rows])

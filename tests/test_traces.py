@@ -5,9 +5,12 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hamisim.cluster import Card, Cluster, Node
 from hamisim.errors import InputError
@@ -366,3 +369,84 @@ def test_a_tiny_gpumem_on_big_cards_is_a_located_warning(tmp_path):
 def test_no_warning_when_a_small_card_may_take_the_pod(tmp_path):
     assert small_gpumem_warnings(tmp_path, 4096, "d,3,1,80,H100\n") == []   # 4 GiB cards
     assert small_gpumem_warnings(tmp_path, 81920, "e,3,1,0,H100\n") == []   # 0: not asked
+
+
+# ---------------------------------------------------------------------------
+# the fast reader (pyarrow, column-wise) reads exactly what the row reader reads
+
+def slow_read(path: Path, fmt: str) -> Trace:
+    from hamisim.io import traces
+    rows = traces._parquet_rows(str(path)) if fmt == "parquet" else \
+        traces._csv_rows(traces.read_text(str(path)), str(path))
+    return Trace(path.stem, traces._build(rows, str(path), fmt), path=str(path), format=fmt)
+
+
+def same_trace(a: Trace, b: Trace) -> None:
+    assert a.names == b.names and len(a) == len(b)
+    for col in ("arrival", "duration", "deletion", "line"):
+        np.testing.assert_array_equal(getattr(a, col), getattr(b, col))
+    assert [(tp.pod, tp.pod.priority, tp.pod_class, tp.line) for tp in a.pods] == \
+        [(tp.pod, tp.pod.priority, tp.pod_class, tp.line) for tp in b.pods]
+
+
+CELLS = {
+    "arrival": ["0", "1.5", "3", "1e2", " 4", "-1", "nan", "x"],
+    "duration": ["", "10", "0", "2.25", "inf"],
+    "deletion": ["", "", "500", "0.5"],
+    "gpu": ["", "1", "2", "0", "-1", "1.0", " 1"],
+    "gpumem": ["", "4000", "16Gi", "512Mi", "15", "x"],
+    "gpucores": ["", "30", "100", "  "],
+    "gpu_policy": ["", "binpack", '"mutex,binpack,numa"', "pack", " spread"],
+    "numa_bind": ["", "true", "yes", "0", "maybe"],
+    "priority": ["", "5", "-3", "99999999999"],
+    "class": ["", "train", " infer ", "  "],
+    "annotations": ["", '"{""example.com/a"": ""b""}"'],
+}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_fast_reader_reads_what_the_row_reader_reads(tmp_path_factory, data):
+    from hamisim.io.traces import _fast_trace
+    columns = ["name", "arrival"] + data.draw(st.lists(
+        st.sampled_from([c for c in CELLS if c != "arrival"]), unique=True, max_size=6))
+    n = data.draw(st.integers(1, 12))
+    rows = []
+    for i in range(n):
+        cells = [data.draw(st.sampled_from([f"p{i}"] * 6 + ["p0", f" p{i}"]))]
+        # mostly values both readers take, now and then one to decline or reject
+        cells += [data.draw(st.sampled_from(CELLS[c][:3] if data.draw(st.integers(0, 7))
+                                            else CELLS[c])) for c in columns[1:]]
+        rows.append(",".join(cells))
+    path = tmp_path_factory.mktemp("fast") / "t.csv"
+    path.write_text(",".join(columns) + "\n" + "\n".join(rows) + "\n")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = _fast_trace(str(path), "csv")
+        try:
+            slow = slow_read(path, "csv")
+        except InputError:
+            slow = None
+    if fast is not None:
+        assert slow is not None, "the fast path accepted a file the row reader rejects"
+        same_trace(fast, slow)
+        if data.draw(st.booleans()):       # and the same table as Parquet
+            ppath = path.with_suffix(".parquet")
+            write_trace(fast, ppath)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pfast = _fast_trace(str(ppath), "parquet")
+                pslow = slow_read(ppath, "parquet")
+            assert pfast is not None
+            same_trace(pfast, pslow)
+
+
+def test_the_fast_reader_takes_a_large_plain_trace(tmp_path):
+    from hamisim.io.traces import _fast_trace
+    path = tmp_path / "t.csv"
+    path.write_text("name,arrival,duration,gpu,gpucores,gpu_policy\n" + "".join(
+        f"p{i},{i / 10},{60 + i % 7},1,{10 + i % 5},\"mutex,binpack\"\n" for i in range(3000)))
+    fast = _fast_trace(str(path), "csv")
+    assert fast is not None and len(fast.templates) == 5      # one pod per distinct request
+    same_trace(fast, slow_read(path, "csv"))

@@ -72,14 +72,23 @@ offending item; nothing is half-loaded.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
-from typing import Collection, Mapping
+from typing import Any, Collection, Mapping
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
 from hamisim.errors import InputError
-from hamisim.hami.policy import warn_policy
-from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping, parse_json
+from hamisim.hami.policy import policy_problem, warn_policy
+from hamisim.io.documents import (
+    INT32_MAX,
+    MAX_SAFE_INT,
+    Doc,
+    Value,
+    from_plain,
+    load_mapping,
+    parse_json,
+)
 from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
 from hamisim.io.tables import first_line, read_text
 
@@ -119,6 +128,10 @@ def load_cluster(path: str | os.PathLike[str], *,
     what-if with more nodes of one group.
     """
     name = os.fspath(path)
+    if name.lower().endswith(".json"):
+        cluster = _fast_json_cluster(name, resize)
+        if cluster is not None:
+            return cluster
     return cluster_from_document(load_mapping(name), name, resize=resize)
 
 
@@ -200,6 +213,189 @@ def nodes_from_document(value: Value, *,
         raise value.error(f"no node group '{unknown[0]}' to resize (node groups are entries "
                           "with 'replicas', named by 'name_prefix' or 'name')")
     return tuple(nodes)
+
+
+# ---------------------------------------------------------------------------
+# the fast path for large JSON files
+
+class _Slow(Exception):
+    """The fast path declines; the line-tracking reader decides (and locates errors)."""
+
+
+def _fast_json_cluster(path: str, resize: Mapping[str, int] | None) -> Cluster | None:
+    """A JSON cluster file parsed by the stdlib's C parser and checked on plain data,
+    or ``None`` whenever anything is unusual or wrong (the line-tracking reader then
+    reports the problem at its line, or warns there). Plain nodes (``name``,
+    ``cpu_milli``, ``memory_mib``, ``group``, a ``devices`` list) are checked here
+    rule by rule; other entries (node groups, card templates, pair scores, cordons,
+    annotation strings) go through the full reader one entry at a time."""
+    try:
+        text = read_text(path)
+        data = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+        return _plain_cluster(data, path, resize)
+    except (_Slow, InputError, ValueError, RecursionError, TypeError):
+        return None
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Slow
+    return out
+
+
+def _no_constant(word: str) -> Any:
+    raise _Slow
+
+
+def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cluster:
+    if type(data) is not dict or not set(data) <= CLUSTER_KEYS:
+        raise _Slow
+    config = _plain_scheduler(data.get("scheduler"))
+    entries = data.get("nodes")
+    if type(entries) is not list or not entries:
+        raise _Slow
+    plain = [type(e) is dict and set(e) <= _PLAIN_NODE_KEYS for e in entries]
+    if not all(type(e) is dict for e in entries):
+        raise _Slow
+    made_plain = iter(_plain_nodes([e for e, ok in zip(entries, plain) if ok]))
+    nodes: list[Node] = []
+    totals = [0, 0]
+    resized: set[str] = set()
+    for pos, (entry, ok) in enumerate(zip(entries, plain)):
+        if ok:
+            node = next(made_plain)
+            nodes.append(node)
+            totals[0] += 1
+            totals[1] += len(node.cards)
+        else:                               # the full reader, for this entry only
+            doc = from_plain(entry, path, 0).as_doc(f"node {pos}").with_context(f"node {pos}")
+            nodes += [n for n, _ in _expand_entry(doc, totals, resize, resized)]
+    if totals[0] > MAX_NODES or totals[1] > MAX_CARDS or set(resize or ()) - resized:
+        raise _Slow
+    names = [n.name for n in nodes]
+    ids = [c.id for n in nodes for c in n.cards]
+    if len(set(names)) != len(names) or len(set(ids)) != len(ids):
+        raise _Slow
+    return Cluster(nodes=tuple(nodes), scheduler=config)
+
+
+_PLAIN_NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "group"})
+
+
+def _plain_scheduler(sched: Any) -> SchedulerConfig:
+    if sched is None:
+        return SchedulerConfig()
+    if type(sched) is not dict or not set(sched) <= SCHEDULER_KEYS:
+        raise _Slow
+    d = SchedulerConfig()
+    values = {}
+    for key in ("gpu_scheduler_policy", "node_scheduler_policy", "node_tie_break"):
+        v = sched.get(key)
+        if v is not None:
+            if type(v) is not str:
+                raise _Slow
+            values[key] = v
+    if values.get("node_tie_break", d.node_tie_break) not in _TIE_BREAKS:
+        raise _Slow
+    for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
+        if key in values and policy_problem(values[key], kind, research_ok=True) is not None:
+            raise _Slow                     # the line-tracking reader warns at its line
+    for key, lo, hi in (("default_memory", 0, INT32_MAX), ("default_cores", 0, INT32_MAX),
+                        ("default_gpu_num", 0, INT32_MAX), ("memory_factor", 1, INT32_MAX),
+                        ("percentage_of_nodes_to_score", 0, 100)):
+        v = sched.get(key)
+        if v is not None:
+            if type(v) is not int or not lo <= v <= hi:
+                raise _Slow
+            values[key] = v
+    return SchedulerConfig(**values)
+
+
+def _ints(values: list, default: int | None, hi: int) -> list[int]:
+    """A card or node field, column-wise: absent or null take ``default`` (required
+    when ``None``); every value an int (not a bool) in 0..``hi``."""
+    out = values if default is None else [default if v is None else v for v in values]
+    if out and (set(map(type, out)) != {int} or min(out) < 0 or max(out) > hi):
+        raise _Slow
+    return out
+
+
+def _strs(values: list) -> list[str]:
+    if values and (set(map(type, values)) != {str} or not all(map(str.strip, values))):
+        raise _Slow
+    return values
+
+
+def _columns(devs: list[dict]):
+    """``column(key)``: the values of ``key`` over ``devs`` (``None`` where absent);
+    one C-level transpose when every entry has the same keys in the same order
+    (a generated or imported file), a lookup per entry otherwise."""
+    layouts = set(map(tuple, devs))
+    if len(layouts) == 1:
+        keys = next(iter(layouts))
+        cols = dict(zip(keys, zip(*map(dict.values, devs))))
+        absent = [None] * len(devs)
+        return lambda key: list(cols[key]) if key in cols else absent
+    return lambda key: [d.get(key) for d in devs]
+
+
+def _plain_nodes(entries: list[dict]) -> list[Node]:
+    """Plain node entries, every rule of the full reader checked column by column."""
+    names = _strs([e.get("name") for e in entries])
+    cpu = _ints([e.get("cpu_milli", -1) for e in entries], -1, MAX_SAFE_INT) \
+        if any(e.get("cpu_milli") is not None for e in entries) else None
+    mem = _ints([e.get("memory_mib", -1) for e in entries], -1, MAX_SAFE_INT) \
+        if any(e.get("memory_mib") is not None for e in entries) else None
+    groups = [e.get("group") for e in entries]
+    if any(g is not None for g in groups):
+        _strs([g for g in groups if g is not None])
+    lists = [e.get("devices") or [] for e in entries]
+    if set(map(type, lists)) - {list} or any(len(x) > MAX_CARDS_PER_NODE for x in lists):
+        raise _Slow
+    devs = [d for x in lists for d in x]
+    if set(map(type, devs)) - {dict} or any(not set(d) <= CARD_KEYS for d in devs):
+        raise _Slow
+    column = _columns(devs)
+    ids = _strs(column("id"))
+    types = _strs(column("type"))
+    index = column("index")
+    if None in index:
+        pos = [k for x in lists for k in range(len(x))]
+        index = [k if v is None else v for v, k in zip(index, pos)]
+    index = _ints(index, None, INT32_MAX)
+    count = _ints(column("count"), 10, INT32_MAX)
+    devmem = _ints(column("devmem"), None, INT32_MAX)
+    devcore = _ints(column("devcore"), 100, INT32_MAX)
+    numa = _ints(column("numa"), 0, INT32_MAX)
+    health = [True if v is None else v for v in column("health")]
+    mode = [_HAMI_CORE if v is None else v for v in column("mode")]
+    if devs and (set(map(type, health)) != {bool} or set(map(type, mode)) != {str}
+                 or "mig" in mode):
+        raise _Slow
+    cards = list(map(_card, ids, index, count, devmem, devcore, types, numa, health, mode))
+    nodes, k = [], 0
+    for i, e in enumerate(entries):
+        n = len(lists[i])
+        if n and (len(set(index[k:k + n])) != n or len(set(ids[k:k + n])) != n):
+            raise _Slow                     # a GPU index or card id twice on one node
+        c = None if cpu is None or cpu[i] < 0 else cpu[i]
+        m = None if mem is None or mem[i] < 0 else mem[i]
+        nodes.append(Node(names[i], tuple(cards[k:k + n]), c, m, group=groups[i]))
+        k += n
+    return nodes
+
+
+_HAMI_CORE = "hami-core"
+
+
+def _card(id, index, count, devmem, devcore, type, numa, health, mode) -> Card:
+    """A :class:`Card` of checked values, made without the dataclass's per-field
+    ``__setattr__`` (a large cluster has a hundred thousand)."""
+    card = object.__new__(Card)
+    card.__dict__.update(id=id, index=index, count=count, devmem=devmem, devcore=devcore,
+                         type=type, numa=numa, health=health, mode=mode)
+    return card
 
 
 # ---------------------------------------------------------------------------

@@ -37,13 +37,17 @@ import csv
 import json
 import math
 import os
+import re
 import tempfile
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
+
 from hamisim.cluster import Cluster
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.policy import warn_pod_policies
+from hamisim.hami.reference import type_allowed
 from hamisim.io.documents import from_plain
 from hamisim.io.podspec import (
     CONTAINER_COLUMN_RESOURCES,
@@ -60,9 +64,8 @@ from hamisim.io.tables import (
     read_text,
     split_lines,
 )
-from hamisim.hami.reference import type_allowed
 from hamisim.pods import GPUMEM, Container
-from hamisim.workload import Trace, TracePod
+from hamisim.workload import Trace, TracePod, pod_like
 
 __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
            "SUSPECT_GPUMEM_MIB", "LARGE_CARD_MIB"]
@@ -94,6 +97,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     if fmt is None:
         raise InputError(name, None, f"unsupported trace file type '{ext or '(none)'}' "
                                      "(expected .csv, .parquet or .jsonl)")
+    if fmt in ("csv", "parquet"):
+        trace = _fast_trace(name, fmt)
+        if trace is not None:
+            return trace
     if fmt == "parquet":
         rows = _parquet_rows(name)
     else:
@@ -106,6 +113,221 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     trace = Trace(name=_stem(name), pods=pods, path=name, format=fmt)
     warn_pod_policies((trace.where(tp), tp.pod.annotations) for tp in pods)
     return trace
+
+
+# ---------------------------------------------------------------------------
+# the fast path: a C parser, column-wise checks, one pod per distinct request
+
+#: the columns that say when a pod comes and goes, and what it is called
+_ROW_COLUMNS = ("name", "arrival", "duration", "deletion", "class")
+_WHITESPACE_EDGE = r"^\s|\s$"
+
+
+class _Slow(Exception):
+    """The fast path declines; the row-by-row reader decides (and locates errors)."""
+
+
+def _fast_trace(path: str, fmt: str) -> Trace | None:
+    """Read a CSV or Parquet trace with pyarrow's C readers, check the timing
+    columns column by column, and validate each distinct combination of the
+    pod columns once, with the row-by-row code, on its first row. Returns
+    ``None`` (the caller then reads row by row, which reports any problem at its
+    line exactly as before) whenever anything is unusual or wrong: a bad value,
+    whitespace around a cell, a row the C parser cannot split cleanly."""
+    try:
+        table, line_of_row = _arrow_table(path, fmt)
+        return _trace_from_table(table, line_of_row, path, fmt)
+    except _Slow:
+        return None
+
+
+def _arrow_table(path: str, fmt: str):
+    import pyarrow as pa
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+            if os.path.getsize(path) == 0:
+                raise _Slow
+            table = pq.read_table(path)
+            columns = [str(c) for c in table.column_names]
+            if len(set(columns)) != len(columns):
+                raise _Slow
+            return table, 1                     # rows are reported as "row N" (1-based)
+        import pyarrow.csv as pacsv
+        with open(path, "rb") as fh:
+            head = fh.readline().decode("utf-8-sig")
+        if head.strip().startswith(OPENB_POD_HEADER_PREFIX):
+            raise _Slow                         # an openb pod list: its own reader
+        columns = [c.strip() for c in next(csv.reader([head]))]
+        if not columns or len(set(columns)) != len(columns) or not all(columns):
+            raise _Slow
+        _check_quoting(path)
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=columns, skip_rows=1),
+            parse_options=pacsv.ParseOptions(newlines_in_values=False,
+                                              ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: pa.string() for c in columns}, null_values=[""],
+                strings_can_be_null=True, quoted_strings_can_be_null=True))
+        return table, 2                         # data row k (0-based) is on line k + 2
+    except _Slow:
+        raise
+    except (OSError, pa.ArrowException, ValueError, UnicodeDecodeError, StopIteration,
+            csv.Error):
+        raise _Slow from None
+
+
+_QUOTED_LINE = re.compile(rb'^[^\n]*"[^\n]*$', re.M)
+
+
+def _check_quoting(path: str) -> None:
+    """``_Slow`` unless every line with a quote parses under Python's strict CSV
+    rules, as the row reader's does: pyarrow's parser is lenient (it reads
+    ``"b"x`` as ``bx``), and only lines with quotes can differ."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines = [m.group().decode("utf-8", "replace") for m in _QUOTED_LINE.finditer(data)]
+    if not lines:
+        return
+    if any(line.count('"') % 2 for line in lines):
+        raise _Slow                     # a quoted field spans lines: line numbers shift
+    try:
+        for fields in csv.reader(lines, strict=True):
+            pass
+    except csv.Error:
+        raise _Slow from None
+
+
+def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    columns = [str(c) for c in table.column_names]
+    if any(c not in TRACE_POD_KEYS for c in columns) or "name" not in columns \
+            or "arrival" not in columns or table.num_rows == 0:
+        raise _Slow
+    n = table.num_rows
+    strings = {c: table.column(c) for c in columns}
+    for c, col in strings.items():
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) \
+                and c in _ROW_COLUMNS[:1] + _ROW_COLUMNS[4:] + _JSON_COLUMNS:
+            raise _Slow
+    names_col = strings["name"]
+    if names_col.null_count or pc.count_distinct(names_col).as_py() != n \
+            or pc.any(pc.match_substring_regex(names_col, _WHITESPACE_EDGE)).as_py():
+        raise _Slow                             # missing, repeated or padded names
+    times = {c: _time_column(strings[c], c == "arrival") if c in strings
+             else np.full(n, np.nan) for c in ("arrival", "duration", "deletion")}
+    arrival, duration, deletion = times["arrival"], times["duration"], times["deletion"]
+    if np.any(deletion < arrival):
+        raise _Slow
+    # one template per distinct combination of the pod columns (priority included)
+    pod_cols = [c for c in columns if c not in _ROW_COLUMNS]
+    if pod_cols:
+        parts = [pc.cast(strings[c], pa.string()) for c in pod_cols]
+        # absent and empty differ ("\x00" for absent): one key per distinct row
+        key = pc.binary_join_element_wise(*parts, pa.scalar("", pa.string()), "\x1f",
+                                          null_handling="replace", null_replacement="\x00")
+        encoded = pc.dictionary_encode(key).combine_chunks()
+        template = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+        n_templates = len(encoded.dictionary)
+    else:
+        template = np.zeros(n, dtype=np.int32)
+        n_templates = 1
+    first = np.full(n_templates, n, dtype=np.int64)
+    np.minimum.at(first, template, np.arange(n))
+    templates = []
+    for row in first.tolist():
+        values = {c: strings[c][row].as_py() for c in columns}
+        tp = _representative(values, path, fmt, row + first_line)
+        templates.append(tp.pod)
+    labels: list[str] = []
+    pod_class = np.full(n, -1, dtype=np.int32)
+    if "class" in strings:
+        encoded = pc.dictionary_encode(strings["class"]).combine_chunks()
+        codes = encoded.indices
+        # labels as the row reader reads them: trimmed, blank = none
+        raw = [str(x).strip() for x in encoded.dictionary.to_pylist()]
+        labels = sorted(set(x for x in raw if x), key=raw.index)
+        remap = np.array([labels.index(x) if x else -1 for x in raw] + [-1], dtype=np.int32)
+        codes = pc.fill_null(codes, len(raw)).to_numpy(zero_copy_only=False)
+        pod_class = remap[codes]
+    names = names_col.to_pylist()
+    trace = Trace(_stem(path), path=path, format=fmt, columns={
+        "names": names, "arrival": arrival, "duration": duration, "deletion": deletion,
+        "template": template,
+        "priority": np.array([t.priority for t in templates], dtype=np.int32)[template],
+        "line": np.arange(first_line, first_line + n, dtype=np.int64),
+        "pod_class": pod_class,
+        "templates": [pod_like(t, "", t.priority) for t in templates],
+        "class_labels": labels})
+    order = np.argsort(first, kind="stable")
+    warn_pod_policies((trace.where_line(int(first[k]) + first_line, names[first[k]]),
+                       templates[k].annotations) for k in order.tolist())
+    return trace
+
+
+def _time_column(col, required: bool) -> np.ndarray:
+    """A timing column as float64 (NaN where absent); ``_Slow`` unless every value
+    is a finite number >= 0 written as the row reader accepts it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if required and col.null_count:
+        raise _Slow
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        # arrow's parser takes what the row reader takes (no spaces, no 0x, no 1_000),
+        # and inf or nan, which the finiteness check below turns away
+        try:
+            values = pc.cast(col, pa.float64())
+        except pa.ArrowInvalid:
+            raise _Slow from None
+    elif pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        values = pc.cast(col, pa.float64())
+    else:
+        raise _Slow
+    out = values.to_numpy(zero_copy_only=False).astype(np.float64)    # null -> NaN
+    if values.null_count:
+        present = ~pc.is_null(values).to_numpy(zero_copy_only=False)
+        checked = out[present]
+    else:
+        checked = out
+    if not np.all(np.isfinite(checked)) or np.any(checked < 0):
+        raise _Slow                             # NaN, inf or negative: the row reader says so
+    return out
+
+
+def _representative(values: dict, path: str, fmt: str, line: int) -> TracePod:
+    """The row at ``line`` read exactly as the row-by-row reader reads it."""
+    try:
+        return _row_pod(values, path, fmt, line)
+    except InputError:
+        raise _Slow from None
+
+
+def _row_pod(values: dict, path: str, fmt: str, line: int) -> TracePod:
+    name = values.get("name") or ""
+    if fmt == "csv":
+        row = {c: _convert_cell(c, v, path, line, name) for c, v in values.items()
+               if v is not None and v.strip()}
+    else:
+        row = {}
+        for c, v in values.items():
+            if v is None:
+                continue
+            if c in _INT_COLUMNS and isinstance(v, float) and math.isfinite(v) \
+                    and v.is_integer():
+                v = int(v)
+            elif c in _JSON_COLUMNS:
+                if not isinstance(v, str):
+                    raise _Slow
+                try:
+                    v = _json_value(v, f"'{c}'")
+                except ValueError:
+                    raise _Slow from None
+            row[c] = v
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # the trace's warnings come once, in order
+        return _trace_pod(row, path, line)
 
 
 def _stem(path: str) -> str:
@@ -474,13 +696,17 @@ def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
     type its filter allows) has at least :data:`LARGE_CARD_MIB`. Once per
     distinct value, with the number of pods asking it."""
     smallest: dict[tuple, int | None] = {}      # type filter -> smallest card memory
-    found: dict[int, list] = {}                 # gpumem -> [first pod, pods]
-    for tp in trace.pods:
-        values = {c.value(GPUMEM) for c in (*tp.pod.init_containers, *tp.pod.containers)}
+    found: dict[int, list] = {}                 # gpumem -> [first row, pods, card]
+    counts = trace.template_counts()
+    first = trace.first_rows()
+    for t, pod in enumerate(trace.templates):   # once per distinct request
+        if not counts[t]:
+            continue
+        values = {c.value(GPUMEM) for c in (*pod.init_containers, *pod.containers)}
         values = {v for v in values if v is not None and 0 < v < SUSPECT_GPUMEM_MIB}
         if not values:
             continue
-        ann = tp.pod.annotations or {}
+        ann = pod.annotations or {}
         key = (ann.get("nvidia.com/use-gputype"), ann.get("nvidia.com/nouse-gputype"))
         if key not in smallest:
             sizes = [c.devmem for n in cluster.nodes for c in n.cards
@@ -489,9 +715,11 @@ def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
         if smallest[key] is None or smallest[key] < LARGE_CARD_MIB:
             continue
         for v in values:
-            entry = found.setdefault(v, [tp, 0, smallest[key]])
-            entry[1] += 1
-    for value, (tp, n, card) in sorted(found.items()):
+            entry = found.setdefault(v, [int(first[t]), 0, smallest[key]])
+            entry[0] = min(entry[0], int(first[t]))
+            entry[1] += int(counts[t])
+    for value, (row, n, card) in sorted(found.items()):
+        tp = trace.trace_pod(row)
         others = f" ({n} pods ask for gpumem {value})" if n > 1 else ""
         warnings.warn(InputWarning(trace.where(tp), (
             f"pod '{tp.name}': gpumem {value} is MiB, did you mean {value * 1024} "
