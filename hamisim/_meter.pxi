@@ -10,6 +10,14 @@
 
 from libc.math cimport nearbyint
 
+cdef enum:
+    # time-series columns kept by MeterCore.sample: pods arrived, pending, running,
+    # departed, abandoned; cards with a tenant, idle nodes, slots, memory (MiB) and
+    # cores in use, free, fragmented and unfit micro-GPUs
+    TS_INTS = 13
+    # gpu_arrived, queueing delay
+    TS_FLOATS = 2
+
 
 cdef class MeterCore:
     """The meter's arrays and running cluster sums, updated per bind or departure.
@@ -29,6 +37,18 @@ cdef class MeterCore:
     #: per-group sums, the same terms as the cluster sums (group = node_group[node])
     cdef int64_t[::1] g_alloc, g_idle, g_free, g_frag, g_unfit, g_used, g_usedmem, g_usedcores
     cdef uint8_t[::1] g_dirty
+    # the time series, one row per sampled time: TS_COLUMNS integers (the engine's
+    # pod counts, then the running sums) and TS_FLOATS floats; grown by doubling
+    cdef double[::1] ts_time
+    cdef int64_t[:, ::1] ts_ints
+    cdef double[:, ::1] ts_floats
+    cdef readonly Py_ssize_t ts_rows
+    # the usage at the peak, kept up to date by copying only the card rows changed
+    # since the last snapshot
+    cdef int64_t[::1] peak_used, peak_usedmem, peak_usedcores
+    cdef int64_t[::1] changed
+    cdef uint8_t[::1] is_changed
+    cdef Py_ssize_t n_changed
     cdef const int64_t[::1] s_nums, s_memreq, s_pct, s_cores, s_cpu
     cdef const uint8_t[::1] s_has_pct
     cdef const double[::1] s_weight
@@ -54,6 +74,17 @@ cdef class MeterCore:
         self.g_alloc, self.g_idle, self.g_free, self.g_frag = g_alloc, g_idle, g_free, g_frag
         self.g_unfit, self.g_used, self.g_usedmem = g_unfit, g_used, g_usedmem
         self.g_usedcores, self.g_dirty = g_usedcores, g_dirty
+        n_cards = self.used.shape[0]
+        self.peak_used = np.zeros(n_cards, dtype=np.int64)
+        self.peak_usedmem = np.zeros(n_cards, dtype=np.int64)
+        self.peak_usedcores = np.zeros(n_cards, dtype=np.int64)
+        self.changed = np.zeros(n_cards, dtype=np.int64)
+        self.is_changed = np.zeros(n_cards, dtype=np.uint8)
+        self.n_changed = 0
+        self.ts_time = np.zeros(1024, dtype=np.float64)
+        self.ts_ints = np.zeros((1024, TS_INTS), dtype=np.int64)
+        self.ts_floats = np.zeros((1024, TS_FLOATS), dtype=np.float64)
+        self.ts_rows = 0
         if self.node_start.shape[0] > 1:
             for i in range(self.node_start.shape[0] - 1):
                 if self.node_start[i + 1] - self.node_start[i] > 64:
@@ -81,6 +112,121 @@ cdef class MeterCore:
             self.sum_used += self.g_used[g]
             self.sum_usedmem += self.g_usedmem[g]
             self.sum_usedcores += self.g_usedcores[g]
+
+    def apply_rows(self, Py_ssize_t node, list rows, list used, list mem, list cores,
+                   int64_t cpu_milli, int sign):
+        """:meth:`apply` with the amounts as three lists (the kernel scheduler's own
+        bookkeeping of a bound pod), so no tuple is made per card."""
+        cdef Py_ssize_t k, n = len(rows)
+        cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
+        for k in range(n):
+            buf[k] = rows[k]
+            buf[n + k] = used[k]
+            buf[2 * n + k] = mem[k]
+            buf[3 * n + k] = cores[k]
+        self._apply_c(node, &buf[0], &buf[n], &buf[2 * n], &buf[3 * n], n, cpu_milli, sign)
+
+    cdef void _apply_c(self, Py_ssize_t node, const int64_t* rows, const int64_t* used,
+                       const int64_t* mem, const int64_t* cores, Py_ssize_t n,
+                       int64_t cpu_milli, int sign) noexcept:
+        # apply_rows on C arrays (the compiled replay engine's call)
+        cdef Py_ssize_t k, r
+        cdef int64_t u, m, c
+        cdef int32_t g = self.node_group[node]
+        for k in range(n):
+            r = rows[k]
+            u = used[k]
+            m = mem[k]
+            c = cores[k]
+            self.used[r] += sign * u
+            self.usedmem[r] += sign * m
+            self.usedcores[r] += sign * c
+            if not self.is_changed[r]:
+                self.is_changed[r] = 1
+                self.changed[self.n_changed] = r
+                self.n_changed += 1
+            self.sum_used += sign * u
+            self.sum_usedmem += sign * m
+            self.sum_usedcores += sign * c
+            self.g_used[g] += sign * u
+            self.g_usedmem[g] += sign * m
+            self.g_usedcores[g] += sign * c
+        self.node_cpu_used[node] += sign * cpu_milli
+        self._add_node(node, -1)
+        self._refresh(node)
+        self._add_node(node, 1)
+        self.g_dirty[g] = 1
+
+    def snapshot_peak(self):
+        """Copy the usage now into the peak arrays (only the rows changed since the
+        last snapshot)."""
+        self._snapshot_c()
+
+    cdef void _snapshot_c(self) noexcept:
+        cdef Py_ssize_t k, r
+        for k in range(self.n_changed):
+            r = self.changed[k]
+            self.peak_used[r] = self.used[r]
+            self.peak_usedmem[r] = self.usedmem[r]
+            self.peak_usedcores[r] = self.usedcores[r]
+            self.is_changed[r] = 0
+        self.n_changed = 0
+
+    def peak_usage(self):
+        """(slots, cores, memory) per card at the last :meth:`snapshot_peak`, as a
+        (3, cards) array."""
+        return np.stack([np.asarray(self.peak_used), np.asarray(self.peak_usedcores),
+                         np.asarray(self.peak_usedmem)])
+
+    def sample(self, double time, int64_t arrived, int64_t pending, int64_t running,
+               int64_t departed, int64_t abandoned, double gpu_arrived, double delay):
+        """One time-series row at ``time``: the engine's counts, ``gpu_arrived`` and
+        the mean queueing ``delay`` of the pods bound then, and the running sums.
+        A second row at the same time replaces the first."""
+        self._sample_c(time, arrived, pending, running, departed, abandoned, gpu_arrived,
+                       delay)
+
+    cdef void _sample_c(self, double time, int64_t arrived, int64_t pending, int64_t running,
+                        int64_t departed, int64_t abandoned, double gpu_arrived,
+                        double delay) except *:
+        cdef Py_ssize_t r = self.ts_rows
+        if r > 0 and self.ts_time[r - 1] == time:
+            r -= 1
+        else:
+            if r == self.ts_time.shape[0]:
+                self._grow_series()
+            self.ts_rows = r + 1
+        self.ts_time[r] = time
+        cdef int64_t[:, ::1] x = self.ts_ints
+        x[r, 0] = arrived
+        x[r, 1] = pending
+        x[r, 2] = running
+        x[r, 3] = departed
+        x[r, 4] = abandoned
+        x[r, 5] = self.sum_alloc
+        x[r, 6] = self.sum_idle
+        x[r, 7] = self.sum_used
+        x[r, 8] = self.sum_usedmem
+        x[r, 9] = self.sum_usedcores
+        x[r, 10] = self.sum_free
+        x[r, 11] = self.sum_frag
+        x[r, 12] = self.sum_unfit
+        self.ts_floats[r, 0] = gpu_arrived
+        self.ts_floats[r, 1] = delay
+
+    def _grow_series(self):
+        n = self.ts_time.shape[0]
+        self.ts_time = np.concatenate([np.asarray(self.ts_time), np.zeros(n)])
+        self.ts_ints = np.concatenate([np.asarray(self.ts_ints),
+                                       np.zeros((n, TS_INTS), dtype=np.int64)])
+        self.ts_floats = np.concatenate([np.asarray(self.ts_floats),
+                                         np.zeros((n, TS_FLOATS), dtype=np.float64)])
+
+    def series(self):
+        """The recorded rows: (times, integers, floats), copies, in TS order."""
+        n = self.ts_rows
+        return (np.array(self.ts_time[:n]), np.array(self.ts_ints[:n]),
+                np.array(self.ts_floats[:n]))
 
     def take_changed_groups(self):
         """The groups whose nodes changed since the last call, as tuples
@@ -120,6 +266,10 @@ cdef class MeterCore:
             self.used[r] += sign * u
             self.usedmem[r] += sign * m
             self.usedcores[r] += sign * c
+            if not self.is_changed[r]:
+                self.is_changed[r] = 1
+                self.changed[self.n_changed] = r
+                self.n_changed += 1
             self.sum_used += sign * u
             self.sum_usedmem += sign * m
             self.sum_usedcores += sign * c

@@ -299,6 +299,10 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                    help="equal node scores: last in cluster order, or a seeded random pick")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet",
                    help="table format of the results (default: parquet)")
+    p.add_argument("--sample-interval", type=_nonnegative, default=None, metavar="S",
+                   help="time series: one row per S simulated seconds (0 = a row per event "
+                        "time; default: a row per event time up to 500,000 rows, then an "
+                        "interval the run chooses and reports)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: only on a terminal)")
     _add_backend(p)
@@ -341,7 +345,7 @@ def _spec(args: argparse.Namespace, **overrides):
                   seed=args.seed, backend=args.backend, retry=args.retry,
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
                   node_tie_break=args.node_tie_break, progress=args.progress,
-                  check=getattr(args, "check", False))
+                  check=getattr(args, "check", False), sample_interval=args.sample_interval)
     fields.update(overrides)
     _warn_option_policies(args)
     return RunSpec(**fields)
@@ -350,16 +354,16 @@ def _spec(args: argparse.Namespace, **overrides):
 def cmd_run(args: argparse.Namespace) -> int:
     from hamisim.studies.runs import (default_cluster_path, default_timing_notice,
                                       describe_cluster, describe_workload, prepare,
-                                      run_prepared, write_run)
+                                      run_to_folder)
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     prep = prepare(spec)
     notice = default_timing_notice(prep)
     if notice:
         print(f"hamisim run: {notice}", flush=True)
-    result = run_prepared(spec, prep)
+    label = _label(spec, prep)
+    result = run_to_folder(spec, prep, args.out, args.format, title=label)
+    out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
-    label = result.summary["label"]
-    out = write_run(result, args.out, args.format, title=label)
     r = result.summary["results"]
     rows = [("cluster", describe_cluster(prep, spec.cluster or str(default_cluster_path()))),
             ("workload", describe_workload(prep)),
@@ -380,8 +384,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
+    interval = r.get("timeseries_interval_s")
+    if interval is not None:
+        print(f"  the time series is sampled every {interval:.4g} s "
+              f"({len(result.timeseries):,} rows; --sample-interval sets it, 0 = every event)")
     print(f"results written to {out}/ (events, pods, timeseries, summary.json, figures/)")
+    print("  " + _timing_line(result.timings, r["pods"]))
     return EXIT_OK
+
+
+def _label(spec, prep) -> str:
+    """The run's policy label, as its summary will give it."""
+    from hamisim.registry import is_research_policy
+    s = prep.cluster.scheduler
+    return (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
+            else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}")
+
+
+def _timing_line(t: dict[str, float], pods: int) -> str:
+    """Where the time went: reading, simulating (the scheduler's decisions and the
+    engine's own work) and writing."""
+    own = t.get("simulate", 0.0) - t.get("decisions", 0.0)
+    per_pod = f" = {1e6 * own / pods:.1f} µs per pod" if pods else ""
+    return (f"time {sum(v for k, v in t.items() if k != 'decisions'):.1f} s: read cluster "
+            f"{t.get('read_cluster', 0):.2f} s, read trace {t.get('read_trace', 0):.2f} s, "
+            f"prepare workload {t.get('prepare_workload', 0):.2f} s, simulate "
+            f"{t.get('simulate', 0):.2f} s (scheduler decisions {t.get('decisions', 0):.2f} s, "
+            f"engine {own:.2f} s{per_pod}), write {t.get('write', 0):.2f} s")
 
 
 def _triple(r: dict, prefix: str) -> str:

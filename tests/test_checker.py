@@ -118,13 +118,13 @@ def test_check_off_is_off():
 # corrupted state is caught, with the event named
 
 def _double_counting_meter(monkeypatch):
-    original = ClusterMeter.apply
+    original = ClusterMeter.apply_rows
 
-    def apply(self, node, usage, cpu_milli=0, sign=1):
-        original(self, node, usage, cpu_milli, sign)
-        if sign > 0:
-            original(self, node, usage, 0, sign)       # the bug: GPU usage counted twice
-    monkeypatch.setattr(ClusterMeter, "apply", apply)
+    def apply_rows(self, node, rows, used, mem, cores, cpu_milli=0, sign=1):
+        original(self, node, rows, used, mem, cores, cpu_milli, sign)
+        if sign > 0:                                     # the bug: GPU usage counted twice
+            original(self, node, rows, used, mem, cores, 0, sign)
+    monkeypatch.setattr(ClusterMeter, "apply_rows", apply_rows)
 
 
 def test_a_double_counting_meter_stops_the_run_at_the_first_bind(monkeypatch):
@@ -172,7 +172,7 @@ def test_counters_that_do_not_add_up_are_caught(monkeypatch):
     original = engine_mod._Engine._abandon
 
     def abandon(self, st, why):
-        self.counts["pods_abandoned"] += 1            # the bug: counted twice
+        self.n_abandoned += 1                         # the bug: counted twice
         original(self, st, why)
     monkeypatch.setattr(engine_mod._Engine, "_abandon", abandon)
     with pytest.raises(InvariantError) as info:

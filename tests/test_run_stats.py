@@ -54,7 +54,9 @@ def run_dir(tmp_path_factory):
 
 def test_the_pods_table_tells_each_pods_story(run_dir):
     pods = pd.read_csv(run_dir / "pods.csv").set_index("pod")
-    assert list(pods.index) == list("abcdef")                   # arrival order
+    # in the order their stories ended: f leaves at 45, d at 50 (its departure was
+    # set before e's deletion), e is deleted at 50, a leaves at 100, c at 120, b at 300
+    assert list(pods.index) == list("fdeacb")
     assert pods.loc["a", "class"] == "1 GPU on H100"
     assert pods.loc["d", "class"] == "1 GPU: 4000 MiB, 30% cores"
     assert pods.loc["f", "class"] == "inference"                # the trace's own label

@@ -81,6 +81,11 @@ class Decision:
     pad_empty: bool = True
     reasons_factory: Callable[[], dict[str, list[str]]] | None = field(
         default=None, repr=False, compare=False)
+    #: a bound pod's usage as ``(card rows, slots, memory, cores)`` in cluster card
+    #: order, when the backend has it at hand (the compiled kernel); ``None``:
+    #: derive it from ``containers`` (HAMi's collapsed usage)
+    usage: tuple | None = field(default=None, repr=False, compare=False)
+    _devices: str | None = field(default=None, repr=False, compare=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
@@ -104,9 +109,11 @@ class Decision:
     def devices(self) -> str | None:
         """The ``hami.io/vgpu-devices-allocated`` value; ``None`` when pending or
         when HAMi placed no card (a pod without GPU requests)."""
-        if self.node is None or not any(self.containers):
-            return None
-        return devices_annotation(self.containers, self.pad_empty)
+        if self._devices is None:
+            if self.node is None or not any(self.containers):
+                return None
+            self._devices = devices_annotation(self.containers, self.pad_empty)
+        return self._devices
 
     @property
     def card_ids(self) -> list[str]:

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -22,7 +23,7 @@ import pandas as pd
 
 from hamisim.errors import InputError
 
-__all__ = ["FORMATS", "atomic_folder", "write_table", "write_json", "read_table"]
+__all__ = ["FORMATS", "atomic_folder", "write_table", "write_json", "read_table", "TableFiles"]
 
 FORMATS = ("parquet", "csv")
 
@@ -105,6 +106,72 @@ def write_table(df: pd.DataFrame, folder: Path, name: str, fmt: str) -> Path:
     else:
         df.to_csv(path, index=False, lineterminator="\n")
     return path
+
+
+class TableFiles:
+    """Tables written batch by batch into a folder as a run produces them.
+
+    ``write(name, table)`` appends a batch (a :class:`pyarrow.Table` as the
+    recorder makes them, or a DataFrame) to ``folder/name.<fmt>``: Parquet as
+    one row group per batch (the file's schema is the first batch's, object
+    columns as strings), CSV rows after one header. The files hold the same rows,
+    and read back as the same table, as :func:`write_table` of the whole table;
+    :meth:`close` finishes them. ``seconds`` is the time spent writing.
+    """
+
+    def __init__(self, folder: Path, fmt: str) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r} (parquet or csv)")
+        self.folder = Path(folder)
+        self.fmt = fmt
+        self.seconds = 0.0
+        self._writers: dict[str, object] = {}
+        self._schemas: dict = {}
+        self.paths: dict[str, Path] = {}
+
+    def write(self, name: str, table) -> None:
+        """Append a batch (a :class:`pyarrow.Table`, or a DataFrame) to ``name``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        started = time.perf_counter()
+        path = self.paths.setdefault(name, self.folder / f"{name}.{self.fmt}")
+        if self.fmt == "csv":
+            frame = table.to_pandas() if isinstance(table, pa.Table) else table
+            first = name not in self._writers
+            frame.to_csv(path, index=False, lineterminator="\n", mode="w" if first else "a",
+                         header=first)
+            self._writers[name] = True
+        else:
+            if not isinstance(table, pa.Table):
+                fields = [pa.field(c, _arrow_type(table[c].dtype)) for c in table.columns]
+                table = pa.Table.from_pandas(table, schema=pa.schema(fields),
+                                             preserve_index=False)
+            schema = self._schemas.get(name)
+            if schema is None:
+                schema = self._schemas[name] = table.schema
+                self._writers[name] = pq.ParquetWriter(path, schema)
+            self._writers[name].write_table(table.cast(schema))
+        self.seconds += time.perf_counter() - started
+
+    def close(self) -> None:
+        """Finish every file."""
+        for writer in self._writers.values():
+            if writer is not True:
+                writer.close()
+        self._writers = {name: True for name in self._writers}
+
+
+def _arrow_type(dtype):
+    """The Parquet column type of a batch column: numbers as they are, the rest
+    (names, labels, annotations; object or string dtype) as strings."""
+    import pyarrow as pa
+    if pd.api.types.is_bool_dtype(dtype):
+        return pa.bool_()
+    if pd.api.types.is_integer_dtype(dtype):
+        return pa.int64()
+    if pd.api.types.is_float_dtype(dtype):
+        return pa.float64()
+    return pa.string()
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -245,6 +245,68 @@ class ClusterMeter:
         np.copyto(out[2], self.usedmem)
         return out
 
+    # -- the time series and the peak, kept by the compiled core -----------------
+    def sample(self, time: float, arrived: int, pending: int, running: int, departed: int,
+               abandoned: int, gpu_arrived: float, delay: float) -> None:
+        """Record a time-series row at ``time`` (a later row at the same time replaces it)."""
+        self._core.sample(time, arrived, pending, running, departed, abandoned, gpu_arrived,
+                          delay)
+
+    def timeseries(self) -> dict[str, np.ndarray]:
+        """The recorded rows as :data:`TIMESERIES_COLUMNS` (plus ``gpu_arrived`` and
+        ``queueing_delay_s``), computed column by column as :meth:`reading` does."""
+        time, x, f = self._core.series()
+        t = self.totals
+        alloc = x[:, 5]
+        used_cores = x[:, 9]
+        free = x[:, 10] / _MICRO
+        frag = x[:, 11] / _MICRO
+        unfit = x[:, 12] / _MICRO
+        stranded = np.maximum(frag - unfit, 0.0)
+        n = len(time)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "time": time, "pods_arrived": x[:, 0], "pods_pending": x[:, 1],
+                "pods_running": x[:, 2], "pods_departed": x[:, 3], "pods_abandoned": x[:, 4],
+                "hami_gpu_total": np.full(n, self.n_cards, dtype=np.int64),
+                "hami_gpu_allocated": alloc, "hami_gpu_zero_tenant": self.n_cards - alloc,
+                "nodes_gpu_idle": x[:, 6],
+                "hami_vgpu_slots_total": np.full(n, t["slots_total"], dtype=np.int64),
+                "hami_vgpu_slots_allocated": x[:, 7],
+                "hami_gpu_memory_total_bytes": np.full(n, t["memory_total"] * 2**20,
+                                                       dtype=np.int64),
+                "hami_gpu_memory_allocated_bytes": x[:, 8] * 2**20,
+                "hami_gpu_core_total": np.full(n, t["core_total"], dtype=np.int64),
+                "hami_gpu_core_allocated": used_cores,
+                "hami_gpu_core_allocated_ratio": used_cores / t["core_total"]
+                if t["core_total"] else np.zeros(n),
+                "unallocated_gpu": free,
+                "frag_gpu": frag,
+                "frag_pct_of_capacity": 100.0 * frag / self.capacity if self.capacity
+                else np.zeros(n),
+                "frag_rate_pct": np.where(free > 0, 100.0 * frag / np.where(free > 0, free, 1),
+                                          0.0),
+                "unfit_gpu": unfit,
+                "stranded_gpu": stranded,
+                "stranded_pct_of_capacity": 100.0 * stranded / self.capacity if self.capacity
+                else np.zeros(n),
+                "gpu_arrived": f[:, 0],
+                "queueing_delay_s": f[:, 1],
+            }
+
+    def snapshot_peak(self) -> None:
+        """Remember the usage now as the peak's (see :meth:`peak_usage`)."""
+        self._core.snapshot_peak()
+
+    def peak_usage(self) -> np.ndarray:
+        """Per card, slots, cores and memory in use at the last :meth:`snapshot_peak`."""
+        return self._core.peak_usage()
+
+    def apply_rows(self, node: int, rows: list[int], used: list[int], mem: list[int],
+                   cores: list[int], cpu_milli: int = 0, sign: int = 1) -> None:
+        """:meth:`apply` with a pod's usage as card rows and three parallel lists."""
+        self._core.apply_rows(node, rows, used, mem, cores, cpu_milli, sign)
+
     def allocation_share(self, snapshot: np.ndarray | None = None) -> np.ndarray:
         """Per card, the largest of its used share of slots, cores and memory
         (now, or at a :meth:`usage_snapshot`)."""

@@ -1,23 +1,30 @@
-"""What a run leaves behind: the event log, the pods and the time series, kept columnar.
+"""What a run leaves behind: the event log and the pods table, streamed in batches.
 
 :class:`Recorder` appends one row per scheduling event (``arrive``, ``bind``,
-``unschedulable``, ``depart``, ``abandon``; DESIGN §5), one row per pod (filled
-in when the pod's story ends), one time-series row per event time and, on
-clusters of several node groups, one row per group whose nodes changed; it
-builds the pandas tables once, at the end.
+``unschedulable``, ``depart``, ``abandon``; DESIGN §5) and one row per pod when
+its story ends (departure or abandonment; the pods still pending or running
+at the end come last), into typed arrays. Every :data:`BATCH_ROWS` rows the
+batch is handed to a *sink* as a pandas DataFrame and the arrays start
+afresh, so a long run holds one batch of each table, not the whole log: a
+sink that writes files (``hamisim.io.outputs.TableFiles``) keeps memory flat,
+:class:`MemorySink` keeps the batches for an in-memory result. The same rows
+come out whatever the sink. The time series is kept by the compiled meter
+(:meth:`hamisim.sim.metrics.ClusterMeter.sample`); per node group, rows of raw
+sums are kept here (:meth:`Recorder.sample_groups`).
 """
 from __future__ import annotations
 
 from array import array
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS, TIMESERIES_COLUMNS
+from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS
 
-__all__ = ["Recorder", "EVENT_COLUMNS", "EVENT_KINDS", "POD_COLUMNS", "INITIAL_STATE_MESSAGE",
-           "INITIAL_STATE_CLASS"]
+__all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS",
+           "POD_COLUMNS", "INITIAL_STATE_MESSAGE", "INITIAL_STATE_CLASS", "BATCH_ROWS"]
 
 #: Columns of the events table, in order.
 EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
@@ -27,39 +34,72 @@ EVENT_KINDS = ("arrive", "bind", "unschedulable", "depart", "abandon")
 INITIAL_STATE_MESSAGE = "initial state"
 #: ``class`` of those pods in the pods table (their requests are not known)
 INITIAL_STATE_CLASS = "(initial state)"
-#: Columns of the pods table, in order: one row per pod in arrival order.
-#: ``wait_s`` is the pod's pending time: arrival to bind, else to abandonment,
-#: else to the end of the run; ``departure`` and ``abandon`` are times (NaN when
-#: it did not happen), ``group`` the node group of its node.
+#: Columns of the pods table, in order: one row per pod, in the order the pods'
+#: stories ended (departure or abandonment), then the pods still pending or
+#: running at the end of the run, in arrival order. ``wait_s`` is the pod's
+#: pending time: arrival to bind, else to abandonment, else to the end of the
+#: run; ``departure`` and ``abandon`` are times (NaN when it did not happen),
+#: ``group`` the node group of its node.
 POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
                "devices", "attempts", "departure", "abandon")
+#: rows per batch handed to the sink
+BATCH_ROWS = 1 << 16
+
+_NAN = float("nan")
+
+
+class TableSink(Protocol):
+    """Where the recorder's batches go: ``write("events" | "pods", table)``, each
+    batch a :class:`pyarrow.Table` (built column by column at C speed, no pandas
+    on the way). A sink with a true ``discards`` attribute gets no batches."""
+
+    def write(self, name: str, table: pa.Table) -> None: ...
+
+
+class MemorySink:
+    """Keeps every batch; :meth:`table` joins them into one DataFrame."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list[pa.Table]] = {}
+
+    def write(self, name: str, table: pa.Table) -> None:
+        self.frames.setdefault(name, []).append(table)
+
+    def table(self, name: str, columns: Sequence[str]) -> pd.DataFrame:
+        parts = self.frames.pop(name, [])
+        if not parts:
+            return pd.DataFrame({c: pd.Series([], dtype=object) for c in columns})
+        return pa.concat_tables(parts).to_pandas()
 
 
 class Recorder:
-    """Columnar event log and time series (one row per event time).
-
-    Events are kept in typed arrays (time, kind and node as codes) plus the
-    pod names; device annotations and messages, present on few rows, are kept
-    sparsely. So an event costs a few dozen bytes and no Python object of its
-    own besides its pod name, and the table is built once at the end.
-    """
+    """Columnar event log and pods table, flushed to a sink in batches."""
 
     KINDS = EVENT_KINDS
 
-    def __init__(self, node_names: Sequence[str]) -> None:
+    def __init__(self, node_names: Sequence[str], node_groups: Sequence[str],
+                 sink: TableSink | None = None) -> None:
         self.node_names = list(node_names)
+        # names by code, for Arrow's take (code -1 is the null at the end)
+        self._nodes = pa.array(self.node_names + [None], pa.string())
+        self._groups = pa.array(list(node_groups) + [None], pa.string())
         self._node_code = {name: i for i, name in enumerate(self.node_names)}
         self._kind_code = {k: i for i, k in enumerate(self.KINDS)}
-        self.time = array("d")
-        self.kind = array("b")
-        self.node = array("q")             # index into node_names, -1 = none
-        self.pod: list[str] = []
-        # sparse columns: (rows that have a value, the values)
-        self.devices: tuple[array, list[str]] = (array("q"), [])
-        self.message: tuple[array, list[str]] = (array("q"), [])
-        self.ts: dict[str, list] = {c: [] for c in TIMESERIES_COLUMNS}
-        self.ts["gpu_arrived"] = []
-        self.ts["queueing_delay_s"] = []
+        self._kinds = pa.array(self.KINDS, pa.string())
+        self.sink = sink if sink is not None else MemorySink()
+        self.discards = bool(getattr(self.sink, "discards", False))
+        self.n_events = 0
+        self.last_time = 0.0                # of the last event (the run's end)
+        self._new_events()
+        self._new_pods()
+        self.class_names: list[str] = []
+        self._class_code: dict[str, int] = {}
+        # per pod, what the statistics need (kept for the whole run: 25 bytes a pod)
+        self.s_class = array("i")
+        self.s_group = array("i")
+        self.s_arrival = array("d")
+        self.s_bind = array("d")
+        self.s_end = array("d")
         # the per-group series: raw sums of finished times, flat, 7 per row, and the
         # rows of the current time by group (a later sample at the same time replaces
         # its groups' rows)
@@ -67,24 +107,23 @@ class Recorder:
         self.group_rows = array("q")
         self._group_time: float | None = None
         self._group_now: dict[int, tuple] = {}
-        # the pods, by row = arrival order; filled in by pod_done
-        self.p_name: list[str] = []
-        self.p_class = array("i")
-        self.class_names: list[str] = []
-        self._class_code: dict[str, int] = {}
-        self.p_arrival = array("d")
-        self.p_first = array("d")
-        self.p_bind = array("d")
-        self.p_node = array("q")
-        self.p_devices: list[str | None] = []
-        self.p_attempts = array("q")
-        self.p_end = array("d")
+
+    # -- events ------------------------------------------------------------
+    def _new_events(self) -> None:
+        self.time = array("d")
+        self.kind = array("b")
+        self.node = array("q")             # index into node_names, -1 = none
+        self.pod: list[str] = []
+        # sparse columns: (rows of the batch that have a value, the values)
+        self.devices: tuple[array, list[str]] = (array("q"), [])
+        self.message: tuple[array, list[str]] = (array("q"), [])
 
     def __len__(self) -> int:
-        return len(self.pod)
+        return self.n_events
 
     def event(self, time, pod, event, node=None, devices=None, message=None) -> None:
         row = len(self.pod)
+        self.last_time = time
         self.time.append(time)
         self.kind.append(self._kind_code[event])
         self.node.append(-1 if node is None else self._node_code[node])
@@ -95,18 +134,166 @@ class Recorder:
         if message is not None:
             self.message[0].append(row)
             self.message[1].append(message)
+        if row + 1 >= BATCH_ROWS:
+            self.flush_events()
 
-    def sample(self, time: float, counts: dict, reading: dict) -> None:
-        ts = self.ts
-        if ts["time"] and ts["time"][-1] == time:
-            for col in ts:
-                ts[col].pop()
-        ts["time"].append(float(time))
-        for k, v in counts.items():
-            ts[k].append(v)
-        for k, v in reading.items():
-            ts[k].append(v)
+    def flush_events(self) -> None:
+        """Hand the events recorded so far to the sink."""
+        n = len(self.pod)
+        if not n:
+            return
+        time = np.frombuffer(self.time, dtype=np.float64).copy()
+        kind = np.frombuffer(self.kind, np.int8)
+        node = np.frombuffer(self.node, dtype=np.int64)
+        pod = np.array(self.pod, dtype=object)
+        devices, message = _sparse(self.devices, n), _sparse(self.message, n)
+        self._new_events()
+        self.write_events(time, kind, node, pod, devices, message)
 
+    def write_events(self, time: np.ndarray, kind: np.ndarray, node: np.ndarray,
+                     pod, devices, message) -> None:
+        """Hand a batch of events, given column by column, to the sink: ``kind``
+        as codes into :data:`EVENT_KINDS`, ``node`` as node indices (-1 none),
+        ``pod``, ``devices`` and ``message`` as Arrow string arrays or object
+        arrays (None where empty). The compiled engine's path; :meth:`event` rows
+        arrive here through :meth:`flush_events`. :attr:`last_time` is the
+        caller's to keep."""
+        self.n_events += len(time)
+        if self.discards:
+            return
+        # copies: Arrow may share a NumPy buffer, and the callers reuse theirs
+        table = pa.table([pa.array(np.array(time, dtype=np.float64)), _strings(pod),
+                          self._kinds.take(np.asarray(kind, dtype=np.int64)),
+                          self._nodes.take(self._node_take(node)),
+                          _strings(devices), _strings(message)], names=list(EVENT_COLUMNS))
+        self.sink.write("events", table)
+
+    def _node_take(self, node) -> np.ndarray:
+        node = np.asarray(node, dtype=np.int64)
+        return np.where(node < 0, len(self.node_names), node)
+
+    # -- pods --------------------------------------------------------------
+    def _new_pods(self) -> None:
+        self.p_name: list[str] = []
+        self.p_class = array("i")
+        self.p_arrival = array("d")
+        self.p_first = array("d")
+        self.p_bind = array("d")
+        self.p_node = array("q")
+        self.p_devices: list[str | None] = []
+        self.p_attempts = array("q")
+        self.p_end = array("d")
+
+    def class_code(self, label: str) -> int:
+        """The code of a class label (made on first use)."""
+        code = self._class_code.get(label)
+        if code is None:
+            code = self._class_code[label] = len(self.class_names)
+            self.class_names.append(label)
+        return code
+
+    def pod_done(self, name: str, class_code: int, arrival: float, first_attempt: float,
+                 bind: float, node: int, devices: str | None, attempts: int,
+                 end: float) -> None:
+        """A pod's row: it left at ``end`` (departure when bound, abandonment
+        otherwise), or the run is over (``end`` NaN)."""
+        self.p_name.append(name)
+        self.p_class.append(class_code)
+        self.p_arrival.append(arrival)
+        self.p_first.append(first_attempt)
+        self.p_bind.append(bind)
+        self.p_node.append(node)
+        self.p_devices.append(devices)
+        self.p_attempts.append(attempts)
+        self.p_end.append(end)
+        self.s_class.append(class_code)
+        self.s_group.append(node)           # a node index until statistics() maps it
+        self.s_arrival.append(arrival)
+        self.s_bind.append(bind)
+        self.s_end.append(end)
+        if len(self.p_name) >= BATCH_ROWS:
+            self.flush_pods()
+
+    def flush_pods(self, end_time: float | None = None) -> None:
+        """Hand the pods recorded so far to the sink; ``end_time`` ends the waits of
+        the pods still pending (at the end of the run)."""
+        n = len(self.p_name)
+        if not n:
+            return
+        cols = (np.array(self.p_name, dtype=object),
+                np.frombuffer(self.p_class, dtype=np.int32),
+                np.frombuffer(self.p_arrival, dtype=np.float64),
+                np.frombuffer(self.p_first, dtype=np.float64),
+                np.frombuffer(self.p_bind, dtype=np.float64),
+                np.frombuffer(self.p_node, dtype=np.int64),
+                np.array(self.p_devices, dtype=object),
+                np.frombuffer(self.p_attempts, dtype=np.int64),
+                np.frombuffer(self.p_end, dtype=np.float64))
+        self.write_pods(*cols, end_time=end_time)
+        self._new_pods()
+
+    def write_pods(self, name: np.ndarray, class_code: np.ndarray, arrival: np.ndarray,
+                   first_attempt: np.ndarray, bind: np.ndarray, node: np.ndarray,
+                   devices: np.ndarray, attempts: np.ndarray, end: np.ndarray,
+                   end_time: float | None = None) -> None:
+        """Hand a batch of pods' rows, given column by column (as :meth:`pod_done`
+        takes them), to the sink; ``end_time`` as in :meth:`flush_pods`. The
+        statistics' columns are not kept: give them to :meth:`set_pod_statistics`."""
+        if self.discards:
+            return
+        arrival = np.array(arrival, dtype=np.float64)
+        bind = np.array(bind, dtype=np.float64)
+        end = np.array(end, dtype=np.float64)
+        take = self._node_take(node)
+        bound = ~np.isnan(bind)
+        stop = end if end_time is None else np.where(np.isnan(end), end_time, end)
+        labels = pa.array(self.class_names, pa.string())
+        nan_null = {"from_pandas": True}    # NaN (did not happen) is written as null
+        cols = [
+            _strings(name),
+            labels.take(np.asarray(class_code, dtype=np.int64)),
+            pa.array(arrival, **nan_null),
+            pa.array(np.array(first_attempt, dtype=np.float64), **nan_null),   # a copy
+            pa.array(bind, **nan_null),
+            pa.array(np.where(bound, bind, stop) - arrival, **nan_null),
+            self._nodes.take(take),
+            self._groups.take(take),
+            _strings(devices),
+            pa.array(np.array(attempts, dtype=np.int64)),
+            pa.array(np.where(bound, end, np.nan), **nan_null),
+            pa.array(np.where(bound, np.nan, end), **nan_null),
+        ]
+        self.sink.write("pods", pa.table(cols, names=list(POD_COLUMNS)))
+
+    def set_pod_statistics(self, class_code: np.ndarray, node: np.ndarray,
+                           arrival: np.ndarray, bind: np.ndarray, end: np.ndarray) -> None:
+        """The per-pod columns :meth:`pod_statistics` reads, in pods-table order, when
+        the rows were written with :meth:`write_pods` (the compiled engine)."""
+        self.s_class = np.ascontiguousarray(class_code, dtype=np.int32)
+        self.s_group = np.ascontiguousarray(node, dtype=np.int32)
+        self.s_arrival = np.ascontiguousarray(arrival, dtype=np.float64)
+        self.s_bind = np.ascontiguousarray(bind, dtype=np.float64)
+        self.s_end = np.ascontiguousarray(end, dtype=np.float64)
+
+    def pod_statistics(self, node_group: np.ndarray, end_time: float) -> dict[str, np.ndarray]:
+        """Per pod (in the pods table's order): ``class`` (label), ``group`` (code,
+        -1 unbound), ``wait`` (pending time), ``delay`` (queueing delay, NaN
+        unbound), ``bound``, ``abandoned``; for :func:`hamisim.sim.stats.run_statistics`."""
+        node = np.frombuffer(self.s_group, dtype=np.int32).astype(np.int64)
+        arrival = np.frombuffer(self.s_arrival, dtype=np.float64)
+        bind = np.frombuffer(self.s_bind, dtype=np.float64)
+        end = np.frombuffer(self.s_end, dtype=np.float64)
+        bound = ~np.isnan(bind)
+        group = np.where(node >= 0, np.append(node_group, -1)[node], -1)
+        labels = np.array(self.class_names, dtype=object)
+        return {"class": labels[np.frombuffer(self.s_class, dtype=np.int32)] if len(labels)
+                else np.zeros(0, dtype=object),
+                "group": group,
+                "wait": np.where(bound, bind, np.where(np.isnan(end), end_time, end)) - arrival,
+                "delay": bind - arrival, "bound": bound,
+                "abandoned": ~bound & ~np.isnan(end)}
+
+    # -- per-group series ----------------------------------------------------
     def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:
         """Per-group raw sums at ``time`` (rows of ``ClusterMeter.changed_groups``,
         keyed by their first field, the group code)."""
@@ -116,71 +303,19 @@ class Recorder:
         for row in rows:
             self._group_now[row[0]] = row
 
+    def set_group_rows(self, times, rows) -> None:
+        """The per-group series as raw rows (flat, 7 per row) with their times,
+        when they were kept elsewhere (the compiled engine)."""
+        self._group_now = {}
+        self.group_times = times
+        self.group_rows = rows
+
     def _flush_groups(self) -> None:
         t = self._group_time
         for row in self._group_now.values():
             self.group_times.append(t)
             self.group_rows.extend(row)
         self._group_now = {}
-
-    # -- pods ------------------------------------------------------------
-    def pod_arrive(self, name: str, pod_class: str, arrival: float) -> int:
-        """A new pod's row (its number is the pod's arrival order)."""
-        code = self._class_code.get(pod_class)
-        if code is None:
-            code = self._class_code[pod_class] = len(self.class_names)
-            self.class_names.append(pod_class)
-        nan = float("nan")
-        self.p_name.append(name)
-        self.p_class.append(code)
-        self.p_arrival.append(arrival)
-        self.p_first.append(nan)
-        self.p_bind.append(nan)
-        self.p_node.append(-1)
-        self.p_devices.append(None)
-        self.p_attempts.append(0)
-        self.p_end.append(nan)
-        return len(self.p_name) - 1
-
-    def pod_done(self, row: int, first_attempt: float, bind: float, node: int,
-                 devices: str | None, attempts: int, end: float) -> None:
-        """What happened to the pod of ``row`` (``end``: its departure or abandonment,
-        NaN when it was still pending or running at the end)."""
-        self.p_first[row] = first_attempt
-        self.p_bind[row] = bind
-        self.p_node[row] = node
-        self.p_devices[row] = devices
-        self.p_attempts[row] = attempts
-        self.p_end[row] = end
-
-    def pods_frame(self, group_of_node: Sequence[str], end_time: float) -> pd.DataFrame:
-        """The pods table (:data:`POD_COLUMNS`); empties the pod columns."""
-        arrival = np.frombuffer(self.p_arrival, dtype=np.float64)
-        bind = np.frombuffer(self.p_bind, dtype=np.float64)
-        end = np.frombuffer(self.p_end, dtype=np.float64)
-        node = np.frombuffer(self.p_node, dtype=np.int64)
-        bound = ~np.isnan(bind)
-        left = np.where(bound, bind, np.where(np.isnan(end), end_time, end))
-        nodes = np.array(self.node_names + [None], dtype=object)
-        groups = np.array(list(group_of_node) + [None], dtype=object)
-        cols = {
-            "pod": pd.Series(self.p_name, dtype=object),
-            "class": pd.Series(np.array(self.class_names, dtype=object)[
-                np.frombuffer(self.p_class, dtype=np.int32)] if self.class_names
-                else np.zeros(0, dtype=object)),
-            "arrival": arrival.copy(),
-            "first_attempt": np.frombuffer(self.p_first, dtype=np.float64).copy(),
-            "bind": bind.copy(),
-            "wait_s": left - arrival,
-            "node": nodes[node],
-            "group": groups[node],
-            "devices": pd.Series(self.p_devices, dtype=object),
-            "attempts": np.frombuffer(self.p_attempts, dtype=np.int64).copy(),
-            "departure": np.where(bound, end, np.nan),
-            "abandon": np.where(bound, np.nan, end),
-        }
-        self.p_name, self.p_devices = [], []
-        return pd.DataFrame(cols, columns=list(POD_COLUMNS))
 
     def groups_frame(self, meter) -> pd.DataFrame:
         """The per-group series (:data:`GROUP_TIMESERIES_COLUMNS`), the readings
@@ -193,31 +328,18 @@ class Recorder:
         self.group_rows, self.group_times = array("q"), array("d")
         return table
 
-    def _sparse(self, values: tuple[array, list[str]]) -> np.ndarray:
-        rows, vals = values
-        col = np.full(len(self.pod), None, dtype=object)
-        if vals:
-            col[np.frombuffer(rows, dtype=np.int64)] = np.array(vals, dtype=object)
-        return col
 
-    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The event table and the time series. Empties the recorder: each
-        column's source is dropped once converted, so the log is held about
-        once, not twice, at the end of a long run."""
-        nodes = np.array(self.node_names + [None], dtype=object)   # code -1 -> None
-        cols = {
-            "time": pd.Series(np.frombuffer(self.time, dtype=np.float64).copy()),
-            "event": pd.Series(np.array(self.KINDS, dtype=object)[
-                np.frombuffer(self.kind, np.int8)]),
-            "node": pd.Series(nodes[np.frombuffer(self.node, dtype=np.int64)]),
-        }
-        self.time, self.kind, self.node = array("d"), array("b"), array("q")
-        cols["devices"] = pd.Series(self._sparse(self.devices))
-        self.devices = (array("q"), [])
-        cols["message"] = pd.Series(self._sparse(self.message))
-        self.message = (array("q"), [])
-        cols["pod"] = pd.Series(self.pod)
-        self.pod = []
-        events = pd.DataFrame(cols, columns=list(EVENT_COLUMNS))
-        ts = pd.DataFrame(self.ts)
-        return events, ts
+def _strings(values) -> pa.Array:
+    """An Arrow string array of ``values`` (an Arrow array already, or objects
+    with None where empty)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    return pa.array(values, pa.string(), from_pandas=True)
+
+
+def _sparse(values: tuple[array, list[str]], n: int) -> np.ndarray:
+    rows, vals = values
+    col = np.full(n, None, dtype=object)
+    if vals:
+        col[np.frombuffer(rows, dtype=np.int64)] = np.array(vals, dtype=object)
+    return col

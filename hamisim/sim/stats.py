@@ -49,25 +49,30 @@ def percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:
             f"{prefix}_max_s": float(np.max(values))}
 
 
-def _waits(pods: pd.DataFrame) -> dict[str, Any]:
-    bound = pods["bind"].notna().to_numpy()
-    queueing = (pods["bind"] - pods["arrival"]).to_numpy()[bound]
-    return {"pods": int(len(pods)), "bound": int(bound.sum()),
-            "abandoned": int(pods["abandon"].notna().sum()),
-            "pending_at_end": int((~bound & pods["abandon"].isna().to_numpy()).sum()),
-            **percentiles(queueing, "queueing_delay"),
-            **percentiles(pods["wait_s"].to_numpy(), "pending")}
+def _waits(part: pd.DataFrame) -> dict[str, Any]:
+    bound = part["bound"].to_numpy()
+    return {"pods": int(len(part)), "bound": int(bound.sum()),
+            "abandoned": int(part["abandoned"].sum()),
+            "pending_at_end": int((~bound & ~part["abandoned"].to_numpy()).sum()),
+            **percentiles(part["delay"].to_numpy()[bound], "queueing_delay"),
+            **percentiles(part["wait"].to_numpy(), "pending")}
 
 
-def run_statistics(pods: pd.DataFrame, ts: pd.DataFrame, groups_ts: pd.DataFrame | None,
-                   group_names: Sequence[str], group_nodes: Sequence[int],
-                   group_gpus: Sequence[int], end_time: float) -> dict[str, Any]:
+def run_statistics(pods: dict[str, np.ndarray], ts: pd.DataFrame,
+                   groups_ts: pd.DataFrame | None, group_names: Sequence[str],
+                   group_nodes: Sequence[int], group_gpus: Sequence[int],
+                   end_time: float) -> dict[str, Any]:
     """Figures for ``summary.json``'s ``results``: pending time over every pod,
     time-weighted means of the cluster's allocation and fragmentation, and the
-    ``classes`` and ``groups`` breakdowns (lists of mappings)."""
+    ``classes`` and ``groups`` breakdowns (lists of mappings).
+
+    ``pods`` holds per pod ``class``, ``group`` (code, -1 unbound), ``wait``,
+    ``delay``, ``bound`` and ``abandoned`` (``Recorder.pod_statistics``).
+    """
     out: dict[str, Any] = {}
-    arrived = pods[pods["class"] != INITIAL_STATE_CLASS]
-    out.update(percentiles(arrived["wait_s"].to_numpy(), "pending"))
+    table = pd.DataFrame(pods)
+    arrived = table[table["class"] != INITIAL_STATE_CLASS]
+    out.update(percentiles(arrived["wait"].to_numpy(), "pending"))
     if len(ts):
         t = ts["time"].to_numpy()
         cap = ts["hami_gpu_total"].to_numpy(dtype=float)
@@ -80,19 +85,17 @@ def run_statistics(pods: pd.DataFrame, ts: pd.DataFrame, groups_ts: pd.DataFrame
         out["mean_stranded_pct_of_capacity"] = time_weighted_mean(
             t, ts["stranded_pct_of_capacity"].to_numpy())
         out["mean_unfit_pct_of_capacity"] = time_weighted_mean(t, unfit)
-    classes = []
-    for label, part in arrived.groupby("class", sort=False):
-        classes.append({"class": label, **_waits(part)})
+    classes = [{"class": label, **_waits(part)}
+               for label, part in arrived.groupby("class", sort=False)]
     classes.sort(key=lambda c: (-c["pods"], c["class"]))
     out["classes"] = classes
     groups = []
-    bound_in = arrived[arrived["bind"].notna()]
+    bound_in = arrived[arrived["bound"]]
     for k, name in enumerate(group_names):
-        mine = bound_in[bound_in["group"] == name]
+        mine = bound_in[bound_in["group"] == k]
         g: dict[str, Any] = {"group": name, "nodes": int(group_nodes[k]),
                              "gpus": int(group_gpus[k]), "pods_bound": int(len(mine)),
-                             **percentiles((mine["bind"] - mine["arrival"]).to_numpy(),
-                                           "queueing_delay")}
+                             **percentiles(mine["delay"].to_numpy(), "queueing_delay")}
         if groups_ts is not None and len(groups_ts):
             rows = groups_ts[groups_ts["group"] == name]
             gpus = max(int(group_gpus[k]), 1)

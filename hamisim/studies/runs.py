@@ -16,8 +16,9 @@ import itertools
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -29,21 +30,24 @@ from hamisim.errors import InputError
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import cluster_from_path
 from hamisim.io.initialstate import InitialState, load_state
-from hamisim.io.outputs import atomic_folder, read_table, write_json, write_table
+from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.plots import plot_compare, plot_fill_curves, plot_run
 from hamisim.registry import is_research_policy
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
+from hamisim.sim.recorder import TableSink
 from hamisim.studies.fillcurves import curves
 from hamisim.studies.workers import process_pool
 from hamisim.workload import Trace, fill_workload, offered_load, retime
 
 __all__ = ["RunSpec", "Timing", "resolve_timing", "run", "run_prepared", "write_run",
+           "DISCARD",
            "compare", "plot_folder", "DEFAULT_LOAD", "DEFAULT_N_PODS", "DEFAULT_MAX_LIFETIME",
            "default_cluster_path", "default_trace_path", "prepare", "Prepared",
            "spec_from_summary", "arrival_span", "describe_cluster", "describe_workload",
-           "default_timing_notice", "format_duration", "COMPARE_COLUMNS"]
+           "default_timing_notice", "format_duration", "COMPARE_COLUMNS", "run_to_folder",
+           "sample_interval", "MAX_EVENT_ROWS"]
 
 #: offered GPU load of the bundled workload's re-timed replay (fraction of the
 #: cluster's GPUs): busy enough that policies differ, not a permanent backlog.
@@ -54,6 +58,8 @@ DEFAULT_LOAD = 0.8
 #: and draws a longer stream of pods from the trace (hamisim.workload.retime).
 DEFAULT_MAX_LIFETIME = 3600.0
 DEFAULT_N_PODS = 40_000
+#: time-series rows kept at event resolution before a run samples at an interval
+MAX_EVENT_ROWS = 500_000
 
 
 def default_cluster_path() -> Path:
@@ -97,6 +103,9 @@ class RunSpec:
     progress: bool | None = None
     state: str | None = None              # initial state file (DESIGN §4.4); None = empty cluster
     check: bool = False                   # verify invariants after every event (sim.checker)
+    #: time-series resolution, s: None = every event time up to MAX_EVENT_ROWS rows,
+    #: then an interval chosen by the run; 0 = every event time, whatever the length
+    sample_interval: float | None = None
 
     @property
     def label(self) -> str:
@@ -191,12 +200,14 @@ class Prepared:
     trace as read and the replay's timing, for reports."""
 
     cluster: Cluster
-    workload: list
+    workload: Trace
     shapes: list
     state: InitialState | None
     trace_path: str
     trace: Trace
     timing: Timing | None = None            # None in fill mode
+    #: seconds spent reading the cluster and the trace (for the console)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def prepare(spec: RunSpec) -> Prepared:
@@ -206,12 +217,14 @@ def prepare(spec: RunSpec) -> Prepared:
 
 
 def _prepare(spec: RunSpec) -> Prepared:
+    started = perf_counter()
     cluster = _cluster(spec)
+    read_cluster = perf_counter()
     trace_path = spec.trace or str(default_trace_path())
     trace = source = read_trace(trace_path)
+    read_trace_done = perf_counter()
     warn_suspect_units(trace, cluster)
-    pods = [tp.pod for tp in trace.pods]
-    shapes = typical_shapes(pods, cluster.scheduler)
+    shapes = typical_shapes(trace.templates, cluster.scheduler, counts=trace.template_counts())
     state = load_state(spec.state, cluster) if spec.state is not None else None
     timing = None
     if spec.mode == "fill":
@@ -219,7 +232,7 @@ def _prepare(spec: RunSpec) -> Prepared:
         order = np.random.default_rng(spec.seed).permutation(len(cluster.nodes))
         cluster = dataclasses.replace(cluster, nodes=tuple(cluster.nodes[i] for i in order))
         with _workload_error(spec, trace_path, "cannot fill the cluster (--mode fill)"):
-            workload = list(fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed))
+            workload = fill_workload(trace, cluster.n_cards, spec.fill_to, spec.seed)
     else:
         try:
             timing = resolve_timing(trace.format, as_traced=spec.as_traced, load=spec.load,
@@ -232,11 +245,15 @@ def _prepare(spec: RunSpec) -> Prepared:
                                  "load (--load)", "; --as-traced replays its own times"):
                 trace = retime(trace, timing.load, spec.seed, cluster.n_cards,
                                max_lifetime=timing.max_lifetime, n_pods=timing.n_pods)
-        workload = list(trace.iter_arrivals())
+        workload = trace
     if state is not None:
-        state.check_disjoint((getattr(w, "pod", w).name for w in workload),
+        names = workload.names
+        state.check_disjoint((names[i] for i in workload.arrival_order().tolist()),
                              f"the workload ({os.path.basename(trace_path)})")
-    return Prepared(cluster, workload, shapes, state, trace_path, source, timing)
+    timings = {"read_cluster": read_cluster - started,
+               "read_trace": read_trace_done - read_cluster,
+               "prepare_workload": perf_counter() - read_trace_done}
+    return Prepared(cluster, workload, shapes, state, trace_path, source, timing, timings)
 
 
 @contextlib.contextmanager
@@ -262,14 +279,16 @@ def run(spec: RunSpec = RunSpec()) -> SimResult:
     return run_prepared(spec, prepare(spec))
 
 
-def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
-    """The simulation of :func:`run` on inputs already :func:`prepare` d."""
+def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -> SimResult:
+    """The simulation of :func:`run` on inputs already :func:`prepare` d; ``sink``
+    receives the events and pods tables as the run goes (see :func:`run_to_folder`)."""
     cluster, trace_path, timing = prep.cluster, prep.trace_path, prep.timing
     cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
                        retry="none" if spec.mode == "fill" else spec.retry,
-                       progress=spec.progress, check=spec.check)
-    result = simulate(cluster, prep.workload, cfg, prep.shapes, total=len(prep.workload),
-                      initial=prep.state.pods if prep.state is not None else ())
+                       progress=spec.progress, check=spec.check,
+                       sample_interval=sample_interval(spec, prep.workload))
+    result = simulate(cluster, prep.workload, cfg, prep.shapes,
+                      initial=prep.state.pods if prep.state is not None else (), sink=sink)
     s = cluster.scheduler
     retimed = timing is not None and timing.retimed
     result.summary = {
@@ -303,6 +322,7 @@ def run_prepared(spec: RunSpec, prep: Prepared) -> SimResult:
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
         "results": result.summary,
     }
+    result.timings = {**prep.timings, **result.timings}
     if spec.resize:
         result.summary["inputs"]["resize"] = dict(spec.resize)
     if spec.state is not None:
@@ -327,12 +347,11 @@ def _runs(groups: Sequence[str]) -> list[list]:
     return out
 
 
-def arrival_span(workload: Sequence) -> float:
-    """Simulated seconds from the first to the last arrival of a workload
-    (trace pods in arrival or submission order)."""
-    if not workload or not hasattr(workload[0], "arrival"):
+def arrival_span(workload: Trace) -> float:
+    """Simulated seconds from the first to the last arrival of a workload."""
+    if not len(workload):
         return 0.0
-    return float(workload[-1].arrival - workload[0].arrival)
+    return float(workload.arrival.max() - workload.arrival.min())
 
 
 def format_duration(seconds: float) -> str:
@@ -422,21 +441,57 @@ def spec_from_summary(summary: dict) -> RunSpec:
 
 def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parquet",
               title: str = "") -> Path:
-    """Write events, pods, timeseries (and per-group timeseries_groups),
-    summary.json and figures/ atomically."""
+    """Write a finished in-memory run: events, pods, timeseries (and per-group
+    timeseries_groups), summary.json and figures/, atomically."""
     with atomic_folder(out) as tmp:
         write_table(result.events, tmp, "events", fmt)
         if result.pods is not None:
             write_table(result.pods, tmp, "pods", fmt)
-        write_table(result.timeseries, tmp, "timeseries", fmt)
-        if result.group_timeseries is not None:
-            write_table(result.group_timeseries, tmp, "timeseries_groups", fmt)
-        if result.occupancy is not None:
-            np.save(tmp / "occupancy.npy", result.occupancy)
-        write_json(result.summary, tmp / "summary.json")
-        _figures(result.summary, result.timeseries, result.occupancy,
-                 result.group_timeseries, tmp / "figures", title)
+        _write_rest(result, tmp, fmt, title)
     return Path(out)
+
+
+def run_to_folder(spec: RunSpec, prep: Prepared, out: str | os.PathLike[str],
+                  fmt: str = "parquet", title: str = "") -> SimResult:
+    """Run and write the results folder, the events and pods tables streamed to it
+    in batches as the run goes (memory flat in the number of pods); the folder
+    appears whole at the end, or not at all. The result's ``events`` and ``pods``
+    are ``None``; ``timings["write"]`` is the time spent writing."""
+    with atomic_folder(out) as tmp:
+        sink = TableFiles(tmp, fmt)
+        try:
+            result = run_prepared(spec, prep, sink=sink)
+        finally:
+            sink.close()
+        started = perf_counter()
+        _write_rest(result, tmp, fmt, title)
+        result.timings["write"] = sink.seconds + perf_counter() - started
+        result.timings["simulate"] -= sink.seconds
+    return result
+
+
+def _write_rest(result: SimResult, folder: Path, fmt: str, title: str) -> None:
+    write_table(result.timeseries, folder, "timeseries", fmt)
+    if result.group_timeseries is not None:
+        write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
+    if result.occupancy is not None:
+        np.save(folder / "occupancy.npy", result.occupancy)
+    write_json(result.summary, folder / "summary.json")
+    _figures(result.summary, result.timeseries, result.occupancy, result.group_timeseries,
+             folder / "figures", title)
+
+
+def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
+    """The time-series resolution of a run: ``spec.sample_interval`` when set (0 =
+    every event time), else every event time up to :data:`MAX_EVENT_ROWS` rows,
+    and beyond that the interval that spreads about half of them over the
+    workload's arrivals (a replay has about two event times per pod)."""
+    if spec.sample_interval is not None:
+        return spec.sample_interval or None
+    if spec.mode != "replay" or 2 * len(workload) <= MAX_EVENT_ROWS:
+        return None
+    span = arrival_span(workload)
+    return max(span, 1.0) / (MAX_EVENT_ROWS / 2)
 
 
 def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path,
@@ -528,14 +583,28 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
 def _compare_one(job: tuple, prep: Prepared | None = None) -> tuple[dict, pd.DataFrame]:
     """One run of a comparison, its folder written; (summary, time series)."""
     spec, folder, fmt, keep = job
-    result = run_prepared(spec, prep if prep is not None else prepare(spec))
+    prep = prep if prep is not None else prepare(spec)
     if keep:
-        write_run(result, folder, fmt)
+        result = run_to_folder(spec, prep, folder, fmt)
     else:
+        result = run_prepared(spec, prep, sink=DISCARD)
         Path(folder).mkdir(parents=True)
         write_table(result.timeseries, Path(folder), "timeseries", fmt)
         write_json(result.summary, Path(folder) / "summary.json")
     return result.summary, result.timeseries
+
+
+class DiscardSink:
+    """A sink for tables nobody keeps (a comparison without --keep-runs, a sweep
+    cell whose events are not asked for): the recorder does not even build them."""
+
+    discards = True
+
+    def write(self, name: str, table) -> None:
+        pass
+
+
+DISCARD = DiscardSink()
 
 
 def _run_names(specs: Sequence[RunSpec], scheduler) -> list[str]:

@@ -171,7 +171,7 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
             raise HamisimError(f"the worker runs hamisim {__version__}, the sweep "
                                f"{task.version}; results would not be comparable")
         from hamisim.io.clusterfile import cluster_from_path
-        from hamisim.studies.runs import RunSpec, run
+        from hamisim.studies.runs import DISCARD, RunSpec, prepare, run_prepared
         cluster_path = _materialise(cell.cluster.name, task.cluster_bytes, cell.cluster.sha256)
         paths[str(cluster_path)] = cell.cluster.label
         trace_path = _materialise(cell.trace.name, task.trace_bytes, cell.trace.sha256)
@@ -197,7 +197,9 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
                        percentage_of_nodes_to_score=cell.percentage_of_nodes_to_score,
                        node_tie_break=cell.node_tie_break, retry=cell.retry or "backoff",
                        progress=False)
-        result = run(spec)
+        # the events table is built only when the sweep keeps it
+        keep_events = "events" in task.cell_outputs
+        result = run_prepared(spec, prepare(spec), sink=None if keep_events else DISCARD)
         # the summary names where the submitting machine reads the inputs, not
         # this worker's private copies (same bytes; gone once the worker exits):
         # `hamisim explain --run` works on the cell's folder
