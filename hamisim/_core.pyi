@@ -1,5 +1,5 @@
 """Type stub of the compiled kernel (hamisim/_core.pyx); C types in trailing comments."""
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -99,6 +99,14 @@ class Core:
     def refresh_node(self, node: int) -> None: ...   # int node: recompute its aggregates
     def refresh_all(self) -> None: ...
     def take_changed_groups(self) -> list[tuple[int, int, int, int, int, int, int]]: ...
+    def apply_rows(self, node: int, rows: list[int], used: list[int], mem: list[int],
+                   cores: list[int], cpu_milli: int, sign: int) -> None: ...
+    def snapshot_peak(self) -> None: ...
+    def peak_usage(self) -> Any: ...
+    def sample(self, time: float, arrived: int, pending: int, running: int, departed: int,
+               abandoned: int, gpu_arrived: float, delay: float) -> None: ...
+    def series(self) -> tuple[Any, Any, Any]: ...
+    ts_rows: int
     def apply(
         self,
         node: int,              # int
@@ -258,3 +266,79 @@ class MeterCore:
         cpu_milli: int,
         sign: int,                              # 1 add, -1 remove
     ) -> None: ...
+
+
+class ReplayCore:
+    """The replay engine's event loop and bookkeeping for one run (hamisim.sim.compiled
+    builds it; hamisim.sim.engine is its readable twin). Pods are numbered in arrival
+    order; every per-pod input is in that order."""
+
+    n_pods: int
+    next_start: int                   # kube-scheduler's rotating start index
+    now: float                        # the clock: the last event's time
+    feeder_done: bool                 # every pod has arrived
+    n_arrived: int
+    n_pending: int
+    n_running: int
+    n_departed: int
+    n_abandoned: int
+    n_attempts: int
+    live: int                         # pending timers that can change the cluster
+    gpu_arrived: float
+    peak_alloc: int
+    peak_time: float
+    decision_time: float              # seconds in HAMi's decisions (kernel calls)
+    last_time: float                  # time of the last recorded event
+    # the current batch of events (first ev_n rows) and of pods (first pd_n rows)
+    np_ev_time: F64
+    np_ev_kind: Any                   # int8, codes of hamisim.sim.recorder.EVENT_KINDS
+    np_ev_node: I64                   # -1 = none
+    np_ev_pod: I64                    # pod number (arrival order)
+    ev_n: int
+    ev_dev_rows: list[int]
+    ev_devs: list[str]
+    ev_msg_rows: list[int]
+    ev_msgs: list[str]
+    np_pd_pod: I64
+    np_pd_class: Any                  # int32
+    np_pd_arrival: F64
+    np_pd_first: F64
+    np_pd_bind: F64
+    np_pd_node: I64
+    np_pd_attempts: I64
+    np_pd_end: F64
+    pd_devs: list[str | None]
+    pd_n: int
+    # per pod in pods-table order (first s_n), queueing delays (first n_delays)
+    np_s_class: Any
+    np_s_node: Any
+    np_s_arrival: F64
+    np_s_bind: F64
+    np_s_end: F64
+    np_delays: F64
+    s_n: int
+    n_delays: int
+    g_times: Any                      # array('d'): per-group series times
+    g_rows: Any                       # array('q'): 7 raw sums per row
+    def __init__(
+        self, core: Core, meter: MeterCore, *, arrival: F64, duration: F64, deletion: F64,
+        template: Any, priority: Any, pod_class: Any, t_spec: list[PodSpec | None],
+        t_kind: U8, t_wants_gpu: U8, t_node_spread: U8, t_n_init: Any, t_cpu: I64,
+        t_mem: I64, t_gpu: F64, node_start: I64, pad_empty: U8, card_ids: list[str],
+        retry: bool, flush_after: float, backoff_initial: float, backoff_max: float,
+        sample_interval: float | None, random_ties: bool, wanted: int, next_start: int,
+        many_groups: bool, n_groups: int,
+        fail_message: Callable[[bool], str],          # (wants_gpu) -> FailedScheduling text
+        pod_error: Callable[[int], str],              # pod number -> admission/Filter error
+        draw_block: Callable[[int], F64],             # n -> n tie-break draws in [0, 1)
+        progress: Callable[[int], object] | None,     # pods arrived since the last call
+        on_events: Callable[[int], None],             # a batch of n events is ready
+        on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
+    ) -> None: ...
+    @property
+    def next_time(self) -> float: ...   # the next event's time, inf when none is left
+    def run(self, horizon: float = ...) -> None: ...   # every event before horizon
+    def finish(self, final_sample: bool = ...) -> None: ...
+    def flush_events(self) -> None: ...
+    def flush_pods(self) -> None: ...
+    def flush_groups(self) -> None: ...

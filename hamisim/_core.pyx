@@ -1019,6 +1019,23 @@ cdef class Core:
         (<int64_t*>c.req_mem)[node] += sign * mem
         self._refresh(node)
 
+    cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
+                       const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n,
+                       int64_t cpu, int64_t mem, int sign) noexcept nogil:
+        # apply() on C arrays, rows already known to be the node's (the compiled
+        # replay engine's call)
+        cdef const Cards* c = &self.table.c
+        cdef Py_ssize_t t
+        cdef int64_t r
+        for t in range(n):
+            r = rows[t]
+            (<int64_t*>c.used)[r] += sign * d_used[t]
+            (<int64_t*>c.usedmem)[r] += sign * d_mem[t]
+            (<int64_t*>c.usedcores)[r] += sign * d_cores[t]
+        (<int64_t*>c.req_cpu)[node] += sign * cpu
+        (<int64_t*>c.req_mem)[node] += sign * mem
+        self._refresh(node)
+
     cdef inline void _fit_pod(self, PodSpec pod):
         if pod.n_cont > self.s.cap_c:
             self._alloc(self.s.cap_k, max(pod.n_cont, 2 * self.s.cap_c))
@@ -1338,6 +1355,17 @@ cdef class Core:
                     self.tied[self.n_tied] = j
                     self.n_tied += 1
 
+    cdef int _place_c(self, PodSpec pod, int node):
+        # place() without the checks (node known valid, buffers fitted)
+        cdef Node nv
+        cdef int st
+        _node_view(&self.table.c, node, &nv)
+        if nv.k == 0:
+            return ST_UNREGISTERED
+        st = _score_node(&nv, &pod.p, &self.s)
+        self.placed = node if st == ST_FIT else -1
+        return st
+
     def place(self, PodSpec pod, int node):
         """Re-run the pod on ``node`` and leave its picks in the pick buffers.
 
@@ -1575,3 +1603,4 @@ include "_research.pxi"
 
 # hamisim.sim.metrics.ClusterMeter: the per-node refresh.
 include "_meter.pxi"
+include "_replay.pxi"

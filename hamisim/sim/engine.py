@@ -16,29 +16,41 @@ Two modes:
 Events at equal times: departures first, then arrivals in trace order, then
 one scheduling pass over the active queue. Arrivals are read lazily from the
 trace; each pod's work is a callback on a SimPy event, not a process.
+
+This module is the readable engine, the specification of a run.
+:func:`simulate` hands a :class:`~hamisim.workload.Trace` on the kernel backend
+to its compiled twin, :mod:`hamisim.sim.compiled`, which produces the identical
+run several times faster (``EngineConfig.engine`` chooses explicitly); the
+reference backend, the research policies, ``check`` and initial states run here.
 """
 from __future__ import annotations
 
-import gc
 import heapq
-import sys
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from array import array
+from time import perf_counter
 from typing import Iterable, Protocol, Sequence
 
 import numpy as np
-import pandas as pd
 import simpy
 
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Decision, devices_annotation
 from hamisim.hami.reference import collapsed_usage
 from hamisim.pods import Container, Pod
-from hamisim.shapes import Shape, gpu_request, request_class
+from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
-from hamisim.sim.metrics import ClusterMeter, PodUsage
-from hamisim.sim.recorder import EVENT_COLUMNS, INITIAL_STATE_CLASS, INITIAL_STATE_MESSAGE, Recorder
-from hamisim.sim.stats import run_statistics
+from hamisim.sim.config import ENGINES, EngineConfig
+from hamisim.sim.housekeeping import progress_bar, quiet_gc
+from hamisim.sim.metrics import ClusterMeter
+from hamisim.sim.recorder import (
+    EVENT_COLUMNS,
+    INITIAL_STATE_CLASS,
+    INITIAL_STATE_MESSAGE,
+    Recorder,
+    TableSink,
+)
+from hamisim.sim.result import RunCounts, SimResult, assemble_result
+from hamisim.workload import Trace
 
 __all__ = ["EngineConfig", "SimResult", "simulate", "quiet_gc", "EVENT_COLUMNS"]
 
@@ -47,6 +59,7 @@ __all__ = ["EngineConfig", "SimResult", "simulate", "quiet_gc", "EVENT_COLUMNS"]
 _DEPART, _ARRIVE, _PASS = 0, 1, 2
 #: pod shapes whose GPU request is remembered
 _SHAPES_KEPT = 4096
+_NAN = float("nan")
 
 
 class TracePodLike(Protocol):
@@ -56,72 +69,31 @@ class TracePodLike(Protocol):
     deletion: float | None
 
 
-@dataclass(frozen=True)
-class EngineConfig:
-    """How the engine drives the scheduler (kube-scheduler's queue settings)."""
-
-    mode: str = "replay"             # replay | fill
-    retry: str = "backoff"           # backoff | none
-    backoff_initial: float = 1.0
-    backoff_max: float = 10.0
-    flush_after: float = 300.0
-    seed: int = 0
-    backend: str = "kernel"
-    progress: bool | None = None     # None = only on a terminal
-    #: time-series resolution: ``None`` = one row per event time; else at most
-    #: one row per this many seconds (the state after the first event at or past
-    #: each sampling time), which keeps long replays' tables small
-    sample_interval: float | None = None
-    #: assert the simulation's invariants after every event (hamisim.sim.checker);
-    #: a violation raises hamisim.sim.checker.InvariantError
-    check: bool = False
-
-
-@dataclass
-class SimResult:
-    """A finished run: the event log, the pods, the time series and headline figures."""
-
-    events: pd.DataFrame
-    timeseries: pd.DataFrame
-    summary: dict = field(default_factory=dict)
-    #: allocated share of each card (nodes x cards, NaN where a node has
-    #: fewer cards) at the moment the most cards had a tenant, nodes ordered by
-    #: group (first-seen order, cluster order within); see
-    #: ClusterMeter.allocation_share
-    occupancy: np.ndarray | None = None
-    #: one row per pod (hamisim.sim.recorder.POD_COLUMNS)
-    pods: pd.DataFrame | None = None
-    #: per node group, a row whenever its nodes changed (several groups only)
-    group_timeseries: pd.DataFrame | None = None
-    #: the node group of each node, in cluster order (for figures)
-    node_groups: list[str] | None = None
-
-    def summary_table(self) -> pd.DataFrame:
-        """The headline figures (``summary["results"]`` when present) as one row
-        (the per-class and per-group breakdowns left out)."""
-        flat = self.summary.get("results", self.summary)
-        return pd.DataFrame([{k: v for k, v in flat.items()
-                              if not isinstance(v, (dict, list))}])
-
-
-@dataclass
 class _PodState:
-    pod: Pod
-    order: int
-    arrival: float
-    duration: float | None
-    deletion: float | None
-    gpu: float                        # GPUs asked (whole cards + fractional shares)
-    status: str = "new"               # queued, unschedulable, backoff, running, gone
-    attempts: int = 0
-    last_attempt: float = 0.0
-    gen: int = 0                      # invalidates stale timers
-    node: int = -1
-    usage: PodUsage | None = None     # the meter's view of its cards while running
-    row: int = -1                     # its row in the pods table
-    first_attempt: float = float("nan")
-    bind_time: float = float("nan")
-    devices: str | None = None
+    """A pod the engine is responsible for, from arrival until it leaves."""
+
+    __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
+                 "attempts", "last_attempt", "gen", "node", "usage", "cls", "first_attempt",
+                 "bind_time", "devices")
+
+    def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
+                 deletion: float | None, gpu: float, cls: int) -> None:
+        self.pod = pod
+        self.order = order
+        self.arrival = arrival
+        self.duration = duration
+        self.deletion = deletion
+        self.gpu = gpu                  # GPUs asked (whole cards + fractional shares)
+        self.status = "new"             # queued, unschedulable, backoff, running, gone
+        self.attempts = 0
+        self.last_attempt = 0.0
+        self.gen = 0                    # invalidates stale timers
+        self.node = -1
+        self.usage: tuple | None = None # (rows, slots, memory, cores) while running
+        self.cls = cls                  # class code (Recorder.class_code)
+        self.first_attempt = _NAN
+        self.bind_time = _NAN
+        self.devices: str | None = None
 
 
 class _Timer(simpy.events.Event):
@@ -133,6 +105,8 @@ class _Timer(simpy.events.Event):
     rides on the event (``action(arg)``, and whether it is ``live``), so no
     closure is made per timer.
     """
+
+    __slots__ = ("action", "arg", "live")
 
     def __init__(self, env: simpy.Environment, delay: float, priority: int, callback,
                  action=None, arg=None, live: bool = False) -> None:
@@ -154,17 +128,24 @@ class _FillClock:
 
 
 class _Engine:
-    def __init__(self, cluster: Cluster, config: EngineConfig, shapes: Sequence[Shape]):
+    def __init__(self, cluster: Cluster, config: EngineConfig, shapes: Sequence[Shape],
+                 sink: TableSink | None = None):
         self.cluster = cluster
         self.cfg = config
         self.sched = make_scheduler(cluster, backend=config.backend, shapes=shapes,
                                     seed=config.seed)
         self.meter = ClusterMeter(cluster, shapes)
-        self.rec = Recorder([n.name for n in cluster.nodes])
-        self.many_groups = len(self.meter.group_names) > 1
-        self._class_of: dict[tuple, str] = {}  # request class per pod shape
+        m = self.meter
+        self.node_groups = [m.group_names[g] for g in m.node_group]
+        self.rec = Recorder([n.name for n in cluster.nodes], self.node_groups, sink)
+        self.many_groups = len(m.group_names) > 1
+        self._gpus = ShapeCache(gpu_request, _SHAPES_KEPT)
+        self._classes = ShapeCache(lambda pod: self.rec.class_code(request_class(pod)),
+                                   _SHAPES_KEPT)
         self.rng = np.random.default_rng(config.seed)
         self.random_ties = cluster.scheduler.node_tie_break == "random"
+        self.replay = config.mode == "replay"
+        self.retry = config.retry != "none" and config.mode == "replay"   # fill: one attempt
         self.env = simpy.Environment()
         self.pods: dict[str, _PodState] = {}
         self.active: list[tuple[int, int, str]] = []
@@ -172,44 +153,56 @@ class _Engine:
         self.pass_wanted = False                # a scheduling pass is due at this time
         self.pass_scheduled = False             # ... and queued as a SimPy event
         self.upcoming = None                    # next (order, trace pod) to arrive
-        self._gpus_of: dict[tuple, float] = {}  # GPUs asked per pod shape
-        self.counts = {"pods_arrived": 0, "pods_pending": 0, "pods_running": 0,
-                       "pods_departed": 0, "pods_abandoned": 0}
+        # the pods by what became of them
+        self.n_arrived = self.n_pending = self.n_running = 0
+        self.n_departed = self.n_abandoned = 0
         self.gpu_arrived = 0.0
-        self.delays: list[float] = []
+        self.delays = array("d")                # queueing delay of every bound pod
         self.n_attempts = 0
         self.live = 0                           # pending timers that can change state
         self.next_sample = 0.0                  # with a sample interval
         self.row_time: float = -1.0             # binds at the current time, for the
-        self.row_delays: list[float] = []       # time series' queueing delay
+        self.row_delay_sum = 0.0                # time series' queueing delay
+        self.row_delay_n = 0
         self.feeder_done = False
         self.peak_alloc = -1
         self.peak_time = 0.0
-        self.peak_usage = self.meter.usage_snapshot()   # raw usage at the peak
+        self.decision_time = 0.0                # seconds inside sched.schedule
+        self.row_of = m.row                     # card id -> meter row (other backends)
         # --check: independent books verified after every event; None costs one test
         self.checker = None
         if config.check:
             from hamisim.sim.checker import Checker
             self.checker = Checker.for_engine(self)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """The pods by what became of them (names as in the time series)."""
+        return {"pods_arrived": self.n_arrived, "pods_pending": self.n_pending,
+                "pods_running": self.n_running, "pods_departed": self.n_departed,
+                "pods_abandoned": self.n_abandoned}
+
     # -- bookkeeping -------------------------------------------------------
     def _sample(self, force: bool = False) -> None:
+        now = self.env.now
         interval = self.cfg.sample_interval
         if interval is not None and not force:
-            if self.env.now < self.next_sample:
+            if now < self.next_sample:
                 return
-            self.next_sample = self.env.now + interval
-        self.rec.sample(self.env.now, self.counts, self.meter.reading())
-        if self.many_groups:
-            self.rec.sample_groups(self.env.now, self.meter.changed_groups())
-        self.rec.ts["gpu_arrived"].append(self.gpu_arrived)
+            self.next_sample = now + interval
         # mean wait of the pods bound at this time (NaN when none was)
-        waits = self.row_delays if self.row_time == self.env.now else []
-        self.rec.ts["queueing_delay_s"].append(sum(waits) / len(waits) if waits else float("nan"))
-        if self.meter.sum_alloc > self.peak_alloc:
-            self.peak_alloc = self.meter.sum_alloc
-            self.peak_time = self.env.now
-            self.meter.usage_snapshot(out=self.peak_usage)
+        delay = self.row_delay_sum / self.row_delay_n \
+            if self.row_time == now and self.row_delay_n else _NAN
+        m = self.meter
+        m.sample(now, self.n_arrived, self.n_pending, self.n_running, self.n_departed,
+                 self.n_abandoned, self.gpu_arrived, delay)
+        if self.many_groups:
+            self.rec.sample_groups(now, m.changed_groups())
+        alloc = m.sum_alloc
+        if alloc > self.peak_alloc:
+            self.peak_alloc = alloc
+            self.peak_time = now
+            m.snapshot_peak()
 
     def _at(self, delay: float, priority: int, action, arg=None) -> None:
         """Call ``action(arg)`` after ``delay``, then settle the pass (see _settle)."""
@@ -255,38 +248,17 @@ class _Engine:
         self.pass_scheduled = False
         self._pass()
 
-    def _gpus(self, pod: Pod) -> float:
-        """:func:`gpu_request`, once per pod shape."""
-        key = pod.shape_key
-        if key is None:
-            return gpu_request(pod)
-        gpus = self._gpus_of.get(key)
-        if gpus is None:
-            if len(self._gpus_of) >= _SHAPES_KEPT:
-                self._gpus_of.clear()       # bounded, whatever the trace
-            gpus = self._gpus_of[key] = gpu_request(pod)
-        return gpus
-
-    def _pod_class(self, tp) -> str:
-        """The trace's class label, else :func:`request_class`, once per pod shape."""
+    def _class_of(self, tp) -> int:
+        """The code of the trace's class label, else of :func:`request_class`."""
         label = getattr(tp, "pod_class", None)
         if label:
-            return label
-        pod = getattr(tp, "pod", tp)
-        key = pod.shape_key
-        if key is None:
-            return request_class(pod)
-        label = self._class_of.get(key)
-        if label is None:
-            if len(self._class_of) >= _SHAPES_KEPT:
-                self._class_of.clear()
-            label = self._class_of[key] = request_class(pod)
-        return label
+            return self.rec.class_code(label)
+        return self._classes.get(getattr(tp, "pod", tp))
 
     def _done(self, st: _PodState, end: float) -> None:
-        """Fill in the pod's row: it left (``end``) or the run is over (NaN)."""
-        self.rec.pod_done(st.row, st.first_attempt, st.bind_time, st.node, st.devices,
-                          st.attempts, end)
+        """Write the pod's row: it left at ``end``, or the run is over (NaN)."""
+        self.rec.pod_done(st.pod.name, st.cls, st.arrival, st.first_attempt, st.bind_time,
+                          st.node, st.devices, st.attempts, end)
 
     def _enqueue(self, st: _PodState) -> None:
         st.status = "queued"
@@ -315,28 +287,30 @@ class _Engine:
         self._settle()
 
     def _arrive(self, order: int, tp: TracePodLike) -> None:
-        name = tp.pod.name
-        st = _PodState(tp.pod, order, float(self.env.now), tp.duration, tp.deletion,
-                       self._gpus(tp.pod))
-        st.row = self.rec.pod_arrive(name, self._pod_class(tp), st.arrival)
+        pod = tp.pod
+        name = pod.name
+        now = self.env.now
+        st = _PodState(pod, order, float(now), tp.duration, tp.deletion, self._gpus.get(pod),
+                       self._class_of(tp))
         self.pods[name] = st
-        self.counts["pods_arrived"] += 1
-        self.counts["pods_pending"] += 1
+        self.n_arrived += 1
+        self.n_pending += 1
         self.gpu_arrived += st.gpu
-        self.rec.event(self.env.now, name, "arrive")
+        self.rec.event(now, name, "arrive")
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.arrive(name)
         if tp.deletion is not None:
-            self._at_live(max(tp.deletion - self.env.now, 0.0), _DEPART, self._delete, name)
+            self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._delete, name)
         self._enqueue(st)
-        self._request_pass()
+        self.pass_wanted = True
 
     # -- scheduling --------------------------------------------------------
     def _pass(self) -> None:
         self.pass_wanted = False
-        while self.active:
-            _, _, name = heapq.heappop(self.active)
-            st = self.pods.get(name)
+        active, pods = self.active, self.pods
+        while active:
+            _, _, name = heapq.heappop(active)
+            st = pods.get(name)
             if st is None or st.status != "queued":
                 continue
             self._attempt(st)
@@ -350,59 +324,72 @@ class _Engine:
             st.first_attempt = now
         st.attempts += 1
         st.last_attempt = now
+        started = perf_counter()
         try:
             d = self.sched.schedule(st.pod, draw)
         except ValueError as err:     # HAMi Filter error or admission rejection
             d = Decision(st.pod.name, message=str(err))
-        if d.bound:
+        self.decision_time += perf_counter() - started
+        if d.node is not None:
             self._bind(st, d)
         else:
             self.rec.event(now, st.pod.name, "unschedulable", message=d.message)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.unschedulable(st.pod.name)
-            if self.cfg.retry == "none":
+            if not self.retry:
                 self._abandon(st, "not retried (retry: none)")
             else:
                 st.status = "unschedulable"
                 st.gen += 1
                 self.unschedulable[st.pod.name] = None
-                gen = st.gen
-                self._at(self.cfg.flush_after, _ARRIVE, self._flush, (st, gen))
+                self._at(self.cfg.flush_after, _ARRIVE, self._flush, (st, st.gen))
         return d
+
+    def _usage(self, st: _PodState, d: Decision) -> tuple:
+        """The pod's cards as (meter rows, slots, memory, cores): the kernel's own
+        bookkeeping when it gives it, else HAMi's collapsed usage of the decision."""
+        if d.usage is not None:
+            return d.usage
+        per_card = collapsed_usage(d.containers, len(st.pod.init_containers))
+        row = self.row_of
+        return ([row[u] for u in per_card], [v[0] for v in per_card.values()],
+                [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
 
     def _bind(self, st: _PodState, d: Decision) -> None:
         now = self.env.now
+        pod = st.pod
         st.status = "running"
         st.gen += 1
-        st.node = d.node_index
+        st.node = node = d.node_index
         st.bind_time = now
-        st.devices = d.devices
-        n_init = len(st.pod.init_containers)
-        st.usage = self.meter.pod_usage(collapsed_usage(d.containers, n_init))
-        self.meter.apply(st.node, st.usage, st.pod.cpu_milli, +1)
-        self.counts["pods_pending"] -= 1
-        self.counts["pods_running"] += 1
-        self.delays.append(now - st.arrival)
+        st.devices = devices = d.devices
+        st.usage = usage = self._usage(st, d)
+        self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        delay = now - st.arrival
+        self.delays.append(delay)
         if self.row_time != now:
-            self.row_time, self.row_delays = now, []
-        self.row_delays.append(now - st.arrival)
-        self.rec.event(now, st.pod.name, "bind", d.node, d.devices)
+            self.row_time, self.row_delay_sum, self.row_delay_n = now, 0.0, 0
+        self.row_delay_sum += delay
+        self.row_delay_n += 1
+        self.rec.event(now, pod.name, "bind", d.node, devices)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
-            self.checker.bind(st.pod, d)
-        if self.cfg.mode == "replay" and st.deletion is None and st.duration is not None:
-            self._at_live(st.duration, _DEPART, self._delete, st.pod.name)
+            self.checker.bind(pod, d)
+        if self.replay and st.deletion is None and st.duration is not None:
+            self._at_live(st.duration, _DEPART, self._delete, pod.name)
 
     def _abandon(self, st: _PodState, why: str) -> None:
         st.status = "gone"
         st.gen += 1
         self.unschedulable.pop(st.pod.name, None)
-        self.counts["pods_pending"] -= 1
-        self.counts["pods_abandoned"] += 1
+        self.n_pending -= 1
+        self.n_abandoned += 1
         self.rec.event(self.env.now, st.pod.name, "abandon", message=why)
         self._done(st, self.env.now)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.abandon(st.pod.name)
-        if self.cfg.mode == "replay":
+        if self.replay:
             del self.pods[st.pod.name]      # memory stays flat in long replays
 
     # -- departures and retries ------------------------------------------
@@ -412,17 +399,18 @@ class _Engine:
             return
         if st.status == "running":
             self.sched.delete(name)
-            self.meter.apply(st.node, st.usage, st.pod.cpu_milli, -1)
+            self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
             st.status = "gone"
             st.gen += 1
-            self.counts["pods_running"] -= 1
-            self.counts["pods_departed"] += 1
+            self.n_running -= 1
+            self.n_departed += 1
             self.rec.event(self.env.now, name, "depart", self.cluster.nodes[st.node].name)
             self._done(st, self.env.now)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.depart(name)
             del self.pods[name]
-            self._wake_unschedulable()
+            if self.unschedulable:
+                self._wake_unschedulable()
         else:
             self._abandon(st, "deleted while pending")
         self._sample()
@@ -467,7 +455,7 @@ class _Engine:
 
     # -- modes -----------------------------------------------------------
     def run_replay(self, trace: Iterable[TracePodLike], total: int | None) -> None:
-        progress = _progress_bar(total, self.cfg.progress)
+        progress = progress_bar(total, self.cfg.progress)
         pods = enumerate(trace)
         self.upcoming = next(pods, None)
         if self.upcoming is None:
@@ -475,23 +463,32 @@ class _Engine:
         else:
             _Timer(self.env, max(self.upcoming[1].arrival, 0.0), _ARRIVE, self._arrivals,
                    arg=(pods, progress))
-        self.env.run()
+        try:
+            self.env.run()
+        finally:
+            if progress is not None:
+                progress.close()            # also on Ctrl-C: the message starts a line
         if self.cfg.sample_interval is not None:
             self._sample(force=True)        # the final state
-        if progress is not None:
-            progress.close()
 
     def run_fill(self, pods: Iterable, total: int | None) -> None:
         self.env = _FillClock()             # no event loop, only a clock
-        progress = _progress_bar(total, self.cfg.progress)
+        progress = progress_bar(total, self.cfg.progress)
+        try:
+            self._fill(pods, progress)
+        finally:
+            if progress is not None:
+                progress.close()
+
+    def _fill(self, pods: Iterable, progress) -> None:
         for order, item in enumerate(pods):
             pod = getattr(item, "pod", item)
             self.env.now = float(order)        # one submission per second
-            st = _PodState(pod, order, float(order), None, None, self._gpus(pod))
-            st.row = self.rec.pod_arrive(pod.name, self._pod_class(item), st.arrival)
+            st = _PodState(pod, order, float(order), None, None, self._gpus.get(pod),
+                           self._class_of(item))
             self.pods[pod.name] = st
-            self.counts["pods_arrived"] += 1
-            self.counts["pods_pending"] += 1
+            self.n_arrived += 1
+            self.n_pending += 1
             self.gpu_arrived += st.gpu
             self.rec.event(order, pod.name, "arrive")
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
@@ -500,8 +497,6 @@ class _Engine:
             self._sample()
             if progress is not None:
                 progress.update(1)
-        if progress is not None:
-            progress.close()
 
     # -- initial state -----------------------------------------------------
     def adopt_initial(self, initial: Sequence) -> None:
@@ -515,133 +510,83 @@ class _Engine:
         if not initial:
             return
         node_index = {n.name: i for i, n in enumerate(self.cluster.nodes)}
+        cls = self.rec.class_code(INITIAL_STATE_CLASS)
         for order, ip in enumerate(initial, start=-len(initial)):
             i = node_index[ip.node]
             pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
                       cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib)
-            st = _PodState(pod, order, 0.0, None, ip.departure, 0.0)
-            st.row = self.rec.pod_arrive(ip.name, INITIAL_STATE_CLASS, 0.0)
+            st = _PodState(pod, order, 0.0, None, ip.departure, 0.0, cls)
             self.pods[ip.name] = st
-            self.counts["pods_arrived"] += 1
-            self.counts["pods_pending"] += 1
+            self.n_arrived += 1
+            self.n_pending += 1
             self.rec.event(0.0, ip.name, "arrive")
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.arrive(ip.name)
             self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
             st.status, st.node = "running", i
-            st.usage = self.meter.pod_usage(collapsed_usage(ip.containers, ip.n_init))
-            self.meter.apply(i, st.usage, ip.cpu_milli, +1)
-            self.counts["pods_pending"] -= 1
-            self.counts["pods_running"] += 1
             d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)
+            st.usage = self._usage(st, d)
+            self.meter.apply_rows(i, *st.usage, ip.cpu_milli, 1)
+            self.n_pending -= 1
+            self.n_running += 1
             devices = devices_annotation(ip.containers) if any(ip.containers) else None
             st.bind_time, st.devices = 0.0, devices
             self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.adopt(pod, d)
-            if ip.departure is not None and self.cfg.mode == "replay":
+            if ip.departure is not None and self.replay:
                 self._at_live(ip.departure, _DEPART, self._delete, ip.name)
         self.n_initial = len(initial)
         self._sample()
 
     def result(self) -> SimResult:
-        for st in self.pods.values():
+        rec = self.rec
+        for st in sorted(self.pods.values(), key=lambda s: s.order):
             if st.status != "gone":
-                self._done(st, float("nan"))      # still pending or running at the end
-        events, ts = self.rec.frames()
-        m = self.meter
-        node_groups = [m.group_names[g] for g in m.node_group]
-        end_time = float(events["time"].iloc[-1]) if len(events) else 0.0
-        pods = self.rec.pods_frame(node_groups, end_time)
-        groups_ts = self.rec.groups_frame(m) if self.many_groups else None
-        delays = np.array(self.delays) if self.delays else np.zeros(1)
-        c = self.counts
-        summary = {
-            "pods": c["pods_arrived"], "bound": len(self.delays),
-            "departed": c["pods_departed"], "abandoned": c["pods_abandoned"],
-            "pending_at_end": c["pods_pending"], "running_at_end": c["pods_running"],
-            "attempts": self.n_attempts,
-            "queueing_delay_p50_s": float(np.percentile(delays, 50)),
-            "queueing_delay_p99_s": float(np.percentile(delays, 99)),
-            "queueing_delay_max_s": float(delays.max()),
-            "end_time_s": end_time,
-        }
-        if getattr(self, "n_initial", 0):
-            summary["initial_pods"] = self.n_initial
-        if len(ts):
-            summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
-            summary["peak_time_s"] = float(self.peak_time)
-            summary["final_unallocated_gpu_pct"] = float(
-                100.0 * ts["unallocated_gpu"].iloc[-1] / max(m.capacity, 1))
-        group_nodes = np.bincount(m.node_group, minlength=len(m.group_names))
-        summary.update(run_statistics(pods, ts, groups_ts, m.group_names, group_nodes,
-                                      m.group_cards, end_time))
-        return SimResult(events, ts, summary, self._occupancy(), pods, groups_ts, node_groups)
-
-    def _occupancy(self) -> np.ndarray:
-        """Allocated share of each card at the peak: a row per node, nodes ordered
-        by group (groups in first-seen order, cluster order within), so each group
-        is one block of rows."""
-        m = self.meter
-        per_node = np.diff(m.node_start)
-        width = int(per_node.max()) if len(per_node) else 0
-        occ = np.full((m.n_nodes, width), np.nan)
-        share = m.allocation_share(self.peak_usage)
-        for row, i in enumerate(np.argsort(m.node_group, kind="stable")):
-            a, b = m.node_start[i], m.node_start[i + 1]
-            occ[row, : b - a] = share[a:b]
-        return occ
-
-
-def _progress_bar(total: int | None, enabled: bool | None):
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
-    from tqdm import tqdm
-    return tqdm(total=total, unit="pod", desc="simulating", leave=False)
-
-
-@contextmanager
-def quiet_gc():
-    """No automatic garbage collection inside the block (the event loop; also
-    the reading of inputs, which builds many long-lived objects).
-
-    A long run keeps a few hundred thousand long-lived objects (the cluster,
-    the event columns), and CPython's automatic full collections walk all of
-    them every few ten thousand pods: they cost more than the simulation
-    itself in a million-pod replay (and even a young collection walks
-    every running pod's objects). The engine creates almost no reference
-    cycles (8 cyclic objects left by a 100,000-pod replay, freed at the
-    next collection after the block), so automatic collection is paused;
-    the previous state is restored on exit, also on error.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
+                self._done(st, _NAN)      # still pending or running at the end
+        rec.flush_events()
+        rec.flush_pods(rec.last_time)
+        counts = RunCounts(self.n_arrived, self.n_pending, self.n_running, self.n_departed,
+                           self.n_abandoned, self.n_attempts,
+                           np.frombuffer(self.delays, dtype=np.float64), self.peak_time,
+                           getattr(self, "n_initial", 0))
+        return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
+                               self.node_groups, self.many_groups)
 
 
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),
              shapes: Sequence[Shape] = (), total: int | None = None,
-             initial: Sequence = ()) -> SimResult:
+             initial: Sequence = (), sink: TableSink | None = None) -> SimResult:
     """Run one simulation.
 
-    ``workload`` is, in ``replay`` mode, trace pods (``.pod``, ``.arrival``,
-    ``.duration``, ``.deletion``) in arrival order; in ``fill`` mode, pods (or
-    trace pods) in submission order. ``shapes`` are the
-    typical pod shapes for the fragmentation metric. ``initial`` are pods
-    running from the start (:class:`hamisim.io.initialstate.InitialPod`), adopted
-    before the first event. The same inputs and seed give identical results.
+    ``workload`` is a :class:`hamisim.workload.Trace` (replayed in arrival order,
+    filled in file order), or trace pods (``.pod``, ``.arrival``, ``.duration``,
+    ``.deletion``) in arrival order in ``replay`` mode, pods (or trace pods) in
+    submission order in ``fill`` mode. ``shapes`` are the typical pod shapes for
+    the fragmentation metric. ``initial`` are pods running from the start
+    (:class:`hamisim.io.initialstate.InitialPod`), adopted before the first
+    event. ``sink`` receives the events and pods tables in batches as the run
+    goes (``result.events`` and ``result.pods`` are then ``None``); without one
+    they are kept in memory. The same inputs and seed give identical results,
+    whichever engine runs them (``config.engine``: the compiled twin where it
+    applies, see :func:`hamisim.sim.compiled.unsupported`).
     """
     if config.mode not in ("fill", "replay"):
         raise ValueError(f"unknown mode {config.mode!r} (replay or fill)")
-    eng = _Engine(cluster, config, shapes)
+    if config.engine not in ENGINES:
+        raise ValueError(f"unknown engine {config.engine!r} ({', '.join(ENGINES)})")
+    if config.engine != "python":
+        from hamisim.sim import compiled
+        why = compiled.unsupported(cluster, config, workload, initial)
+        if why is None:
+            return compiled.simulate_compiled(cluster, workload, config, shapes, sink)
+        if config.engine == "compiled":
+            raise ValueError(f"the compiled engine does not run {why}")
+    if isinstance(workload, Trace):
+        total = len(workload) if total is None else total
+        workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
+    started = perf_counter()
+    eng = _Engine(cluster, config, shapes, sink)
     with quiet_gc():
         eng.adopt_initial(initial)
         if config.mode == "fill":
@@ -650,4 +595,6 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
             eng.run_replay(workload, total)
         if eng.checker is not None:  # --check (hamisim/sim/checker.py)
             eng.checker.finish()
-        return eng.result()
+        result = eng.result()
+    result.timings = {"simulate": perf_counter() - started, "decisions": eng.decision_time}
+    return result

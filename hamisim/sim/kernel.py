@@ -50,6 +50,7 @@ from hamisim.hami.policy import (
 from hamisim.hami.reference import collapsed_usage
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import NO_PERCENTAGE, Pod, admit, pod_requests
+from hamisim.shapes import ShapeCache
 from hamisim.sim.arrays import REQ_FIELDS, REQ_NVIDIA, REQ_REGISTERED, ClusterState, encode_pod
 
 __all__ = ["KernelScheduler", "card_table", "pod_spec"]
@@ -111,7 +112,9 @@ class _Shape:
     n_init: int
     wants_gpu: bool
     node_spread: bool
-
+    #: HAMi's Filter error for this shape (an invalid ``device-scoring-weights``):
+    #: every attempt samples the nodes, then fails with this message
+    filter_error: str | None = None
 
 
 #: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
@@ -139,7 +142,7 @@ class KernelScheduler:
                                                   self.state.n_nodes)
         self._reason_cache: dict[tuple, str] = {}
         self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
-        self._shapes: dict[tuple, _Shape] = {}
+        self._shapes = ShapeCache(None, _SHAPE_CACHE_SIZE)
         self._random_ties = self.config.node_tie_break == "random"
         self._index = self.state.index.tolist()
         self._picks: dict[tuple[int, int, int], Pick] = {}
@@ -165,21 +168,28 @@ class KernelScheduler:
             s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
 
     def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
-              cpu_milli: int, memory_mib: int) -> None:
+              cpu_milli: int, memory_mib: int) -> _Bound:
         contrib = collapsed_usage(containers, n_init)
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
         row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
         rows = [row_of[u] for u in contrib]
         used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
-        self._add(name, _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib))
+        b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib)
+        self._add(name, b)
+        return b
 
     def _add(self, name: str, b: _Bound) -> None:
         self._core.apply(*b)
         self._pods[name] = b
 
-    def _shape(self, pod: Pod, key) -> _Shape:
-        """Admit and encode ``pod`` (raises as the reference does); cached by shape."""
+    def encode(self, pod: Pod) -> _Shape:
+        """Admit and encode ``pod`` (one shape), without touching the cluster.
+
+        Raises ``ValueError`` when admission refuses the pod (as the reference
+        does, before any node is looked at); a Filter error is kept in the
+        shape's ``filter_error``.
+        """
         cfg = self.config
         pod = admit(pod, cfg)
         requests, n_init = pod_requests(pod, cfg)
@@ -193,21 +203,19 @@ class KernelScheduler:
                                        numa_bind(pod.annotations))
             try:
                 weights = pod_weights(pod.annotations)
-            except ValueError:
+            except ValueError as err:
                 # HAMi's Filter errors out after kube-scheduler sampled the nodes.
                 spec = pod_spec(encode_pod(self.state, pod, requests, n_init, None, weights))
-                self._core.attempt(spec, self.next_start, self._wanted, False, False, True)
-                self.next_start = self._core.next_start
-                raise
+                return _Shape(spec, len(requests), n_init, wants_gpu, False, str(err))
             node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
                                                              pod.annotations))
         spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights))
-        shape = _Shape(spec, len(requests), n_init, wants_gpu, node_spread)
-        if key is not None:
-            if len(self._shapes) >= _SHAPE_CACHE_SIZE:
-                self._shapes.clear()
-            self._shapes[key] = shape
-        return shape
+        return _Shape(spec, len(requests), n_init, wants_gpu, node_spread)
+
+    def failure_message(self, wants_gpu: bool) -> str:
+        """kube-scheduler's FailedScheduling text of the attempt that just failed
+        (read from the kernel's buffers)."""
+        return histogram_message(self.state.n_nodes, self._histogram(wants_gpu))
 
     # -- one attempt -----------------------------------------------------
     def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
@@ -217,18 +225,22 @@ class KernelScheduler:
         cluster's ``node_tie_break`` is ``random``; the last node otherwise.
         """
         self.delete(pod.name)             # re-scheduling never double-counts
-        key = pod.shape_key
-        shape = self._shapes.get(key) if key is not None else None
+        shape = self._shapes.peek(pod)
         if shape is None:
-            shape = self._shape(pod, key)
+            shape = self.encode(pod)          # admission refusals raise, uncached
+            self._shapes.put(pod, shape)
         state, core = self.state, self._core
+        if shape.filter_error is not None:
+            core.attempt(shape.spec, self.next_start, self._wanted, False, False, True)
+            self.next_start = core.next_start
+            raise ValueError(shape.filter_error)
         spec, wants_gpu = shape.spec, shape.wants_gpu
         random_ties = self._random_ties and tie_draw is not None
         best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, shape.node_spread,
                             False, random_ties)
         self.next_start = core.next_start
         if best < 0:
-            msg = histogram_message(state.n_nodes, self._histogram(wants_gpu))
+            msg = self.failure_message(wants_gpu)
             snap = self._failure_snapshot(wants_gpu)
             return Decision(pod.name, message=msg,
                             reasons_factory=lambda: self._node_reasons(snap))
@@ -240,8 +252,10 @@ class KernelScheduler:
         n_req, n_init = shape.n_req, shape.n_init
         if not wants_gpu:
             containers: list[list[Pick]] = [[] for _ in range(n_req)]
-            self._add(pod.name, _Bound(node, [], [], [], [], pod.cpu_milli, pod.memory_mib))
-            return Decision(pod.name, names[node], containers, node_index=node)
+            b = _Bound(node, [], [], [], [], pod.cpu_milli, pod.memory_mib)
+            self._add(pod.name, b)
+            return Decision(pod.name, names[node], containers, node_index=node,
+                            usage=(b.rows, b.used, b.mem, b.cores))
         if core.placed != node:
             st = core.place(spec, node)
             assert st == _ST_FIT, "kernel: chosen node no longer fits"
@@ -264,13 +278,13 @@ class KernelScheduler:
         if n_init == 0 and n_req == 1:
             # One container: distinct cards, one slot each (collapsed_usage).
             cp = picks[0]
-            self._add(pod.name, _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp),
-                                       [m for _, m, _ in cp], [c for _, _, c in cp],
-                                       pod.cpu_milli, pod.memory_mib))
+            b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp), [m for _, m, _ in cp],
+                       [c for _, _, c in cp], pod.cpu_milli, pod.memory_mib)
+            self._add(pod.name, b)
         else:
-            self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
+            b = self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
         return Decision(pod.name, names[node], containers, node_index=node,
-                        pad_empty=self._pad_empty[node])
+                        pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
 
     def _failure_snapshot(self, wants_gpu: bool) -> tuple:
         """Copies of the kernel's failure buffers (the next attempt reuses them)."""

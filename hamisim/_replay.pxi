@@ -1,0 +1,1042 @@
+# Included from _core.pyx: the replay engine, compiled.
+#
+# hamisim.sim.engine._Engine is the readable specification of replay mode;
+# ReplayCore is its twin and must produce the identical run: the same events
+# in the same order at the same times, the same pods table, time series and
+# counts (tests/test_replay_core.py runs both on random traces and clusters).
+# Each method below is named after the engine method it mirrors.
+#
+# The Python engine schedules SimPy events ordered by (time, priority,
+# insertion); ReplayCore keeps its own heap of timers with the same key and
+# the same priorities, so events at equal times come out in the same order.
+# SimPy stays the clock: hamisim.sim.compiled drives run(horizon) from a SimPy
+# process, up to the next event of any other process.
+#
+# What stays in Python: the failure message of an unschedulable attempt (the
+# reason histogram is formatted by hamisim.sim.kernel, once per failure; the
+# message of a pod refused at admission or by a Filter error names the pod),
+# batches of rows handed to the sink, the random tie-break draws (numpy's
+# generator, drawn in blocks), the progress bar.
+
+from libc.stdlib cimport malloc, realloc, free
+from libc.stdint cimport int8_t
+from libc.math cimport NAN, ldexp
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.exc cimport PyErr_CheckSignals
+
+cdef enum:
+    # SimPy priorities of hamisim.sim.engine (_DEPART, _ARRIVE, _PASS)
+    P_DEPART = 0
+    P_ARRIVE = 1
+    P_PASS = 2
+    # timer kinds
+    T_ARRIVALS = 0      # the next arrival time (engine._arrivals)
+    T_PASS = 1          # a queued scheduling pass (engine._queued_pass)
+    T_DELETE = 2        # deletion or end of run time (engine._delete), live
+    T_FLUSH = 3         # unschedulable flush (engine._flush)
+    T_RETRY = 4         # end of backoff (engine._retry), live
+    # pod status (engine._PodState.status)
+    S_NEW = 0
+    S_QUEUED = 1
+    S_UNSCHEDULABLE = 2
+    S_BACKOFF = 3
+    S_RUNNING = 4
+    S_GONE = 5
+    # event kinds, as hamisim.sim.recorder.EVENT_KINDS
+    E_ARRIVE = 0
+    E_BIND = 1
+    E_UNSCHEDULABLE = 2
+    E_DEPART = 3
+    E_ABANDON = 4
+    # templates: encoded, refused at admission, failing HAMi's Filter
+    TK_OK = 0
+    TK_ADMISSION = 1
+    TK_FILTER_ERROR = 2
+    REPLAY_BATCH = 65536    # rows per batch (hamisim.sim.recorder.BATCH_ROWS)
+    DRAW_BLOCK = 4096       # tie-break draws fetched at a time
+
+
+
+ctypedef struct RTimer:
+    double time
+    int64_t seq
+    int32_t prio
+    int32_t kind
+    int32_t pod
+    int32_t gen
+
+
+ctypedef struct QItem:
+    int64_t neg_priority
+    int64_t order
+
+
+cdef inline bint _timer_less(const RTimer* a, const RTimer* b) noexcept nogil:
+    if a.time != b.time:
+        return a.time < b.time
+    if a.prio != b.prio:
+        return a.prio < b.prio
+    return a.seq < b.seq
+
+
+cdef inline bint _qitem_less(const QItem* a, const QItem* b) noexcept nogil:
+    if a.neg_priority != b.neg_priority:
+        return a.neg_priority < b.neg_priority
+    return a.order < b.order
+
+
+cdef inline double _clock() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef inline Py_ssize_t _write_int(char* out, int64_t v) noexcept nogil:
+    # decimal digits of v at out, returns how many (as Python's str(int))
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, k = 0
+    cdef uint64_t u
+    if v < 0:
+        out[0] = 45        # '-'
+        k = 1
+        u = <uint64_t>(-(v + 1)) + 1
+    else:
+        u = <uint64_t>v
+    while True:
+        tmp[n] = <char>(48 + u % 10)     # '0' + digit
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    while n > 0:
+        n -= 1
+        out[k] = tmp[n]
+        k += 1
+    return k
+
+
+cdef class ReplayCore:
+    """The replay engine's event loop and bookkeeping for one run (see
+    :mod:`hamisim.sim.compiled`, which builds it, drives it and reads it).
+
+    Pods are numbered in arrival order (the engine's ``order``); every input
+    array is indexed that way. The kernel (:class:`Core`) and the meter
+    (:class:`MeterCore`) are the scheduler's and the meter's own objects, so
+    their state after the run is what the Python engine would leave.
+    """
+    # -- inputs ----------------------------------------------------------
+    cdef Core core
+    cdef MeterCore meter
+    cdef readonly int n_pods
+    cdef const double[::1] arrival, duration, deletion          # NaN = none
+    cdef const int32_t[::1] tmpl, priority
+    cdef const int32_t[::1] pod_class
+    cdef list t_spec
+    cdef const uint8_t[::1] t_kind, t_wants_gpu, t_node_spread
+    cdef const int32_t[::1] t_n_init
+    cdef const int64_t[::1] t_cpu, t_mem
+    cdef const double[::1] t_gpu
+    cdef const int64_t[::1] node_start, card_off
+    cdef const uint8_t[::1] pad_empty
+    cdef bytes card_text
+    cdef const char* card_chars
+    # configuration
+    cdef bint retry, random_ties, many_groups, sampled
+    cdef double flush_after, backoff_initial, backoff_max, interval
+    cdef int wanted
+    cdef public int next_start
+    # callbacks
+    cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
+    # -- per pod state (arrival order) -----------------------------------
+    cdef int8_t[::1] status
+    cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
+    cdef double[::1] last_attempt, first_attempt, bind_time
+    cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
+    cdef int32_t u_head, u_tail, u_count          # unschedulable pods, insertion order
+    # running pods' usage, one slot each: rows and amounts (collapsed), devices
+    cdef int slot_width, slot_cap, n_free
+    cdef int32_t* slot_n
+    cdef int64_t* slot_rows
+    cdef int64_t* slot_used
+    cdef int64_t* slot_mem
+    cdef int64_t* slot_cores
+    cdef int32_t* free_slots
+    cdef list slot_devices
+    # collapse scratch (per card of a node)
+    cdef int64_t[::1] c_app_u, c_app_m, c_app_c, c_ini_m, c_ini_c
+    cdef uint8_t[::1] c_ini, c_touched
+    cdef int32_t[::1] c_list
+    # devices text
+    cdef char* text
+    cdef Py_ssize_t text_cap
+    # timers and the active queue
+    cdef RTimer* timers
+    cdef Py_ssize_t n_timers, cap_timers
+    cdef int64_t seq
+    cdef QItem* active
+    cdef Py_ssize_t n_active, cap_active
+    # -- the run ---------------------------------------------------------
+    cdef readonly double now
+    cdef int upcoming                      # next pod to arrive, n_pods = none
+    cdef readonly bint feeder_done
+    cdef bint pass_wanted, pass_scheduled
+    cdef readonly int64_t n_arrived, n_pending, n_running, n_departed, n_abandoned
+    cdef readonly int64_t n_attempts, live
+    cdef readonly double gpu_arrived
+    cdef double next_sample, row_time, row_delay_sum
+    cdef int64_t row_delay_n
+    cdef readonly int64_t peak_alloc
+    cdef readonly double peak_time, decision_time, last_time
+    cdef double[::1] draws
+    cdef Py_ssize_t n_draws, next_draw
+    cdef int64_t arrivals_reported
+    # -- records ---------------------------------------------------------
+    cdef readonly object np_ev_time, np_ev_kind, np_ev_node, np_ev_pod
+    cdef double[::1] ev_time
+    cdef int8_t[::1] ev_kind
+    cdef int64_t[::1] ev_node, ev_pod
+    cdef readonly Py_ssize_t ev_n
+    cdef readonly list ev_dev_rows, ev_devs, ev_msg_rows, ev_msgs
+    cdef readonly object np_pd_pod, np_pd_class, np_pd_arrival, np_pd_first, np_pd_bind
+    cdef readonly object np_pd_node, np_pd_attempts, np_pd_end
+    cdef int64_t[::1] pd_pod, pd_node, pd_attempts
+    cdef int32_t[::1] pd_class
+    cdef double[::1] pd_arrival, pd_first, pd_bind, pd_end
+    cdef readonly list pd_devs
+    cdef readonly Py_ssize_t pd_n
+    # per pod statistics, in pods-table order; queueing delays of bound pods
+    cdef readonly object np_s_class, np_s_node, np_s_arrival, np_s_bind, np_s_end, np_delays
+    cdef int32_t[::1] s_class, s_node
+    cdef double[::1] s_arrival, s_bind, s_end, delays
+    cdef readonly Py_ssize_t s_n, n_delays
+    # per-group series (Recorder.sample_groups): rows of the current time by group
+    cdef int64_t[:, ::1] g_now
+    cdef uint8_t[::1] g_present
+    cdef int32_t[::1] g_order
+    cdef Py_ssize_t n_present
+    cdef double g_time
+    cdef bint g_has_time
+    cdef readonly object g_times, g_rows          # array.array('d'), array.array('q')
+
+    def __cinit__(self):
+        self.timers = NULL
+        self.active = NULL
+        self.slot_n = NULL
+        self.slot_rows = self.slot_used = self.slot_mem = self.slot_cores = NULL
+        self.free_slots = NULL
+        self.text = NULL
+
+    def __dealloc__(self):
+        free(self.timers)
+        free(self.active)
+        free(self.slot_n)
+        free(self.slot_rows)
+        free(self.slot_used)
+        free(self.slot_mem)
+        free(self.slot_cores)
+        free(self.free_slots)
+        free(self.text)
+
+    def __init__(self, Core core, MeterCore meter, *, arrival, duration, deletion, template,
+                 priority, pod_class, t_spec, t_kind, t_wants_gpu, t_node_spread,
+                 t_n_init, t_cpu, t_mem, t_gpu, node_start, pad_empty, card_ids,
+                 bint retry, double flush_after, double backoff_initial, double backoff_max,
+                 sample_interval, bint random_ties, int wanted, int next_start,
+                 bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
+                 on_events, on_pods):
+        from array import array
+        cdef Py_ssize_t n = len(arrival), i
+        self.core = core
+        self.meter = meter
+        self.n_pods = <int>n
+        self.arrival, self.duration, self.deletion = arrival, duration, deletion
+        self.tmpl, self.priority, self.pod_class = template, priority, pod_class
+        self.t_spec = list(t_spec)
+        self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
+        self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
+        self.node_start, self.pad_empty = node_start, pad_empty
+        encoded = [c.encode("utf-8") for c in card_ids]
+        off = np.zeros(len(encoded) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(b) for b in encoded])
+        self.card_off = off
+        self.card_text = b"".join(encoded) + b"\0"
+        self.card_chars = self.card_text
+        self.retry, self.flush_after = retry, flush_after
+        self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
+        self.sampled = sample_interval is not None
+        self.interval = sample_interval if self.sampled else 0.0
+        self.random_ties, self.wanted, self.next_start = random_ties, wanted, next_start
+        self.many_groups = many_groups
+        self.fail_message, self.draw_block, self.progress = fail_message, draw_block, progress
+        self.pod_error = pod_error
+        self.on_events, self.on_pods = on_events, on_pods
+        # per pod
+        self.status = np.zeros(n, dtype=np.int8)
+        self.attempts = np.zeros(n, dtype=np.int32)
+        self.gen = np.zeros(n, dtype=np.int32)
+        self.node = np.full(n, -1, dtype=np.int32)
+        self.slot = np.full(n, -1, dtype=np.int32)
+        self.u_prev = np.full(n, -1, dtype=np.int32)
+        self.u_next = np.full(n, -1, dtype=np.int32)
+        self.last_attempt = np.zeros(n, dtype=np.float64)
+        self.arrived_at = np.zeros(n, dtype=np.float64)
+        self.first_attempt = np.full(n, np.nan)
+        self.bind_time = np.full(n, np.nan)
+        self.u_head = self.u_tail = -1
+        self.u_count = 0
+        # slots and scratch
+        widths = np.diff(np.asarray(node_start))
+        self.slot_width = max(int(widths.max()) if len(widths) else 1, 1)
+        self.slot_cap = 0
+        self.n_free = 0
+        self.slot_devices = []
+        self._grow_slots()
+        w = self.slot_width
+        self.c_app_u = np.zeros(w, dtype=np.int64)
+        self.c_app_m = np.zeros(w, dtype=np.int64)
+        self.c_app_c = np.zeros(w, dtype=np.int64)
+        self.c_ini_m = np.zeros(w, dtype=np.int64)
+        self.c_ini_c = np.zeros(w, dtype=np.int64)
+        self.c_ini = np.zeros(w, dtype=np.uint8)
+        self.c_touched = np.zeros(w, dtype=np.uint8)
+        self.c_list = np.zeros(w, dtype=np.int32)
+        self.text_cap = 4096
+        self.text = <char*>malloc(self.text_cap)
+        self.cap_timers = 1024
+        self.timers = <RTimer*>malloc(self.cap_timers * sizeof(RTimer))
+        self.cap_active = 1024
+        self.active = <QItem*>malloc(self.cap_active * sizeof(QItem))
+        if self.text == NULL or self.timers == NULL or self.active == NULL:
+            raise MemoryError()
+        self.n_timers = self.n_active = 0
+        self.seq = 0
+        # the run
+        self.now = 0.0
+        self.upcoming = 0
+        self.feeder_done = False
+        self.pass_wanted = self.pass_scheduled = False
+        self.n_arrived = self.n_pending = self.n_running = 0
+        self.n_departed = self.n_abandoned = self.n_attempts = self.live = 0
+        self.gpu_arrived = 0.0
+        self.next_sample = 0.0
+        self.row_time = -1.0
+        self.row_delay_sum = 0.0
+        self.row_delay_n = 0
+        self.peak_alloc = -1
+        self.peak_time = 0.0
+        self.decision_time = 0.0
+        self.last_time = 0.0
+        self.draws = np.zeros(0)
+        self.n_draws = self.next_draw = 0
+        self.arrivals_reported = 0
+        # records
+        self.np_ev_time = np.zeros(REPLAY_BATCH)
+        self.np_ev_kind = np.zeros(REPLAY_BATCH, dtype=np.int8)
+        self.np_ev_node = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.np_ev_pod = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.ev_time, self.ev_kind = self.np_ev_time, self.np_ev_kind
+        self.ev_node, self.ev_pod = self.np_ev_node, self.np_ev_pod
+        self.ev_n = 0
+        self.ev_dev_rows, self.ev_devs, self.ev_msg_rows, self.ev_msgs = [], [], [], []
+        self.np_pd_pod = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.np_pd_class = np.zeros(REPLAY_BATCH, dtype=np.int32)
+        self.np_pd_arrival = np.zeros(REPLAY_BATCH)
+        self.np_pd_first = np.zeros(REPLAY_BATCH)
+        self.np_pd_bind = np.zeros(REPLAY_BATCH)
+        self.np_pd_node = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.np_pd_attempts = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.np_pd_end = np.zeros(REPLAY_BATCH)
+        self.pd_pod, self.pd_class = self.np_pd_pod, self.np_pd_class
+        self.pd_arrival, self.pd_first = self.np_pd_arrival, self.np_pd_first
+        self.pd_bind, self.pd_node = self.np_pd_bind, self.np_pd_node
+        self.pd_attempts, self.pd_end = self.np_pd_attempts, self.np_pd_end
+        self.pd_devs = []
+        self.pd_n = 0
+        self.np_s_class = np.zeros(n, dtype=np.int32)
+        self.np_s_node = np.zeros(n, dtype=np.int32)
+        self.np_s_arrival = np.zeros(n)
+        self.np_s_bind = np.zeros(n)
+        self.np_s_end = np.zeros(n)
+        self.np_delays = np.zeros(n)
+        self.s_class, self.s_node = self.np_s_class, self.np_s_node
+        self.s_arrival, self.s_bind, self.s_end = self.np_s_arrival, self.np_s_bind, self.np_s_end
+        self.delays = self.np_delays
+        self.s_n = self.n_delays = 0
+        g = max(n_groups, 1)
+        self.g_now = np.zeros((g, 7), dtype=np.int64)
+        self.g_present = np.zeros(g, dtype=np.uint8)
+        self.g_order = np.zeros(g, dtype=np.int32)
+        self.n_present = 0
+        self.g_has_time = False
+        self.g_time = 0.0
+        self.g_times = array("d")
+        self.g_rows = array("q")
+        if n:
+            self._schedule(max(self.arrival[0], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
+        else:
+            self.feeder_done = True
+
+    # -- buffers -------------------------------------------------------------
+    cdef int _grow_slots(self) except -1:
+        cdef int old = self.slot_cap, cap = max(2 * old, 1024), i
+        cdef Py_ssize_t w = self.slot_width
+        self.slot_n = <int32_t*>realloc(self.slot_n, cap * sizeof(int32_t))
+        self.slot_rows = <int64_t*>realloc(self.slot_rows, cap * w * sizeof(int64_t))
+        self.slot_used = <int64_t*>realloc(self.slot_used, cap * w * sizeof(int64_t))
+        self.slot_mem = <int64_t*>realloc(self.slot_mem, cap * w * sizeof(int64_t))
+        self.slot_cores = <int64_t*>realloc(self.slot_cores, cap * w * sizeof(int64_t))
+        self.free_slots = <int32_t*>realloc(self.free_slots, cap * sizeof(int32_t))
+        if (self.slot_n == NULL or self.slot_rows == NULL or self.slot_used == NULL
+                or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL):
+            raise MemoryError()
+        # new slots free, lowest first
+        for i in range(cap - 1, old - 1, -1):
+            self.free_slots[self.n_free] = i
+            self.n_free += 1
+        self.slot_devices.extend([None] * (cap - old))
+        self.slot_cap = cap
+        return 0
+
+    cdef int _text_room(self, Py_ssize_t need) except -1:
+        cdef char* p
+        if need <= self.text_cap:
+            return 0
+        while self.text_cap < need:
+            self.text_cap *= 2
+        p = <char*>realloc(self.text, self.text_cap)
+        if p == NULL:
+            raise MemoryError()
+        self.text = p
+        return 0
+
+    # -- timers (SimPy's queue) ------------------------------------------------
+    cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1:
+        cdef RTimer t
+        cdef RTimer* h
+        cdef Py_ssize_t i, parent
+        if self.n_timers == self.cap_timers:
+            h = <RTimer*>realloc(self.timers, 2 * self.cap_timers * sizeof(RTimer))
+            if h == NULL:
+                raise MemoryError()
+            self.timers = h
+            self.cap_timers *= 2
+        t.time = self.now + delay           # as simpy.Environment.schedule
+        t.seq = self.seq
+        self.seq += 1
+        t.prio = prio
+        t.kind = kind
+        t.pod = pod
+        t.gen = gen
+        h = self.timers
+        i = self.n_timers
+        self.n_timers += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not _timer_less(&t, &h[parent]):
+                break
+            h[i] = h[parent]
+            i = parent
+        h[i] = t
+        return 0
+
+    cdef RTimer _pop_timer(self) noexcept nogil:
+        cdef RTimer* h = self.timers
+        cdef RTimer top = h[0], last
+        cdef Py_ssize_t n, i, child
+        self.n_timers -= 1
+        n = self.n_timers
+        if n > 0:
+            last = h[n]
+            i = 0
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and _timer_less(&h[child + 1], &h[child]):
+                    child += 1
+                if not _timer_less(&h[child], &last):
+                    break
+                h[i] = h[child]
+                i = child
+            h[i] = last
+        return top
+
+    cdef inline double _peek(self) noexcept nogil:
+        return self.timers[0].time if self.n_timers else INFINITY
+
+    # -- the active queue --------------------------------------------------------
+    cdef int _enqueue(self, int k) except -1:
+        cdef QItem q
+        cdef QItem* h
+        cdef Py_ssize_t i, parent
+        self.status[k] = S_QUEUED
+        self.gen[k] += 1
+        if self.n_active == self.cap_active:
+            h = <QItem*>realloc(self.active, 2 * self.cap_active * sizeof(QItem))
+            if h == NULL:
+                raise MemoryError()
+            self.active = h
+            self.cap_active *= 2
+        q.neg_priority = -<int64_t>self.priority[k]
+        q.order = k
+        h = self.active
+        i = self.n_active
+        self.n_active += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not _qitem_less(&q, &h[parent]):
+                break
+            h[i] = h[parent]
+            i = parent
+        h[i] = q
+        return 0
+
+    cdef int _pop_active(self) noexcept nogil:
+        cdef QItem* h = self.active
+        cdef QItem top = h[0], last
+        cdef Py_ssize_t n, i, child
+        self.n_active -= 1
+        n = self.n_active
+        if n > 0:
+            last = h[n]
+            i = 0
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and _qitem_less(&h[child + 1], &h[child]):
+                    child += 1
+                if not _qitem_less(&h[child], &last):
+                    break
+                h[i] = h[child]
+                i = child
+            h[i] = last
+        return <int>top.order
+
+    # -- the unschedulable set (a dict in insertion order in the engine) ---------
+    cdef inline void _u_add(self, int k) noexcept:
+        self.u_prev[k] = self.u_tail
+        self.u_next[k] = -1
+        if self.u_tail >= 0:
+            self.u_next[self.u_tail] = k
+        else:
+            self.u_head = k
+        self.u_tail = k
+        self.u_count += 1
+
+    cdef inline void _u_remove(self, int k) noexcept:
+        cdef int p = self.u_prev[k], q = self.u_next[k]
+        if p >= 0:
+            self.u_next[p] = q
+        else:
+            self.u_head = q
+        if q >= 0:
+            self.u_prev[q] = p
+        else:
+            self.u_tail = p
+        self.u_prev[k] = self.u_next[k] = -1
+        self.u_count -= 1
+
+    # -- records (Recorder.event, Recorder.pod_done) ------------------------------
+    cdef int _event(self, int kind, int k, int64_t node, object devices,
+                    object message) except -1:
+        cdef Py_ssize_t row = self.ev_n
+        self.last_time = self.now
+        self.ev_time[row] = self.now
+        self.ev_kind[row] = kind
+        self.ev_node[row] = node
+        self.ev_pod[row] = k
+        if devices is not None:
+            self.ev_dev_rows.append(row)
+            self.ev_devs.append(devices)
+        if message is not None:
+            self.ev_msg_rows.append(row)
+            self.ev_msgs.append(message)
+        self.ev_n = row + 1
+        if self.ev_n >= REPLAY_BATCH:
+            self.flush_events()
+        return 0
+
+    def flush_events(self):
+        """Hand the events recorded so far to ``on_events(n)`` and start afresh."""
+        if self.ev_n:
+            self.on_events(self.ev_n)
+            self.ev_n = 0
+            self.ev_dev_rows, self.ev_devs, self.ev_msg_rows, self.ev_msgs = [], [], [], []
+
+    cdef int _done(self, int k, double end) except -1:
+        # engine._done: the pod's row (it left at `end`, or NaN: the run is over)
+        cdef Py_ssize_t row = self.pd_n, s = self.s_n
+        cdef int c = self.pod_class[k], sl = self.slot[k]
+        self.pd_pod[row] = k
+        self.pd_class[row] = c
+        self.pd_arrival[row] = self.arrived_at[k]
+        self.pd_first[row] = self.first_attempt[k]
+        self.pd_bind[row] = self.bind_time[k]
+        self.pd_node[row] = self.node[k]
+        self.pd_attempts[row] = self.attempts[k]
+        self.pd_end[row] = end
+        self.pd_devs.append(self.slot_devices[sl] if sl >= 0 else None)
+        self.pd_n = row + 1
+        self.s_class[s] = c
+        self.s_node[s] = self.node[k]
+        self.s_arrival[s] = self.pd_arrival[row]
+        self.s_bind[s] = self.bind_time[k]
+        self.s_end[s] = end
+        self.s_n = s + 1
+        if self.pd_n >= REPLAY_BATCH:
+            self.flush_pods()
+        return 0
+
+    def flush_pods(self):
+        """Hand the pods recorded so far to ``on_pods(n)`` and start afresh."""
+        if self.pd_n:
+            self.on_pods(self.pd_n)
+            self.pd_n = 0
+            self.pd_devs = []
+
+    # -- the time series (engine._sample, Recorder.sample_groups) -----------------
+    cdef int _sample(self, bint force) except -1:
+        cdef double now = self.now, delay
+        cdef MeterCore m = self.meter
+        if self.sampled and not force:
+            if now < self.next_sample:
+                return 0
+            self.next_sample = now + self.interval
+        # mean wait of the pods bound at this time (NaN when none was)
+        if self.row_time == now and self.row_delay_n:
+            delay = self.row_delay_sum / self.row_delay_n
+        else:
+            delay = NAN
+        m._sample_c(now, self.n_arrived, self.n_pending, self.n_running, self.n_departed,
+                    self.n_abandoned, self.gpu_arrived, delay)
+        if self.many_groups:
+            self._sample_groups(now)
+        if m.sum_alloc > self.peak_alloc:
+            self.peak_alloc = m.sum_alloc
+            self.peak_time = now
+            m._snapshot_c()
+        return 0
+
+    cdef int _sample_groups(self, double time) except -1:
+        cdef MeterCore m = self.meter
+        cdef Py_ssize_t g
+        if not self.g_has_time or time != self.g_time:
+            self.flush_groups()
+            self.g_time = time
+            self.g_has_time = True
+        for g in range(m.g_dirty.shape[0]):
+            if not m.g_dirty[g]:
+                continue
+            m.g_dirty[g] = 0
+            if not self.g_present[g]:
+                self.g_present[g] = 1
+                self.g_order[self.n_present] = <int32_t>g
+                self.n_present += 1
+            self.g_now[g, 0] = g
+            self.g_now[g, 1] = m.g_alloc[g]
+            self.g_now[g, 2] = m.g_free[g]
+            self.g_now[g, 3] = m.g_frag[g]
+            self.g_now[g, 4] = m.g_unfit[g]
+            self.g_now[g, 5] = m.g_usedmem[g]
+            self.g_now[g, 6] = m.g_usedcores[g]
+        return 0
+
+    def flush_groups(self):
+        """Move the current time's per-group rows to ``g_times`` / ``g_rows``."""
+        cdef Py_ssize_t i, g, c
+        for i in range(self.n_present):
+            g = self.g_order[i]
+            self.g_times.append(self.g_time)
+            for c in range(7):
+                self.g_rows.append(self.g_now[g, c])
+            self.g_present[g] = 0
+        self.n_present = 0
+
+    # -- arrivals (engine._arrivals, engine._arrive) --------------------------------
+    cdef int _arrivals(self) except -1:
+        cdef double now = self.now
+        cdef int k = self.upcoming
+        while k < self.n_pods and self.arrival[k] <= now:
+            self._arrive(k)
+            k += 1
+            self.upcoming = k
+        if self.progress is not None and (k - self.arrivals_reported >= 4096
+                                          or k >= self.n_pods):
+            self.progress(k - self.arrivals_reported)
+            self.arrivals_reported = k
+        if k >= self.n_pods:
+            self.feeder_done = True
+        else:
+            self._schedule(self.arrival[k] - now, P_ARRIVE, T_ARRIVALS, -1, 0)
+        self._settle()
+        return 0
+
+    cdef int _arrive(self, int k) except -1:
+        cdef double now = self.now, deletion = self.deletion[k]
+        self.arrived_at[k] = now
+        self.n_arrived += 1
+        self.n_pending += 1
+        self.gpu_arrived += self.t_gpu[self.tmpl[k]]
+        self._event(E_ARRIVE, k, -1, None, None)
+        if deletion == deletion:
+            self.live += 1
+            self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETE, k, 0)
+        self._enqueue(k)
+        self.pass_wanted = True
+        return 0
+
+    # -- scheduling (engine._pass, engine._attempt, engine._bind) --------------------
+    cdef int _pass(self) except -1:
+        cdef int k
+        self.pass_wanted = False
+        while self.n_active:
+            k = self._pop_active()
+            if self.status[k] != S_QUEUED:
+                continue
+            self._attempt(k)
+        self._sample(False)
+        return 0
+
+    cdef double _draw(self) except? -1.0:
+        if self.next_draw == self.n_draws:
+            self.draws = self.draw_block(DRAW_BLOCK)
+            self.n_draws = self.draws.shape[0]
+            self.next_draw = 0
+        self.next_draw += 1
+        return self.draws[self.next_draw - 1]
+
+    cdef int _attempt(self, int k) except -1:
+        cdef double now = self.now, draw = 0.0, started
+        cdef int node
+        if self.random_ties:
+            draw = self._draw()
+        self.n_attempts += 1
+        if not self.attempts[k]:
+            self.first_attempt[k] = now
+        self.attempts[k] += 1
+        self.last_attempt[k] = now
+        started = _clock()
+        message = None
+        node = self._decide(k, draw)
+        if node < 0:
+            message = self.fail_message(bool(self.t_wants_gpu[self.tmpl[k]])) if node == -1 \
+                else self.pod_error(k)
+        self.decision_time += _clock() - started
+        if node >= 0:
+            self._bind(k, node)
+            return 0
+        self._event(E_UNSCHEDULABLE, k, -1, None, message)
+        if not self.retry:
+            self._abandon(k, "not retried (retry: none)")
+        else:
+            self.status[k] = S_UNSCHEDULABLE
+            self.gen[k] += 1
+            self._u_add(k)
+            self._schedule(self.flush_after, P_ARRIVE, T_FLUSH, k, self.gen[k])
+        return 0
+
+    cdef int _decide(self, int k, double draw) except -3:
+        # KernelScheduler.schedule: the chosen node, its usage in a new slot;
+        # -1 no node fits, -2 the template's own error (admission or Filter)
+        cdef int t = self.tmpl[k], kind = self.t_kind[t], best, node, n, j
+        cdef Core core = self.core
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef bint wants_gpu
+        if kind == TK_ADMISSION:
+            return -2
+        core._fit_pod(spec)
+        if kind == TK_FILTER_ERROR:
+            # HAMi's Filter errors out after kube-scheduler sampled the nodes
+            core._attempt(&spec.p, self.next_start, self.wanted, False, False, True, True)
+            self.next_start = core.next_start
+            return -2
+        wants_gpu = self.t_wants_gpu[t]
+        core._attempt(&spec.p, self.next_start, self.wanted, wants_gpu, self.t_node_spread[t],
+                      False, self.random_ties)
+        self.next_start = core.next_start
+        best = core.best
+        if best < 0:
+            return -1
+        if self.random_ties:
+            n = core.n_tied
+            j = <int>(draw * n)
+            if j > n - 1:
+                j = n - 1
+            best = <int>core.tied[j]
+        node = <int>core.window[best]
+        if self.n_free == 0:
+            self._grow_slots()
+        self.n_free -= 1
+        self.slot[k] = self.free_slots[self.n_free]
+        if not wants_gpu:
+            self.slot_n[self.slot[k]] = 0
+            self.slot_devices[self.slot[k]] = None
+        else:
+            if core.placed != node:
+                if core._place_c(spec, node) != ST_FIT:
+                    raise AssertionError("kernel: chosen node no longer fits")
+            self._take_picks(k, node, spec.n_cont, self.t_n_init[t])
+        self._kernel_apply(k, node, 1)
+        return node
+
+    cdef int _take_picks(self, int k, int node, int n_cont, int n_init) except -1:
+        # the pod's collapsed usage (hamisim.hami.reference.collapsed_usage) and its
+        # devices annotation, from the kernel's pick buffers, into the pod's slot
+        cdef Scratch* s = &self.core.s
+        cdef int sl = self.slot[k], ci, i, p, n = 0, b
+        cdef Py_ssize_t w = self.slot_width, base = <Py_ssize_t>sl * w
+        cdef int64_t r0 = self.node_start[node]
+        if n_init == 0 and n_cont == 1:
+            # one container: distinct cards, one slot each
+            for i in range(s.out_n[0]):
+                self.slot_rows[base + i] = r0 + s.out_pos[i]
+                self.slot_used[base + i] = 1
+                self.slot_mem[base + i] = s.out_mem[i]
+                self.slot_cores[base + i] = s.out_cores[i]
+            n = s.out_n[0]
+        else:
+            for ci in range(n_cont):
+                for i in range(s.out_n[ci]):
+                    b = ci * s.cap_k + i
+                    p = s.out_pos[b]
+                    if not self.c_touched[p]:
+                        self.c_touched[p] = 1
+                        self.c_list[n] = p
+                        n += 1
+                        self.c_app_u[p] = self.c_app_m[p] = self.c_app_c[p] = 0
+                        self.c_ini[p] = 0
+                        self.c_ini_m[p] = self.c_ini_c[p] = 0
+                    if ci >= n_init:        # app containers on one card add up
+                        self.c_app_u[p] += 1
+                        self.c_app_m[p] += s.out_mem[b]
+                        self.c_app_c[p] += s.out_cores[b]
+                    else:                   # init containers: the largest, one slot
+                        self.c_ini[p] = 1
+                        if s.out_mem[b] > self.c_ini_m[p]:
+                            self.c_ini_m[p] = s.out_mem[b]
+                        if s.out_cores[b] > self.c_ini_c[p]:
+                            self.c_ini_c[p] = s.out_cores[b]
+            for i in range(n):
+                p = self.c_list[i]
+                self.c_touched[p] = 0
+                self.slot_rows[base + i] = r0 + p
+                self.slot_used[base + i] = max(self.c_app_u[p], <int64_t>self.c_ini[p])
+                self.slot_mem[base + i] = max(self.c_app_m[p], self.c_ini_m[p])
+                self.slot_cores[base + i] = max(self.c_app_c[p], self.c_ini_c[p])
+        self.slot_n[sl] = n
+        self.slot_devices[sl] = self._devices_text(node, n_cont)
+        return 0
+
+    cdef object _devices_text(self, int node, int n_cont):
+        # hamisim.hami.decision.devices_annotation of the picks in the buffers
+        cdef Scratch* s = &self.core.s
+        cdef Py_ssize_t pos = 0, row, idlen
+        cdef int ci, i, b
+        cdef bint pad = self.pad_empty[node], any_pick = False
+        cdef int64_t r0 = self.node_start[node]
+        for ci in range(n_cont):
+            if s.out_n[ci] > 0:
+                any_pick = True
+        if not any_pick:
+            return None
+        for ci in range(n_cont):
+            if s.out_n[ci] == 0 and not pad:
+                continue
+            for i in range(s.out_n[ci]):
+                b = ci * s.cap_k + i
+                row = r0 + s.out_pos[b]
+                idlen = self.card_off[row + 1] - self.card_off[row]
+                self._text_room(pos + idlen + 64)
+                memcpy(self.text + pos, self.card_chars + self.card_off[row], idlen)
+                pos += idlen
+                memcpy(self.text + pos, b",NVIDIA,", 8)
+                pos += 8
+                pos += _write_int(self.text + pos, s.out_mem[b])
+                self.text[pos] = 44      # ','
+                pos += 1
+                pos += _write_int(self.text + pos, s.out_cores[b])
+                self.text[pos] = 58      # ':'
+                pos += 1
+            self._text_room(pos + 1)
+            self.text[pos] = 59      # ';'
+            pos += 1
+        return PyUnicode_DecodeUTF8(self.text, pos, NULL)
+
+    cdef inline void _kernel_apply(self, int k, int node, int sign) noexcept:
+        # KernelScheduler._add (sign 1) / delete (-1): the kernel's usage and aggregates
+        cdef int sl = self.slot[k], t = self.tmpl[k]
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        self.core._apply_c(node, self.slot_rows + base, self.slot_used + base,
+                           self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
+                           self.t_cpu[t], self.t_mem[t], sign)
+
+    cdef inline void _meter_apply(self, int k, int node, int sign) noexcept:
+        cdef int sl = self.slot[k], t = self.tmpl[k]
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
+                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
+                            self.t_cpu[t], sign)
+
+    cdef int _bind(self, int k, int node) except -1:
+        cdef double now = self.now, delay, duration = self.duration[k]
+        self.status[k] = S_RUNNING
+        self.gen[k] += 1
+        self.node[k] = node
+        self.bind_time[k] = now
+        self._meter_apply(k, node, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        delay = now - self.arrived_at[k]
+        self.delays[self.n_delays] = delay
+        self.n_delays += 1
+        if self.row_time != now:
+            self.row_time = now
+            self.row_delay_sum = 0.0
+            self.row_delay_n = 0
+        self.row_delay_sum += delay
+        self.row_delay_n += 1
+        self._event(E_BIND, k, node, self.slot_devices[self.slot[k]], None)
+        if self.deletion[k] != self.deletion[k] and duration == duration:
+            self.live += 1
+            self._schedule(duration, P_DEPART, T_DELETE, k, 0)
+        return 0
+
+    cdef int _abandon(self, int k, str why) except -1:
+        if self.status[k] == S_UNSCHEDULABLE:
+            self._u_remove(k)
+        self.status[k] = S_GONE
+        self.gen[k] += 1
+        self.n_pending -= 1
+        self.n_abandoned += 1
+        self._event(E_ABANDON, k, -1, None, why)
+        self._done(k, self.now)
+        return 0
+
+    # -- departures and retries (engine._delete, _wake_unschedulable, _retry, _flush) --
+    cdef int _delete(self, int k) except -1:
+        cdef int st = self.status[k], node, sl
+        if st == S_GONE or st == S_NEW:
+            return 0
+        if st == S_RUNNING:
+            node = self.node[k]
+            self._kernel_apply(k, node, -1)
+            self._meter_apply(k, node, -1)
+            self.status[k] = S_GONE
+            self.gen[k] += 1
+            self.n_running -= 1
+            self.n_departed += 1
+            self._event(E_DEPART, k, node, None, None)
+            self._done(k, self.now)
+            sl = self.slot[k]
+            self.slot_devices[sl] = None
+            self.free_slots[self.n_free] = sl
+            self.n_free += 1
+            self.slot[k] = -1
+            if self.u_count:
+                self._wake_unschedulable()
+        else:
+            self._abandon(k, "deleted while pending")
+        self._sample(False)
+        return 0
+
+    cdef double _backoff(self, int k) noexcept:
+        # kube-scheduler doubles up to the cap; the exponent is bounded
+        cdef int doublings = self.attempts[k] - 1
+        if doublings < 0:
+            doublings = 0
+        if doublings > 64:
+            doublings = 64
+        return min(self.backoff_initial * ldexp(1.0, doublings), self.backoff_max)
+
+    cdef int _wake_unschedulable(self) except -1:
+        cdef double now = self.now, ready
+        cdef int k = self.u_head, nxt
+        while k >= 0:
+            nxt = self.u_next[k]
+            self._u_remove(k)
+            ready = self.last_attempt[k] + self._backoff(k)
+            if ready <= now:
+                self._enqueue(k)
+                self.pass_wanted = True
+            else:
+                self.status[k] = S_BACKOFF
+                self.gen[k] += 1
+                self.live += 1
+                self._schedule(ready - now, P_ARRIVE, T_RETRY, k, self.gen[k])
+            k = nxt
+        return 0
+
+    cdef int _retry(self, int k, int gen) except -1:
+        if self.gen[k] == gen and self.status[k] == S_BACKOFF:
+            self._enqueue(k)
+            self.pass_wanted = True
+        return 0
+
+    cdef int _flush(self, int k, int gen) except -1:
+        if self.feeder_done and self.live == 0:
+            return 0            # nothing can change any more: the run is over
+        if self.gen[k] == gen and self.status[k] == S_UNSCHEDULABLE:
+            self._u_remove(k)
+            self._enqueue(k)
+            self.pass_wanted = True
+        return 0
+
+    # -- the loop (SimPy's step, engine._on_timer, engine._settle) ------------------
+    cdef int _settle(self) except -1:
+        if not self.pass_wanted or self.pass_scheduled:
+            return 0
+        if self._peek() > self.now:
+            self._pass()
+        else:
+            self.pass_scheduled = True
+            self._schedule(0.0, P_PASS, T_PASS, -1, 0)
+        return 0
+
+    cdef int _dispatch(self, RTimer* t) except -1:
+        if t.kind == T_ARRIVALS:
+            self._arrivals()
+        elif t.kind == T_PASS:
+            self.pass_scheduled = False
+            self._pass()
+        else:
+            if t.kind == T_DELETE or t.kind == T_RETRY:
+                self.live -= 1
+            if t.kind == T_DELETE:
+                self._delete(t.pod)
+            elif t.kind == T_FLUSH:
+                self._flush(t.pod, t.gen)
+            else:
+                self._retry(t.pod, t.gen)
+            self._settle()
+        return 0
+
+    @property
+    def next_time(self):
+        """Time of the next event (inf when none is left)."""
+        return self._peek()
+
+    def run(self, double horizon=INFINITY):
+        """Process every event before ``horizon`` (all of them by default).
+        Ctrl-C (any pending signal) stops it between two events."""
+        cdef RTimer t
+        cdef uint32_t steps = 0
+        while self.n_timers and self.timers[0].time < horizon:
+            t = self._pop_timer()
+            self.now = t.time
+            self._dispatch(&t)
+            steps += 1
+            if steps & 1023 == 0:
+                PyErr_CheckSignals()
+
+    def finish(self, bint final_sample=True):
+        """After the last event: the final time-series row (when sampled and
+        ``final_sample``; fill mode has none) and a row for every pod still
+        pending or running, in arrival order (engine.result)."""
+        cdef int k
+        if self.sampled and final_sample:
+            self._sample(True)
+        for k in range(self.n_pods):
+            if self.status[k] != S_GONE and self.status[k] != S_NEW:
+                self._done(k, NAN)

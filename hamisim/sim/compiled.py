@@ -1,0 +1,271 @@
+"""The replay engine, compiled: :class:`hamisim._core.ReplayCore` driven by SimPy.
+
+:mod:`hamisim.sim.engine` is the readable replay engine; this module runs the
+same replay with its event loop and bookkeeping compiled, for long traces
+(a Python callback per pod event costs tens of microseconds, several times the
+scheduling decision itself). The two are twins in the way the kernel and the
+reference scheduler are: same events in the same order at the same times,
+same pods table, time series, summary and figures, checked on random clusters
+and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
+specification and the path for everything the compiled one does not cover
+(:func:`unsupported`): the reference backend, the research policies,
+``--check``, initial states, workloads that are not a :class:`Trace`. Fill
+mode runs as the replay it is (pod *k* arrives at *k* s and gets one attempt).
+
+How it runs: the trace's columns are put in arrival order, each distinct pod
+request (the trace's templates) is admitted and encoded once by the kernel
+scheduler, and :class:`~hamisim._core.ReplayCore` keeps the engine's timers
+in a heap ordered as SimPy orders events (time, priority, insertion). SimPy
+remains the clock: one SimPy process runs the core up to the next event of any
+other process in the environment, so other processes can be added to a run;
+alone, the core runs from start to end in one step. What stays in Python is
+per batch (rows handed to the sink), per failure (kube-scheduler's message) or
+per block (random tie-break draws).
+"""
+from __future__ import annotations
+
+import math
+from time import perf_counter
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import simpy
+
+from hamisim import _core
+from hamisim.cluster import Cluster
+from hamisim.registry import is_research_policy
+from hamisim.shapes import Shape, gpu_request, request_class
+from hamisim.sim.config import EngineConfig
+from hamisim.sim.housekeeping import progress_bar, quiet_gc
+from hamisim.sim.kernel import KernelScheduler
+from hamisim.sim.metrics import ClusterMeter
+from hamisim.sim.recorder import BATCH_ROWS, Recorder, TableSink
+from hamisim.sim.result import RunCounts, SimResult, assemble_result
+from hamisim.workload import Trace
+
+__all__ = ["unsupported", "simulate_compiled"]
+
+assert BATCH_ROWS == 65536, "hamisim._core.ReplayCore batches 65,536 rows"
+
+# ReplayCore's template kinds
+_TK_OK, _TK_ADMISSION, _TK_FILTER_ERROR = 0, 1, 2
+
+
+def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Sequence) -> str | None:
+    """Why the compiled engine cannot run this (``None`` when it can)."""
+    if config.backend != "kernel":
+        return f"the {config.backend} backend"
+    if config.check:
+        return "--check"
+    if initial:
+        return "an initial state"
+    if not isinstance(workload, Trace):
+        return "a workload that is not a Trace"
+    if is_research_policy(cluster.scheduler.node_scheduler_policy):
+        return f"the research policy {cluster.scheduler.node_scheduler_policy}"
+    return None
+
+
+def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
+    """Per pod in arrival order, its class code in ``rec``: the trace's label when
+    it has one, else :func:`request_class` of its template; codes made in order of
+    first arrival, as the engine makes them."""
+    labels: list[str] = []
+    index: dict[str, int] = {}
+
+    def uid(label: str) -> int:
+        if label not in index:
+            index[label] = len(labels)
+            labels.append(label)
+        return index[label]
+
+    tmpl_uid = np.array([uid(request_class(t)) for t in trace.templates], dtype=np.int64)
+    trace_uid = np.array([uid(x) if x else -1 for x in trace.class_labels], dtype=np.int64)
+    tmpl = trace.template[order]
+    per_pod = tmpl_uid[tmpl] if len(tmpl_uid) else np.zeros(len(order), dtype=np.int64)
+    own = trace.pod_class[order]
+    if len(trace_uid):
+        mapped = np.where(own >= 0, trace_uid[np.maximum(own, 0)], -1)
+        per_pod = np.where(mapped >= 0, mapped, per_pod)
+    code = np.full(len(labels), -1, dtype=np.int32)
+    if len(per_pod):
+        seen, first = np.unique(per_pod, return_index=True)
+        for u in seen[np.argsort(first)].tolist():
+            code[u] = rec.class_code(labels[u])
+    return code[per_pod] if len(per_pod) else np.zeros(0, dtype=np.int32)
+
+
+def _templates(sched: KernelScheduler, trace: Trace) -> dict:
+    """The per-template columns ReplayCore takes (encoded once per distinct request)."""
+    cols: dict[str, list] = {k: [] for k in (
+        "t_spec", "t_kind", "t_wants_gpu", "t_node_spread", "t_n_init", "t_cpu",
+        "t_mem", "t_gpu")}
+    for pod in trace.templates:
+        try:
+            shape = sched.encode(pod)
+        except ValueError:              # refused at admission: no attempt is made
+            spec, kind, wants, spread, n_init = None, _TK_ADMISSION, 0, 0, 0
+        else:
+            spec = shape.spec
+            kind = _TK_OK if shape.filter_error is None else _TK_FILTER_ERROR
+            wants, spread, n_init = shape.wants_gpu, shape.node_spread, shape.n_init
+        for key, value in (("t_spec", spec), ("t_kind", kind),
+                           ("t_wants_gpu", wants), ("t_node_spread", spread),
+                           ("t_n_init", n_init), ("t_cpu", pod.cpu_milli),
+                           ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod))):
+            cols[key].append(value)
+    out: dict = {"t_spec": cols["t_spec"]}
+    for key, dtype in (("t_kind", np.uint8), ("t_wants_gpu", np.uint8),
+                       ("t_node_spread", np.uint8), ("t_n_init", np.int32),
+                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64)):
+        out[key] = np.array(cols[key], dtype=dtype)
+    return out
+
+
+class _Tables:
+    """Turns the core's batches into the recorder's tables (names, devices, messages)."""
+
+    def __init__(self, core_ref: list, rec: Recorder, names: pa.Array) -> None:
+        self.core_ref = core_ref
+        self.rec = rec
+        self.names = names              # by arrival order
+        self.end_time: float | None = None
+
+    def events(self, n: int) -> None:
+        core = self.core_ref[0]
+        self.rec.write_events(
+            core.np_ev_time[:n], core.np_ev_kind[:n], core.np_ev_node[:n],
+            self.names.take(core.np_ev_pod[:n]),
+            _sparse(core.ev_dev_rows, core.ev_devs, n),
+            _sparse(core.ev_msg_rows, core.ev_msgs, n))
+
+    def pods(self, n: int) -> None:
+        core = self.core_ref[0]
+        self.rec.write_pods(
+            self.names.take(core.np_pd_pod[:n]), core.np_pd_class[:n], core.np_pd_arrival[:n],
+            core.np_pd_first[:n], core.np_pd_bind[:n], core.np_pd_node[:n],
+            np.array(core.pd_devs, dtype=object), core.np_pd_attempts[:n],
+            core.np_pd_end[:n], self.end_time)
+
+
+def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
+    col = np.full(n, None, dtype=object)
+    if values:
+        col[np.array(rows, dtype=np.int64)] = np.array(values, dtype=object)
+    return col
+
+
+def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
+    """``pod_error(k)``: the message of pod ``k`` (arrival order) when its template
+    is refused at admission or fails HAMi's Filter (the message names the pod)."""
+    def pod_error(k: int) -> str:
+        pod = trace.pod(int(order[k]))
+        try:
+            shape = sched.encode(pod)
+        except ValueError as err:
+            return str(err)
+        assert shape.filter_error is not None, "pod_error: the pod encodes"
+        return shape.filter_error
+    return pod_error
+
+
+def _replay_process(env: simpy.Environment, core):
+    """Run the core up to the next event of any other process, then wait for its
+    next time; alone in the environment, the core runs to the end in one step."""
+    while True:
+        core.run(env.peek())
+        if core.next_time == math.inf:
+            break
+        yield env.timeout(max(core.next_time - env.now, 0.0))
+    if core.now > env.now:
+        yield env.timeout(core.now - env.now)
+
+
+def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = EngineConfig(),
+                      shapes: Sequence[Shape] = (),
+                      sink: TableSink | None = None) -> SimResult:
+    """Replay ``trace`` on ``cluster`` with the compiled engine (see the module
+    docstring); arguments and result as :func:`hamisim.sim.engine.simulate`.
+    Raises ``ValueError`` when :func:`unsupported` names a reason."""
+    why = unsupported(cluster, config, trace, ())
+    if why is not None:
+        raise ValueError(f"the compiled engine does not run {why}")
+    started = perf_counter()
+    if config.mode == "fill":
+        # the paper's protocol as a replay: pod k arrives at k s (file order),
+        # gets one attempt and never leaves
+        n = len(trace)
+        trace = trace.with_columns(arrival=np.arange(n, dtype=np.float64),
+                                   duration=np.full(n, np.nan), deletion=np.full(n, np.nan))
+    sched = KernelScheduler(cluster)
+    meter = ClusterMeter(cluster, shapes)
+    node_groups = [meter.group_names[g] for g in meter.node_group]
+    rec = Recorder([n.name for n in cluster.nodes], node_groups, sink)
+    many_groups = len(meter.group_names) > 1
+    order = trace.arrival_order()
+    names = pa.array(trace.names, pa.string()).take(order)
+    if len(names) and not _unique(names):
+        raise ValueError(f"{trace.name}: pod names must be unique within a trace")
+    with quiet_gc():
+        classes = _class_codes(trace, order, rec)
+        state = sched.state
+        random_ties = cluster.scheduler.node_tie_break == "random"
+        rng = np.random.default_rng(config.seed)
+        bar = progress_bar(len(order), config.progress)
+        core_ref: list = []
+        tables = _Tables(core_ref, rec, names)
+        core = _core.ReplayCore(
+            sched._core, meter._core,
+            arrival=np.ascontiguousarray(trace.arrival[order], dtype=np.float64),
+            duration=np.ascontiguousarray(trace.duration[order], dtype=np.float64),
+            deletion=np.ascontiguousarray(trace.deletion[order], dtype=np.float64),
+            template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
+            priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
+            pod_class=np.ascontiguousarray(classes, dtype=np.int32),
+            **_templates(sched, trace),
+            node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
+            pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
+            card_ids=list(state.card_ids),
+            retry=config.retry != "none" and config.mode == "replay",
+            flush_after=float(config.flush_after),
+            backoff_initial=float(config.backoff_initial),
+            backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
+            random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
+            many_groups=many_groups, n_groups=len(meter.group_names),
+            fail_message=sched.failure_message, pod_error=_pod_error(sched, trace, order),
+            draw_block=rng.random,
+            progress=bar.update if bar is not None else None,
+            on_events=tables.events, on_pods=tables.pods)
+        core_ref.append(core)
+        env = simpy.Environment()
+        env.process(_replay_process(env, core))
+        try:
+            env.run()
+        finally:
+            if bar is not None:
+                bar.close()             # also on Ctrl-C: the message starts a line
+        core.finish(final_sample=config.mode == "replay")
+        sched.next_start = core.next_start
+        rec.last_time = core.last_time
+        core.flush_events()
+        tables.end_time = core.last_time
+        core.flush_pods()
+        n = core.s_n
+        rec.set_pod_statistics(core.np_s_class[:n], core.np_s_node[:n],
+                               core.np_s_arrival[:n], core.np_s_bind[:n], core.np_s_end[:n])
+        if many_groups:
+            core.flush_groups()
+            rec.set_group_rows(core.g_times, core.g_rows)
+        counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
+                           core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
+                           core.peak_time)
+        result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
+                                 many_groups)
+    result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
+    return result
+
+
+def _unique(names: pa.Array) -> bool:
+    return len(pc.unique(names)) == len(names)

@@ -1,0 +1,124 @@
+"""What a run returns: :class:`SimResult`, assembled from the recorder and the meter.
+
+:func:`assemble_result` is shared by the Python engine (:mod:`hamisim.sim.engine`)
+and its compiled twin (:mod:`hamisim.sim.compiled`): both hand it their recorder
+(events and pods already flushed), the meter and the run's counters, so the
+summary, time series and occupancy are computed by one piece of code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hamisim.sim.metrics import TIMESERIES_COLUMNS, ClusterMeter
+from hamisim.sim.recorder import EVENT_COLUMNS, POD_COLUMNS, MemorySink, Recorder
+from hamisim.sim.stats import run_statistics
+
+__all__ = ["SimResult", "RunCounts", "assemble_result"]
+
+
+@dataclass
+class SimResult:
+    """A finished run: the event log, the pods, the time series and headline figures."""
+
+    events: pd.DataFrame
+    timeseries: pd.DataFrame
+    summary: dict = field(default_factory=dict)
+    #: allocated share of each card (nodes x cards, NaN where a node has
+    #: fewer cards) at the moment the most cards had a tenant, nodes ordered by
+    #: group (first-seen order, cluster order within); see
+    #: ClusterMeter.allocation_share
+    occupancy: np.ndarray | None = None
+    #: one row per pod (hamisim.sim.recorder.POD_COLUMNS)
+    pods: pd.DataFrame | None = None
+    #: per node group, a row whenever its nodes changed (several groups only)
+    group_timeseries: pd.DataFrame | None = None
+    #: the node group of each node, in cluster order (for figures)
+    node_groups: list[str] | None = None
+    #: seconds spent: ``simulate`` in all, ``decisions`` inside the scheduler's
+    #: ``schedule`` (the rest is the engine's own work); not part of the results
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary_table(self) -> pd.DataFrame:
+        """The headline figures (``summary["results"]`` when present) as one row
+        (the per-class and per-group breakdowns left out)."""
+        flat = self.summary.get("results", self.summary)
+        return pd.DataFrame([{k: v for k, v in flat.items()
+                              if not isinstance(v, (dict, list))}])
+
+
+@dataclass
+class RunCounts:
+    """The counters an engine keeps during a run, for :func:`assemble_result`."""
+
+    arrived: int
+    pending: int
+    running: int
+    departed: int
+    abandoned: int
+    attempts: int
+    #: queueing delay of every bound pod, in bind order
+    delays: np.ndarray
+    #: the first time the most cards had a tenant
+    peak_time: float
+    initial: int = 0
+
+
+def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
+                    sample_interval: float | None, node_groups: Sequence[str],
+                    many_groups: bool) -> SimResult:
+    """The run's :class:`SimResult` once the recorder holds every row (events and
+    pods flushed): the tables (when kept in memory), the time series, the summary
+    and the occupancy at the peak."""
+    m = meter
+    end_time = rec.last_time
+    sink = rec.sink
+    events = sink.table("events", EVENT_COLUMNS) if isinstance(sink, MemorySink) else None
+    pods = sink.table("pods", POD_COLUMNS) if isinstance(sink, MemorySink) else None
+    ts = pd.DataFrame(m.timeseries(), columns=[*TIMESERIES_COLUMNS, "gpu_arrived",
+                                               "queueing_delay_s"])
+    groups_ts = rec.groups_frame(m) if many_groups else None
+    delays = counts.delays if len(counts.delays) else np.zeros(1)
+    summary = {
+        "pods": counts.arrived, "bound": len(counts.delays),
+        "departed": counts.departed, "abandoned": counts.abandoned,
+        "pending_at_end": counts.pending, "running_at_end": counts.running,
+        "attempts": counts.attempts,
+        "queueing_delay_p50_s": float(np.percentile(delays, 50)),
+        "queueing_delay_p99_s": float(np.percentile(delays, 99)),
+        "queueing_delay_max_s": float(delays.max()),
+        "end_time_s": float(end_time),
+    }
+    if counts.initial:
+        summary["initial_pods"] = counts.initial
+    if len(ts):
+        summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
+        summary["peak_time_s"] = float(counts.peak_time)
+        summary["final_unallocated_gpu_pct"] = float(
+            100.0 * ts["unallocated_gpu"].iloc[-1] / max(m.capacity, 1))
+    if sample_interval is not None:
+        summary["timeseries_interval_s"] = float(sample_interval)
+    group_nodes = np.bincount(m.node_group, minlength=len(m.group_names))
+    summary.update(run_statistics(rec.pod_statistics(m.node_group, float(end_time)), ts,
+                                  groups_ts, m.group_names, group_nodes, m.group_cards,
+                                  float(end_time)))
+    return SimResult(events, ts, summary, occupancy_at_peak(m), pods, groups_ts,
+                     list(node_groups))
+
+
+def occupancy_at_peak(m: ClusterMeter) -> np.ndarray:
+    """Allocated share of each card at the peak: a row per node, nodes ordered
+    by group (groups in first-seen order, cluster order within), so each group
+    is one block of rows."""
+    per_node = np.diff(m.node_start)
+    width = int(per_node.max()) if len(per_node) else 0
+    occ = np.full((m.n_nodes, width), np.nan)
+    share = m.allocation_share(m.peak_usage())
+    starts = m.node_start
+    for row, i in enumerate(np.argsort(m.node_group, kind="stable").tolist()):
+        a, b = starts[i], starts[i + 1]
+        occ[row, : b - a] = share[a:b]
+    return occ

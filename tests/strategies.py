@@ -1,0 +1,142 @@
+"""Hypothesis strategies shared by the tests: random clusters and pods that reach
+every corner of HAMi's rules (card types, modes, policies, filters, weights,
+init containers, admission errors), for the kernel-versus-reference and the
+compiled-versus-Python engine tests."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck
+from hypothesis import strategies as st
+
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+
+CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
+              "AMD-MI100"]
+MODES = ["hami-core", "hami-core", "mps", "mig"]
+GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
+                "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
+                "topology-aware,binpack", "mutex,topology-aware", "numa,numa,binpack"]
+NODE_POLICIES = ["binpack", "spread", "other"]
+SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+
+@st.composite
+def cards_of(draw, node: str, max_cards: int):
+    n = draw(st.integers(0, max_cards) if draw(st.integers(0, 9)) else st.just(0))
+    # Many identical cards make exact score ties, which is where the card
+    # order (insertion sort up to 12, pdqsort above) decides.
+    uniform = draw(st.booleans())
+    proto = None
+    cards = []
+    indexes = draw(st.permutations(range(n))) if draw(st.booleans()) else list(range(n))
+    for i in range(n):
+        if proto is None or not uniform or draw(st.integers(0, 7)) == 0:
+            proto = {
+                "count": draw(st.sampled_from([10, 10, 4, 2, 1, 0])),
+                "devmem": draw(st.sampled_from([15360, 15360, 40960, 8192, 1000, 0])),
+                "devcore": draw(st.sampled_from([100, 100, 100, 50, 200, 0])),
+                "type": draw(st.sampled_from(CARD_TYPES[:3] if draw(st.integers(0, 5))
+                                          else CARD_TYPES)),
+                "mode": draw(st.sampled_from(MODES))}
+        cards.append(Card(id=f"GPU-{node}-{i}", index=indexes[i],
+                          numa=draw(st.sampled_from([0, 0, 1])) if n > 1 else 0,
+                          health=draw(st.integers(0, 12)) != 0, **proto))
+    return cards
+
+
+@st.composite
+def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
+    n_nodes = draw(st.integers(min_nodes, max_nodes))
+    nodes = []
+    for i in range(n_nodes):
+        name = f"node{i}"
+        cards = draw(cards_of(name, max_cards))
+        ids = [c.id for c in cards]
+        cordon = frozenset(draw(st.lists(st.sampled_from(ids), max_size=2))) \
+            if ids and draw(st.integers(0, 5)) == 0 else frozenset()
+        pairs = {}
+        if len(ids) > 1 and draw(st.integers(0, 2)) == 0:
+            # Few distinct values: ties between pair sums are the hard case.
+            for a in ids:
+                row = {b: draw(st.sampled_from([0, 1, 1, 2, 2, 10, 50, -5])) for b in ids
+                       if b != a and draw(st.integers(0, 3))}
+                if row:
+                    pairs[a] = row
+        cpu = draw(st.none() | st.sampled_from([0, 2000, 8000, 64000]))
+        mem = draw(st.none() | st.sampled_from([0, 4096, 65536]))
+        nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon))
+    cfg = SchedulerConfig(
+        gpu_scheduler_policy=draw(st.sampled_from(GPU_POLICIES)),
+        node_scheduler_policy=draw(st.sampled_from(NODE_POLICIES)),
+        default_memory=draw(st.sampled_from([0, 0, 1000])),
+        default_cores=draw(st.sampled_from([0, 0, 10])),
+        default_gpu_num=draw(st.sampled_from([1, 1, 2])),
+        memory_factor=draw(st.sampled_from([1, 1, 2])),
+        percentage_of_nodes_to_score=draw(st.sampled_from([0, 10, 50, 100])),
+        node_tie_break=draw(st.sampled_from(["last", "random"])))
+    return Cluster(tuple(nodes), cfg)
+
+
+@st.composite
+def containers(draw, gpu_likely: bool):
+    limits = {}
+    if not gpu_likely and draw(st.booleans()):
+        return Container()
+    if draw(st.integers(0, 5)):
+        limits[GPU] = draw(st.integers(1, 4))
+    kind = draw(st.sampled_from(["mem", "mem", "pct", "none", "both"]))
+    if kind in ("mem", "both"):
+        limits[GPUMEM] = draw(st.sampled_from([500, 1000, 1000, 4000, 16000, 50000]))
+    if kind in ("pct", "both"):
+        # 150 makes the admission webhook reject the pod (same error on both).
+        limits[GPUMEM_PERCENTAGE] = draw(st.sampled_from([0, 10, 25, 50, 100, 100] * 3 + [150]))
+    if draw(st.integers(0, 2)) == 0:
+        limits[GPUCORES] = draw(st.sampled_from([0, 10, 30, 50, 100, 150]))
+    if draw(st.integers(0, 6)) == 0:   # some values as requests instead of limits
+        return Container(requests=limits)
+    return Container(limits=limits)
+
+
+def _uuid_list(draw, ids):
+    picked = draw(st.lists(st.sampled_from(ids + ["GPU-nowhere"]), max_size=3)) \
+        if ids else ["GPU-nowhere"]
+    sep = draw(st.sampled_from([",", ", ", " , "]))
+    extra = draw(st.sampled_from(["", ",", " ", ", ,"]))
+    return sep.join(picked) + extra
+
+
+@st.composite
+def pods(draw, name: str, card_ids: list[str]):
+    n_app = draw(st.integers(1, 3))
+    app = tuple(draw(containers(gpu_likely=j == 0)) for j in range(n_app))
+    init = tuple(draw(containers(gpu_likely=False))
+                 for _ in range(draw(st.integers(0, 2)) if draw(st.integers(0, 3)) == 0 else 0))
+    ann = {}
+    if draw(st.integers(0, 2)) == 0:
+        ann["hami.io/gpu-scheduler-policy"] = draw(st.sampled_from(
+            GPU_POLICIES + ["topology-aware"] * 3 + ["mutex,topology-aware,numa"]))
+    if draw(st.integers(0, 4)) == 0:
+        ann["hami.io/node-scheduler-policy"] = draw(st.sampled_from(NODE_POLICIES))
+    if draw(st.integers(0, 2)) == 0:
+        ann["nvidia.com/numa-bind"] = draw(st.sampled_from(["true", "true", "1", "false",
+                                                            "yes"]))
+    if draw(st.integers(0, 6)) == 0:
+        ann["nvidia.com/use-gputype"] = draw(st.sampled_from(["A100", "t4", "NVIDIA", "a10,foo",
+                                                              " ", "Tesla, ,MI100"]))
+    if draw(st.integers(0, 6)) == 0:
+        ann["nvidia.com/nouse-gputype"] = draw(st.sampled_from(["A100", "T4", "a10", ""]))
+    if draw(st.integers(0, 6)) == 0:
+        ann["nvidia.com/use-gpuuuid"] = _uuid_list(draw, card_ids)
+    if draw(st.integers(0, 6)) == 0:
+        ann["nvidia.com/nouse-gpuuuid"] = _uuid_list(draw, card_ids)
+    if draw(st.integers(0, 8)) == 0:
+        ann["nvidia.com/vgpu-mode"] = draw(st.sampled_from(["hami-core", "mps", "mig", "",
+                                                            "hami-core,mps"]))
+    if draw(st.integers(0, 6)) == 0:
+        ann["hami.io/device-scoring-weights"] = draw(st.sampled_from([
+            "slot=1,core=1,memory=1", "slot=1,core=2,memory=3", "slot=0,core=0,memory=1",
+            "slot=5, core=0 ,memory=2", "slot=1", "slot=a,core=1,memory=1",
+            "slot=0,core=0,memory=0", "slot=1,core=1,memory=1,slot=2"]))
+    cpu = draw(st.sampled_from([0, 0, 500, 4000, 10000]))
+    mem = draw(st.sampled_from([0, 0, 1024, 32768]))
+    return Pod(name, app, init, ann, cpu, mem)

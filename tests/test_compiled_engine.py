@@ -1,0 +1,173 @@
+"""The compiled replay engine is the Python engine's twin: the identical run.
+
+Random clusters (every corner of HAMi's rules, node groups, random tie-breaks,
+kube-scheduler's sampling on larger clusters) and random traces (equal
+arrival times, priorities, deletions before and after binding, pods that run
+to the end, admission refusals and Filter errors, multi-container and init
+pods, the trace's own class labels) are replayed by both engines under random
+queue settings, and in fill mode; the events, the pods table, the time series (per event and
+sampled), the per-group series, the summary and the occupancy must be equal,
+value for value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from strategies import SLOW, clusters, pods
+
+from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim.shapes import typical_shapes
+from hamisim.sim.compiled import simulate_compiled, unsupported
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.workload import Trace, TracePod
+
+
+@st.composite
+def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    t = draw(st.sampled_from([0.0, 0.0, 2.5]))
+    out = []
+    for j in range(draw(st.integers(1, max_pods))):
+        t += draw(st.sampled_from([0.0, 0.0, 0.25, 1.0, 3.7, 20.0, 400.0]))
+        pod = draw(pods(f"p{j}", card_ids))
+        pod = dataclasses.replace(pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])))
+        duration = draw(st.none() | st.sampled_from([0.0, 0.5, 1.0, 7.3, 40.0, 400.0]))
+        deletion = None
+        if draw(st.integers(0, 5)) == 0:
+            deletion = t + draw(st.sampled_from([0.0, 0.25, 3.0, 30.0, 1000.0]))
+        label = draw(st.sampled_from([None, None, None, "", "train", "serve"]))
+        out.append(TracePod(pod, t, duration, deletion, j + 2, label))
+    return Trace.from_pods("random", out)
+
+
+@st.composite
+def configs(draw) -> EngineConfig:
+    return EngineConfig(
+        mode=draw(st.sampled_from(["replay", "replay", "replay", "fill"])),
+        retry=draw(st.sampled_from(["backoff", "backoff", "none"])),
+        flush_after=draw(st.sampled_from([300.0, 7.5])),
+        backoff_initial=draw(st.sampled_from([1.0, 0.25])),
+        backoff_max=draw(st.sampled_from([10.0, 2.0])),
+        sample_interval=draw(st.sampled_from([None, None, 0.5, 10.0])),
+        seed=draw(st.integers(0, 3)))
+
+
+def _grouped(draw, cluster: Cluster) -> Cluster:
+    if draw(st.booleans()):
+        return cluster
+    nodes = tuple(dataclasses.replace(n, group=draw(st.sampled_from(["a", "b", "c"])))
+                  for n in cluster.nodes)
+    return dataclasses.replace(cluster, nodes=nodes)
+
+
+def _canonical(summary: dict) -> str:
+    return json.dumps(summary, sort_keys=True, default=str)
+
+
+def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> pd.DataFrame:
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+    for name in ("events", "pods", "timeseries", "group_timeseries"):
+        a, b = getattr(want, name), getattr(got, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            pd.testing.assert_frame_equal(b, a, check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    assert np.array_equal(got.occupancy, want.occupancy, equal_nan=True)
+    assert got.node_groups == want.node_groups
+    return want.events
+
+
+def _note(events: pd.DataFrame) -> None:
+    ev = events.event
+    event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
+    if (ev == "abandon").any():
+        event("abandoned")
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine(data):
+    cluster = _grouped(data.draw, data.draw(clusters(max_nodes=5, max_cards=8)))
+    trace = data.draw(traces(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_sampled_window(data):
+    """>= 100 nodes: kube-scheduler's rotating sample decides which nodes are seen."""
+    cluster = data.draw(clusters(min_nodes=100, max_nodes=120, max_cards=2))
+    trace = data.draw(traces(cluster, max_pods=60))
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+def _one_card_cluster() -> Cluster:
+    card = Card("G0", 0, count=1, devmem=1000, devcore=100, type="NVIDIA-T4")
+    return Cluster((Node("n", (card,)),))
+
+
+def test_a_long_saturated_replay_is_the_same_run():
+    # Thousands of retries, flushes and wake-ups on a full cluster: the queue's
+    # bookkeeping (backoff, unschedulable set, live timers) over a long run.
+    whole = (Container({"nvidia.com/gpu": 1}),)
+    pods_ = [TracePod(Pod(f"p{k}", whole, priority=k % 3), 0.7 * k, 5.0 + k % 7,
+                      None if k % 11 else 0.7 * k + 40.0) for k in range(1500)]
+    events = assert_same_run(_one_card_cluster(), Trace.from_pods("busy", pods_),
+                             EngineConfig())
+    assert (events.event == "unschedulable").sum() > 1000
+
+
+def test_tables_over_several_batches_are_the_same_run():
+    # more than 65,536 pods: the events and pods tables each leave the engine in
+    # several batches (the compiled engine reuses its buffers between them)
+    cards = tuple(Card(f"G{k}", k, count=4, devmem=16000, devcore=100, type="NVIDIA-T4")
+                  for k in range(4))
+    cluster = Cluster(tuple(Node(f"n{i}", tuple(dataclasses.replace(c, id=f"{c.id}-{i}")
+                                                for c in cards)) for i in range(8)))
+    shapes = [(Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),),
+              (Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 2000}),)]
+    rng = np.random.default_rng(5)
+    pods_ = [TracePod(Pod(f"p{k}", shapes[k % 2]), 0.05 * k, float(rng.exponential(1.0)),
+                      None, k + 2, "odd" if k % 3 else None) for k in range(68_000)]
+    events = assert_same_run(cluster, Trace.from_pods("long", pods_), EngineConfig())
+    assert len(events) > 3 * 65_536
+
+
+def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
+    cluster = _one_card_cluster()
+    trace = Trace.from_pods("t", [TracePod(Pod("a", (Container({"nvidia.com/gpu": 1}),)),
+                                           0.0, 1.0)])
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    assert unsupported(cluster, EngineConfig(mode="fill"), trace, ()) is None
+    assert unsupported(cluster, EngineConfig(backend="reference"), trace, ()) \
+        == "the reference backend"
+    assert unsupported(cluster, EngineConfig(check=True), trace, ()) == "--check"
+    assert unsupported(cluster, EngineConfig(), list(trace.pods), ()) \
+        == "a workload that is not a Trace"
+    fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy="fgd"))
+    assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())
+    with pytest.raises(ValueError, match="does not run the reference backend"):
+        simulate(cluster, trace, EngineConfig(backend="reference", engine="compiled"))
+    with pytest.raises(ValueError, match="does not run --check"):
+        simulate_compiled(cluster, trace, EngineConfig(check=True))
+    with pytest.raises(ValueError, match="unknown engine"):
+        simulate(cluster, trace, EngineConfig(engine="fast"))
+    # auto: the reference backend's run goes to the Python engine and succeeds
+    assert simulate(cluster, trace, EngineConfig(backend="reference")).summary["bound"] == 1
+
+
+def test_duplicate_pod_names_are_refused():
+    whole = (Container({"nvidia.com/gpu": 1}),)
+    trace = Trace.from_pods("dup", [TracePod(Pod("a", whole), 0.0, 1.0),
+                                    TracePod(Pod("a", whole), 1.0, 1.0)])
+    with pytest.raises(ValueError, match="pod names must be unique"):
+        simulate(_one_card_cluster(), trace, EngineConfig(engine="compiled"))
