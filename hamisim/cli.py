@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sys
 import warnings
 from typing import Sequence
@@ -674,20 +675,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         # results folders are swapped in whole (hamisim.io.outputs.atomic_folder),
         # so an interrupted run or compare has written nothing
         done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
-        _close_progress_bars()
+        _close_progress_bars(getattr(args, "progress", None))
         print(f"hamisim: interrupted:{done}" if done else "hamisim: interrupted",
               file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
-def _close_progress_bars() -> None:
-    """Clear an interrupted progress bar's line, so the message starts a line."""
+def _close_progress_bars(progress: bool | None) -> None:
+    """Clear an interrupted progress bar's line, so the message starts a line.
+
+    A Ctrl-C inside tqdm's constructor (which draws the bar before it returns)
+    leaves a drawn bar nobody holds: where bars may be shown, the line is
+    blanked as tqdm blanks it.
+    """
     tqdm = sys.modules.get("tqdm")
     for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ()) or ()):
         try:
             bar.close()
         except Exception:   # noqa: BLE001 - cosmetic; never mask the interrupt
             pass
+    if tqdm is not None and (progress or (progress is None and sys.stderr.isatty())):
+        width = shutil.get_terminal_size((80, 24)).columns
+        sys.stderr.write("\r" + " " * max(width - 1, 1) + "\r")
 
 
 #: commands whose every output is written at the end, at once

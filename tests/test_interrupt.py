@@ -80,8 +80,10 @@ def test_ctrl_c_during_compare_keeps_the_earlier_results(tmp_path):
     earlier = tmp_path / "cmp"
     earlier.mkdir()
     (earlier / "compare.csv").write_text("policy,seed\nearlier,0\n")
-    proc = start(["compare", "--mode", "fill", "--fill-to", "60", "--node-policy", "binpack",
-                  "--node-policy", "spread", "--node-policy", "bestfit", "--progress",
+    # research policies run on the Python engine: each run lasts long enough
+    # (over a second) for its progress bar to show
+    proc = start(["compare", "--mode", "fill", "--fill-to", "60", "--node-policy", "bestfit",
+                  "--node-policy", "fgd", "--node-policy", "gpupacking", "--progress",
                   "--format", "csv", "--out", "cmp"], tmp_path)
     seen = wait_for(proc, b"simulating", times=2)       # the first run is already filed
     status, err = interrupt(proc, seen)

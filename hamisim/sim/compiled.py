@@ -214,34 +214,34 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         random_ties = cluster.scheduler.node_tie_break == "random"
         rng = np.random.default_rng(config.seed)
         bar = progress_bar(len(order), config.progress)
-        core_ref: list = []
-        tables = _Tables(core_ref, rec, names)
-        core = _core.ReplayCore(
-            sched._core, meter._core,
-            arrival=np.ascontiguousarray(trace.arrival[order], dtype=np.float64),
-            duration=np.ascontiguousarray(trace.duration[order], dtype=np.float64),
-            deletion=np.ascontiguousarray(trace.deletion[order], dtype=np.float64),
-            template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
-            priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
-            pod_class=np.ascontiguousarray(classes, dtype=np.int32),
-            **_templates(sched, trace),
-            node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
-            pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
-            card_ids=list(state.card_ids),
-            retry=config.retry != "none" and config.mode == "replay",
-            flush_after=float(config.flush_after),
-            backoff_initial=float(config.backoff_initial),
-            backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
-            random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
-            many_groups=many_groups, n_groups=len(meter.group_names),
-            fail_message=sched.failure_message, pod_error=_pod_error(sched, trace, order),
-            draw_block=rng.random,
-            progress=bar.update if bar is not None else None,
-            on_events=tables.events, on_pods=tables.pods)
-        core_ref.append(core)
-        env = simpy.Environment()
-        env.process(_replay_process(env, core))
         try:
+            core_ref: list = []
+            tables = _Tables(core_ref, rec, names)
+            core = _core.ReplayCore(
+                sched._core, meter._core,
+                arrival=np.ascontiguousarray(trace.arrival[order], dtype=np.float64),
+                duration=np.ascontiguousarray(trace.duration[order], dtype=np.float64),
+                deletion=np.ascontiguousarray(trace.deletion[order], dtype=np.float64),
+                template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
+                priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
+                pod_class=np.ascontiguousarray(classes, dtype=np.int32),
+                **_templates(sched, trace),
+                node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
+                pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
+                card_ids=list(state.card_ids),
+                retry=config.retry != "none" and config.mode == "replay",
+                flush_after=float(config.flush_after),
+                backoff_initial=float(config.backoff_initial),
+                backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
+                random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
+                many_groups=many_groups, n_groups=len(meter.group_names),
+                fail_message=sched.failure_message, pod_error=_pod_error(sched, trace, order),
+                draw_block=rng.random,
+                progress=bar.update if bar is not None else None,
+                on_events=tables.events, on_pods=tables.pods)
+            core_ref.append(core)
+            env = simpy.Environment()
+            env.process(_replay_process(env, core))
             env.run()
         finally:
             if bar is not None:
