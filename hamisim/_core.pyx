@@ -147,6 +147,9 @@ ctypedef struct Pod:
     const uint8_t* uuid_ok     # per card row
     int64_t cpu
     int64_t mem
+    # kube-scheduler's NodeUnschedulable / TaintToleration / NodeAffinity per
+    # node: 0 = passes, k > 0 = rejected with reason k (NULL: every node passes)
+    const int32_t* gate
     # Necessary conditions for the pod to fit on a node (see NodeAgg): every
     # container that asks for cards needs at least one card that could take
     # it, and as many distinct usable cards as it asks for.
@@ -694,7 +697,7 @@ cdef class PodSpec:
 
     def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
                  bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
-                 uuid_ok, cpu_milli=0, memory_mib=0):
+                 uuid_ok, cpu_milli=0, memory_mib=0, gate=None):
         cdef const int64_t[:, ::1] r = req
         cdef const float[::1] w = weights
         cdef const int32_t[::1] ch = chain
@@ -729,6 +732,11 @@ cdef class PodSpec:
         self.p.uuid_ok = _pu8(uuid_ok)
         self.p.cpu = cpu_milli
         self.p.mem = memory_mib
+        self.p.gate = NULL
+        if gate is not None:
+            _check(gate, np.int32, "gate")
+            self._keep.append(gate)
+            self.p.gate = _pi32(gate) if len(gate) else NULL
         self._filter(r, type_ok, mode_ok)
 
     cdef void _filter(self, const int64_t[:, ::1] r, type_ok, mode_ok):
@@ -1078,7 +1086,8 @@ cdef class Core:
             self.next_start = 0
             return
         if (self.use_index and wanted >= n and start % n == 0 and wants_gpu
-                and not sample_only and not want_ties and self.n_nan == 0):
+                and not sample_only and not want_ties and self.n_nan == 0
+                and pod.gate == NULL):
             # Every node is examined: the ordered index answers without a
             # scan when some node fits (else the scan below gives the reasons).
             if self._index_choose(pod, node_spread):
@@ -1094,6 +1103,7 @@ cdef class Core:
         cdef const int64_t* req_cpu = c.req_cpu
         cdef const int64_t* req_mem = c.req_mem
         cdef int64_t pcpu = pod.cpu, pmem = pod.mem
+        cdef const int32_t* gate = pod.gate
         cdef int nrej = 0
         i = start % n - 1
         for step in range(n):
@@ -1102,10 +1112,15 @@ cdef class Core:
                 i = 0
             examined += 1
             bits = 0
-            if alloc_cpu[i] != -1 and pcpu > alloc_cpu[i] - req_cpu[i]:
-                bits |= 1
-            if alloc_mem[i] != -1 and pmem > alloc_mem[i] - req_mem[i]:
-                bits |= 2
+            if gate != NULL and gate[i] != 0:
+                # kube-scheduler's NodeUnschedulable / TaintToleration /
+                # NodeAffinity rejected it (they run before NodeResourcesFit)
+                bits = gate[i] << 2
+            else:
+                if pcpu > 0 and alloc_cpu[i] != -1 and pcpu > alloc_cpu[i] - req_cpu[i]:
+                    bits |= 1
+                if pmem > 0 and alloc_mem[i] != -1 and pmem > alloc_mem[i] - req_mem[i]:
+                    bits |= 2
             if bits:
                 rej_node[nrej] = i
                 rej_bits[nrej] = bits

@@ -105,7 +105,8 @@ cdef inline bint _idx_may_fit(const IdxEntry* e, const Pod* pod) noexcept nogil:
             & (e.max_pct >= pod.need_pct) & (e.max_cores >= pod.need_cores)
             & ((not pod.mutex) | (e.n_zero >= pod.need_n))
             & ((e.types & pod.type_mask) != 0) & ((e.modes & pod.mode_mask) != 0)
-            & (e.cpu_free >= pod.cpu) & (e.mem_free >= pod.mem))
+            & ((pod.cpu <= 0) | (e.cpu_free >= pod.cpu))
+            & ((pod.mem <= 0) | (e.mem_free >= pod.mem)))
 
 
 cdef inline void _idx_cand(IdxCand* c, const IdxEntry* e, int t, bint spread) noexcept nogil:

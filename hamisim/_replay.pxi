@@ -49,6 +49,8 @@ cdef enum:
     E_UNSCHEDULABLE = 2
     E_DEPART = 3
     E_ABANDON = 4
+    E_PREEMPT = 5           # (the Python engine's; this engine runs no preemption)
+    E_REJECTED = 6
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
@@ -181,7 +183,7 @@ cdef class ReplayCore:
     cdef int upcoming                      # next pod to arrive, n_pods = none
     cdef readonly bint feeder_done
     cdef bint pass_wanted, pass_scheduled
-    cdef readonly int64_t n_arrived, n_pending, n_running, n_departed, n_abandoned
+    cdef readonly int64_t n_arrived, n_pending, n_running, n_departed, n_abandoned, n_rejected
     cdef readonly int64_t n_attempts, live
     cdef readonly double gpu_arrived
     cdef double next_sample, row_time, row_delay_sum
@@ -317,7 +319,7 @@ cdef class ReplayCore:
         self.feeder_done = False
         self.pass_wanted = self.pass_scheduled = False
         self.n_arrived = self.n_pending = self.n_running = 0
-        self.n_departed = self.n_abandoned = self.n_attempts = self.live = 0
+        self.n_departed = self.n_abandoned = self.n_attempts = self.live = self.n_rejected = 0
         self.gpu_arrived = 0.0
         self.next_sample = 0.0
         self.row_time = -1.0
@@ -710,6 +712,10 @@ cdef class ReplayCore:
     cdef int _attempt(self, int k) except -1:
         cdef double now = self.now, draw = 0.0, started
         cdef int node
+        if self.t_kind[self.tmpl[k]] == TK_ADMISSION:
+            # refused by HAMi's admission webhook: never created, never scheduled
+            self._abandon(k, self.pod_error(k), E_REJECTED)
+            return 0
         if self.random_ties:
             draw = self._draw()
         self.n_attempts += 1
@@ -721,8 +727,7 @@ cdef class ReplayCore:
         message = None
         node = self._decide(k, draw)
         if node < 0:
-            message = self.fail_message(bool(self.t_wants_gpu[self.tmpl[k]])) if node == -1 \
-                else self.pod_error(k)
+            message = self.fail_message(self.tmpl[k]) if node == -1 else self.pod_error(k)
         self.decision_time += _clock() - started
         if node >= 0:
             self._bind(k, node)
@@ -903,14 +908,16 @@ cdef class ReplayCore:
             self._schedule(duration, P_DEPART, T_DELETE, k, 0)
         return 0
 
-    cdef int _abandon(self, int k, str why) except -1:
+    cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
         if self.status[k] == S_UNSCHEDULABLE:
             self._u_remove(k)
         self.status[k] = S_GONE
         self.gen[k] += 1
         self.n_pending -= 1
         self.n_abandoned += 1
-        self._event(E_ABANDON, k, -1, None, why)
+        if kind == E_REJECTED:
+            self.n_rejected += 1
+        self._event(kind, k, -1, None, why)
         self._done(k, self.now)
         return 0
 

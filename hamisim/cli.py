@@ -353,9 +353,14 @@ def _spec(args: argparse.Namespace, **overrides):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from hamisim.studies.runs import (default_cluster_path, default_timing_notice,
-                                      describe_cluster, describe_workload, prepare,
-                                      run_to_folder)
+    from hamisim.studies.runs import (
+        default_cluster_path,
+        default_timing_notice,
+        describe_cluster,
+        describe_workload,
+        prepare,
+        run_to_folder,
+    )
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     prep = prepare(spec)
     notice = default_timing_notice(prep)
@@ -371,8 +376,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             ("pods", r["pods"])]
     if r.get("initial_pods"):
         rows.append(("  running from the initial state", r["initial_pods"]))
-    rows += [("bound", r["bound"]), ("departed", r["departed"]),
-             ("abandoned", r["abandoned"]), ("pending at end", r["pending_at_end"]),
+    rows += [("bound", r["bound"]), ("departed", r["departed"])]
+    if r.get("preempted"):
+        rows.append(("  preempted (kube-scheduler)", r["preempted"]))
+    rows.append(("abandoned", r["abandoned"]))
+    if r.get("rejected"):
+        rows.append(("  refused by HAMi's admission webhook", r["rejected"]))
+    rows += [("pending at end", r["pending_at_end"]),
              ("scheduling attempts", r["attempts"]),
              ("pending time p50 / p99 / max (s)", _triple(r, "pending")),
              ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
@@ -471,6 +481,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _print_class_waits(out: str, fmt: str) -> None:
     """Queueing delay p99 per pod class and policy (median over seeds)."""
     import pandas as pd
+
     from hamisim.io.outputs import read_table
     classes = read_table(f"{out}/compare_classes.{fmt}")
     if classes.empty:

@@ -4,7 +4,8 @@ A :class:`Card` carries the fields of one entry of the node annotation
 ``hami.io/node-nvidia-register`` (same names). A :class:`Node` adds the
 kube-scheduler view (allocatable CPU and memory), the pair scores of
 ``hami.io/node-nvidia-score`` used by ``topology-aware`` and the per-GPU cordon
-list of HAMi v2.10.0 (``hami.io/device-cordon``). Usage is *not* part of these
+list of HAMi v2.10.0 (``hami.io/device-cordon``), and what kube-scheduler's
+own filters read: labels, taints and ``spec.unschedulable``. Usage is *not* part of these
 objects: it is state of a simulation (see :mod:`hamisim.sim.arrays`).
 
 File loading lives in :mod:`hamisim.io.clusterfile`.
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Card", "Node", "SchedulerConfig", "Cluster", "group_of", "NO_GPU_GROUP"]
+__all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Cluster", "group_of",
+           "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS"]
 
 #: the group of nodes without cards (and without a group of their own)
 NO_GPU_GROUP = "no GPU"
@@ -40,6 +42,20 @@ class Card:
     mode: str = "hami-core"
 
 
+#: Kubernetes' taint effects; kube-scheduler's TaintToleration filter reads the
+#: first two, ``PreferNoSchedule`` only affects its scoring.
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint (``spec.taints[]``): ``key``, ``value`` (may be empty), ``effect``."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
 @dataclass(frozen=True)
 class Node:
     """A Kubernetes node with its registered cards in registration order."""
@@ -55,11 +71,22 @@ class Node:
     #: the node group it belongs to (a cluster file's ``replicas`` entry or
     #: ``group`` key), for per-group reports; ``None`` = grouped by card type
     group: str | None = None
+    #: ``metadata.labels`` (nodeSelector and node affinity match them)
+    labels: dict[str, str] = field(default_factory=dict)
+    #: ``spec.taints`` in the node's order (the first untolerated one is reported)
+    taints: tuple[Taint, ...] = ()
+    #: ``spec.unschedulable`` (``kubectl cordon``): kube-scheduler's
+    #: NodeUnschedulable filter rejects the node before HAMi sees it
+    unschedulable: bool = False
 
     @property
     def registered(self) -> bool:
         """HAMi knows the node only when its device plugin registered cards."""
         return len(self.cards) > 0
+
+
+#: the kube-scheduler releases whose FailedScheduling texts hamisim writes
+KUBE_SCHEDULER_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,18 @@ class SchedulerConfig:
     #: hamisim convention for equal node scores: ``last`` (stable, cluster
     #: order, last wins) or ``random`` (seeded).
     node_tie_break: str = "last"
+    #: kube-scheduler's DefaultPreemption plugin (on in its default profile,
+    #: which HAMi's chart uses): pods preempt lower-priority pods, and every
+    #: FailedScheduling message ends with its verdict (``preemption: ...``).
+    #: ``False`` = a profile without it: no preemption, the short message.
+    preemption: bool = True
+    #: the kube-scheduler release whose texts FailedScheduling messages use
+    #: (HAMi's chart runs the cluster's own version): ``1.31``-``1.33`` name an
+    #: untolerated taint ``{key: value}``; ``1.34`` adds DynamicResources'
+    #: PostFilter text ``no new claims to deallocate``; ``1.35`` and later
+    #: also hide the taint (``node(s) had untolerated taint(s)``, backported
+    #: to late 1.34 patches).
+    kube_scheduler_version: str = "1.32"
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,15 @@ import numpy as np
 from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import Decision, Pick, parse_reason
-from hamisim.hami.reference import CardUsage, FitResult, NodeFit, ReferenceScheduler, Tracer
+from hamisim.hami.reference import (
+    CardUsage,
+    FitResult,
+    NodeFit,
+    ReferenceScheduler,
+    Tracer,
+)
+from hamisim.kube.filters import is_unresolvable
+from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import NO_PERCENTAGE, Pod, Request
 
 __all__ = ["CardVerdict", "ContainerExplanation", "NodeExplanation", "Explanation",
@@ -188,6 +196,8 @@ class Explanation:
     decision: Decision | None = None
     error: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    #: DefaultPreemption's verdict after a failed attempt (``preemption: ...``)
+    postfilter: str = ""
 
     @property
     def wants_gpu(self) -> bool:
@@ -198,7 +208,9 @@ class Explanation:
         """kube-scheduler's FailedScheduling message (``None`` when bound)."""
         if self.error is not None:
             return self.error
-        return None if self.decision is None or self.decision.bound else self.decision.message
+        if self.decision is None or self.decision.bound:
+            return None
+        return full_message(self.decision.message, self.postfilter)
 
     def node_reasons(self) -> dict[str, list[str]]:
         """Rejected nodes with their reasons, as :attr:`Decision.node_reasons`."""
@@ -388,6 +400,9 @@ class _Recorder(Tracer):
         if i >= len(self.requested):
             return ""
         node, pod = self.exp.cluster.nodes[i], self.exp.pod
+        reasons = self.kube_rejected.get(i, [])
+        if reasons and is_unresolvable(reasons[0]):
+            return _static_detail(node, pod, reasons[0])
         cpu, mem = self.requested[i]
         parts = []
         if node.cpu_milli is not None and pod.cpu_milli > node.cpu_milli - cpu:
@@ -450,6 +465,29 @@ class _Recorder(Tracer):
                 card.count, card.devmem, card.devcore, used, usedmem, usedcores, _f32(score),
                 order.get(cid), visit_no.get(cid), verdict, detail))
         return ce
+
+
+def _static_detail(node, pod: Pod, reason: str) -> str:
+    """Which of kube-scheduler's NodeUnschedulable, TaintToleration and
+    NodeAffinity filters rejected the node, and on what."""
+    from hamisim.kube.filters import AFFINITY_MISMATCH, UNSCHEDULABLE
+    if reason == UNSCHEDULABLE:
+        return ("NodeUnschedulable: the node is cordoned (spec.unschedulable) and the pod "
+                "does not tolerate node.kubernetes.io/unschedulable:NoSchedule")
+    if reason == AFFINITY_MISMATCH:
+        wanted = []
+        if pod.node_selector:
+            wanted.append("nodeSelector " + ", ".join(f"{k}={v}" for k, v in
+                                                       pod.node_selector.items()))
+        if pod.affinity is not None:
+            wanted.append(f"required node affinity ({len(pod.affinity)} term(s))")
+        labels = ", ".join(f"{k}={v}" for k, v in node.labels.items()) or "none"
+        return f"NodeAffinity: {' and '.join(wanted)} against the node's labels ({labels})"
+    for t in node.taints:
+        if reason.endswith(f"{{{t.key}: {t.value}}}"):
+            return (f"TaintToleration: taint {t.key}={t.value}:{t.effect} is not tolerated "
+                    "by the pod")
+    return ""
 
 
 def sort_rule(policy) -> str:
@@ -516,15 +554,48 @@ def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cor
 # entry points
 
 def explain_with(scheduler: ReferenceScheduler, pod: Pod, tie_draw: float | None = None,
-                 context: Mapping[str, Any] | None = None) -> Explanation:
-    """Explain one attempt of ``pod`` on ``scheduler`` (which it then holds, if bound)."""
-    rec = _Recorder(scheduler.cluster, pod, scheduler.node_requested())
-    decision, error = None, None
+                 context: Mapping[str, Any] | None = None,
+                 kube: KubeScheduler | None = None) -> Explanation:
+    """Explain one attempt of ``pod`` on ``scheduler`` (which it then holds, if bound).
+
+    ``kube``: kube-scheduler's view around ``scheduler`` (running pods'
+    priorities, nominations): the attempt then counts nominated pods, tries a
+    nominated pod's node first, and the message carries DefaultPreemption's
+    verdict. Without it, nothing runs or is nominated besides what
+    ``scheduler`` holds.
+    """
+    if kube is None:
+        kube = KubeScheduler(scheduler.cluster, scheduler, lambda n: 0)
+        for name, cached in scheduler.pods.items():
+            kube.bound(Pod(name, cpu_milli=cached.cpu_milli, memory_mib=cached.memory_mib),
+                       cached.node, 0.0)
+    load = kube._nominated_load(pod)
+    requested = scheduler.node_requested()
+    if load:
+        for i, (cpu, mem) in load.items():
+            requested[i] = (requested[i][0] + cpu, requested[i][1] + mem)
+    rec = _Recorder(scheduler.cluster, pod, requested)
+    decision, error, post = None, None, None
+    nominated = kube.nominated.get(pod.name)
     try:
-        decision = scheduler.schedule(pod, tie_draw, trace=rec)
+        if nominated is not None:
+            try:
+                first = scheduler.schedule(pod, tie_draw, trace=rec, nominated=load,
+                                           only=nominated[0])
+            except ValueError:
+                first = None
+            if first is not None and first.bound:
+                decision = first
+            else:
+                rec = _Recorder(scheduler.cluster, pod, requested)
+        if decision is None:
+            decision = scheduler.schedule(pod, tie_draw, trace=rec, nominated=load)
+            if not decision.bound and kube.enabled:
+                post = kube._post_filter(pod, decision, nominated[0] if nominated else -1)
     except ValueError as err:         # HAMi Filter error or admission rejection
         error = str(err)
     exp = rec.build(decision, error)
+    exp.postfilter = post.message if post is not None else ""
     exp.context = dict(context or {})
     return exp
 
@@ -690,14 +761,17 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
         number = attempts.index(target) + 1
 
     sched = make_scheduler(cluster, backend=spec.backend)
+    offsets = np.random.default_rng([spec.seed, 1])     # as the engine draws them
+    kube = KubeScheduler(cluster, sched, lambda n: int(offsets.integers(n)))
     placed: dict[str, tuple] = {}
     random_ties = cluster.scheduler.node_tie_break == "random"
     rng = np.random.default_rng(spec.seed)
     node_index = {n.name: i for i, n in enumerate(cluster.nodes)}
     draw = None
     for k, (time, name, event, node, devices, message) in enumerate(rows):
-        if event in ("depart", "abandon"):
+        if event in ("depart", "abandon", "preempt"):
             sched.delete(name)
+            kube.gone(name)
             placed.pop(name, None)
             continue
         if event not in ("bind", "unschedulable"):
@@ -708,28 +782,36 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
                         ip.memory_mib)
             placed[name] = (node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
                             ip.memory_mib)
+            kube.bound(Pod(name, cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib),
+                       node_index[ip.node], 0.0)
             continue
         pod = pods[name]
         draw = float(rng.random()) if random_ties else None
         if k == target:
             break
         try:
-            d = sched.schedule(pod, draw)
+            d, post = kube.schedule(pod, draw)
         except ValueError as err:
-            d = Decision(name, message=str(err))
+            d, post = Decision(name, message=str(err)), None
+        if post is not None:
+            d.message = full_message(d.message, post.message)
         _check_row(d, k, event, node, devices, message, events_path)
         if d.bound:
+            kube.bound(pod, d.node_index, float(time))
             placed[name] = (d.node_index, d.containers, len(pod.init_containers),
                             pod.cpu_milli, pod.memory_mib)
     ref = ReferenceScheduler(cluster)
     for name, (i, containers, n_init, cpu, mem) in placed.items():
         ref.adopt(name, i, containers, n_init, cpu, mem)
     ref.next_start = sched.next_start
+    kube.sched = ref
     time, name, event, node, devices, message = rows[target]
     exp = explain_with(ref, pods[pod_name], draw, context={
         "run": str(folder), "time": float(time), "event_row": target, "attempt": number,
-        "attempts": len(attempts), "event": event})
+        "attempts": len(attempts), "event": event}, kube=kube)
     d = exp.decision if exp.decision is not None else Decision(pod_name, message=exp.error)
+    if not d.bound and exp.error is None:
+        d = Decision(pod_name, message=exp.message)
     _check_row(d, target, event, node, devices, message, events_path)
     return exp
 

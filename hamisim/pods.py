@@ -6,6 +6,10 @@ under the real resource names (``nvidia.com/gpu``, ``nvidia.com/gpumem``,
 under their real names. :func:`admit` applies the webhook's defaults once
 (HAMI-SEMANTICS §2.3); :func:`container_request` turns one admitted container
 into the per-container :class:`Request` that Fit consumes.
+
+A pod also carries what kube-scheduler's own filters read before HAMi sees a
+node (``nodeSelector``, ``tolerations``, required node affinity) and what its
+preemption reads (``priority``, ``preemptionPolicy``).
 """
 from __future__ import annotations
 
@@ -16,9 +20,11 @@ from typing import Mapping
 from hamisim.cluster import SchedulerConfig
 
 __all__ = [
-    "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE",
-    "Container", "Pod", "Request", "admit", "default_core_limit",
-    "container_request", "pod_requests",
+    "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE", "TOLERATION_OPERATORS",
+    "SELECTOR_OPERATORS", "PREEMPTION_POLICIES", "Toleration", "NodeSelectorRequirement",
+    "NodeSelectorTerm", "Container", "Pod", "WEBHOOK", "AdmissionDenied", "admission_error",
+    "container_names", "Request", "admit", "default_core_limit", "container_request",
+    "pod_requests",
 ]
 
 GPU = "nvidia.com/gpu"
@@ -28,6 +34,44 @@ GPUCORES = "nvidia.com/gpucores"
 #: HAMi's sentinel for "no memory percentage requested".
 NO_PERCENTAGE = 101
 _INT32_MAX = 2**31 - 1
+
+
+#: ``spec.tolerations[].operator`` values (empty means ``Equal``).
+TOLERATION_OPERATORS = ("Equal", "Exists")
+#: node selector requirement operators of required node affinity.
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+#: ``spec.preemptionPolicy`` values; the first is Kubernetes' default.
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """One ``spec.tolerations[]`` entry. Empty ``key`` (with ``Exists``) matches
+    every taint key, empty ``effect`` every effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    """One ``matchExpressions`` (node labels) or ``matchFields`` entry
+    (``metadata.name`` only) of a node selector term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """One ``nodeSelectorTerms[]`` entry: its requirements are ANDed; a term
+    with none matches no node."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +103,19 @@ class Pod:
     cpu_milli: int = 0
     memory_mib: int = 0
     priority: int = 0
+    #: ``spec.nodeSelector``: every label must be present with this value
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    #: ``spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+    #: .nodeSelectorTerms`` (ORed); ``None`` = no required node affinity
+    affinity: tuple[NodeSelectorTerm, ...] | None = None
+    #: ``spec.preemptionPolicy``: ``PreemptLowerPriority`` (default) or ``Never``
+    preemption_policy: str = "PreemptLowerPriority"
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the pod restricts nodes by labels (selector or affinity)."""
+        return bool(self.node_selector) or self.affinity is not None
 
     def renamed(self, name: str) -> "Pod":
         """This pod under another name (its computed :attr:`shape_key` carries over)."""
@@ -69,7 +126,8 @@ class Pod:
     @cached_property
     def shape_key(self) -> tuple | None:
         """A hashable key of everything but the name and priority that placement
-        reads (containers, annotations, CPU and memory), or ``None`` when some
+        reads (containers, annotations, CPU and memory, node selector,
+        tolerations, node affinity, preemption policy), or ``None`` when some
         value is unhashable. Pods with equal keys are placed alike, so the
         schedulers and the engine cache their per-pod work under it.
 
@@ -83,6 +141,10 @@ class Pod:
                           for c in self.init_containers]),
                    tuple(self.annotations.items()) if self.annotations else (),
                    self.cpu_milli, self.memory_mib)
+            if (self.node_selector or self.tolerations or self.affinity is not None
+                    or self.preemption_policy != "PreemptLowerPriority"):
+                key += (tuple(sorted(self.node_selector.items())), self.tolerations,
+                        self.affinity, self.preemption_policy)
             hash(key)
         except TypeError:
             return None
@@ -134,18 +196,49 @@ def _admit_container(c: Container, config: SchedulerConfig) -> Container:
     return replace(c, limits=limits)
 
 
+#: the name of HAMi's mutating webhook (``vgpu.hami.io``) as kube-apiserver quotes it
+WEBHOOK = "vgpu.hami.io"
+
+
+class AdmissionDenied(ValueError):
+    """HAMi's admission webhook refused to create the pod: no pod exists, so it
+    is never scheduled. ``str()`` is what kube-apiserver answers the client."""
+
+
+def container_names(pod: Pod) -> list[str]:
+    """Container names in the webhook's order (init containers first). hamisim
+    keeps no names: ``init-<j>`` and ``container-<j>`` by position."""
+    return ([f"init-{j}" for j in range(len(pod.init_containers))]
+            + [f"container-{j}" for j in range(len(pod.containers))])
+
+
+def admission_error(pod: Pod) -> str | None:
+    """Why HAMi v2.10.0's webhook refuses ``pod``, as the client sees it, or ``None``.
+
+    The one check a hamisim pod can fail: NVIDIA's ``MutateAdmission`` errors
+    (HTTP 500) on a ``gpumem-percentage`` outside 0..100 (limits, else
+    requests), init containers first. (No containers, privileged containers,
+    ``spec.nodeName`` and ResourceQuota are the webhook's other checks; hamisim
+    pods cannot carry the first three.)
+    """
+    for name, c in zip(container_names(pod), (*pod.init_containers, *pod.containers)):
+        pct = c.value(GPUMEM_PERCENTAGE)
+        if pct is not None and not 0 <= pct <= 100:
+            return (f'Internal error occurred: admission webhook "{WEBHOOK}" denied the '
+                    f"request: invalid {GPUMEM_PERCENTAGE} value {pct} in container {name}: "
+                    "must be an integer between 0 and 100")
+    return None
+
+
 def admit(pod: Pod, config: SchedulerConfig) -> Pod:
     """Apply HAMi's admission webhook mutation to every container.
 
-    Rejects (``ValueError``) a ``gpumem-percentage`` outside 0..100, as the
-    webhook does.
+    Raises :class:`AdmissionDenied` when the webhook refuses the pod
+    (:func:`admission_error`).
     """
-    for c in (*pod.init_containers, *pod.containers):
-        pct = c.value(GPUMEM_PERCENTAGE)
-        if pct is not None and not 0 <= pct <= 100:
-            raise ValueError(
-                f"pod {pod.name}: {GPUMEM_PERCENTAGE} {pct} is outside 0..100; "
-                "HAMi's admission webhook rejects it")
+    error = admission_error(pod)
+    if error is not None:
+        raise AdmissionDenied(error)
     return replace(
         pod,
         containers=tuple(_admit_container(c, config) for c in pod.containers),

@@ -7,8 +7,18 @@ from __future__ import annotations
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
-from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
-from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig, Taint
+from hamisim.pods import (
+    GPU,
+    GPUCORES,
+    GPUMEM,
+    GPUMEM_PERCENTAGE,
+    Container,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    Toleration,
+)
 
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
               "AMD-MI100"]
@@ -44,6 +54,67 @@ def cards_of(draw, node: str, max_cards: int):
     return cards
 
 
+LABEL_KEYS = ["pool", "zone", "gpus"]
+LABEL_VALUES = ["a", "b", "4", "8", "x1"]
+TAINTS = [Taint("nvidia.com/gpu", "", "NoSchedule"), Taint("nvidia.com/gpu", "present",
+          "NoSchedule"), Taint("dedicated", "ml", "NoExecute"),
+          Taint("soft", "", "PreferNoSchedule"),
+          Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")]
+
+
+@st.composite
+def kube_node_fields(draw):
+    """A node's labels, taints and cordon (mostly none: most clusters have few)."""
+    if draw(st.integers(0, 2)):
+        return {}, (), False
+    labels = draw(st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES),
+                                  max_size=3))
+    taints = tuple(draw(st.lists(st.sampled_from(TAINTS), max_size=2, unique=True)))
+    return labels, taints, draw(st.integers(0, 4)) == 0
+
+
+@st.composite
+def kube_pod_fields(draw):
+    """A pod's node selector, tolerations, required node affinity, priority and
+    preemption policy (mostly none)."""
+    out = {}
+    if draw(st.integers(0, 2)) == 0:
+        out["node_selector"] = draw(st.dictionaries(st.sampled_from(LABEL_KEYS),
+                                                    st.sampled_from(LABEL_VALUES), max_size=2))
+    if draw(st.integers(0, 2)) == 0:
+        out["tolerations"] = tuple(draw(st.lists(st.sampled_from([
+            Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),
+            Toleration("nvidia.com/gpu", "Equal", "present", ""),
+            Toleration("dedicated", "Equal", "ml", "NoExecute"),
+            Toleration("", "Exists", "", ""),
+            Toleration("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule")]),
+            max_size=2)))
+    if draw(st.integers(0, 3)) == 0:
+        def req(draw_):
+            op = draw_(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]))
+            key = draw_(st.sampled_from(LABEL_KEYS))
+            if op in ("In", "NotIn"):
+                values = tuple(draw_(st.lists(st.sampled_from(LABEL_VALUES), min_size=1,
+                                              max_size=2)))
+            elif op in ("Gt", "Lt"):
+                values = (draw_(st.sampled_from(["3", "4", "7"])),)
+            else:
+                values = ()
+            return NodeSelectorRequirement(key, op, values)
+        terms = []
+        for _ in range(draw(st.integers(1, 2))):
+            exprs = tuple(req(draw) for _ in range(draw(st.integers(0, 2))))
+            fields = (NodeSelectorRequirement("metadata.name", "In", ("node0",)),) \
+                if draw(st.integers(0, 5)) == 0 else ()
+            terms.append(NodeSelectorTerm(exprs, fields))
+        out["affinity"] = tuple(terms)
+    if draw(st.integers(0, 3)) == 0:
+        out["priority"] = draw(st.sampled_from([-5, 0, 10, 100]))
+    if draw(st.integers(0, 5)) == 0:
+        out["preemption_policy"] = "Never"
+    return out
+
+
 @st.composite
 def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
     n_nodes = draw(st.integers(min_nodes, max_nodes))
@@ -64,7 +135,9 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
                     pairs[a] = row
         cpu = draw(st.none() | st.sampled_from([0, 2000, 8000, 64000]))
         mem = draw(st.none() | st.sampled_from([0, 4096, 65536]))
-        nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon))
+        labels, taints, unschedulable = draw(kube_node_fields())
+        nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon, labels=labels,
+                          taints=taints, unschedulable=unschedulable))
     cfg = SchedulerConfig(
         gpu_scheduler_policy=draw(st.sampled_from(GPU_POLICIES)),
         node_scheduler_policy=draw(st.sampled_from(NODE_POLICIES)),
@@ -73,7 +146,9 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
         default_gpu_num=draw(st.sampled_from([1, 1, 2])),
         memory_factor=draw(st.sampled_from([1, 1, 2])),
         percentage_of_nodes_to_score=draw(st.sampled_from([0, 10, 50, 100])),
-        node_tie_break=draw(st.sampled_from(["last", "random"])))
+        node_tie_break=draw(st.sampled_from(["last", "random"])),
+        preemption=draw(st.integers(0, 4)) != 0,
+        kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.34", "1.35"])))
     return Cluster(tuple(nodes), cfg)
 
 
@@ -139,4 +214,4 @@ def pods(draw, name: str, card_ids: list[str]):
             "slot=0,core=0,memory=0", "slot=1,core=1,memory=1,slot=2"]))
     cpu = draw(st.sampled_from([0, 0, 500, 4000, 10000]))
     mem = draw(st.sampled_from([0, 0, 1024, 32768]))
-    return Pod(name, app, init, ann, cpu, mem)
+    return Pod(name, app, init, ann, cpu, mem, **draw(kube_pod_fields()))

@@ -43,6 +43,12 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
             deletion = t + draw(st.sampled_from([0.0, 0.25, 3.0, 30.0, 1000.0]))
         label = draw(st.sampled_from([None, None, None, "", "train", "serve"]))
         out.append(TracePod(pod, t, duration, deletion, j + 2, label))
+    if cluster.scheduler.preemption:
+        # the compiled engine runs traces where nobody can preempt: pods above
+        # the lowest priority opt out (the queue still orders by priority)
+        lowest = min(tp.pod.priority for tp in out)
+        out = [tp._replace(pod=dataclasses.replace(tp.pod, preemption_policy="Never"))
+               if tp.pod.priority > lowest else tp for tp in out]
     return Trace.from_pods("random", out)
 
 
@@ -118,8 +124,11 @@ def test_a_long_saturated_replay_is_the_same_run():
     # Thousands of retries, flushes and wake-ups on a full cluster: the queue's
     # bookkeeping (backoff, unschedulable set, live timers) over a long run.
     whole = (Container({"nvidia.com/gpu": 1}),)
-    pods_ = [TracePod(Pod(f"p{k}", whole, priority=k % 3), 0.7 * k, 5.0 + k % 7,
-                      None if k % 11 else 0.7 * k + 40.0) for k in range(1500)]
+    # (priorities order the queue; pods above the lowest do not preempt)
+    pods_ = [TracePod(Pod(f"p{k}", whole, priority=k % 3,
+                          preemption_policy="Never" if k % 3 else "PreemptLowerPriority"),
+                      0.7 * k, 5.0 + k % 7, None if k % 11 else 0.7 * k + 40.0)
+             for k in range(1500)]
     events = assert_same_run(_one_card_cluster(), Trace.from_pods("busy", pods_),
                              EngineConfig())
     assert (events.event == "unschedulable").sum() > 1000

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.hami.reference import ReferenceScheduler
+from hamisim.kube.scheduler import KubeScheduler, full_message
+from hamisim.pods import admission_error
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.workload import TracePod
@@ -72,9 +75,15 @@ def none_if_missing(value):
     return None if value is None or (isinstance(value, float) and value != value) else value
 
 
-def replay_on_reference(cluster: Cluster, trace: list[TracePod], events: pd.DataFrame) -> None:
-    """Check every invariant by re-playing the event log on the reference."""
+def replay_on_reference(cluster: Cluster, trace: list[TracePod], events: pd.DataFrame,
+                        seed: int = 0) -> None:
+    """Check every invariant by re-playing the event log on the reference, with
+    kube-scheduler's preemption around it (its dry-run offsets drawn as the
+    engine draws them)."""
     ref = ReferenceScheduler(cluster)
+    offsets = np.random.default_rng([seed, 1])
+    kube = KubeScheduler(cluster, ref, lambda n: int(offsets.integers(n)))
+    node_index = {n.name: i for i, n in enumerate(cluster.nodes)}
     pods = {tp.pod.name: tp for tp in trace}
     limits = {c.id: (c.count, c.devmem, c.devcore) for n in cluster.nodes for c in n.cards}
     arrived, bound_at, state = {}, {}, {}
@@ -89,12 +98,13 @@ def replay_on_reference(cluster: Cluster, trace: list[TracePod], events: pd.Data
             assert state[row.pod] == "pending" and row.time >= arrived[row.pod]
             before = ref.usage_by_card()
             try:
-                d = ref.schedule(tp.pod)
+                d, post = kube.schedule(tp.pod)
             except ValueError as err:
                 assert row.event == "unschedulable" and row.message == str(err)
                 continue
             if row.event == "bind":
                 assert d.bound and (d.node, d.devices) == (row.node, none_if_missing(row.devices))
+                kube.bound(tp.pod, node_index[d.node], row.time)
                 bound_at[row.pod] = row.time
                 state[row.pod] = "running"
                 policy = tp.pod.annotations.get("hami.io/gpu-scheduler-policy",
@@ -106,15 +116,26 @@ def replay_on_reference(cluster: Cluster, trace: list[TracePod], events: pd.Data
                     count, devmem, devcore = limits[uuid]
                     assert used <= count and mem <= devmem and cores <= devcore
             else:
-                assert not d.bound and d.message == row.message
+                assert not d.bound and full_message(d.message, post.message) == row.message
+                victims = {v.name for v in post.victims}
+        elif row.event == "preempt":
+            assert state[row.pod] == "running" and row.pod in victims
+            ref.delete(row.pod)
+            kube.gone(row.pod)
+            state[row.pod] = "gone"
+        elif row.event == "rejected":
+            assert state[row.pod] == "pending" and row.message == admission_error(tp.pod)
+            state[row.pod] = "gone"
         elif row.event == "depart":
             assert state[row.pod] == "running"
             expected = tp.deletion if tp.deletion is not None else bound_at[row.pod] + tp.duration
             assert row.time == pytest.approx(expected, abs=1e-9)
             ref.delete(row.pod)
+            kube.gone(row.pod)
             state[row.pod] = "gone"
         elif row.event == "abandon":
             assert state[row.pod] == "pending" and row.time == tp.deletion
+            kube.gone(row.pod)
             state[row.pod] = "gone"
     for name, st in state.items():
         if st == "running":
@@ -131,7 +152,7 @@ def test_replay_obeys_invariants(seed):
     res = simulate(cluster, trace, EngineConfig(backend="kernel", seed=seed),
                    typical_shapes([tp.pod for tp in trace], cluster.scheduler))
     assert (res.events.event == "arrive").sum() == len(trace)
-    replay_on_reference(cluster, trace, res.events)
+    replay_on_reference(cluster, trace, res.events, seed)
     ts = res.timeseries
     assert (ts.pods_arrived == ts.pods_pending + ts.pods_running + ts.pods_departed
             + ts.pods_abandoned).all()

@@ -10,7 +10,14 @@ import pytest
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.cli import main
-from hamisim.explain import NOT_VISITED, PICKED, STAGE_HAMI, explain_pod, explain_with, format_text
+from hamisim.explain import (
+    NOT_VISITED,
+    PICKED,
+    STAGE_HAMI,
+    explain_pod,
+    explain_with,
+    format_text,
+)
 from hamisim.hami.decision import parse_reason
 from hamisim.hami.reference import ReferenceScheduler
 from hamisim.io.bundled import workloads_dir
@@ -20,7 +27,9 @@ from hamisim.sim.backend import make_scheduler
 EXAMPLE = workloads_dir() / "kubectl-example"
 LLAMA = "ml/finetune-llama-0"
 LLAMA_MESSAGE = ("0/4 nodes are available: 1 1/4 CardCordoned, 3/4 CardInsufficientMemory, "
-                 "1 2/2 CardInsufficientMemory, 1 Insufficient cpu, 1 node unregistered.")
+                 "1 2/2 CardInsufficientMemory, 1 Insufficient cpu, 1 node unregistered. "
+                 "preemption: 0/4 nodes are available: 4 No preemption victims found for "
+                 "incoming pod.")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +78,8 @@ def test_example_pending_pod_matches_the_engine_and_kubectl(imported):
         sched = make_scheduler(res.cluster, backend)
         res.state.adopt_into(sched, res.cluster)
         d = sched.schedule(llama)
-        assert d.message == exp.message
+        # the backend's FitError text; kube-scheduler's PostFilter adds the rest
+        assert exp.message == d.message + " " + exp.postfilter
         assert d.node_reasons == exp.node_reasons()
     _check_cards_add_up(exp)
     node2 = next(n for n in exp.nodes if n.name == "gpu-node-2")
@@ -250,7 +260,13 @@ def test_explanation_is_the_kernels_decision(seed):
             assert exp.error == str(want)
             continue
         assert exp.decision == want == untraced
-        assert exp.message == want.message
+        if not want.bound:       # all priorities 0: nobody to preempt anywhere
+            assert exp.message == (f"{want.message} preemption: 0/{len(cluster.nodes)} nodes "
+                                   f"are available: {want.n_potential} No preemption victims "
+                                   "found for incoming pod"
+                                   + (f", {len(cluster.nodes) - want.n_potential} Preemption "
+                                      "is not helpful for scheduling."
+                                      if want.n_potential < len(cluster.nodes) else "."))
         if want.bound:
             assert exp.chosen == want.node
         else:   # a bound Decision records no rejected nodes

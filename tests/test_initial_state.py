@@ -1,8 +1,8 @@
 """Initial states: pods running before the first event (state files, engine, CLI)."""
 from __future__ import annotations
 
-import re
 import json
+import re
 import textwrap
 
 import pandas as pd
@@ -176,8 +176,9 @@ def test_pending_pod_waits_for_a_departure(tmp_path, backend):
     ev = res.events[res.events["pod"] == "w"]
     assert list(ev["event"]) == ["arrive", "unschedulable", "bind"]
     # a whole card is 100 % of its memory: the held memory rejects every card
-    assert ev.iloc[1]["message"] == ("0/2 nodes are available: 1 1/1 CardInsufficientMemory, "
-                                     "1 2/2 CardInsufficientMemory.")
+    assert ev.iloc[1]["message"] == (
+        "0/2 nodes are available: 1 1/1 CardInsufficientMemory, 1 2/2 CardInsufficientMemory. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     # busy-a departs at 50 and w takes its card then
     bind = ev.iloc[2]
     assert (bind["time"], bind["node"], bind["devices"]) == (50.0, "n1", "GPU-A,NVIDIA,15360,100:;")

@@ -1,7 +1,9 @@
 """The compiled kernel takes the reference's decision in every case.
 
 Random clusters (mixed card types, up to 16 cards per node so Go's pdqsort
-path is exercised, cordons, pair scores, CPU/memory) and random sequences of
+path is exercised, cordons, pair scores, CPU/memory, labels, taints, cordoned
+nodes) and random pods (selectors, tolerations, node affinity, nominated
+pods' CPU and memory, a nominated node's first look) in random sequences of
 creates and deletes are run through both backends; every step must give the
 identical :class:`~hamisim.hami.decision.Decision` (or raise the identical error)
 and leave identical per-card usage.
@@ -17,9 +19,9 @@ from hamisim.hami.reference import ReferenceScheduler
 from hamisim.sim.kernel import KernelScheduler
 
 
-def _run(sched, pod, tie_draw):
+def _run(sched, pod, tie_draw, **kube):
     try:
-        return sched.schedule(pod, tie_draw), None
+        return sched.schedule(pod, tie_draw, **kube), None
     except Exception as exc:  # noqa: BLE001 - both backends must fail alike
         return None, (type(exc), str(exc))
 
@@ -41,10 +43,27 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             name = f"pod-{step}" if op == "create" else data.draw(st.sampled_from(names))
             pod = data.draw(pods(name, card_ids), label="pod")
             tie_draw = data.draw(st.none() | st.floats(0, 1, exclude_max=True), label="tie")
-            want, want_err = _run(ref, pod, tie_draw)
-            got, got_err = _run(ker, pod, tie_draw)
+            kube = {}
+            if data.draw(st.integers(0, 4), label="kube") == 0:
+                # kube-scheduler's view: pods nominated to nodes after a
+                # preemption, and a nominated pod's first look at its node
+                n = len(cluster.nodes)
+                kube["nominated"] = {data.draw(st.integers(0, n - 1)): (
+                    data.draw(st.sampled_from([0, 500, 4000])),
+                    data.draw(st.sampled_from([0, 1024])))}
+                if data.draw(st.booleans()):
+                    kube["only"] = data.draw(st.integers(0, n - 1), label="only")
+            want, want_err = _run(ref, pod, tie_draw, **kube)
+            got, got_err = _run(ker, pod, tie_draw, **kube)
             assert got_err == want_err, (step, pod)
+            if "only" in kube and want is not None and not want.bound:
+                # the nominated node refused the pod: nothing else is compared
+                # (kube-scheduler goes on with a full pass)
+                assert got is not None and not got.bound, (step, pod)
+                continue
             assert got == want, (step, pod)
+            if want is not None and not want.bound:
+                assert got.n_potential == want.n_potential, (step, pod)
             event("error" if want_err else "bound" if want.bound else "unschedulable")
             if want is not None and want.bound and any(len(c) > 1 for c in want.containers):
                 event("multi-card container bound")

@@ -191,15 +191,55 @@ def test_legacy_register_encoding_is_read_with_a_warning(tmp_path):
 
 
 def test_cordoned_node_and_unknown_cordon_ids(tmp_path):
+    """``kubectl cordon`` is kube-scheduler's business (the node is unschedulable,
+    its cards are not cordoned); HAMi's per-GPU cordon names cards."""
     a = _gpu_node("a", **{"hami.io/device-cordon": " GPU-a-b , GPU-gone,"})
     b = _gpu_node("b")
     b["spec"]["unschedulable"] = True
     res = import_kubectl(_write(tmp_path / "nodes.json", [a, b]), None)
     by = {n.name: n for n in res.cluster.nodes}
-    assert by["a"].cordon == frozenset({"GPU-a-b"})
-    assert by["b"].cordon == frozenset({"GPU-b-a", "GPU-b-b"})
+    assert by["a"].cordon == frozenset({"GPU-a-b"}) and not by["a"].unschedulable
+    assert by["b"].cordon == frozenset() and by["b"].unschedulable
     assert any("GPU-gone" in w for w in res.warnings)
-    assert any("spec.unschedulable" in w for w in res.warnings)
+
+
+def test_labels_taints_and_pod_constraints_are_carried(tmp_path):
+    node = _gpu_node("a")
+    node["metadata"]["labels"] = {"pool": "a100", "kubernetes.io/hostname": "a"}
+    node["spec"]["taints"] = [{"key": "nvidia.com/gpu", "effect": "NoSchedule"},
+                              {"key": "dedicated", "value": "ml", "effect": "NoExecute",
+                               "timeAdded": "2026-11-30T10:00:00Z"}]
+    res = import_kubectl(_write(tmp_path / "nodes.json", [node]), None)
+    n = res.cluster.nodes[0]
+    assert n.labels == {"pool": "a100", "kubernetes.io/hostname": "a"}
+    assert [(t.key, t.value, t.effect) for t in n.taints] == [
+        ("nvidia.com/gpu", "", "NoSchedule"), ("dedicated", "ml", "NoExecute")]
+    # a pending pod keeps what kube-scheduler's filters read; inter-pod
+    # affinity (not modelled) is dropped with a warning
+    pod = _pod("p", limits={"nvidia.com/gpu": 1})
+    pod["spec"].update({
+        "nodeSelector": {"pool": "a100"}, "preemptionPolicy": "Never",
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                         "effect": "NoSchedule", "tolerationSeconds": 30}],
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "pool", "operator": "In", "values": ["a100", "h100"]}]}]}},
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}})
+    res = import_kubectl(_write(tmp_path / "nodes.json", [node]),
+                         _write(tmp_path / "pods.json", [pod]))
+    got = res.pending[0].pod
+    assert got.node_selector == {"pool": "a100"} and got.preemption_policy == "Never"
+    assert [(t.key, t.operator, t.effect) for t in got.tolerations] == [
+        ("nvidia.com/gpu", "Exists", "NoSchedule")]
+    assert [[(r.key, r.operator, r.values) for r in t.match_expressions]
+            for t in got.affinity] == [[("pool", "In", ("a100", "h100"))]]
+    assert any("podAntiAffinity not modelled" in w for w in res.warnings)
+    # the written files read back to the same node and pod
+    out = write_import(res, tmp_path / "out")
+    again = load_cluster(out["cluster"]).nodes[0]
+    assert (again.labels, again.taints, again.unschedulable) == (n.labels, n.taints, False)
+    assert read_trace(out["pending"]).pods[0].pod == got
 
 
 def test_node_without_register_annotation_is_unregistered(tmp_path):

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -25,6 +26,7 @@ from hamisim.hami.decision import Decision
 from hamisim.hami.reference import ReferenceScheduler
 from hamisim.io.clusterfile import load_cluster
 from hamisim.io.traces import read_trace
+from hamisim.kube.scheduler import KubeScheduler, full_message
 
 
 def write_cluster(path: Path, rng: random.Random) -> None:
@@ -94,21 +96,29 @@ def replay_with_the_reference(cluster, trace, events: pd.DataFrame) -> int:
     """Re-decide every attempt of the event log with the reference; returns how many."""
     pods = {tp.name: tp.pod for tp in trace.pods}
     ref = ReferenceScheduler(cluster)
+    # kube-scheduler's nominations and preemption around it (the CLI's seed 0)
+    offsets = np.random.default_rng([0, 1])
+    kube = KubeScheduler(cluster, ref, lambda n: int(offsets.integers(n)))
+    node_index = {n.name: i for i, n in enumerate(cluster.nodes)}
     checked = 0
     events = events.astype(object).where(events.notna(), None)     # NaN -> None
     for row in events.itertuples(index=False):
-        if row.event in ("depart", "abandon"):
+        if row.event in ("depart", "abandon", "preempt"):
             ref.delete(row.pod)
+            kube.gone(row.pod)
         elif row.event in ("bind", "unschedulable"):
+            post = None
             try:
-                d = ref.schedule(pods[row.pod])
+                d, post = kube.schedule(pods[row.pod])
             except ValueError as err:
                 d = Decision(row.pod, message=str(err))
             if row.event == "bind":
                 assert d.bound and (d.node, d.devices) == (row.node, row.devices), \
                     (row, d.node, d.devices)
+                kube.bound(pods[row.pod], node_index[d.node], row.time)
             else:
-                assert not d.bound and d.message == row.message, (row, d.message)
+                message = full_message(d.message, post.message) if post else d.message
+                assert not d.bound and message == row.message, (row, message)
             checked += 1
     return checked
 

@@ -10,7 +10,10 @@ from hamisim.cli import main
 from hamisim.io.bundled import bundled_scenarios
 
 BACKENDS = ["kernel", "reference"]
-EXCLUSIVE = "0/1 nodes are available: 1 2/2 ExclusiveDeviceAllocateConflict."
+#: the published experiment's message, word for word (kube-scheduler's
+#: DefaultPreemption verdict included)
+EXCLUSIVE = ("0/1 nodes are available: 1 2/2 ExclusiveDeviceAllocateConflict. preemption: "
+             "0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
 
 def run_json(capsys, *args) -> tuple[int, dict]:

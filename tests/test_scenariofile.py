@@ -163,9 +163,10 @@ S0 = HEAD_LINES + 2  # line of step 0
 # (case id, steps text, expected line, expected message fragment)
 STEP_CASES = [
     ("unknown-step-kind", "- create: {name: a}\n- schedule: {name: b}\n", S0 + 1,
-     "step 1: unknown key 'schedule' in a step (expected one of: create, delete, expect)"),
+     "step 1: unknown key 'schedule' in a step (expected one of: create, delete, expect, expect_message)"),
     ("two-kinds", "- create: {name: a}\n  delete: a\n", S0,
-     "step 0: a step needs exactly one of 'create', 'delete', 'expect' (got create, delete)"),
+     "step 0: a step needs exactly one of 'create', 'delete', 'expect', 'expect_message' "
+     "(got create, delete)"),
     ("empty-step", "- {}\n", S0, "a step needs exactly one of"),
     ("step-not-mapping", "- create\n", S0, "step 0 must be a mapping, got string 'create'"),
     ("duplicate-create", "- create: {name: a, gpu: 1}\n- create: {name: b}\n"
@@ -180,8 +181,8 @@ STEP_CASES = [
     ("expect-before-create", "- expect: {a: pending}\n- create: {name: a}\n", S0,
      "expect names pod 'a', which no earlier step creates"),
     ("expect-not-string", "- create: {name: a}\n- expect:\n    a: 3\n", S0 + 2,
-     "the expectation for pod 'a' (a card id, a comma list of card ids, 'pending' or "
-     "'deleted') must be a string, got integer 3"),
+     "the expectation for pod 'a' (a card id, a comma list of card ids, 'pending', "
+     "'deleted' or 'rejected') must be a string, got integer 3"),
     ("expect-list", "- create: {name: a}\n- expect: {a: [GPU-MOCK-A]}\n", S0 + 1,
      "must be a string, got a list"),
     ("expect-unknown-card", "- create: {name: a}\n- expect: {a: GPU-MOCK-Z}\n", S0 + 1,

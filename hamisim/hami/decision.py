@@ -8,11 +8,11 @@ formatting path.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
+from hamisim.kube.fiterror import failed_scheduling_message, histogram_message
 
 __all__ = [
     "REASONS", "REASON_CODE", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
@@ -86,6 +86,11 @@ class Decision:
     #: derive it from ``containers`` (HAMi's collapsed usage)
     usage: tuple | None = field(default=None, repr=False, compare=False)
     _devices: str | None = field(default=None, repr=False, compare=False)
+    #: for an attempt no node took: how many nodes were rejected with
+    #: kube-scheduler's ``Unschedulable`` code (CPU/memory or HAMi), the nodes
+    #: where preemption might help (the others were rejected as unresolvable
+    #: or never examined)
+    n_potential: int = 0
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
@@ -137,27 +142,6 @@ def parse_reason(reason: str) -> dict[str, int]:
         frac, _, key = part.partition(" ")
         out[key] = int(frac.split("/")[0])
     return out
-
-
-def failed_scheduling_message(n_nodes: int, node_reasons: Mapping[str, Iterable[str]]) -> str:
-    """kube-scheduler's FailedScheduling text (without any preemption suffix).
-
-    One histogram entry per distinct reason string, ``"<count> <reason>"``,
-    sorted as strings and joined with ``", "``.
-    """
-    hist: Counter[str] = Counter()
-    for reasons in node_reasons.values():
-        hist.update(reasons)
-    return histogram_message(n_nodes, hist)
-
-
-def histogram_message(n_nodes: int, hist: Mapping[str, int]) -> str:
-    """:func:`failed_scheduling_message` from the reason histogram itself."""
-    msg = f"0/{n_nodes} nodes are available:"
-    entries = sorted(f"{n} {reason}" for reason, n in hist.items())
-    if entries:
-        msg += " " + ", ".join(entries) + "."
-    return msg
 
 
 def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = True) -> str:

@@ -29,7 +29,7 @@ __all__ = [
     "GPU_POLICY_ANNOTATION", "NODE_POLICY_ANNOTATION", "WEIGHTS_ANNOTATION",
     "NUMA_BIND_ANNOTATION", "CardPolicy", "parse_card_policy", "policy_contains",
     "pod_gpu_policy", "pod_node_policy", "node_policy_spread", "parse_weights",
-    "pod_weights", "go_parse_bool", "numa_bind", "unknown_tokens",
+    "pod_weights", "filter_error", "go_quote", "go_parse_bool", "numa_bind", "unknown_tokens",
     "PolicyWarning", "policy_problem", "warn_policy", "warn_pod_policies",
     "KEY_BINPACK", "KEY_SPREAD", "KEY_NUMA",
     "SINGLE_MUTEX", "SINGLE_BINPACK", "SINGLE_SPREAD", "MODE_CHAIN",
@@ -219,37 +219,67 @@ def numa_bind(annotations: Mapping[str, str] | None) -> bool:
     return go_parse_bool(annotations[NUMA_BIND_ANNOTATION]) is True
 
 
+def go_quote(text: str) -> str:
+    """Go's ``%q`` of a string (``strconv.Quote``): double quotes, backslash
+    escapes for quotes, backslashes and control characters."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def parse_weights(value: str) -> tuple[int, int, int]:
     """Parse ``hami.io/device-scoring-weights`` (``slot=a,core=b,memory=c``).
 
-    Returns ``(slot, core, memory)``. Raises ``ValueError`` with HAMi's
-    wording when invalid; HAMi turns that into a Filter error.
+    Returns ``(slot, core, memory)``. Raises ``ValueError`` with HAMi
+    v2.10.0's wording, checks in its order (``pkg/util/device_scoring_weights.go``):
+    three comma-separated entries; each ``key=value`` (split at the first
+    ``=``); no key twice; the value an integer, not negative; then the key
+    known; at least one weight positive.
     """
-    if not value.strip():
-        raise ValueError("invalid device scoring weights: expected slot, core, and memory weights")
+    def fail(problem: str) -> ValueError:
+        return ValueError(f"invalid {WEIGHTS_ANNOTATION} annotation {go_quote(value)}: "
+                          f"{problem}")
+    parts = value.split(",")
+    if len(parts) != 3:
+        raise fail("expected slot, core, and memory weights")
     seen: dict[str, int] = {}
-    for entry in value.split(","):
-        parts = entry.split("=")
-        if len(parts) != 2:
-            raise ValueError("invalid device scoring weights: expected key=value entries")
-        key, raw = parts[0].strip(), parts[1].strip()
-        if key not in ("slot", "core", "memory"):
-            raise ValueError(f'invalid device scoring weights: unknown weight "{key}"')
+    for part in parts:
+        kv = part.strip().split("=", 1)
+        if len(kv) != 2:
+            raise fail("expected key=value entries")
+        key, raw = kv[0].strip(), kv[1].strip()
         if key in seen:
-            raise ValueError(f'invalid device scoring weights: duplicate "{key}" weight')
-        if not _GO_INT.fullmatch(raw):
-            raise ValueError(
-                f'invalid device scoring weights: "{key}" weight must be an integer')
+            raise fail(f"duplicate {go_quote(key)} weight")
+        if not _GO_INT.fullmatch(raw) or not -2**63 <= int(raw) < 2**63:
+            raise fail(f"{go_quote(key)} weight must be an integer")
         weight = int(raw)
         if weight < 0:
-            raise ValueError(
-                f'invalid device scoring weights: "{key}" weight must not be negative')
+            raise fail(f"{go_quote(key)} weight must not be negative")
+        if key not in ("slot", "core", "memory"):
+            raise fail(f"unknown weight {go_quote(key)}")
         seen[key] = weight
-    if len(seen) != 3:
-        raise ValueError("invalid device scoring weights: expected slot, core, and memory weights")
     if not any(seen.values()):
-        raise ValueError("invalid device scoring weights: at least one weight must be positive")
+        raise fail("at least one weight must be positive")
     return seen["slot"], seen["core"], seen["memory"]
+
+
+def filter_error(error: str, pod_name: str) -> str:
+    """HAMi's Filter error as kube-scheduler reports it (no ``0/N nodes`` text):
+    ``calcScore failed <error> for pod <name>`` (the pod's own name, without
+    its namespace)."""
+    return f"calcScore failed {error} for pod {pod_name.rsplit('/', 1)[-1]}"
 
 
 def pod_weights(annotations: Mapping[str, str] | None) -> tuple[int, int, int]:

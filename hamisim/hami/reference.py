@@ -45,8 +45,10 @@ from hamisim.hami.policy import (
     parse_card_policy,
     pod_gpu_policy,
     pod_node_policy,
+    filter_error,
     pod_weights,
 )
+from hamisim.kube.filters import hides_taints, is_unresolvable, static_reasons
 from hamisim.kube.fit import least_allocated_choice, resource_fit_reasons
 from hamisim.kube.sampling import sample_feasible
 from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
@@ -245,29 +247,37 @@ def node_less(node_policy: str, a_score: np.float32, b_score: np.float32) -> boo
 # ---------------------------------------------------------------------------
 # §2.4  Annotation filters
 # ---------------------------------------------------------------------------
-def _members(value: str | None) -> list[str]:
-    if value is None:
-        return []
+def _members(value: str | None) -> list[str] | None:
+    """A filter annotation's members, or ``None`` when it sets no constraint.
+
+    HAMi v2.10.0's CheckType/CheckUUID: a value that is absent or blank after
+    trimming sets no constraint; any other value does, even one made only of
+    separators (``","``), whose members are all empty and match no card.
+    """
+    if value is None or not value.strip():
+        return None
     return [m.strip() for m in value.split(",") if m.strip()]
 
 
 def uuid_allowed(annotations: Mapping[str, str], card_id: str,
                  use_key: str = USE_UUID, nouse_key: str = NOUSE_UUID) -> bool:
-    """``use-gpuuuid`` / ``nouse-gpuuuid``: exact, trimmed ids; blank = no constraint."""
+    """``use-gpuuuid`` / ``nouse-gpuuuid``: exact, trimmed ids; blank = no
+    constraint; only separators = a ``use`` list no card is on."""
     use = _members(annotations.get(use_key))
-    if use and card_id not in use:
+    if use is not None and card_id not in use:
         return False
-    return card_id not in _members(annotations.get(nouse_key))
+    return card_id not in (_members(annotations.get(nouse_key)) or ())
 
 
 def type_allowed(annotations: Mapping[str, str], card_type: str,
                  use_key: str = USE_TYPE, nouse_key: str = NOUSE_TYPE) -> bool:
-    """``use-gputype`` / ``nouse-gputype``: case-insensitive substrings of the type."""
+    """``use-gputype`` / ``nouse-gputype``: case-insensitive substrings of the
+    type; blank = no constraint; only separators = a ``use`` list matching no type."""
     upper = card_type.upper()
     use = _members(annotations.get(use_key))
-    if use and not any(m.upper() in upper for m in use):
+    if use is not None and not any(m.upper() in upper for m in use):
         return False
-    return not any(m.upper() in upper for m in _members(annotations.get(nouse_key)))
+    return not any(m.upper() in upper for m in (_members(annotations.get(nouse_key)) or ()))
 
 
 def mode_allowed(mode_annotation: str | None, card_mode: str) -> bool:
@@ -605,12 +615,19 @@ class ReferenceScheduler:
 
     # -- one attempt -----------------------------------------------------
     def schedule(self, pod: Pod, tie_draw: float | None = None,
-                 trace: Tracer | None = None) -> Decision:
+                 trace: Tracer | None = None, *,
+                 nominated: Mapping[int, tuple[int, int]] | None = None,
+                 only: int | None = None) -> Decision:
         """One scheduling attempt of ``pod``; a bound pod enters the cache.
 
         ``tie_draw`` in [0, 1) picks among equally scored nodes when the
         cluster's ``node_tie_break`` is ``random``; the last node otherwise.
         ``trace`` observes every step (:class:`Tracer`); it changes nothing.
+        ``nominated``: per node, the CPU and memory of the pods nominated there
+        that kube-scheduler's resource filter counts for this pod (nominated
+        pods of at least its priority). ``only``: try this node alone, without
+        sampling (kube-scheduler's first look at a pod's nominated node); a
+        pod it does not take is left as it was.
         """
         self.pods.pop(pod.name, None)     # re-scheduling never double-counts
         cfg = self.config
@@ -620,14 +637,27 @@ class ReferenceScheduler:
             trace.attempt(pod, requests, n_init)
         nodes = self.cluster.nodes
         requested = self.node_requested()
+        if nominated:
+            for i, (cpu, mem) in nominated.items():
+                requested[i] = (requested[i][0] + cpu, requested[i][1] + mem)
         wants_gpu = any(r is not None for r in requests)
+        # kube-scheduler's filters in its order: NodeUnschedulable, TaintToleration,
+        # NodeAffinity (hamisim.kube.filters), then NodeResourcesFit
+        static = static_reasons(nodes, pod, hides_taints(cfg.kube_scheduler_version))
 
-        def cpu_mem_reasons(i: int) -> list[str]:
+        def filter_reasons(i: int) -> list[str]:
+            if static is not None and static[i] is not None:
+                return [static[i]]
             return resource_fit_reasons(nodes[i], requested[i], pod)
 
         start = self.next_start
-        window, rejected, self.next_start = sample_feasible(
-            len(nodes), cpu_mem_reasons, cfg.percentage_of_nodes_to_score, self.next_start)
+        if only is not None:
+            rejected = {}
+            window = [] if filter_reasons(only) else [only]
+        else:
+            window, rejected, self.next_start = sample_feasible(
+                len(nodes), filter_reasons, cfg.percentage_of_nodes_to_score,
+                self.next_start)
         if trace is not None:
             trace.sampled(window, rejected, start)
         node_reasons = {nodes[i].name: r for i, r in rejected.items()}
@@ -637,8 +667,7 @@ class ReferenceScheduler:
                 [nodes[i] for i in window], [requested[i] for i in window], pod,
                 cfg.node_tie_break, tie_draw)
             if choice is None:
-                msg = failed_scheduling_message(len(nodes), node_reasons)
-                return Decision(pod.name, message=msg, _node_reasons=node_reasons)
+                return _failed(len(nodes), node_reasons, pod.name)
             i = window[choice]
             self.pods[pod.name] = _Cached(i, [[] for _ in requests], n_init,
                                           pod.cpu_milli, pod.memory_mib)
@@ -646,7 +675,10 @@ class ReferenceScheduler:
 
         policy_text = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
         policy = parse_card_policy(policy_text, numa_bind(pod.annotations))
-        weights = pod_weights(pod.annotations)   # ValueError = HAMi Filter error
+        try:
+            weights = pod_weights(pod.annotations)
+        except ValueError as err:       # HAMi's Filter fails with an error
+            raise ValueError(filter_error(str(err), pod.name)) from None
         node_policy = pod_node_policy(cfg.node_scheduler_policy, pod.annotations)
         if trace is not None:
             trace.policy(policy_text, policy, node_policy, weights)
@@ -670,14 +702,20 @@ class ReferenceScheduler:
             else:
                 node_reasons[node.name] = [res.reason]
         if not fits:
-            msg = failed_scheduling_message(len(nodes), node_reasons)
-            return Decision(pod.name, message=msg, _node_reasons=node_reasons)
+            return _failed(len(nodes), node_reasons, pod.name)
         best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
                                       pod.memory_mib)
         return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
+
+
+def _failed(n_nodes: int, node_reasons: dict[str, list[str]], pod: str) -> Decision:
+    """The attempt no node took: kube-scheduler's message over the rejected nodes."""
+    potential = sum(1 for r in node_reasons.values() if not is_unresolvable(r[0]))
+    return Decision(pod, message=failed_scheduling_message(n_nodes, node_reasons),
+                    _node_reasons=node_reasons, n_potential=potential)
 
 
 def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None,

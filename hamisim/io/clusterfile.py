@@ -77,7 +77,15 @@ import os
 from dataclasses import replace
 from typing import Any, Collection, Mapping
 
-from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.cluster import (
+    KUBE_SCHEDULER_VERSIONS,
+    TAINT_EFFECTS,
+    Card,
+    Cluster,
+    Node,
+    SchedulerConfig,
+    Taint,
+)
 from hamisim.errors import InputError
 from hamisim.hami.policy import policy_problem, warn_policy
 from hamisim.io.documents import (
@@ -101,9 +109,10 @@ CLUSTER_KEYS = frozenset({"scheduler", "nodes"})
 SCHEDULER_KEYS = frozenset({
     "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
+    "preemption", "kube_scheduler_version",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
-                       "gpus", "card", "group"})
+                       "gpus", "card", "group", "labels", "taints", "unschedulable"})
 GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
 CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
                        "mode"})
@@ -171,6 +180,8 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         percentage_of_nodes_to_score=doc.optional_int(
             "percentage_of_nodes_to_score", d.percentage_of_nodes_to_score, min=0, max=100),
         node_tie_break=tie,
+        preemption=doc.optional_bool("preemption", d.preemption),
+        kube_scheduler_version=_kube_version(doc, d.kube_scheduler_version),
     )
     # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
     for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
@@ -178,6 +189,22 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         if v is not None and isinstance(v.scalar, str):
             warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
     return config
+
+
+def _kube_version(doc: Doc, default: str) -> str:
+    v = doc.get("kube_scheduler_version")
+    if v is None or v.is_null:
+        return default
+    text = str(v.scalar).strip() if isinstance(v.scalar, (str, float)) else None
+    if text is not None and text.startswith("v"):
+        text = text[1:]
+    if text is not None and text.count(".") == 2:
+        text = text.rsplit(".", 1)[0]          # a patch release: its minor's texts
+    if text not in KUBE_SCHEDULER_VERSIONS:
+        raise v.error(f"'kube_scheduler_version' must be one of "
+                      f"{', '.join(KUBE_SCHEDULER_VERSIONS)} (quoted, e.g. \"1.32\"), "
+                      f"got {v.describe()}")
+    return text
 
 
 def nodes_from_document(value: Value, *,
@@ -296,6 +323,14 @@ def _plain_scheduler(sched: Any) -> SchedulerConfig:
             if type(v) is not str:
                 raise _Slow
             values[key] = v
+    if "preemption" in sched:
+        if type(sched["preemption"]) is not bool:
+            raise _Slow
+        values["preemption"] = sched["preemption"]
+    if "kube_scheduler_version" in sched:
+        if sched["kube_scheduler_version"] not in KUBE_SCHEDULER_VERSIONS:
+            raise _Slow                     # the line-tracking reader says what is wrong
+        values["kube_scheduler_version"] = sched["kube_scheduler_version"]
     if values.get("node_tie_break", d.node_tie_break) not in _TIE_BREAKS:
         raise _Slow
     for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
@@ -466,6 +501,9 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
     local_ids = {s.local: s for s in specs}
     scores = _pair_scores(entry, local_ids)
     cordon = _cordon(entry, local_ids)
+    labels = _labels(entry)
+    taints = _taints(entry)
+    unschedulable = bool(entry.optional_bool("unschedulable", False))
 
     nodes = []
     for name in names:
@@ -480,6 +518,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
             name=name, cards=cards, cpu_milli=cpu, memory_mib=mem,
             pair_scores={ids[a]: {ids[b]: v for b, v in row.items()} for a, row in scores.items()},
             cordon=frozenset(ids[c] for c in cordon), group=group_name,
+            labels=dict(labels), taints=taints, unschedulable=unschedulable,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes
@@ -671,6 +710,57 @@ def _cordon(entry: Doc, cards: dict[str, _CardSpec]) -> list[str]:
         names = [(v, v.as_str("a 'cordon' entry", nonempty=True).strip())
                  for v in value.as_list("'cordon'")]
     return [_resolve(v, n, cards, "'cordon'") for v, n in names]
+
+
+def _labels(entry: Doc) -> dict[str, str]:
+    """``labels``: a mapping of label names to string values (numbers and
+    booleans must be quoted, as in Kubernetes manifests)."""
+    doc = entry.optional_doc("labels")
+    if doc is None:
+        return {}
+    out = {}
+    for key, v in doc.items():
+        if not key:
+            raise v.error("a label needs a name")
+        if isinstance(v.scalar, bool) or not isinstance(v.scalar, str):
+            raise v.error(f"label '{key}' must be a string: write {key}: \"{_plain(v.scalar)}\" "
+                          "(Kubernetes label values are strings)")
+        out[key] = v.scalar
+    return out
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def taints_from_value(value: Value | None) -> tuple[Taint, ...]:
+    """``taints``: a list of ``{key, value, effect}`` (``value`` optional, empty
+    by default; ``effect`` NoSchedule, NoExecute or PreferNoSchedule)."""
+    if value is None or value.is_null:
+        return ()
+    out = []
+    for item in value.as_list("'taints'"):
+        t = item.as_doc("a taint")
+        t.check_keys({"key", "value", "effect", "timeAdded"}, "a taint")
+        key = t.require_str("key")
+        v = t.get("value")
+        text = "" if v is None or v.is_null else v.scalar
+        if not isinstance(text, str):
+            raise v.error(f"taint '{key}': 'value' must be a string: write value: "
+                          f"\"{_plain(text)}\"")
+        effect = t.require_str("effect")
+        if effect not in TAINT_EFFECTS:
+            raise t.get("effect").error(
+                f"taint '{key}': unknown effect '{effect}' (expected "
+                f"{', '.join(TAINT_EFFECTS)})")
+        out.append(Taint(key, text, effect))
+    return tuple(out)
+
+
+def _taints(entry: Doc) -> tuple[Taint, ...]:
+    return taints_from_value(entry.get("taints"))
 
 
 def cluster_from_path(path: str | os.PathLike[str], *,

@@ -22,11 +22,10 @@ json``; YAML output works too) and writes three files (DESIGN §4.4):
   - pair scores from ``hami.io/node-nvidia-score`` (topology-aware);
   - per-GPU cordon from ``hami.io/device-cordon`` (comma list of UUIDs; ids
     not on the node are dropped with a warning, as HAMi ignores them);
-  - a node cordoned with ``kubectl cordon`` (``spec.unschedulable: true``):
-    kube-scheduler filters it out (``node(s) were unschedulable``) before
-    HAMi sees it. hamisim has no node-level cordon, so all its cards are
-    cordoned instead (GPU pods get ``CardCordoned``; CPU-only pods can still
-    land there) and a warning says so;
+  - ``metadata.labels``, ``spec.taints`` and ``spec.unschedulable`` (a node
+    cordoned with ``kubectl cordon``) as the node's ``labels``, ``taints``
+    and ``unschedulable``: kube-scheduler's own filters read them before
+    HAMi sees the node (:mod:`hamisim.kube.filters`);
   - ``cpu_milli`` / ``memory_mib`` from ``status.allocatable`` (CPU rounded
     up to milli-CPU as Kubernetes does, memory rounded down to MiB).
 
@@ -77,6 +76,12 @@ from hamisim.io.clusterfile import load_cluster, nodes_from_document
 from hamisim.io.documents import Doc, Value, load_document
 from hamisim.io.initialstate import InitialState, decode_devices, load_state
 from hamisim.io.outputs import atomic_folder
+from hamisim.io.podspec import (
+    affinity_from_value,
+    node_selector_from_value,
+    preemption_policy_from_value,
+    tolerations_from_value,
+)
 from hamisim.io.traces import write_trace
 from hamisim.kube.quantity import cpu_milli, memory_mib, parse_quantity
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
@@ -268,10 +273,16 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
                 _quantity(mem, "allocatable memory"), round_up=False))
     spec = _sub(obj, "spec")
     unsched = spec.get("unschedulable") if spec is not None else None
-    cordoned = bool(unsched.as_bool("'spec.unschedulable'")) if (
-        unsched is not None and not unsched.is_null) else False
+    if unsched is not None and not unsched.is_null:
+        children["unschedulable"] = unsched
+    taints = spec.get("taints") if spec is not None else None
+    if taints is not None and not taints.is_null:
+        children["taints"] = taints
+    labels = meta.get("labels")
+    if labels is not None and not labels.is_null:
+        children["labels"] = labels
     entry = _doc(obj.path, obj.line, children)
-    return entry, _annotation(ann, DEVICE_CORDON), cordoned
+    return entry, _annotation(ann, DEVICE_CORDON), False
 
 
 _ANNOTATION_OF = {"'devices' annotation JSON": f"annotation {REGISTER}",
@@ -314,14 +325,6 @@ def read_nodes(path: str, warnings: list[str]) -> tuple[Node, ...]:
                 else:
                     warnings.append(f"node {node.name}: {DEVICE_CORDON} names '{uuid}', which "
                                     "is not one of its cards; ignored (as HAMi does)")
-        if unsched:
-            cordoned |= ids
-            warnings.append(
-                f"node {node.name} is cordoned (spec.unschedulable): kube-scheduler would "
-                "reject it as 'node(s) were unschedulable'; hamisim cordons all its "
-                f"{len(ids)} cards instead (GPU pods see CardCordoned"
-                + (", CPU-only pods can still land there)" if ids else "; it has no cards, so "
-                   "CPU-only pods can still land there)"))
         out.append(replace(node, cordon=frozenset(cordoned)) if cordoned else node)
     return tuple(out)
 
@@ -418,7 +421,28 @@ def pod_from_kubernetes(obj: Doc, i: int = 0) -> Pod:
     app, init, cpu, mem, spec = _pod_spec(obj, key)
     prio = spec.get("priority")
     priority = prio.as_int("'spec.priority'") if prio is not None and not prio.is_null else 0
-    return Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority)
+    return Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority,
+               **_placement(spec, key, []))
+
+
+def _placement(spec: Doc, key: str, warnings: list[str]) -> dict:
+    """A pod's nodeSelector, tolerations, required node affinity and preemption
+    policy; inter-pod affinity, which hamisim does not model, is dropped with a
+    warning."""
+    affinity = spec.get("affinity")
+    if affinity is not None and affinity.is_mapping:
+        doc = affinity.as_doc("'spec.affinity'")
+        dropped = [k for k in ("podAffinity", "podAntiAffinity")
+                   if k in doc and not doc.get(k).is_null]
+        if dropped:
+            warnings.append(f"pod {key}: {' and '.join(dropped)} not modelled; ignored")
+        node = doc.get("nodeAffinity")
+        affinity = None if node is None else _doc(
+            affinity.path, affinity.line, {"nodeAffinity": node})
+    return {"node_selector": node_selector_from_value(spec.get("nodeSelector")),
+            "tolerations": tolerations_from_value(spec.get("tolerations")),
+            "affinity": affinity_from_value(affinity),
+            "preemption_policy": preemption_policy_from_value(spec.get("preemptionPolicy"))}
 
 
 def kubernetes_pods(path: str) -> list[Doc]:
@@ -495,7 +519,8 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
             prio = spec.get("priority")
             priority = prio.as_int("'spec.priority'") if prio is not None and \
                 not prio.is_null else 0
-            pod = Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority)
+            pod = Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority,
+                      **_placement(spec, key, warnings))
             pending.append((created, i, TracePod(pod, 0.0, line=meta.line)))
     pending.sort(key=lambda t: (t[0], t[1]))
     return running, [tp for _, _, tp in pending], finished, elsewhere
@@ -571,6 +596,15 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
             lines.append(f"    cpu_milli: {n.cpu_milli}")
         if n.memory_mib is not None:
             lines.append(f"    memory_mib: {n.memory_mib}")
+        if n.unschedulable:
+            lines.append("    unschedulable: true    # kubectl cordon")
+        if n.labels:
+            lines.append("    labels:")
+            lines.extend(f"      {_q(k)}: {_q(v)}" for k, v in n.labels.items())
+        if n.taints:
+            lines.append("    taints:")
+            lines.extend(f"      - {{key: {_q(t.key)}, value: {_q(t.value)}, "
+                         f"effect: {t.effect}}}" for t in n.taints)
         if not n.cards:
             lines.append("    devices: []            # no hami.io/node-nvidia-register")
             continue

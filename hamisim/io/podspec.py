@@ -25,7 +25,34 @@ Its keys are the trace column names of DESIGN §4.2:
   gpumem_percentage, gpucores, limits, requests}`` where ``limits`` and
   ``requests`` map the four real resource names to integers. ``containers``
   excludes the top-level shorthand. Without either, the pod has one
-  container (with no limits when no GPU key is given).
+  container (with no limits when no GPU key is given);
+* ``node_selector``, ``tolerations``, ``affinity``, ``preemption_policy``:
+  kube-scheduler's constraints, below.
+
+kube-scheduler's constraints of a pod (JSON in a CSV or Parquet cell), in
+Kubernetes' own structure and field names; the same functions read the pod
+spec fields they mirror for ``hamisim import``:
+
+* ``node_selector`` (``spec.nodeSelector``): a mapping of label names to
+  string values;
+* ``tolerations`` (``spec.tolerations``): a list of ``{key, operator, value,
+  effect, tolerationSeconds}``; ``operator`` ``Equal`` (default) or
+  ``Exists``; ``effect`` empty (all), ``NoSchedule``, ``PreferNoSchedule`` or
+  ``NoExecute``;
+* ``affinity`` (``spec.affinity``): ``{nodeAffinity:
+  {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{
+  matchExpressions: [{key, operator, values}], matchFields: [...]}]}}}``.
+  Operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``
+  with the API server's value rules; ``matchFields`` takes ``metadata.name``
+  with ``In``/``NotIn`` and one value.
+  ``preferredDuringSchedulingIgnoredDuringExecution`` is accepted and has no
+  effect (HAMi's extender returns the one node it chose, so kube-scheduler's
+  scores never decide); ``podAffinity`` / ``podAntiAffinity`` are not
+  modelled and rejected;
+* ``preemption_policy`` (``spec.preemptionPolicy``): ``PreemptLowerPriority``
+  (default) or ``Never``.
+
+Every mistake the API server would refuse is a located error.
 
 Which keys are allowed is a parameter: scenario steps use
 :data:`SCENARIO_POD_KEYS`; trace readers pass :data:`TRACE_POD_KEYS`, whose
@@ -37,12 +64,27 @@ from __future__ import annotations
 from typing import Collection, Mapping
 
 from hamisim.io.documents import INT32_MAX, Doc, Value
+from hamisim.kube.filters import selector_problem
 from hamisim.kube.quantity import parse_memory_mib
-from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+from hamisim.pods import (
+    GPU,
+    GPUCORES,
+    GPUMEM,
+    GPUMEM_PERCENTAGE,
+    PREEMPTION_POLICIES,
+    TOLERATION_OPERATORS,
+    Container,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    Toleration,
+)
 
 __all__ = [
     "TRACE_COLUMN_ANNOTATIONS", "CONTAINER_COLUMN_RESOURCES", "SCENARIO_POD_KEYS",
-    "TRACE_POD_KEYS", "pod_from_document", "container_from_document",
+    "TRACE_POD_KEYS", "pod_from_document", "container_from_document", "PLACEMENT_KEYS",
+    "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
+    "preemption_policy_from_value", "placement_fields", "placement_json",
 ]
 
 #: Trace column -> pod annotation name.
@@ -67,9 +109,169 @@ _LIST_COLUMNS = frozenset({"use_gputype", "nouse_gputype", "use_gpuuuid", "nouse
 _RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values())
 _CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
 
+#: the pod keys of kube-scheduler's constraints
+PLACEMENT_KEYS = ("node_selector", "tolerations", "affinity", "preemption_policy")
+_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _string(v: Value, what: str) -> str:
+    if v.is_null:
+        return ""
+    if not isinstance(v.scalar, str) or v.is_mapping or v.is_list:
+        raise v.error(f"{what} must be a string (quote numbers and booleans), got "
+                      f"{v.describe()}")
+    return v.scalar
+
+
+def node_selector_from_value(v: Value | None) -> dict[str, str]:
+    """``node_selector``: label name -> value (strings)."""
+    if v is None or v.is_null:
+        return {}
+    doc = v.as_doc("'node_selector'")
+    return {key: _string(item, f"node_selector '{key}'") for key, item in doc.items()}
+
+
+def tolerations_from_value(v: Value | None) -> tuple[Toleration, ...]:
+    """``tolerations``: a list of Kubernetes tolerations."""
+    if v is None or v.is_null:
+        return ()
+    out = []
+    for item in v.as_list("'tolerations'"):
+        t = item.as_doc("a toleration")
+        t.check_keys({"key", "operator", "value", "effect", "tolerationSeconds"},
+                     "a toleration")
+        key = _string(t.get("key"), "a toleration's 'key'") if "key" in t else ""
+        op_v = t.get("operator")
+        op = _string(op_v, "a toleration's 'operator'") if op_v is not None else "Equal"
+        op = op or "Equal"
+        if op not in TOLERATION_OPERATORS:
+            raise op_v.error(f"toleration operator must be Equal or Exists, got '{op}'")
+        value = _string(t.get("value"), "a toleration's 'value'") if "value" in t else ""
+        effect_v = t.get("effect")
+        effect = _string(effect_v, "a toleration's 'effect'") if effect_v is not None else ""
+        if effect not in _EFFECTS:
+            raise effect_v.error(f"toleration effect must be NoSchedule, PreferNoSchedule or "
+                                 f"NoExecute (or empty for all), got '{effect}'")
+        if op == "Exists" and value:
+            raise t.error("a toleration with operator Exists takes no 'value' (the API "
+                          "server rejects it)")
+        if not key and op != "Exists":
+            raise t.error("a toleration without 'key' must use operator Exists (the API "
+                          "server rejects it)")
+        if "tolerationSeconds" in t:
+            t.get("tolerationSeconds").as_int("'tolerationSeconds'")
+        out.append(Toleration(key, op, value, effect))
+    return tuple(out)
+
+
+def _requirements(v: Value | None, fields: bool) -> tuple[NodeSelectorRequirement, ...]:
+    if v is None or v.is_null:
+        return ()
+    what = "matchFields" if fields else "matchExpressions"
+    out = []
+    for item in v.as_list(f"'{what}'"):
+        r = item.as_doc(f"a {what} entry")
+        r.check_keys({"key", "operator", "values"}, f"a {what} entry")
+        key = _string(r.require("key"), f"a {what} 'key'")
+        op = _string(r.require("operator"), f"a {what} 'operator'")
+        values_v = r.get("values")
+        values = () if values_v is None or values_v.is_null else tuple(
+            _string(x, f"a {what} value") for x in values_v.as_list("'values'"))
+        req = NodeSelectorRequirement(key, op, values)
+        problem = selector_problem(req, field=fields)
+        if problem is not None:
+            raise r.error(f"{what} '{key}': {problem}")
+        out.append(req)
+    return tuple(out)
+
+
+def affinity_from_value(v: Value | None) -> tuple[NodeSelectorTerm, ...] | None:
+    """``affinity``: the required node-affinity terms of a pod's ``spec.affinity``
+    (``None`` when it has none)."""
+    if v is None or v.is_null:
+        return None
+    doc = v.as_doc("'affinity'")
+    doc.check_keys({"nodeAffinity", "podAffinity", "podAntiAffinity"}, "'affinity'")
+    for key in ("podAffinity", "podAntiAffinity"):
+        if key in doc and not doc.get(key).is_null:
+            raise doc.error(f"affinity '{key}' (inter-pod affinity) is not modelled by "
+                            "hamisim", line=doc.key_line(key))
+    node = doc.optional_doc("nodeAffinity")
+    if node is None:
+        return None
+    node.check_keys({_REQUIRED, _PREFERRED}, "'nodeAffinity'")
+    required = node.optional_doc(_REQUIRED)
+    if required is None:
+        return None
+    required.check_keys({"nodeSelectorTerms"}, f"'{_REQUIRED}'")
+    terms_v = required.require("nodeSelectorTerms")
+    items = terms_v.as_list("'nodeSelectorTerms'")
+    if not items:
+        raise terms_v.error("'nodeSelectorTerms' is empty: the API server requires at "
+                            "least one term")
+    terms = []
+    for item in items:
+        t = item.as_doc("a node selector term")
+        t.check_keys({"matchExpressions", "matchFields"}, "a node selector term")
+        terms.append(NodeSelectorTerm(_requirements(t.get("matchExpressions"), False),
+                                      _requirements(t.get("matchFields"), True)))
+    return tuple(terms)
+
+
+def preemption_policy_from_value(v: Value | None) -> str:
+    """``preemption_policy``: ``PreemptLowerPriority`` (default) or ``Never``."""
+    if v is None or v.is_null:
+        return PREEMPTION_POLICIES[0]
+    text = _string(v, "'preemption_policy'")
+    if text not in PREEMPTION_POLICIES:
+        raise v.error(f"'preemption_policy' must be PreemptLowerPriority or Never, got "
+                      f"'{text}'")
+    return text
+
+
+def placement_fields(doc: Doc) -> dict:
+    """The :class:`~hamisim.pods.Pod` fields of the keys in :data:`PLACEMENT_KEYS`."""
+    return {"node_selector": node_selector_from_value(doc.get("node_selector")),
+            "tolerations": tolerations_from_value(doc.get("tolerations")),
+            "affinity": affinity_from_value(doc.get("affinity")),
+            "preemption_policy": preemption_policy_from_value(doc.get("preemption_policy"))}
+
+
+def placement_json(pod) -> dict:
+    """The keys of :data:`PLACEMENT_KEYS` that ``pod`` sets, as JSON values in
+    Kubernetes' structure (the inverse of :func:`placement_fields`)."""
+    out: dict = {}
+    if pod.node_selector:
+        out["node_selector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        out["tolerations"] = [
+            {k: v for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value),
+                               ("effect", t.effect)) if v}
+            for t in pod.tolerations]
+    if pod.affinity is not None:
+        def reqs(rs):
+            return [{"key": r.key, "operator": r.operator, **({"values": list(r.values)}
+                                                              if r.values else {})}
+                    for r in rs]
+        terms = []
+        for t in pod.affinity:
+            term = {}
+            if t.match_expressions:
+                term["matchExpressions"] = reqs(t.match_expressions)
+            if t.match_fields:
+                term["matchFields"] = reqs(t.match_fields)
+            terms.append(term)
+        out["affinity"] = {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": terms}}}
+    if pod.preemption_policy != PREEMPTION_POLICIES[0]:
+        out["preemption_policy"] = pod.preemption_policy
+    return out
+
+
 SCENARIO_POD_KEYS: frozenset[str] = frozenset(
     {"name", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
-     "init_containers"}
+     "init_containers", *PLACEMENT_KEYS}
     | set(CONTAINER_COLUMN_RESOURCES) | set(TRACE_COLUMN_ANNOTATIONS))
 #: trace rows add timing and an optional ``class`` label (read by the trace reader)
 TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion", "class"}
@@ -111,6 +313,7 @@ def pod_from_document(doc: Doc, path: str | None = None, *,
         cpu_milli=doc.optional_int("cpu_milli", 0, min=0),
         memory_mib=_optional_mib(doc, "memory_mib"),
         priority=doc.optional_int("priority", 0, min=-2**31, max=INT32_MAX),
+        **placement_fields(doc),
     )
 
 

@@ -8,9 +8,13 @@ are mappings with exactly one key:
   :mod:`hamisim.io.podspec` (``arrival``/``duration``/``deletion`` are not allowed);
 * ``delete: NAME`` -- a pod created by an earlier step and not deleted since;
 * ``expect: {NAME: OUTCOME, ...}`` -- OUTCOME is a string: a card id, a comma
-  list of card ids (whitespace around commas is dropped), ``pending`` or
-  ``deleted``; every card id must exist in the cluster and every pod must
-  have been created by an earlier step.
+  list of card ids (whitespace around commas is dropped), ``pending``,
+  ``deleted`` or ``rejected`` (refused by HAMi's admission webhook); every
+  card id must exist in the cluster and every pod must have been created by
+  an earlier step;
+* ``expect_message: {NAME: MESSAGE, ...}`` -- the pod's last FailedScheduling
+  message (kube-scheduler's text, preemption verdict included) is exactly
+  MESSAGE (the pod must have been created by an earlier step).
 
 A pod name may be created again only after it was deleted. All checks are
 load-time checks and raise :class:`hamisim.errors.InputError` at the step's
@@ -34,13 +38,16 @@ from hamisim.io.podspec import SCENARIO_POD_KEYS, pod_from_document
 from hamisim.pods import Pod
 
 __all__ = [
-    "CreateStep", "DeleteStep", "ExpectStep", "Scenario", "Step",
+    "CreateStep", "DeleteStep", "ExpectStep", "ExpectMessageStep", "Scenario", "Step",
     "load_scenario", "scenario_from_document", "EXPECT_PENDING", "EXPECT_DELETED",
+    "EXPECT_REJECTED",
 ]
 
 EXPECT_PENDING = "pending"
 EXPECT_DELETED = "deleted"
-_STEP_KINDS = ("create", "delete", "expect")
+#: refused by HAMi's admission webhook (the pod was never created)
+EXPECT_REJECTED = "rejected"
+_STEP_KINDS = ("create", "delete", "expect", "expect_message")
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,15 @@ class ExpectStep:
     line: int
 
 
-Step = CreateStep | DeleteStep | ExpectStep
+@dataclass(frozen=True)
+class ExpectMessageStep:
+    """Pod name -> its expected last FailedScheduling message."""
+
+    expected: dict[str, str]
+    line: int
+
+
+Step = CreateStep | DeleteStep | ExpectStep | ExpectMessageStep
 
 
 @dataclass
@@ -112,7 +127,8 @@ def scenario_from_document(doc: Doc, path: str, *,
         if unknown:
             step.check_keys(_STEP_KINDS, "a step")
         if len(kinds) != 1:
-            raise step.error("a step needs exactly one of 'create', 'delete', 'expect'"
+            raise step.error("a step needs exactly one of 'create', 'delete', 'expect', "
+                             "'expect_message'"
                              + (f" (got {', '.join(kinds)})" if kinds else " (got none)"))
         kind = kinds[0]
         line = step.line
@@ -135,8 +151,20 @@ def scenario_from_document(doc: Doc, path: str, *,
                 raise step.get("delete").error(f"pod '{name}' is already deleted")
             live.discard(name)
             steps.append(DeleteStep(pod_name=name, line=line))
-        else:
+        elif kind == "expect":
             steps.append(ExpectStep(expected=_expectations(step, created, card_ids), line=line))
+        else:
+            exp = step.require_doc("expect_message")
+            if len(exp) == 0:
+                raise exp.error("'expect_message' is empty")
+            messages = {}
+            for pod, v in exp.items():
+                if pod not in created:
+                    raise exp.error(f"expect_message names pod '{pod}', which no earlier step "
+                                    "creates", line=exp.key_line(pod))
+                messages[pod] = v.as_str(f"the expected message of pod '{pod}'",
+                                         nonempty=True)
+            steps.append(ExpectMessageStep(expected=messages, line=line))
     warn_pod_policies((f"{path}:{st.line}", st.pod.annotations)
                       for st in steps if isinstance(st, CreateStep))
     return Scenario(cluster=cluster, steps=steps, path=path, state=state)
@@ -152,8 +180,9 @@ def _expectations(step: Doc, created: dict[str, int], card_ids: set[str]) -> dic
             raise exp.error(f"expect names pod '{pod}', which no earlier step creates",
                             line=exp.key_line(pod))
         text = v.as_str(f"the expectation for pod '{pod}' (a card id, a comma list of card "
-                        f"ids, '{EXPECT_PENDING}' or '{EXPECT_DELETED}')", nonempty=True).strip()
-        if text in (EXPECT_PENDING, EXPECT_DELETED):
+                        f"ids, '{EXPECT_PENDING}', '{EXPECT_DELETED}' or '{EXPECT_REJECTED}')",
+                        nonempty=True).strip()
+        if text in (EXPECT_PENDING, EXPECT_DELETED, EXPECT_REJECTED):
             out[pod] = text
             continue
         ids = [p.strip() for p in text.split(",")]

@@ -20,10 +20,13 @@ Columns (all optional except ``name`` and ``arrival``): ``arrival`` (s, >= 0),
 :mod:`hamisim.io.podspec` (``gpu``, ``gpumem``, ``gpumem_percentage``,
 ``gpucores``, ``cpu_milli``, ``memory_mib``, ``priority``, ``gpu_policy``,
 ``node_policy``, ``use_gputype``, ``nouse_gputype``, ``use_gpuuuid``,
-``nouse_gpuuuid``, ``numa_bind``, ``scoring_weights``) and, for pods the
-flat columns cannot express, ``annotations`` / ``containers`` /
-``init_containers`` (JSON values in JSON Lines; JSON text in a CSV or
-Parquet cell). :func:`write_trace` uses those three only when needed.
+``nouse_gpuuuid``, ``numa_bind``, ``scoring_weights``, ``preemption_policy``)
+and, for pods the flat columns cannot express, ``annotations`` /
+``containers`` / ``init_containers`` (JSON values in JSON Lines; JSON text in
+a CSV or Parquet cell). :func:`write_trace` uses those three only when needed.
+kube-scheduler's constraints ``node_selector``, ``tolerations`` and
+``affinity`` are JSON in Kubernetes' structure, the same way
+(:mod:`hamisim.io.podspec`).
 
 Every problem is an :class:`hamisim.errors.InputError` printed as
 ``file:line: problem``: the physical line of the row in a CSV (header = line
@@ -53,6 +56,7 @@ from hamisim.io.podspec import (
     CONTAINER_COLUMN_RESOURCES,
     TRACE_COLUMN_ANNOTATIONS,
     TRACE_POD_KEYS,
+    placement_json,
     pod_from_document,
 )
 from hamisim.io.tables import (
@@ -73,13 +77,15 @@ __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
 _INT_COLUMNS = ("gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli", "memory_mib",
                 "priority")
-_JSON_COLUMNS = ("annotations", "containers", "init_containers")
+_JSON_COLUMNS = ("annotations", "containers", "init_containers", "node_selector",
+                 "tolerations", "affinity")
 #: MiB columns, which also take a byte quantity such as 16Gi
 _MIB_COLUMNS = ("gpumem", "memory_mib")
 #: Every column a native trace may have, in the order :func:`write_trace` writes them.
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
-    "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "class")
+    "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "preemption_policy",
+    "class")
 assert set(TRACE_COLUMNS) == set(TRACE_POD_KEYS)
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl"}
 OPENB_POD_HEADER_PREFIX = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"
@@ -583,6 +589,7 @@ def _row_of(tp: TracePod) -> dict[str, Any]:
             row[column] = value
     if other:
         row["annotations"] = other
+    row.update(placement_json(pod))
     return row
 
 

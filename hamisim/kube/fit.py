@@ -23,12 +23,14 @@ INSUFFICIENT_MEMORY = "Insufficient memory"
 def resource_fit_reasons(node: Node, requested: tuple[int, int], pod: Pod) -> list[str]:
     """NodeResourcesFit: the reasons a node cannot take the pod's CPU/memory.
 
-    A node without ``cpu_milli`` / ``memory_mib`` does not constrain that resource.
+    A node without ``cpu_milli`` / ``memory_mib`` does not constrain that resource;
+    a pod that requests none of a resource fits it even on an overcommitted
+    node (kube-scheduler checks a resource only when the request is positive).
     """
     reasons = []
-    if node.cpu_milli is not None and pod.cpu_milli > node.cpu_milli - requested[0]:
+    if node.cpu_milli is not None and 0 < pod.cpu_milli > node.cpu_milli - requested[0]:
         reasons.append(INSUFFICIENT_CPU)
-    if node.memory_mib is not None and pod.memory_mib > node.memory_mib - requested[1]:
+    if node.memory_mib is not None and 0 < pod.memory_mib > node.memory_mib - requested[1]:
         reasons.append(INSUFFICIENT_MEMORY)
     return reasons
 

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from hamisim.cluster import Cluster
+from hamisim.cluster import Cluster, Node
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
     NOUSE_TYPE,
@@ -32,10 +32,11 @@ from hamisim.hami.reference import (
     type_allowed,
     uuid_allowed,
 )
+from hamisim.kube.filters import static_reason
 from hamisim.pods import Pod, Request
 
-__all__ = ["ClusterState", "PodEncoding", "encode_pod", "REQ_FIELDS", "REQ_REGISTERED",
-           "REQ_NVIDIA", "UNCONSTRAINED"]
+__all__ = ["ClusterState", "PodEncoding", "encode_pod", "FilterTable", "REQ_FIELDS",
+           "REQ_REGISTERED", "REQ_NVIDIA", "UNCONSTRAINED"]
 
 #: Columns of a request row: ``nums`` (0 = the container asks for no card),
 #: ``memreq``, ``mempercentagereq``, ``coresreq``, and type flags.
@@ -240,3 +241,63 @@ def encode_pod(state: ClusterState, pod: Pod, requests: Sequence[Request | None]
         weights=np.array([np.float32(w) for w in weights], dtype=np.float32),
         type_ok=type_ok, mode_ok=mode_ok, uuid_ok=uuid_ok,
         cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, wants_gpu=wants_gpu)
+
+
+class FilterTable:
+    """:func:`static_reasons` for a fixed list of nodes, as codes, cached.
+
+    ``codes(pod)`` is an ``int32`` array over the nodes (0 = passes, ``k`` =
+    rejected with ``reasons[k]``) or ``None`` when every node passes. Nodes
+    with equal labels, taints and cordon share one evaluation, and pods with
+    equal selector, tolerations and affinity share one result, so a cluster
+    of node groups costs a few evaluations per distinct constraint.
+    """
+
+    def __init__(self, nodes: Sequence[Node], hide_taints: bool = False) -> None:
+        self.nodes = nodes
+        self.hide_taints = hide_taints
+        self.reasons: list[str] = [""]
+        self._code: dict[str, int] = {}
+        profiles: dict[tuple, int] = {}
+        self._profile = np.zeros(len(nodes), dtype=np.int64)
+        self._rep: list[int] = []
+        for i, n in enumerate(nodes):
+            key = (tuple(sorted(n.labels.items())), n.taints, n.unschedulable)
+            p = profiles.get(key)
+            if p is None:
+                p = profiles[key] = len(self._rep)
+                self._rep.append(i)
+            self._profile[i] = p
+        self._any_taint = any(n.unschedulable or n.taints for n in nodes)
+        self._cache: dict[tuple, np.ndarray | None] = {}
+
+    def code_of(self, reason: str) -> int:
+        code = self._code.get(reason)
+        if code is None:
+            code = self._code[reason] = len(self.reasons)
+            self.reasons.append(reason)
+        return code
+
+    def codes(self, pod: Pod) -> np.ndarray | None:
+        if not pod.constrained and not self._any_taint:
+            return None
+        key = (tuple(sorted(pod.node_selector.items())), pod.tolerations, pod.affinity)
+        if key in self._cache:
+            return self._cache[key]
+        by_name = pod.affinity is not None and any(t.match_fields for t in pod.affinity)
+        if by_name:
+            out = np.array([self.code_of(r) if (r := static_reason(n, pod, self.hide_taints)) else 0
+                            for n in self.nodes], dtype=np.int32)
+        else:
+            hide = self.hide_taints
+            per_profile = np.array(
+                [self.code_of(r) if (r := static_reason(self.nodes[i], pod, hide)) else 0
+                 for i in self._rep], dtype=np.int32)
+            out = per_profile[self._profile] if len(self.nodes) else \
+                np.zeros(0, dtype=np.int32)
+        out = np.ascontiguousarray(out, dtype=np.int32)
+        if not out.any():
+            out = None
+        if len(self._cache) < 4096:
+            self._cache[key] = out
+        return out

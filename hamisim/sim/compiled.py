@@ -35,6 +35,9 @@ import simpy
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.hami.policy import filter_error
+from hamisim.kube.filters import kube_minor
+from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig
@@ -65,7 +68,22 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
+    if cluster.scheduler.preemption and _may_preempt(workload):
+        return "a trace whose pods may preempt others (priorities differ)"
     return None
+
+
+def _may_preempt(trace: Trace) -> bool:
+    """Whether some pod could preempt another: one that may preempt
+    (``preemption_policy`` not Never) with a priority above the lowest."""
+    if not len(trace.priority):
+        return False
+    lowest = int(trace.priority.min())
+    if int(trace.priority.max()) == lowest:
+        return False
+    never = np.array([t.preemption_policy == "Never" for t in trace.templates], dtype=bool)
+    may = ~never[trace.template] if len(never) else np.ones(len(trace.priority), bool)
+    return bool((trace.priority[may] > lowest).any())
 
 
 def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
@@ -157,6 +175,28 @@ def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
     return col
 
 
+def _fail_message(sched: KernelScheduler, trace: Trace):
+    """``fail_message(t)``: kube-scheduler's FailedScheduling text for the attempt
+    of a pod of template ``t`` that just failed, with DefaultPreemption's verdict
+    (this engine runs only traces where nobody can preempt: see unsupported)."""
+    policies = [t.preemption_policy for t in trace.templates]
+    preemption = sched.config.preemption
+    dra = kube_minor(sched.config.kube_scheduler_version) >= 34
+    n_nodes = sched.state.n_nodes
+    shapes = [None] * len(trace.templates)
+
+    def fail_message(t: int) -> str:
+        shape = shapes[t]
+        if shape is None:
+            shape = shapes[t] = sched.encode(trace.templates[t])
+        message = sched.failure_message(shape.wants_gpu)
+        if not preemption:
+            return full_message(message, NO_CLAIMS if dra else "")
+        return full_message(message, uniform_postfix(n_nodes, sched.potential_nodes(),
+                                                     policies[t], dra))
+    return fail_message
+
+
 def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
     """``pod_error(k)``: the message of pod ``k`` (arrival order) when its template
     is refused at admission or fails HAMi's Filter (the message names the pod)."""
@@ -167,7 +207,7 @@ def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
         except ValueError as err:
             return str(err)
         assert shape.filter_error is not None, "pod_error: the pod encodes"
-        return shape.filter_error
+        return filter_error(shape.filter_error, pod.name)
     return pod_error
 
 
@@ -235,7 +275,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
-                fail_message=sched.failure_message, pod_error=_pod_error(sched, trace, order),
+                fail_message=_fail_message(sched, trace),
+                pod_error=_pod_error(sched, trace, order),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
                 on_events=tables.events, on_pods=tables.pods)
@@ -260,7 +301,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             rec.set_group_rows(core.g_times, core.g_rows)
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
-                           core.peak_time)
+                           core.peak_time, rejected=core.n_rejected)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}

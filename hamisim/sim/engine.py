@@ -36,7 +36,8 @@ import simpy
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Decision, devices_annotation
 from hamisim.hami.reference import collapsed_usage
-from hamisim.pods import Container, Pod
+from hamisim.kube.scheduler import KubeScheduler, full_message
+from hamisim.pods import Container, Pod, admission_error
 from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.config import ENGINES, EngineConfig
@@ -142,7 +143,12 @@ class _Engine:
         self._gpus = ShapeCache(gpu_request, _SHAPES_KEPT)
         self._classes = ShapeCache(lambda pod: self.rec.class_code(request_class(pod)),
                                    _SHAPES_KEPT)
+        self._denied = ShapeCache(lambda pod: admission_error(pod) or "", _SHAPES_KEPT)
         self.rng = np.random.default_rng(config.seed)
+        # preemption's dry-run offsets have their own stream, so a run without
+        # preemption draws exactly what it drew before it existed
+        offsets = np.random.default_rng([config.seed, 1])
+        self.kube = KubeScheduler(cluster, self.sched, lambda n: int(offsets.integers(n)))
         self.random_ties = cluster.scheduler.node_tie_break == "random"
         self.replay = config.mode == "replay"
         self.retry = config.retry != "none" and config.mode == "replay"   # fill: one attempt
@@ -155,7 +161,7 @@ class _Engine:
         self.upcoming = None                    # next (order, trace pod) to arrive
         # the pods by what became of them
         self.n_arrived = self.n_pending = self.n_running = 0
-        self.n_departed = self.n_abandoned = 0
+        self.n_departed = self.n_abandoned = self.n_preempted = self.n_rejected = 0
         self.gpu_arrived = 0.0
         self.delays = array("d")                # queueing delay of every bound pod
         self.n_attempts = 0
@@ -318,6 +324,12 @@ class _Engine:
 
     def _attempt(self, st: _PodState) -> Decision | None:
         now = self.env.now
+        denied = self._denied.get(st.pod)
+        if denied:
+            # HAMi's admission webhook refused the pod: it was never created,
+            # so it is never scheduled (kube-apiserver's answer is the message)
+            self._abandon(st, denied, event="rejected")
+            return None
         draw = float(self.rng.random()) if self.random_ties else None
         self.n_attempts += 1
         if not st.attempts:
@@ -325,15 +337,17 @@ class _Engine:
         st.attempts += 1
         st.last_attempt = now
         started = perf_counter()
+        post = None
         try:
-            d = self.sched.schedule(st.pod, draw)
+            d, post = self.kube.schedule(st.pod, draw)
         except ValueError as err:     # HAMi Filter error or admission rejection
             d = Decision(st.pod.name, message=str(err))
         self.decision_time += perf_counter() - started
         if d.node is not None:
             self._bind(st, d)
         else:
-            self.rec.event(now, st.pod.name, "unschedulable", message=d.message)
+            message = full_message(d.message, post.message) if post else d.message
+            self.rec.event(now, st.pod.name, "unschedulable", message=message)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.unschedulable(st.pod.name)
             if not self.retry:
@@ -343,6 +357,11 @@ class _Engine:
                 st.gen += 1
                 self.unschedulable[st.pod.name] = None
                 self._at(self.cfg.flush_after, _ARRIVE, self._flush, (st, st.gen))
+            if post is not None and post.victims:
+                node = self.cluster.nodes[post.nominate].name
+                for v in post.victims:
+                    self._remove(v.name, "preempt",
+                                 f"Preempted by pod {st.pod.name} on node {node}")
         return d
 
     def _usage(self, st: _PodState, d: Decision) -> tuple:
@@ -373,19 +392,25 @@ class _Engine:
             self.row_time, self.row_delay_sum, self.row_delay_n = now, 0.0, 0
         self.row_delay_sum += delay
         self.row_delay_n += 1
+        self.kube.bound(pod, node, now)
         self.rec.event(now, pod.name, "bind", d.node, devices)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.bind(pod, d)
         if self.replay and st.deletion is None and st.duration is not None:
             self._at_live(st.duration, _DEPART, self._delete, pod.name)
 
-    def _abandon(self, st: _PodState, why: str) -> None:
+    def _abandon(self, st: _PodState, why: str, event: str = "abandon") -> None:
+        """The pending pod is gone: deleted, not retried, or (``rejected``)
+        refused by HAMi's admission webhook."""
+        self.kube.gone(st.pod.name)
         st.status = "gone"
         st.gen += 1
         self.unschedulable.pop(st.pod.name, None)
         self.n_pending -= 1
         self.n_abandoned += 1
-        self.rec.event(self.env.now, st.pod.name, "abandon", message=why)
+        if event == "rejected":
+            self.n_rejected += 1
+        self.rec.event(self.env.now, st.pod.name, event, message=why)
         self._done(st, self.env.now)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.abandon(st.pod.name)
@@ -394,17 +419,26 @@ class _Engine:
 
     # -- departures and retries ------------------------------------------
     def _delete(self, name: str) -> None:
+        self._remove(name, "depart")
+
+    def _remove(self, name: str, event: str, message: str | None = None) -> None:
+        """``name`` leaves: ``depart`` (its duration ran out or it was deleted)
+        or ``preempt`` (a victim of kube-scheduler's preemption, deleted at once)."""
         st = self.pods.get(name)
         if st is None or st.status == "gone":
             return
         if st.status == "running":
             self.sched.delete(name)
+            self.kube.gone(name)
             self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
             st.status = "gone"
             st.gen += 1
             self.n_running -= 1
             self.n_departed += 1
-            self.rec.event(self.env.now, name, "depart", self.cluster.nodes[st.node].name)
+            if event == "preempt":
+                self.n_preempted += 1
+            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
+                           message=message)
             self._done(st, self.env.now)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.depart(name)
@@ -523,6 +557,7 @@ class _Engine:
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.arrive(ip.name)
             self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
+            self.kube.bound(pod, i, 0.0)
             st.status, st.node = "running", i
             d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)
             st.usage = self._usage(st, d)
@@ -549,7 +584,7 @@ class _Engine:
         counts = RunCounts(self.n_arrived, self.n_pending, self.n_running, self.n_departed,
                            self.n_abandoned, self.n_attempts,
                            np.frombuffer(self.delays, dtype=np.float64), self.peak_time,
-                           getattr(self, "n_initial", 0))
+                           getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected)
         return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
                                self.node_groups, self.many_groups)
 

@@ -45,13 +45,23 @@ from hamisim.hami.policy import (
     parse_card_policy,
     pod_gpu_policy,
     pod_node_policy,
+    filter_error,
     pod_weights,
 )
 from hamisim.hami.reference import collapsed_usage
+from hamisim.kube.filters import hides_taints
+from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import NO_PERCENTAGE, Pod, admit, pod_requests
 from hamisim.shapes import ShapeCache
-from hamisim.sim.arrays import REQ_FIELDS, REQ_NVIDIA, REQ_REGISTERED, ClusterState, encode_pod
+from hamisim.sim.arrays import (
+    REQ_FIELDS,
+    REQ_NVIDIA,
+    REQ_REGISTERED,
+    ClusterState,
+    FilterTable,
+    encode_pod,
+)
 
 __all__ = ["KernelScheduler", "card_table", "pod_spec"]
 
@@ -85,12 +95,13 @@ def card_table(state: ClusterState) -> _core.CardTable:
         alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem)
 
 
-def pod_spec(enc) -> _core.PodSpec:
-    """A :class:`hamisim._core.PodSpec` from a :class:`hamisim.sim.arrays.PodEncoding`."""
+def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
+    """A :class:`hamisim._core.PodSpec` from a :class:`hamisim.sim.arrays.PodEncoding`
+    and the pod's kube-scheduler filter codes per node (``None``: all pass)."""
     return _core.PodSpec(enc.req, enc.n_init, enc.mode, enc.chain, enc.n_chain,
                          enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
                          enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
-                         enc.cpu_milli, enc.memory_mib)
+                         enc.cpu_milli, enc.memory_mib, gate)
 
 
 class _Bound(NamedTuple):
@@ -115,6 +126,8 @@ class _Shape:
     #: HAMi's Filter error for this shape (an invalid ``device-scoring-weights``):
     #: every attempt samples the nodes, then fails with this message
     filter_error: str | None = None
+    #: kube-scheduler's static filter codes per node (see FilterTable), or None
+    gate: np.ndarray | None = None
 
 
 #: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
@@ -146,6 +159,7 @@ class KernelScheduler:
         self._random_ties = self.config.node_tie_break == "random"
         self._index = self.state.index.tolist()
         self._picks: dict[tuple[int, int, int], Pick] = {}
+        self.filters = FilterTable(cluster.nodes, hides_taints(self.config.kube_scheduler_version))
 
     # -- state ---------------------------------------------------------
     def delete(self, name: str) -> None:
@@ -194,6 +208,7 @@ class KernelScheduler:
         pod = admit(pod, cfg)
         requests, n_init = pod_requests(pod, cfg)
         wants_gpu = any(r is not None for r in requests)
+        gate = self.filters.codes(pod)
         policy = None
         weights = (1, 1, 1)
         node_spread = False
@@ -205,12 +220,20 @@ class KernelScheduler:
                 weights = pod_weights(pod.annotations)
             except ValueError as err:
                 # HAMi's Filter errors out after kube-scheduler sampled the nodes.
-                spec = pod_spec(encode_pod(self.state, pod, requests, n_init, None, weights))
-                return _Shape(spec, len(requests), n_init, wants_gpu, False, str(err))
+                spec = pod_spec(encode_pod(self.state, pod, requests, n_init, None, weights),
+                                gate)
+                return _Shape(spec, len(requests), n_init, wants_gpu, False, str(err), gate)
             node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
                                                              pod.annotations))
-        spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights))
-        return _Shape(spec, len(requests), n_init, wants_gpu, node_spread)
+        spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights), gate)
+        return _Shape(spec, len(requests), n_init, wants_gpu, node_spread, None, gate)
+
+    def potential_nodes(self) -> int:
+        """Nodes the failed attempt just made rejected with kube-scheduler's
+        ``Unschedulable`` code (resource fit or HAMi), where preemption may help."""
+        core = self._core
+        bits = core.np_rej_bits[:core.n_rejected]
+        return int(np.count_nonzero((bits & 3) != 0)) + core.n_window
 
     def failure_message(self, wants_gpu: bool) -> str:
         """kube-scheduler's FailedScheduling text of the attempt that just failed
@@ -218,36 +241,65 @@ class KernelScheduler:
         return histogram_message(self.state.n_nodes, self._histogram(wants_gpu))
 
     # -- one attempt -----------------------------------------------------
-    def schedule(self, pod: Pod, tie_draw: float | None = None) -> Decision:
+    def schedule(self, pod: Pod, tie_draw: float | None = None, *,
+                 nominated: dict[int, tuple[int, int]] | None = None,
+                 only: int | None = None) -> Decision:
         """One scheduling attempt of ``pod``; a bound pod enters the cache.
 
         ``tie_draw`` in [0, 1) picks among equally scored nodes when the
         cluster's ``node_tie_break`` is ``random``; the last node otherwise.
+        ``nominated`` and ``only`` as for
+        :meth:`hamisim.hami.reference.ReferenceScheduler.schedule`.
         """
         self.delete(pod.name)             # re-scheduling never double-counts
         shape = self._shapes.peek(pod)
         if shape is None:
             shape = self.encode(pod)          # admission refusals raise, uncached
             self._shapes.put(pod, shape)
+        if nominated:
+            # nominated pods' CPU and memory count for kube-scheduler's filter
+            # during this attempt only (HAMi does not see them)
+            for i, (cpu, mem) in nominated.items():
+                self._core.apply(i, [], [], [], [], cpu, mem, 1)
+            try:
+                return self._schedule(pod, shape, tie_draw, only)
+            finally:
+                for i, (cpu, mem) in nominated.items():
+                    self._core.apply(i, [], [], [], [], cpu, mem, -1)
+        return self._schedule(pod, shape, tie_draw, only)
+
+    def _only(self, pod: Pod, shape: _Shape, node: int) -> bool:
+        """Whether kube-scheduler's filters and HAMi take ``pod`` on ``node``
+        (its nominated node); leaves the picks in the kernel's buffers."""
+        if shape.gate is not None and shape.gate[node]:
+            return False
+        s = self.state
+        requested = (int(s.req_cpu[node]), int(s.req_mem[node]))
+        if resource_fit_reasons(self.cluster.nodes[node], requested, pod):
+            return False
+        if not shape.wants_gpu:
+            return True
+        return self._core.place(shape.spec, node) == _ST_FIT
+
+    def _schedule(self, pod: Pod, shape: _Shape, tie_draw: float | None,
+                  only: int | None) -> Decision:
         state, core = self.state, self._core
-        if shape.filter_error is not None:
-            core.attempt(shape.spec, self.next_start, self._wanted, False, False, True)
-            self.next_start = core.next_start
-            raise ValueError(shape.filter_error)
+        if only is not None:
+            if shape.filter_error is not None:
+                raise ValueError(filter_error(shape.filter_error, pod.name))
+            if not self._only(pod, shape, only):
+                return Decision(pod.name, message="")
+            node = only
+        else:
+            node = self._choose(pod, shape, tie_draw)
+            if node < 0:
+                wants_gpu = shape.wants_gpu
+                msg = self.failure_message(wants_gpu)
+                snap = self._failure_snapshot(wants_gpu)
+                return Decision(pod.name, message=msg,
+                                reasons_factory=lambda: self._node_reasons(snap),
+                                n_potential=self.potential_nodes())
         spec, wants_gpu = shape.spec, shape.wants_gpu
-        random_ties = self._random_ties and tie_draw is not None
-        best = core.attempt(spec, self.next_start, self._wanted, wants_gpu, shape.node_spread,
-                            False, random_ties)
-        self.next_start = core.next_start
-        if best < 0:
-            msg = self.failure_message(wants_gpu)
-            snap = self._failure_snapshot(wants_gpu)
-            return Decision(pod.name, message=msg,
-                            reasons_factory=lambda: self._node_reasons(snap))
-        if random_ties:
-            tied = core.np_tied[:core.n_tied].tolist()
-            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
-        node = int(core.np_window[best])
         names = state.node_names
         n_req, n_init = shape.n_req, shape.n_init
         if not wants_gpu:
@@ -286,6 +338,24 @@ class KernelScheduler:
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
 
+    def _choose(self, pod: Pod, shape: _Shape, tie_draw: float | None) -> int:
+        """kube-scheduler's sampling and HAMi's choice: the node, or -1."""
+        core = self._core
+        if shape.filter_error is not None:
+            core.attempt(shape.spec, self.next_start, self._wanted, False, False, True)
+            self.next_start = core.next_start
+            raise ValueError(filter_error(shape.filter_error, pod.name))
+        random_ties = self._random_ties and tie_draw is not None
+        best = core.attempt(shape.spec, self.next_start, self._wanted, shape.wants_gpu,
+                            shape.node_spread, False, random_ties)
+        self.next_start = core.next_start
+        if best < 0:
+            return -1
+        if random_ties:
+            tied = core.np_tied[:core.n_tied].tolist()
+            best = tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+        return int(core.np_window[best])
+
     def _failure_snapshot(self, wants_gpu: bool) -> tuple:
         """Copies of the kernel's failure buffers (the next attempt reuses them)."""
         core = self._core
@@ -311,6 +381,12 @@ class KernelScheduler:
         core = self._core
         bits = core.np_rej_bits[:core.n_rejected]
         hist: dict[str, int] = {}
+        gated = bits >> 2
+        if gated.any():
+            codes, counts = np.unique(gated[gated > 0], return_counts=True)
+            reasons = self.filters.reasons
+            for code, n in zip(codes.tolist(), counts.tolist()):
+                hist[reasons[code]] = n
         n_cpu, n_mem = int(np.count_nonzero(bits & 1)), int(np.count_nonzero(bits & 2))
         if n_cpu:
             hist[INSUFFICIENT_CPU] = n_cpu
@@ -331,8 +407,9 @@ class KernelScheduler:
         """Every examined and rejected node's reasons, in the reference's order."""
         names = self.state.node_names
         (rej_node, rej_bits), window = snap
-        out = {names[i]: list(_CPU_MEM[b]) for i, b in zip(rej_node.tolist(),
-                                                          rej_bits.tolist())}
+        reasons = self.filters.reasons
+        out = {names[i]: [reasons[b >> 2]] if b >> 2 else list(_CPU_MEM[b])
+               for i, b in zip(rej_node.tolist(), rej_bits.tolist())}
         if window is None:
             return out
         nodes, status, counts, ncards = window

@@ -65,6 +65,10 @@ class RunCounts:
     #: the first time the most cards had a tenant
     peak_time: float
     initial: int = 0
+    #: running pods deleted by kube-scheduler's preemption (counted in departed)
+    preempted: int = 0
+    #: pods HAMi's admission webhook refused (counted in abandoned)
+    rejected: int = 0
 
 
 def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
@@ -94,6 +98,10 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
     }
     if counts.initial:
         summary["initial_pods"] = counts.initial
+    if counts.preempted:
+        summary["preempted"] = counts.preempted
+    if counts.rejected:
+        summary["rejected"] = counts.rejected
     if len(ts):
         summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
         summary["peak_time_s"] = float(counts.peak_time)

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hamisim.io.scenariofile import EXPECT_DELETED, EXPECT_PENDING, CreateStep, DeleteStep, Scenario
-from hamisim.pods import Pod
+from hamisim.io.scenariofile import (
+    EXPECT_DELETED,
+    EXPECT_PENDING,
+    EXPECT_REJECTED,
+    CreateStep,
+    DeleteStep,
+    ExpectMessageStep,
+    Scenario,
+)
+from hamisim.kube.scheduler import KubeScheduler, full_message
+from hamisim.pods import AdmissionDenied, Pod
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
 
@@ -20,7 +29,9 @@ __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario
 
 @dataclass(frozen=True)
 class ScenarioEvent:
-    """One row of a scenario run: ``bind``, ``unschedulable`` or ``delete``."""
+    """One row of a scenario run: ``bind``, ``unschedulable``, ``delete``,
+    ``preempt`` (a running pod deleted by kube-scheduler's preemption) or
+    ``rejected`` (HAMi's admission webhook refused to create the pod)."""
 
     step: int
     pod: str
@@ -62,9 +73,11 @@ class ScenarioResult:
         }
 
 
+_KEYWORDS = (EXPECT_PENDING, EXPECT_DELETED, EXPECT_REJECTED)
+
+
 def _same_cards(expected: str, actual: str) -> bool:
-    if expected in (EXPECT_PENDING, EXPECT_DELETED) or actual in (EXPECT_PENDING,
-                                                                 EXPECT_DELETED):
+    if expected in _KEYWORDS or actual in _KEYWORDS:
         return expected == actual
     return sorted(expected.split(",")) == sorted(actual.split(","))
 
@@ -73,14 +86,19 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
                  ) -> ScenarioResult:
     """Run every step in order on a fresh scheduler.
 
-    A ``create`` is scheduled at once; after each ``delete`` every pending pod
-    is retried once, in creation order. A bound pod's state is its card ids
+    A ``create`` is scheduled at once; after each ``delete``, and after a
+    preemption deleted its victims, every pending pod is retried once, higher
+    priority first, then in creation order (kube-scheduler's queue order). A
+    pod that preempts others is nominated to their node, as kube-scheduler
+    does; no preemption happens when the cluster's ``scheduler.preemption`` is
+    false. A bound pod's state is its card ids
     in annotation order; expectations compare card ids as a multiset. The
     pods of the scenario's initial state are adopted before the first step.
     ``check=True`` verifies the invariants of :mod:`hamisim.sim.checker` after
     every event (raising :class:`hamisim.sim.checker.InvariantError`).
     """
     sched = make_scheduler(scenario.cluster, backend=backend)
+    kube = KubeScheduler(scenario.cluster, sched, lambda n: 0)
     at = ["the initial state"]
     checker = None
     if check:  # --check: independent books of the cards (hamisim/sim/checker.py)
@@ -90,23 +108,39 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
     state: dict[str, str] = {}
     if scenario.state is not None:
         scenario.state.adopt_into(sched, scenario.cluster)
+        node_index = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
         for ip in scenario.state.pods:
+            kube.bound(Pod(ip.name, cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib),
+                       node_index[ip.node], 0.0)
             ids = [p.uuid for picks in ip.containers for p in picks]
             state[ip.name] = ",".join(ids) if ids else f"(no GPU) {ip.node}"
         if checker is not None:
             checker.adopt_state(scenario.state)
     pending: dict[str, Pod] = {}          # insertion order = creation order
+    freed = [False]                       # a preemption deleted pods: retry
+    messages: dict[str, str] = {}         # each pod's last FailedScheduling message
 
     def attempt(step: int, pod: Pod) -> None:
         at[0] = f"step {step}"
         if checker is not None and pod.name not in pending:
             checker.arrive(pod.name)
+        post = None
         try:
-            d = sched.schedule(pod)
+            d, post = kube.schedule(pod)
+        except AdmissionDenied as err:
+            # HAMi's admission webhook refused it: the pod never exists
+            events.append(ScenarioEvent(step, pod.name, "rejected", message=str(err)))
+            messages[pod.name] = str(err)
+            state[pod.name] = EXPECT_REJECTED
+            pending.pop(pod.name, None)
+            if checker is not None:
+                checker.abandon(pod.name)
+            return
         except ValueError as err:
             # A HAMi Filter error (e.g. bad device-scoring-weights) or an
             # admission rejection: the pod is not placed.
             events.append(ScenarioEvent(step, pod.name, "unschedulable", message=str(err)))
+            messages[pod.name] = str(err)
             state[pod.name] = EXPECT_PENDING
             pending[pod.name] = pod
             if checker is not None:
@@ -116,28 +150,59 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             events.append(ScenarioEvent(step, pod.name, "bind", d.node, d.devices))
             state[pod.name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
             pending.pop(pod.name, None)
+            kube.bound(pod, d.node_index, float(step))
             if checker is not None:
                 checker.bind(pod, d)
         else:
-            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=d.message))
+            message = full_message(d.message, post.message) if post else d.message
+            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=message))
+            messages[pod.name] = message
             state[pod.name] = EXPECT_PENDING
             pending[pod.name] = pod
             if checker is not None:
                 checker.unschedulable(pod.name)
+            if post is not None and post.victims:
+                node = scenario.cluster.nodes[post.nominate].name
+                for v in post.victims:
+                    sched.delete(v.name)
+                    kube.gone(v.name)
+                    state[v.name] = EXPECT_DELETED
+                    events.append(ScenarioEvent(
+                        step, v.name, "preempt", node,
+                        message=f"Preempted by pod {pod.name} on node {node}"))
+                    if checker is not None:
+                        checker.depart(v.name)
+                freed[0] = True
+
+    def retry_pending(step: int) -> None:
+        while True:
+            freed[0] = False
+            order = {name: k for k, name in enumerate(pending)}
+            for pod in sorted(pending.values(), key=lambda p: (-p.priority, order[p.name])):
+                if pod.name in pending:
+                    attempt(step, pod)
+            if not freed[0]:
+                return
 
     for i, step in enumerate(scenario.steps):
         if isinstance(step, CreateStep):
             attempt(i, step.pod)
+            if freed[0]:
+                retry_pending(i)
         elif isinstance(step, DeleteStep):
             sched.delete(step.pod_name)
+            kube.gone(step.pod_name)
             was_pending = pending.pop(step.pod_name, None) is not None
             state[step.pod_name] = EXPECT_DELETED
             events.append(ScenarioEvent(i, step.pod_name, "delete"))
             if checker is not None:
                 at[0] = f"step {i}"
                 (checker.abandon if was_pending else checker.depart)(step.pod_name)
-            for pod in list(pending.values()):
-                attempt(i, pod)
+            retry_pending(i)
+        elif isinstance(step, ExpectMessageStep):
+            for pod, expected in step.expected.items():
+                actual = messages.get(pod) or "(no FailedScheduling message)"
+                checks.append(ExpectationResult(i, pod, expected, actual, expected == actual))
         else:
             for pod, expected in step.expected.items():
                 actual = state[pod]

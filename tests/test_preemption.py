@@ -1,0 +1,249 @@
+"""kube-scheduler's DefaultPreemption with HAMi's extender (no preemptVerb).
+
+Expected outcomes are worked out by hand from kube-scheduler v1.32's
+``pkg/scheduler/framework/plugins/defaultpreemption`` and
+``framework/preemption`` (SelectVictimsOnNode, pickOneNodeForPreemption,
+calculateNumCandidates, the FitError text), not from hamisim's output.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.kube.preemption import (
+    Victim,
+    aggregate_errors,
+    num_candidates,
+    pick_candidate,
+    select_victims,
+)
+from hamisim.pods import Container, Pod
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.studies.scenario import run_scenario
+from hamisim.workload import Trace, TracePod
+
+BACKENDS = ["kernel", "reference"]
+
+
+def _v(name, priority, start=0.0, cpu=0, seq=0):
+    return Victim(name, priority, (start, seq), cpu)
+
+
+@pytest.mark.parametrize("n, expected", [(1, 1), (50, 50), (100, 100), (999, 100),
+                                         (1000, 100), (1500, 150), (20000, 2000)])
+def test_number_of_candidates(n, expected):
+    # max(10 % of the potential nodes, 100), capped at their number
+    assert num_candidates(n) == expected
+
+
+def test_victims_are_the_least_important_pods_that_free_enough():
+    # node: 4000m CPU, 3500m requested; the preemptor (priority 100) asks 2000m
+    pods = [_v("a", 10, cpu=2000), _v("b", 20, cpu=1500), _v("vip", 500, cpu=0)]
+
+    def reasons(removed):
+        free = 4000 - 3500 + sum(v.cpu_milli for v in removed)
+        return [] if free >= 2000 else ["Insufficient cpu"]
+
+    victims, why = select_victims(100, pods, reasons)
+    # all lower pods removed -> fits; b (more important) is reprieved first
+    # and still fits (2500m free); a cannot be: it is the one victim
+    assert [v.name for v in victims] == ["a"] and why == []
+    # nothing of lower priority: no victims at all
+    assert select_victims(10, pods, reasons) == (None, ["No preemption victims found for "
+                                                        "incoming pod"])
+    # even without every lower pod it does not fit: the filter's own reason
+    assert select_victims(100, pods, lambda removed: ["Insufficient memory"]) == (
+        None, ["Insufficient memory"])
+
+
+def test_equal_priority_victims_are_reprieved_earliest_start_first():
+    pods = [_v("late", 5, start=9.0, cpu=1000), _v("early", 5, start=1.0, cpu=1000)]
+    # room for exactly one of them to stay
+    victims, _ = select_victims(
+        50, pods, lambda removed: [] if len(removed) >= 1 else ["Insufficient cpu"])
+    assert [v.name for v in victims] == ["late"]
+
+
+def test_node_choice_follows_kube_schedulers_criteria():
+    # 1. lowest highest-victim priority
+    assert pick_candidate([(0, [_v("x", 9)]), (1, [_v("y", 3), _v("z", 3)])]) == 1
+    # 2. then the lowest sum of priorities (+2^31 each: more victims weigh more)
+    assert pick_candidate([(0, [_v("x", 3), _v("y", 3)]), (1, [_v("z", 3)])]) == 1
+    # 3. (same sum is only possible with the same count) then the latest start
+    #    among the highest-priority victims
+    assert pick_candidate([(0, [_v("x", 3, start=5.0)]), (1, [_v("y", 3, start=8.0)])]) == 1
+    # start times are whole seconds in the API: 5.2 and 5.9 tie
+    assert pick_candidate([(0, [_v("x", 3, start=5.2, seq=1)]),
+                           (1, [_v("y", 3, start=5.9, seq=2)])]) == 0
+    # 4. then the first candidate
+    assert pick_candidate([(0, [_v("x", 3)]), (1, [_v("y", 3)])]) == 0
+
+
+def test_error_aggregate_prints_as_go_does():
+    assert aggregate_errors(["e1"]) == "e1"
+    assert aggregate_errors(["e1", "e2", "e1"]) == "[e1, e2]"
+
+
+def _node(name, cpu=4000, devmem=16000):
+    return Node(name, (Card(f"GPU-{name}", 0, devmem=devmem, type="NVIDIA-Tesla T4"),),
+                cpu_milli=cpu)
+
+
+def _pod(name, cpu, priority=0, mem=4000, **kw):
+    return Pod(name, (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem}),),
+               cpu_milli=cpu, priority=priority, **kw)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bundled_preemption_scenario(backend):
+    from hamisim.io.bundled import bundled_scenarios
+    from hamisim.io.scenariofile import load_scenario
+    result = run_scenario(load_scenario(bundled_scenarios()["preemption"]), backend, check=True)
+    assert result.ok, [x for x in result.expectations if not x.ok]
+    assert [(e.pod, e.message) for e in result.events if e.event == "preempt"] == [
+        ("low-a", "Preempted by pod urgent on node node1")]
+
+
+def _replay(cluster, pods, backend="kernel", seed=0):
+    trace = Trace.from_pods("t", pods)
+    return simulate(cluster, trace, EngineConfig(backend=backend, seed=seed))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_replay_preempts_and_the_preemptor_binds_on_its_nominated_node(backend):
+    cluster = Cluster((_node("n1"), _node("n2", cpu=1000)))
+    pods = [TracePod(_pod("low", 3000), 0.0, 100.0),
+            TracePod(_pod("mid", 900, priority=5), 1.0, 100.0),
+            TracePod(_pod("high", 2000, priority=10), 2.0, 50.0)]
+    res = _replay(cluster, pods, backend)
+    ev = res.events
+    rows = list(zip(ev.time, ev.pod, ev.event, ev.node.fillna("")))
+    # at 2.0 no node has 2000m free: n1 holds low (3000m of 4000m), n2 mid
+    # (900m of 1000m, and 1000m < 2000m anyway: preempting mid cannot help
+    # there). low is the victim on n1; high is retried after its 1 s backoff
+    # and binds on n1.
+    assert (2.0, "high", "unschedulable", "") in rows
+    assert (2.0, "low", "preempt", "n1") in rows
+    assert (3.0, "high", "bind", "n1") in rows
+    msg = ev[(ev.pod == "high") & (ev.event == "unschedulable")].message.iloc[0]
+    assert msg == "0/2 nodes are available: 2 Insufficient cpu."
+    assert ev[ev.event == "preempt"].message.tolist() == ["Preempted by pod high on node n1"]
+    # the victim counts among the departed (mid and high run out later)
+    assert res.summary["preempted"] == 1 and res.summary["departed"] == 3
+    pods_table = res.pods.set_index("pod")
+    assert pods_table.loc["low", "departure"] == 2.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gpu_contention_alone_preempts_nothing(backend):
+    """The dry run sees CPU and memory only: with room for both, every lower
+    pod is reprieved and kube-scheduler reports an error instead."""
+    cluster = Cluster((_node("n1"),))
+    pods = [TracePod(_pod("low", 100, mem=12000), 0.0, 100.0),
+            TracePod(_pod("high", 100, priority=10, mem=12000), 1.0, 10.0)]
+    ev = _replay(cluster, pods, backend).events
+    assert not (ev.event == "preempt").any()
+    msg = ev[(ev.pod == "high") & (ev.event == "unschedulable")].message.iloc[0]
+    assert msg == ("0/1 nodes are available: 1 1/1 CardInsufficientMemory. preemption: "
+                   'expected at least one victim pod on node "n1"')
+
+
+def test_preemption_off_gives_the_short_message_and_no_victims():
+    cluster = Cluster((_node("n1"),), SchedulerConfig(preemption=False))
+    pods = [TracePod(_pod("low", 3000), 0.0, 100.0),
+            TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)]
+    ev = _replay(cluster, pods).events
+    assert not (ev.event == "preempt").any()
+    assert ev[ev.event == "unschedulable"].message.iloc[0] == \
+        "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_preemption_policy_never():
+    cluster = Cluster((_node("n1"),))
+    pods = [TracePod(_pod("low", 3000), 0.0, 100.0),
+            TracePod(_pod("polite", 2000, priority=10, preemption_policy="Never"), 1.0, 10.0)]
+    ev = _replay(cluster, pods).events
+    assert not (ev.event == "preempt").any()
+    assert ev[ev.event == "unschedulable"].message.iloc[0] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
+        "preemptionPolicy=Never.")
+
+
+def test_a_nominated_pods_cpu_is_counted_for_lower_priority_pods():
+    """After preempting, the preemptor is nominated to n1: until it binds, a
+    lower-priority pod arriving in between sees n1's CPU as taken."""
+    cluster = Cluster((_node("n1"),))
+    pods = [TracePod(_pod("low", 3000), 0.0, 100.0),
+            TracePod(_pod("high", 2000, priority=10), 1.0, 10.0),
+            TracePod(_pod("sneaky", 1500, priority=5), 1.5, 10.0)]
+    ev = _replay(cluster, pods).events
+    rows = list(zip(ev.time, ev.pod, ev.event))
+    assert (1.0, "low", "preempt") in rows
+    # at 1.5 n1 is empty but high (2000m) is nominated there: 1500m + 2000m
+    # fit in 4000m, so sneaky binds; high still fits beside it at 2.0
+    assert (1.5, "sneaky", "bind") in rows and (2.0, "high", "bind") in rows
+    bigger = [TracePod(_pod("low", 3000), 0.0, 100.0),
+              TracePod(_pod("high", 2000, priority=10), 1.0, 10.0),
+              TracePod(_pod("sneaky", 2500, priority=5), 1.5, 10.0)]
+    ev = _replay(cluster, bigger).events
+    rows = list(zip(ev.time, ev.pod, ev.event))
+    # 2500m + the nominated 2000m exceed 4000m: sneaky waits, high binds first
+    assert (1.5, "sneaky", "unschedulable") in rows and (2.0, "high", "bind") in rows
+
+
+def test_preempting_traces_run_on_the_python_engine():
+    cluster = Cluster((_node("n1"),))
+    trace = Trace.from_pods("t", [TracePod(_pod("low", 3000), 0.0, 100.0),
+                                  TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
+    auto = simulate(cluster, trace, EngineConfig())
+    python = simulate(cluster, trace, EngineConfig(engine="python"))
+    assert auto.events.equals(python.events)
+    with pytest.raises(ValueError, match="may preempt"):
+        simulate(cluster, trace, EngineConfig(engine="compiled"))
+    # pods above the lowest priority that opt out leave it to the compiled engine
+    polite = Trace.from_pods("t", [
+        TracePod(_pod("low", 3000), 0.0, 100.0),
+        TracePod(_pod("high", 2000, priority=10, preemption_policy="Never"), 1.0, 10.0)])
+    assert simulate(cluster, polite, EngineConfig(engine="compiled")).events.equals(
+        simulate(cluster, polite, EngineConfig(engine="python")).events)
+
+
+def test_the_dry_run_offset_is_seeded():
+    """Several equally good candidates: the first in dry-run order from a
+    seeded random offset wins, so a seed gives one answer and seeds differ."""
+    nodes = tuple(_node(f"n{i}") for i in range(6))
+    pods = [TracePod(_pod(f"low{i}", 3000), 0.0, 100.0) for i in range(6)]
+    pods.append(TracePod(_pod("high", 2000, priority=10), 1.0, 10.0))
+    chosen = set()
+    for seed in range(6):
+        ev = _replay(Cluster(nodes), pods, seed=seed).events
+        again = _replay(Cluster(nodes), pods, seed=seed).events
+        assert ev.equals(again)
+        victim = ev[ev.event == "preempt"]
+        assert len(victim) == 1
+        chosen.add(victim.node.iloc[0])
+        # the offset is the seed's own stream: kube-scheduler's rand.Int31n(6)
+        offset = int(np.random.default_rng([seed, 1]).integers(6))
+        assert victim.node.iloc[0] == f"n{offset}"
+    assert len(chosen) > 1
+
+
+def test_replay_through_check_sees_preemptions():
+    cluster = Cluster((_node("n1"),))
+    trace = Trace.from_pods("t", [TracePod(_pod("low", 3000), 0.0, 100.0),
+                                  TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
+    res = simulate(cluster, trace, EngineConfig(check=True))
+    assert res.summary["preempted"] == 1
+
+
+def test_victims_of_equal_priority_to_the_preemptor_are_never_chosen():
+    cluster = Cluster((_node("n1"),))
+    pods = [TracePod(_pod("peer", 3000, priority=10), 0.0, 100.0),
+            TracePod(dataclasses.replace(_pod("high", 2000, priority=10)), 1.0, 10.0)]
+    ev = _replay(cluster, pods).events
+    assert not (ev.event == "preempt").any()
+    assert ev[ev.event == "unschedulable"].message.iloc[0].endswith(
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
