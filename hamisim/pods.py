@@ -111,6 +111,10 @@ class Pod:
     affinity: tuple[NodeSelectorTerm, ...] | None = None
     #: ``spec.preemptionPolicy``: ``PreemptLowerPriority`` (default) or ``Never``
     preemption_policy: str = "PreemptLowerPriority"
+    #: ``spec.terminationGracePeriodSeconds``: once deleted (or preempted) a
+    #: running pod keeps its node and cards this long. hamisim's default is 0
+    #: (gone at once), not Kubernetes' 30
+    termination_grace_period: int = 0
 
     @property
     def constrained(self) -> bool:
@@ -142,9 +146,11 @@ class Pod:
                    tuple(self.annotations.items()) if self.annotations else (),
                    self.cpu_milli, self.memory_mib)
             if (self.node_selector or self.tolerations or self.affinity is not None
-                    or self.preemption_policy != "PreemptLowerPriority"):
+                    or self.preemption_policy != "PreemptLowerPriority"
+                    or self.termination_grace_period):
                 key += (tuple(sorted(self.node_selector.items())), self.tolerations,
-                        self.affinity, self.preemption_policy)
+                        self.affinity, self.preemption_policy,
+                        self.termination_grace_period)
             hash(key)
         except TypeError:
             return None

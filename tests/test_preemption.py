@@ -247,3 +247,36 @@ def test_victims_of_equal_priority_to_the_preemptor_are_never_chosen():
     assert not (ev.event == "preempt").any()
     assert ev[ev.event == "unschedulable"].message.iloc[0].endswith(
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+
+
+def test_a_terminating_victim_keeps_its_node_for_its_grace_period():
+    """Deleted with a grace period, a victim holds its CPU and cards until it
+    ends; the preemptor, nominated there, cannot preempt again meanwhile
+    (not eligible: a terminating pod on its nominated node) and binds after."""
+    cluster = Cluster((_node("n1"), Node("n2", cpu_milli=1000)))
+    pods = [TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, 1000.0),
+            # a CPU-only pod on n2 whose departure at 10 wakes the queue
+            TracePod(Pod("blip", (Container(),), cpu_milli=100), 0.5, 9.5),
+            TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)]
+    ev = _replay(cluster, pods).events
+    rows = list(zip(ev.time, ev.pod, ev.event))
+    assert (1.0, "low", "preempt") in rows and (31.0, "low", "depart") in rows
+    binds = ev[(ev.pod == "high") & (ev.event == "bind")]
+    assert binds.time.tolist() == [31.0] and binds.node.tolist() == ["n1"]
+    later = ev[(ev.pod == "high") & (ev.event == "unschedulable") & (ev.time > 1.0)]
+    assert len(later) and later.message.str.endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node.").all()
+
+
+def test_a_deleted_pod_keeps_its_cards_for_its_grace_period():
+    cluster = Cluster((_node("n1"),))
+    first = TracePod(_pod("first", 100, mem=12000, termination_grace_period=20), 0.0, None,
+                     5.0)
+    second = TracePod(_pod("second", 100, mem=12000), 1.0, 10.0)
+    res = _replay(cluster, [first, second])
+    rows = list(zip(res.events.time, res.events.pod, res.events.event))
+    assert (5.0, "first", "terminate") in rows and (25.0, "first", "depart") in rows
+    assert [r for r in rows if r[1] == "second" and r[2] == "bind"] == [(25.0, "second", "bind")]
+    # the compiled engine leaves such traces to the Python engine
+    with pytest.raises(ValueError, match="grace period"):
+        simulate(cluster, Trace.from_pods("t", [first, second]), EngineConfig(engine="compiled"))

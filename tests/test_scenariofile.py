@@ -163,10 +163,11 @@ S0 = HEAD_LINES + 2  # line of step 0
 # (case id, steps text, expected line, expected message fragment)
 STEP_CASES = [
     ("unknown-step-kind", "- create: {name: a}\n- schedule: {name: b}\n", S0 + 1,
-     "step 1: unknown key 'schedule' in a step (expected one of: create, delete, expect, expect_message)"),
+     "step 1: unknown key 'schedule' in a step (expected one of: create, delete, expect, "
+     "expect_message, wait)"),
     ("two-kinds", "- create: {name: a}\n  delete: a\n", S0,
-     "step 0: a step needs exactly one of 'create', 'delete', 'expect', 'expect_message' "
-     "(got create, delete)"),
+     "step 0: a step needs exactly one of 'create', 'delete', 'expect', 'expect_message', "
+     "'wait' (got create, delete)"),
     ("empty-step", "- {}\n", S0, "a step needs exactly one of"),
     ("step-not-mapping", "- create\n", S0, "step 0 must be a mapping, got string 'create'"),
     ("duplicate-create", "- create: {name: a, gpu: 1}\n- create: {name: b}\n"

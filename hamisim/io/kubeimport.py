@@ -78,6 +78,7 @@ from hamisim.io.initialstate import InitialState, decode_devices, load_state
 from hamisim.io.outputs import atomic_folder
 from hamisim.io.podspec import (
     affinity_from_value,
+    grace_period_from_value,
     node_selector_from_value,
     preemption_policy_from_value,
     tolerations_from_value,
@@ -442,7 +443,9 @@ def _placement(spec: Doc, key: str, warnings: list[str]) -> dict:
     return {"node_selector": node_selector_from_value(spec.get("nodeSelector")),
             "tolerations": tolerations_from_value(spec.get("tolerations")),
             "affinity": affinity_from_value(affinity),
-            "preemption_policy": preemption_policy_from_value(spec.get("preemptionPolicy"))}
+            "preemption_policy": preemption_policy_from_value(spec.get("preemptionPolicy")),
+            "termination_grace_period": grace_period_from_value(
+                spec.get("terminationGracePeriodSeconds"))}
 
 
 def kubernetes_pods(path: str) -> list[Doc]:

@@ -50,7 +50,10 @@ spec fields they mirror for ``hamisim import``:
   scores never decide); ``podAffinity`` / ``podAntiAffinity`` are not
   modelled and rejected;
 * ``preemption_policy`` (``spec.preemptionPolicy``): ``PreemptLowerPriority``
-  (default) or ``Never``.
+  (default) or ``Never``;
+* ``termination_grace_period`` (``spec.terminationGracePeriodSeconds``):
+  seconds a deleted or preempted running pod keeps its node and cards
+  (default 0, not Kubernetes' 30: gone at once).
 
 Every mistake the API server would refuse is a located error.
 
@@ -84,7 +87,8 @@ __all__ = [
     "TRACE_COLUMN_ANNOTATIONS", "CONTAINER_COLUMN_RESOURCES", "SCENARIO_POD_KEYS",
     "TRACE_POD_KEYS", "pod_from_document", "container_from_document", "PLACEMENT_KEYS",
     "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
-    "preemption_policy_from_value", "placement_fields", "placement_json",
+    "preemption_policy_from_value", "grace_period_from_value", "placement_fields",
+    "placement_json",
 ]
 
 #: Trace column -> pod annotation name.
@@ -110,7 +114,8 @@ _RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values())
 _CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
 
 #: the pod keys of kube-scheduler's constraints
-PLACEMENT_KEYS = ("node_selector", "tolerations", "affinity", "preemption_policy")
+PLACEMENT_KEYS = ("node_selector", "tolerations", "affinity", "preemption_policy",
+                  "termination_grace_period")
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -236,7 +241,16 @@ def placement_fields(doc: Doc) -> dict:
     return {"node_selector": node_selector_from_value(doc.get("node_selector")),
             "tolerations": tolerations_from_value(doc.get("tolerations")),
             "affinity": affinity_from_value(doc.get("affinity")),
-            "preemption_policy": preemption_policy_from_value(doc.get("preemption_policy"))}
+            "preemption_policy": preemption_policy_from_value(doc.get("preemption_policy")),
+            "termination_grace_period": grace_period_from_value(
+                doc.get("termination_grace_period"))}
+
+
+def grace_period_from_value(v: Value | None) -> int:
+    """``termination_grace_period``: whole seconds >= 0 (0 when absent)."""
+    if v is None or v.is_null:
+        return 0
+    return v.as_int("'termination_grace_period'", min=0)
 
 
 def placement_json(pod) -> dict:
@@ -266,6 +280,8 @@ def placement_json(pod) -> dict:
         out["affinity"] = {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": terms}}}
     if pod.preemption_policy != PREEMPTION_POLICIES[0]:
         out["preemption_policy"] = pod.preemption_policy
+    if pod.termination_grace_period:
+        out["termination_grace_period"] = pod.termination_grace_period
     return out
 
 

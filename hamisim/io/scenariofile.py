@@ -14,7 +14,10 @@ are mappings with exactly one key:
   an earlier step;
 * ``expect_message: {NAME: MESSAGE, ...}`` -- the pod's last FailedScheduling
   message (kube-scheduler's text, preemption verdict included) is exactly
-  MESSAGE (the pod must have been created by an earlier step).
+  MESSAGE (the pod must have been created by an earlier step);
+* ``wait: SECONDS`` -- time passes: a deleted or preempted pod with a
+  ``termination_grace_period`` holds its cards until that much time has
+  passed since, then leaves (and pending pods are retried).
 
 A pod name may be created again only after it was deleted. All checks are
 load-time checks and raise :class:`hamisim.errors.InputError` at the step's
@@ -38,7 +41,8 @@ from hamisim.io.podspec import SCENARIO_POD_KEYS, pod_from_document
 from hamisim.pods import Pod
 
 __all__ = [
-    "CreateStep", "DeleteStep", "ExpectStep", "ExpectMessageStep", "Scenario", "Step",
+    "CreateStep", "DeleteStep", "ExpectStep", "ExpectMessageStep", "WaitStep", "Scenario",
+    "Step",
     "load_scenario", "scenario_from_document", "EXPECT_PENDING", "EXPECT_DELETED",
     "EXPECT_REJECTED",
 ]
@@ -47,7 +51,7 @@ EXPECT_PENDING = "pending"
 EXPECT_DELETED = "deleted"
 #: refused by HAMi's admission webhook (the pod was never created)
 EXPECT_REJECTED = "rejected"
-_STEP_KINDS = ("create", "delete", "expect", "expect_message")
+_STEP_KINDS = ("create", "delete", "expect", "expect_message", "wait")
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,15 @@ class ExpectMessageStep:
     line: int
 
 
-Step = CreateStep | DeleteStep | ExpectStep | ExpectMessageStep
+@dataclass(frozen=True)
+class WaitStep:
+    """Let ``seconds`` pass: terminating pods whose grace period ends leave."""
+
+    seconds: float
+    line: int
+
+
+Step = CreateStep | DeleteStep | ExpectStep | ExpectMessageStep | WaitStep
 
 
 @dataclass
@@ -128,7 +140,7 @@ def scenario_from_document(doc: Doc, path: str, *,
             step.check_keys(_STEP_KINDS, "a step")
         if len(kinds) != 1:
             raise step.error("a step needs exactly one of 'create', 'delete', 'expect', "
-                             "'expect_message'"
+                             "'expect_message', 'wait'"
                              + (f" (got {', '.join(kinds)})" if kinds else " (got none)"))
         kind = kinds[0]
         line = step.line
@@ -153,6 +165,12 @@ def scenario_from_document(doc: Doc, path: str, *,
             steps.append(DeleteStep(pod_name=name, line=line))
         elif kind == "expect":
             steps.append(ExpectStep(expected=_expectations(step, created, card_ids), line=line))
+        elif kind == "wait":
+            v = step.require("wait")
+            if isinstance(v.scalar, bool) or not isinstance(v.scalar, (int, float)) \
+                    or not v.scalar >= 0 or v.scalar == float("inf"):
+                raise v.error(f"'wait' must be a number of seconds >= 0, got {v.describe()}")
+            steps.append(WaitStep(seconds=float(v.scalar), line=line))
         else:
             exp = step.require_doc("expect_message")
             if len(exp) == 0:

@@ -76,7 +76,7 @@ __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
 
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
 _INT_COLUMNS = ("gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli", "memory_mib",
-                "priority")
+                "priority", "termination_grace_period")
 _JSON_COLUMNS = ("annotations", "containers", "init_containers", "node_selector",
                  "tolerations", "affinity")
 #: MiB columns, which also take a byte quantity such as 16Gi
@@ -85,7 +85,7 @@ _MIB_COLUMNS = ("gpumem", "memory_mib")
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
     "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "preemption_policy",
-    "class")
+    "termination_grace_period", "class")
 assert set(TRACE_COLUMNS) == set(TRACE_POD_KEYS)
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl"}
 OPENB_POD_HEADER_PREFIX = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"

@@ -70,6 +70,9 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
     if cluster.scheduler.preemption and _may_preempt(workload):
         return "a trace whose pods may preempt others (priorities differ)"
+    if any(t.termination_grace_period for t in workload.templates) and \
+            np.isfinite(workload.deletion).any():
+        return "deletions with a termination grace period"
     return None
 
 

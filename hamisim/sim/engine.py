@@ -85,7 +85,7 @@ class _PodState:
         self.duration = duration
         self.deletion = deletion
         self.gpu = gpu                  # GPUs asked (whole cards + fractional shares)
-        self.status = "new"             # queued, unschedulable, backoff, running, gone
+        self.status = "new"     # queued, unschedulable, backoff, running, terminating, gone
         self.attempts = 0
         self.last_attempt = 0.0
         self.gen = 0                    # invalidates stale timers
@@ -306,7 +306,7 @@ class _Engine:
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.arrive(name)
         if tp.deletion is not None:
-            self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._delete, name)
+            self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._deletion, name)
         self._enqueue(st)
         self.pass_wanted = True
 
@@ -360,8 +360,8 @@ class _Engine:
             if post is not None and post.victims:
                 node = self.cluster.nodes[post.nominate].name
                 for v in post.victims:
-                    self._remove(v.name, "preempt",
-                                 f"Preempted by pod {st.pod.name} on node {node}")
+                    self._terminate(v.name, "preempt",
+                                    f"Preempted by pod {st.pod.name} on node {node}")
         return d
 
     def _usage(self, st: _PodState, d: Decision) -> tuple:
@@ -419,15 +419,44 @@ class _Engine:
 
     # -- departures and retries ------------------------------------------
     def _delete(self, name: str) -> None:
+        """The pod's duration ran out (it Succeeded: HAMi and kube-scheduler
+        release it at once), or its grace period after a deletion ended."""
         self._remove(name, "depart")
 
-    def _remove(self, name: str, event: str, message: str | None = None) -> None:
-        """``name`` leaves: ``depart`` (its duration ran out or it was deleted)
-        or ``preempt`` (a victim of kube-scheduler's preemption, deleted at once)."""
+    def _deletion(self, name: str) -> None:
+        """The trace deletes the pod: a pending one is abandoned, a running one
+        terminates (within its grace period, keeping its cards until then)."""
+        self._terminate(name, "terminate")
+
+    def _terminate(self, name: str, event: str, message: str | None = None) -> None:
+        """``name`` is deleted: ``terminate`` (the trace's deletion) or
+        ``preempt`` (a victim of kube-scheduler's preemption). With a
+        ``termination_grace_period`` it keeps its node, cards and CPU until the
+        period ends (HAMi and kube-scheduler both keep a terminating pod until
+        it is gone), else it leaves at once."""
         st = self.pods.get(name)
         if st is None or st.status == "gone":
             return
-        if st.status == "running":
+        grace = st.pod.termination_grace_period
+        if st.status == "running" and grace > 0:
+            st.status = "terminating"
+            if event == "preempt":
+                self.n_preempted += 1
+                self.kube.terminating(name)
+            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
+                           message=message)
+            self._at_live(grace, _DEPART, self._delete, name)
+            return
+        self._remove(name, "depart" if event == "terminate" else event, message)
+
+    def _remove(self, name: str, event: str, message: str | None = None) -> None:
+        """``name`` leaves: ``depart`` (its duration ran out, it was deleted, its
+        grace period ended) or ``preempt`` (a victim of kube-scheduler's
+        preemption without a grace period)."""
+        st = self.pods.get(name)
+        if st is None or st.status == "gone":
+            return
+        if st.status in ("running", "terminating"):
             self.sched.delete(name)
             self.kube.gone(name)
             self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)

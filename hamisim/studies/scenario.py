@@ -17,6 +17,7 @@ from hamisim.io.scenariofile import (
     DeleteStep,
     ExpectMessageStep,
     Scenario,
+    WaitStep,
 )
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import AdmissionDenied, Pod
@@ -30,8 +31,9 @@ __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario
 @dataclass(frozen=True)
 class ScenarioEvent:
     """One row of a scenario run: ``bind``, ``unschedulable``, ``delete``,
-    ``preempt`` (a running pod deleted by kube-scheduler's preemption) or
-    ``rejected`` (HAMi's admission webhook refused to create the pod)."""
+    ``preempt`` (a running pod deleted by kube-scheduler's preemption),
+    ``rejected`` (HAMi's admission webhook refused to create the pod) or
+    ``gone`` (a deleted pod's grace period ended)."""
 
     step: int
     pod: str
@@ -118,6 +120,9 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             checker.adopt_state(scenario.state)
     pending: dict[str, Pod] = {}          # insertion order = creation order
     freed = [False]                       # a preemption deleted pods: retry
+    clock = [0.0]                         # advanced by wait steps
+    terminating: dict[str, float] = {}    # deleted pod -> end of its grace period
+    grace_of: dict[str, int] = {}         # running pod -> its grace period
     messages: dict[str, str] = {}         # each pod's last FailedScheduling message
 
     def attempt(step: int, pod: Pod) -> None:
@@ -150,7 +155,8 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             events.append(ScenarioEvent(step, pod.name, "bind", d.node, d.devices))
             state[pod.name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
             pending.pop(pod.name, None)
-            kube.bound(pod, d.node_index, float(step))
+            kube.bound(pod, d.node_index, clock[0])
+            grace_of[pod.name] = pod.termination_grace_period
             if checker is not None:
                 checker.bind(pod, d)
         else:
@@ -164,15 +170,24 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             if post is not None and post.victims:
                 node = scenario.cluster.nodes[post.nominate].name
                 for v in post.victims:
-                    sched.delete(v.name)
-                    kube.gone(v.name)
-                    state[v.name] = EXPECT_DELETED
                     events.append(ScenarioEvent(
                         step, v.name, "preempt", node,
                         message=f"Preempted by pod {pod.name} on node {node}"))
-                    if checker is not None:
-                        checker.depart(v.name)
-                freed[0] = True
+                    kube.terminating(v.name)
+                    leave(v.name, step)
+
+    def leave(name: str, step: int) -> None:
+        """A running pod is deleted: gone now, or at the end of its grace period."""
+        grace = grace_of.get(name, 0)
+        if grace > 0:
+            terminating[name] = clock[0] + grace
+            return
+        sched.delete(name)
+        kube.gone(name)
+        state[name] = EXPECT_DELETED
+        if checker is not None:
+            checker.depart(name)
+        freed[0] = True
 
     def retry_pending(step: int) -> None:
         while True:
@@ -190,15 +205,27 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             if freed[0]:
                 retry_pending(i)
         elif isinstance(step, DeleteStep):
-            sched.delete(step.pod_name)
-            kube.gone(step.pod_name)
-            was_pending = pending.pop(step.pod_name, None) is not None
-            state[step.pod_name] = EXPECT_DELETED
             events.append(ScenarioEvent(i, step.pod_name, "delete"))
-            if checker is not None:
-                at[0] = f"step {i}"
-                (checker.abandon if was_pending else checker.depart)(step.pod_name)
+            at[0] = f"step {i}"
+            if pending.pop(step.pod_name, None) is not None:
+                state[step.pod_name] = EXPECT_DELETED
+                if checker is not None:
+                    checker.abandon(step.pod_name)
+            elif step.pod_name not in terminating and state.get(step.pod_name) not in (
+                    EXPECT_DELETED, EXPECT_REJECTED):
+                leave(step.pod_name, i)
             retry_pending(i)
+        elif isinstance(step, WaitStep):
+            clock[0] += step.seconds
+            at[0] = f"step {i}"
+            for name, end in sorted(terminating.items(), key=lambda t: t[1]):
+                if end <= clock[0]:
+                    del terminating[name]
+                    grace_of[name] = 0
+                    events.append(ScenarioEvent(i, name, "gone"))
+                    leave(name, i)
+            if freed[0]:
+                retry_pending(i)
         elif isinstance(step, ExpectMessageStep):
             for pod, expected in step.expected.items():
                 actual = messages.get(pod) or "(no FailedScheduling message)"
