@@ -135,6 +135,8 @@ def test_a_replay_preempts_and_the_preemptor_binds_on_its_nominated_node(backend
     assert res.summary["preempted"] == 1 and res.summary["departed"] == 3
     pods_table = res.pods.set_index("pod")
     assert pods_table.loc["low", "departure"] == 2.0
+    assert pods_table.loc["low", "preempted_by"] == "high"
+    assert pods_table["preempted_by"].isna().sum() == 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -75,7 +75,7 @@ class _PodState:
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "last_attempt", "gen", "node", "usage", "cls", "first_attempt",
-                 "bind_time", "devices")
+                 "bind_time", "devices", "preempted_by")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -95,6 +95,7 @@ class _PodState:
         self.first_attempt = _NAN
         self.bind_time = _NAN
         self.devices: str | None = None
+        self.preempted_by: str | None = None
 
 
 class _Timer(simpy.events.Event):
@@ -264,7 +265,7 @@ class _Engine:
     def _done(self, st: _PodState, end: float) -> None:
         """Write the pod's row: it left at ``end``, or the run is over (NaN)."""
         self.rec.pod_done(st.pod.name, st.cls, st.arrival, st.first_attempt, st.bind_time,
-                          st.node, st.devices, st.attempts, end)
+                          st.node, st.devices, st.attempts, end, st.preempted_by)
 
     def _enqueue(self, st: _PodState) -> None:
         st.status = "queued"
@@ -360,6 +361,7 @@ class _Engine:
             if post is not None and post.victims:
                 node = self.cluster.nodes[post.nominate].name
                 for v in post.victims:
+                    self.pods[v.name].preempted_by = st.pod.name
                     self._terminate(v.name, "preempt",
                                     f"Preempted by pod {st.pod.name} on node {node}")
         return d

@@ -40,9 +40,10 @@ INITIAL_STATE_CLASS = "(initial state)"
 #: running at the end of the run, in arrival order. ``wait_s`` is the pod's
 #: pending time: arrival to bind, else to abandonment, else to the end of the
 #: run; ``departure`` and ``abandon`` are times (NaN when it did not happen),
-#: ``group`` the node group of its node.
+#: ``group`` the node group of its node, ``preempted_by`` the pod whose
+#: preemption deleted it (null otherwise).
 POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
-               "devices", "attempts", "departure", "abandon")
+               "devices", "attempts", "departure", "abandon", "preempted_by")
 #: rows per batch handed to the sink
 BATCH_ROWS = 1 << 16
 
@@ -184,6 +185,7 @@ class Recorder:
         self.p_devices: list[str | None] = []
         self.p_attempts = array("q")
         self.p_end = array("d")
+        self.p_preempted_by: list[str | None] = []
 
     def class_code(self, label: str) -> int:
         """The code of a class label (made on first use)."""
@@ -195,9 +197,10 @@ class Recorder:
 
     def pod_done(self, name: str, class_code: int, arrival: float, first_attempt: float,
                  bind: float, node: int, devices: str | None, attempts: int,
-                 end: float) -> None:
+                 end: float, preempted_by: str | None = None) -> None:
         """A pod's row: it left at ``end`` (departure when bound, abandonment
-        otherwise), or the run is over (``end`` NaN)."""
+        otherwise), or the run is over (``end`` NaN); ``preempted_by``: the
+        preemptor when a preemption deleted it."""
         self.p_name.append(name)
         self.p_class.append(class_code)
         self.p_arrival.append(arrival)
@@ -207,6 +210,7 @@ class Recorder:
         self.p_devices.append(devices)
         self.p_attempts.append(attempts)
         self.p_end.append(end)
+        self.p_preempted_by.append(preempted_by)
         self.s_class.append(class_code)
         self.s_group.append(node)           # a node index until statistics() maps it
         self.s_arrival.append(arrival)
@@ -230,13 +234,15 @@ class Recorder:
                 np.array(self.p_devices, dtype=object),
                 np.frombuffer(self.p_attempts, dtype=np.int64),
                 np.frombuffer(self.p_end, dtype=np.float64))
-        self.write_pods(*cols, end_time=end_time)
+        preempted_by = np.array(self.p_preempted_by, dtype=object) \
+            if any(x is not None for x in self.p_preempted_by) else None
+        self.write_pods(*cols, end_time=end_time, preempted_by=preempted_by)
         self._new_pods()
 
     def write_pods(self, name: np.ndarray, class_code: np.ndarray, arrival: np.ndarray,
                    first_attempt: np.ndarray, bind: np.ndarray, node: np.ndarray,
                    devices: np.ndarray, attempts: np.ndarray, end: np.ndarray,
-                   end_time: float | None = None) -> None:
+                   end_time: float | None = None, preempted_by=None) -> None:
         """Hand a batch of pods' rows, given column by column (as :meth:`pod_done`
         takes them), to the sink; ``end_time`` as in :meth:`flush_pods`. The
         statistics' columns are not kept: give them to :meth:`set_pod_statistics`."""
@@ -263,6 +269,8 @@ class Recorder:
             pa.array(np.array(attempts, dtype=np.int64)),
             pa.array(np.where(bound, end, np.nan), **nan_null),
             pa.array(np.where(bound, np.nan, end), **nan_null),
+            pa.nulls(len(arrival), pa.string()) if preempted_by is None
+            else _strings(preempted_by),
         ]
         self.sink.write("pods", pa.table(cols, names=list(POD_COLUMNS)))
 
