@@ -68,6 +68,7 @@ class PodSpec:
         uuid_ok: U8,            # uint8_t[n_cards]
         cpu_milli: int = ...,   # int64_t
         memory_mib: int = ...,  # int64_t
+        gate: I32 | None = ..., # int32_t[n_nodes]: kube-scheduler's filter code per node
     ) -> None: ...
 
 class Core:
@@ -328,12 +329,13 @@ class ReplayCore:
         retry: bool, flush_after: float, backoff_initial: float, backoff_max: float,
         sample_interval: float | None, random_ties: bool, wanted: int, next_start: int,
         many_groups: bool, n_groups: int,
-        fail_message: Callable[[bool], str],          # (wants_gpu) -> FailedScheduling text
+        fail_message: Callable[[int], str],           # template -> FailedScheduling text
         pod_error: Callable[[int], str],              # pod number -> admission/Filter error
         draw_block: Callable[[int], F64],             # n -> n tie-break draws in [0, 1)
         progress: Callable[[int], object] | None,     # pods arrived since the last call
         on_events: Callable[[int], None],             # a batch of n events is ready
         on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
+        aligned: U8 | None = ...,                     # per node: HAMi lists GPU-less containers
     ) -> None: ...
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left

@@ -141,6 +141,7 @@ cdef class ReplayCore:
     cdef const double[::1] t_gpu
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
+    cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
     cdef bytes card_text
     cdef const char* card_chars
     # configuration
@@ -246,7 +247,7 @@ cdef class ReplayCore:
                  bint retry, double flush_after, double backoff_initial, double backoff_max,
                  sample_interval, bint random_ties, int wanted, int next_start,
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
-                 on_events, on_pods):
+                 on_events, on_pods, aligned=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -258,6 +259,7 @@ cdef class ReplayCore:
         self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
         self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
         self.node_start, self.pad_empty = node_start, pad_empty
+        self.aligned = pad_empty if aligned is None else aligned
         encoded = [c.encode("utf-8") for c in card_ids]
         off = np.zeros(len(encoded) + 1, dtype=np.int64)
         off[1:] = np.cumsum([len(b) for b in encoded])
@@ -790,7 +792,7 @@ cdef class ReplayCore:
         # the pod's collapsed usage (hamisim.hami.reference.collapsed_usage) and its
         # devices annotation, from the kernel's pick buffers, into the pod's slot
         cdef Scratch* s = &self.core.s
-        cdef int sl = self.slot[k], ci, i, p, n = 0, b
+        cdef int sl = self.slot[k], ci, i, p, n = 0, b, e
         cdef Py_ssize_t w = self.slot_width, base = <Py_ssize_t>sl * w
         cdef int64_t r0 = self.node_start[node]
         if n_init == 0 and n_cont == 1:
@@ -802,7 +804,12 @@ cdef class ReplayCore:
                 self.slot_cores[base + i] = s.out_cores[i]
             n = s.out_n[0]
         else:
+            # HAMi tells init from app entries by position in its list, which
+            # has no entry for GPU-less containers on a node that does not pad
+            e = -1
             for ci in range(n_cont):
+                if s.out_n[ci] > 0 or self.aligned[node]:
+                    e += 1
                 for i in range(s.out_n[ci]):
                     b = ci * s.cap_k + i
                     p = s.out_pos[b]
@@ -813,7 +820,7 @@ cdef class ReplayCore:
                         self.c_app_u[p] = self.c_app_m[p] = self.c_app_c[p] = 0
                         self.c_ini[p] = 0
                         self.c_ini_m[p] = self.c_ini_c[p] = 0
-                    if ci >= n_init:        # app containers on one card add up
+                    if e >= n_init:         # app containers on one card add up
                         self.c_app_u[p] += 1
                         self.c_app_m[p] += s.out_mem[b]
                         self.c_app_c[p] += s.out_cores[b]

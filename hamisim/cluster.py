@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Cluster", "group_of",
-           "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS"]
+           "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS", "INIT_CONTAINER_USAGES"]
 
 #: the group of nodes without cards (and without a group of their own)
 NO_GPU_GROUP = "no GPU"
@@ -85,6 +85,8 @@ class Node:
         return len(self.cards) > 0
 
 
+#: ``init_container_usage`` values (HAMi v2.10.0's accounting, or corrected)
+INIT_CONTAINER_USAGES = ("hami-v2.10", "corrected")
 #: the kube-scheduler releases whose FailedScheduling texts hamisim writes
 KUBE_SCHEDULER_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
 
@@ -119,6 +121,11 @@ class SchedulerConfig:
     #: also hide the taint (``node(s) had untolerated taint(s)``, backported
     #: to late 1.34 patches).
     kube_scheduler_version: str = "1.32"
+    #: how a pod with GPU-less init containers is held on a card: ``hami-v2.10``
+    #: as HAMi v2.10.0 caches it on real nodes (the first app containers with
+    #: GPUs taken for init containers, see hamisim.hami.reference.collapsed_usage)
+    #: or ``corrected`` (every container counted as what it is)
+    init_container_usage: str = "hami-v2.10"
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,11 @@ class Pod:
     #: running pod keeps its node and cards this long. hamisim's default is 0
     #: (gone at once), not Kubernetes' 30
     termination_grace_period: int = 0
+    #: seconds after binding when every init container has succeeded: HAMi
+    #: v2.10.0 then keeps only the app containers' usage, dropping the first
+    #: ``len(init_containers)`` entries of its list (``AppContainersOnlyDeviceUsage``);
+    #: ``None`` = they never finish as far as HAMi sees (its usage stays)
+    init_duration: float | None = None
 
     @property
     def constrained(self) -> bool:
@@ -147,10 +152,10 @@ class Pod:
                    self.cpu_milli, self.memory_mib)
             if (self.node_selector or self.tolerations or self.affinity is not None
                     or self.preemption_policy != "PreemptLowerPriority"
-                    or self.termination_grace_period):
+                    or self.termination_grace_period or self.init_duration is not None):
                 key += (tuple(sorted(self.node_selector.items())), self.tolerations,
                         self.affinity, self.preemption_policy,
-                        self.termination_grace_period)
+                        self.termination_grace_period, self.init_duration)
             hash(key)
         except TypeError:
             return None

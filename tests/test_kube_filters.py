@@ -229,7 +229,8 @@ def test_trace_columns_round_trip(tmp_path, ext):
     pod = _gpu_pod("p", priority=7, node_selector={"zone": "z1"},
                    tolerations=(Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),
                                 Toleration("dedicated", "Equal", "ml", "")),
-                   affinity=(term,), preemption_policy="Never")
+                   affinity=(term,), preemption_policy="Never",
+                   termination_grace_period=30, init_duration=12.5)
     trace = Trace.from_pods("t", [TracePod(pod, 0.0, 5.0), TracePod(_gpu_pod("q"), 1.0, 5.0)])
     path = tmp_path / f"t.{ext}"
     write_trace(trace, path)

@@ -55,7 +55,7 @@ from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
-    "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit",
+    "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit", "aligned_usage",
     "fit_in_devices", "NodeFit", "score_node", "ReferenceScheduler", "Tracer",
 ]
 
@@ -514,13 +514,22 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
 # ---------------------------------------------------------------------------
 # §2.2  Pod cache -> usage (HAMi v2.10.0 collapsed usage with slot counts)
 # ---------------------------------------------------------------------------
-def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int
+def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int, aligned: bool = True
                     ) -> dict[str, tuple[int, int, int]]:
     """One cached pod's contribution per card: ``{uuid: (used, mem, cores)}``.
 
     App containers on one card add up (one slot each, HAMi v2.10.0); init
     containers are max'ed against that and count one slot when alone.
+
+    HAMi tells init from app entries only by their position in its list
+    (``CollapseInitContainerUsage``: the first ``n_init`` are init). On a node
+    whose cards are not typed exactly ``NVIDIA`` (every real node) that list
+    has no entry for a container without GPUs (``aligned=False``,
+    :func:`aligned_usage`), so with GPU-less init containers the first app
+    containers with GPUs are taken for init containers: max'ed, not summed.
     """
+    if not aligned:
+        containers = [picks for picks in containers if picks]
     if n_init == 0 and len(containers) == 1:
         # The common case: one container on distinct cards, one slot each.
         one = {p.uuid: (1, p.usedmem, p.usedcores) for p in containers[0]}
@@ -545,6 +554,16 @@ def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int
         i = init.get(uuid, [0, 0, 0])
         out[uuid] = (max(a[0], i[0]), max(a[1], i[1]), max(a[2], i[2]))
     return out
+
+
+def aligned_usage(node: Node, config) -> bool:
+    """Whether HAMi's per-container list on ``node`` keeps an entry for
+    containers without GPUs (its padding goes under the cards' model types:
+    only a card typed exactly ``NVIDIA`` pads the NVIDIA list), or the
+    cluster asks for the corrected accounting (``init_container_usage:
+    corrected``)."""
+    return config.init_container_usage == "corrected" or \
+        pads_empty_segments(c.type for c in node.cards)
 
 
 # ---------------------------------------------------------------------------
@@ -580,10 +599,11 @@ class ReferenceScheduler:
                             numa=c.numa, health=c.health, mode=c.mode,
                             cordoned=c.id in n.cordon) for c in n.cards]
                  for n in self.cluster.nodes]
+        aligned = [aligned_usage(n, self.config) for n in self.cluster.nodes]
         for cached in self.pods.values():
             by_id = {c.id: c for c in nodes[cached.node]}
-            for uuid, (used, mem, cores) in collapsed_usage(cached.containers,
-                                                            cached.n_init).items():
+            for uuid, (used, mem, cores) in collapsed_usage(
+                    cached.containers, cached.n_init, aligned[cached.node]).items():
                 card = by_id[uuid]
                 card.used += used
                 card.usedmem += mem

@@ -78,6 +78,7 @@ from dataclasses import replace
 from typing import Any, Collection, Mapping
 
 from hamisim.cluster import (
+    INIT_CONTAINER_USAGES,
     KUBE_SCHEDULER_VERSIONS,
     TAINT_EFFECTS,
     Card,
@@ -109,7 +110,7 @@ CLUSTER_KEYS = frozenset({"scheduler", "nodes"})
 SCHEDULER_KEYS = frozenset({
     "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
-    "preemption", "kube_scheduler_version",
+    "preemption", "kube_scheduler_version", "init_container_usage",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
                        "gpus", "card", "group", "labels", "taints", "unschedulable"})
@@ -182,6 +183,8 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         node_tie_break=tie,
         preemption=doc.optional_bool("preemption", d.preemption),
         kube_scheduler_version=_kube_version(doc, d.kube_scheduler_version),
+        init_container_usage=_choice(doc, "init_container_usage", d.init_container_usage,
+                                     INIT_CONTAINER_USAGES),
     )
     # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
     for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
@@ -189,6 +192,13 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         if v is not None and isinstance(v.scalar, str):
             warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
     return config
+
+
+def _choice(doc: Doc, key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = doc.optional_str(key, default)
+    if value not in choices:
+        raise doc.get(key).error(f"'{key}' must be {' or '.join(choices)}, got {value!r}")
+    return value
 
 
 def _kube_version(doc: Doc, default: str) -> str:
@@ -327,6 +337,10 @@ def _plain_scheduler(sched: Any) -> SchedulerConfig:
         if type(sched["preemption"]) is not bool:
             raise _Slow
         values["preemption"] = sched["preemption"]
+    if "init_container_usage" in sched:
+        if sched["init_container_usage"] not in INIT_CONTAINER_USAGES:
+            raise _Slow
+        values["init_container_usage"] = sched["init_container_usage"]
     if "kube_scheduler_version" in sched:
         if sched["kube_scheduler_version"] not in KUBE_SCHEDULER_VERSIONS:
             raise _Slow                     # the line-tracking reader says what is wrong

@@ -53,7 +53,9 @@ spec fields they mirror for ``hamisim import``:
   (default) or ``Never``;
 * ``termination_grace_period`` (``spec.terminationGracePeriodSeconds``):
   seconds a deleted or preempted running pod keeps its node and cards
-  (default 0, not Kubernetes' 30: gone at once).
+  (default 0, not Kubernetes' 30: gone at once);
+* ``init_duration``: seconds after binding when the init containers have all
+  succeeded (HAMi then keeps the app containers' usage only); absent = never.
 
 Every mistake the API server would refuse is a located error.
 
@@ -115,7 +117,7 @@ _CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
 
 #: the pod keys of kube-scheduler's constraints
 PLACEMENT_KEYS = ("node_selector", "tolerations", "affinity", "preemption_policy",
-                  "termination_grace_period")
+                  "termination_grace_period", "init_duration")
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -243,7 +245,18 @@ def placement_fields(doc: Doc) -> dict:
             "affinity": affinity_from_value(doc.get("affinity")),
             "preemption_policy": preemption_policy_from_value(doc.get("preemption_policy")),
             "termination_grace_period": grace_period_from_value(
-                doc.get("termination_grace_period"))}
+                doc.get("termination_grace_period")),
+            "init_duration": _init_duration(doc)}
+
+
+def _init_duration(doc: Doc) -> float | None:
+    v = doc.get("init_duration")
+    if v is None or v.is_null:
+        return None
+    x = v.scalar
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < float("inf"):
+        raise v.error(f"'init_duration' must be a number of seconds >= 0, got {v.describe()}")
+    return float(x)
 
 
 def grace_period_from_value(v: Value | None) -> int:
@@ -282,6 +295,8 @@ def placement_json(pod) -> dict:
         out["preemption_policy"] = pod.preemption_policy
     if pod.termination_grace_period:
         out["termination_grace_period"] = pod.termination_grace_period
+    if pod.init_duration is not None:
+        out["init_duration"] = pod.init_duration
     return out
 
 

@@ -75,6 +75,8 @@ __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
            "SUSPECT_GPUMEM_MIB", "LARGE_CARD_MIB"]
 
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
+#: pod columns in seconds (a template's, unlike the row's timing)
+_FLOAT_COLUMNS = ("init_duration",)
 _INT_COLUMNS = ("gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli", "memory_mib",
                 "priority", "termination_grace_period")
 _JSON_COLUMNS = ("annotations", "containers", "init_containers", "node_selector",
@@ -85,7 +87,7 @@ _MIB_COLUMNS = ("gpumem", "memory_mib")
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
     "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "preemption_policy",
-    "termination_grace_period", "class")
+    "termination_grace_period", "init_duration", "class")
 assert set(TRACE_COLUMNS) == set(TRACE_POD_KEYS)
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl"}
 OPENB_POD_HEADER_PREFIX = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"
@@ -361,7 +363,7 @@ def _csv_rows(text: str, path: str) -> Iterator[_Row]:
 def _convert_cell(col: str, cell: str, path: str, line: int, pod_name: str) -> Any:
     what = f"pod '{pod_name}': '{col}'" if pod_name else f"'{col}'"
     try:
-        if col in _TIME_COLUMNS:
+        if col in _TIME_COLUMNS or col in _FLOAT_COLUMNS:
             return parse_float_cell(cell, what)
         if col in _INT_COLUMNS:
             return parse_int_cell(cell, what)
@@ -674,7 +676,7 @@ def _write_parquet(rows: list[dict[str, Any]], columns: list[str], tmp: str) -> 
     arrays, fields = [], []
     for col in columns:
         vals = [row.get(col) for row in rows]
-        if col in _TIME_COLUMNS:
+        if col in _TIME_COLUMNS or col in _FLOAT_COLUMNS:
             typ = pa.float64()
         elif col in _INT_COLUMNS:
             typ = pa.int64()

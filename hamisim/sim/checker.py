@@ -79,7 +79,7 @@ class InvariantError(HamisimError):
         super().__init__(f"invariant violated after the {kind} event{who} at {at}: {problem}")
 
 
-def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int
+def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int, listed_all: bool = True
                      ) -> dict[str, tuple[int, int, int]]:
     """What one bound pod holds per card: ``{uuid: (slots, memory, cores)}``.
 
@@ -87,11 +87,14 @@ def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int
     scheduler's and meter's rule) so that the checker's books do not share
     its code: app containers on a card add up, one slot each; an init
     container holds one slot and its memory and cores; per card the pod holds
-    the larger of its app total and its largest init container.
+    the larger of its app total and its largest init container. HAMi v2.10.0
+    counts the first ``n_init`` entries of its list as init containers; unless
+    ``listed_all``, containers without cards have no entry in that list.
     """
     app: dict[str, list[int]] = {}
     init: dict[str, list[int]] = {}
-    for k, picks in enumerate(containers):
+    entries = list(containers) if listed_all else [c for c in containers if len(c)]
+    for k, picks in enumerate(entries):
         for p in picks:
             if k < n_init:
                 t = init.setdefault(p.uuid, [1, 0, 0])
@@ -143,6 +146,11 @@ class Checker:
         self.row = {cid: r for r, cid in enumerate(self.card_ids)}
         self.node_of_row = [i for i, _ in cards]
         self.node_names = [n.name for n in cluster.nodes]
+        # HAMi lists GPU-less containers only on nodes with a card typed
+        # exactly "NVIDIA" (unless the corrected accounting is asked for)
+        corrected = cluster.scheduler.init_container_usage == "corrected"
+        self.listed_all = [corrected or any(c.type == "NVIDIA" for c in n.cards)
+                           for n in cluster.nodes]
         self.count = np.array([c.count for _, c in cards], dtype=np.int64)
         self.devmem = np.array([c.devmem for _, c in cards], dtype=np.int64)
         self.devcore = np.array([c.devcore for _, c in cards], dtype=np.int64)
@@ -211,7 +219,8 @@ class Checker:
         if not 0 <= node < len(self.node_names) or decision.node != self.node_names[node]:
             self._fail(kind, name, f"the decision names node {decision.node!r} at index "
                                      f"{node}, which is not that node of the cluster")
-        contrib = pod_contribution(decision.containers, len(pod.init_containers))
+        contrib = pod_contribution(decision.containers, len(pod.init_containers),
+                                   self.listed_all[node])
         rows = []
         for uuid in contrib:
             r = self.row.get(uuid)
@@ -244,6 +253,18 @@ class Checker:
         self.n["pods_running"] -= 1
         self.n["pods_departed"] += 1
         self._verify("depart", name, b.rows, b.node)
+
+    def init_done(self, name: str, app_entries: Sequence[Sequence[Pick]]) -> None:
+        """HAMi keeps only ``app_entries`` of a running pod once its init
+        containers have succeeded (each entry one slot per card it names)."""
+        self._expect(name, _RUNNING, "init done")
+        b = self.bound[name]
+        self._add(b.rows, b.amounts, -1)
+        contrib = pod_contribution(app_entries, 0)
+        b.rows = [self.row[u] for u in contrib]
+        b.amounts = list(contrib.values())
+        self._add(b.rows, b.amounts, +1)
+        self._verify("init done", name, b.rows, b.node)
 
     def abandon(self, name: str) -> None:
         self._expect(name, _PENDING, "abandon")

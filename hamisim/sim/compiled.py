@@ -73,6 +73,9 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
     if any(t.termination_grace_period for t in workload.templates) and \
             np.isfinite(workload.deletion).any():
         return "deletions with a termination grace period"
+    if config.mode == "replay" and any(t.init_duration is not None and t.init_containers
+                                       for t in workload.templates):
+        return "pods whose init containers finish (init_duration)"
     return None
 
 
@@ -271,6 +274,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 **_templates(sched, trace),
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
+                aligned=np.array(sched._aligned, dtype=np.uint8),
                 card_ids=list(state.card_ids),
                 retry=config.retry != "none" and config.mode == "replay",
                 flush_after=float(config.flush_after),

@@ -35,7 +35,7 @@ import simpy
 
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Decision, devices_annotation
-from hamisim.hami.reference import collapsed_usage
+from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import Container, Pod, admission_error
 from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
@@ -75,7 +75,7 @@ class _PodState:
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "last_attempt", "gen", "node", "usage", "cls", "first_attempt",
-                 "bind_time", "devices", "preempted_by")
+                 "bind_time", "devices", "preempted_by", "containers")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -96,6 +96,7 @@ class _PodState:
         self.bind_time = _NAN
         self.devices: str | None = None
         self.preempted_by: str | None = None
+        self.containers: list | None = None     # picks, kept only to shrink at init_duration
 
 
 class _Timer(simpy.events.Event):
@@ -176,6 +177,7 @@ class _Engine:
         self.peak_time = 0.0
         self.decision_time = 0.0                # seconds inside sched.schedule
         self.row_of = m.row                     # card id -> meter row (other backends)
+        self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
         # --check: independent books verified after every event; None costs one test
         self.checker = None
         if config.check:
@@ -371,7 +373,8 @@ class _Engine:
         bookkeeping when it gives it, else HAMi's collapsed usage of the decision."""
         if d.usage is not None:
             return d.usage
-        per_card = collapsed_usage(d.containers, len(st.pod.init_containers))
+        per_card = collapsed_usage(d.containers, len(st.pod.init_containers),
+                                   self._aligned[d.node_index])
         row = self.row_of
         return ([row[u] for u in per_card], [v[0] for v in per_card.values()],
                 [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
@@ -400,6 +403,10 @@ class _Engine:
             self.checker.bind(pod, d)
         if self.replay and st.deletion is None and st.duration is not None:
             self._at_live(st.duration, _DEPART, self._delete, pod.name)
+        if self.replay and pod.init_duration is not None and pod.init_containers \
+                and any(d.containers):
+            st.containers = d.containers
+            self._at_live(pod.init_duration, _DEPART, self._init_done, (st, st.gen))
 
     def _abandon(self, st: _PodState, why: str, event: str = "abandon") -> None:
         """The pending pod is gone: deleted, not retried, or (``rejected``)
@@ -424,6 +431,33 @@ class _Engine:
         """The pod's duration ran out (it Succeeded: HAMi and kube-scheduler
         release it at once), or its grace period after a deletion ended."""
         self._remove(name, "depart")
+
+    def _init_done(self, item: tuple[_PodState, int]) -> None:
+        """Every init container succeeded: HAMi v2.10.0 (``onUpdatePod`` ->
+        ``AppContainersOnlyDeviceUsage``) drops the first ``len(init_containers)``
+        entries of its list and keeps the rest, one slot per entry and card. On
+        a real node the list has no entry for GPU-less containers, so this can
+        drop app containers' usage (HAMi issue #2965)."""
+        st, gen = item
+        if st.gen != gen or st.status not in ("running", "terminating"):
+            return
+        name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
+        entries = st.containers if self._aligned[node] else [c for c in st.containers if c]
+        st.containers = None
+        app_only = [list(c) for c in entries[n_init:]]
+        self.meter.apply_rows(node, *st.usage, 0, -1)
+        self.sched.delete(name)
+        self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib)
+        per_card = collapsed_usage(app_only, 0)
+        row = self.row_of
+        st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
+                    [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
+        self.meter.apply_rows(node, *st.usage, 0, 1)
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.init_done(name, app_only)
+        if self.unschedulable:
+            self._wake_unschedulable()          # HAMi sees room on that card now
+        self._sample()
 
     def _deletion(self, name: str) -> None:
         """The trace deletes the pod: a pending one is abandoned, a running one

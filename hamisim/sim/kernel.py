@@ -48,7 +48,7 @@ from hamisim.hami.policy import (
     filter_error,
     pod_weights,
 )
-from hamisim.hami.reference import collapsed_usage
+from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.filters import hides_taints
 from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.sampling import num_feasible_nodes_to_find
@@ -155,6 +155,7 @@ class KernelScheduler:
                                                   self.state.n_nodes)
         self._reason_cache: dict[tuple, str] = {}
         self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
+        self._aligned = [aligned_usage(n, self.config) for n in cluster.nodes]
         self._shapes = ShapeCache(None, _SHAPE_CACHE_SIZE)
         self._random_ties = self.config.node_tie_break == "random"
         self._index = self.state.index.tolist()
@@ -183,7 +184,7 @@ class KernelScheduler:
 
     def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
               cpu_milli: int, memory_mib: int) -> _Bound:
-        contrib = collapsed_usage(containers, n_init)
+        contrib = collapsed_usage(containers, n_init, self._aligned[node])
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
         row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}

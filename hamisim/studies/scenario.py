@@ -20,6 +20,7 @@ from hamisim.io.scenariofile import (
     WaitStep,
 )
 from hamisim.kube.scheduler import KubeScheduler, full_message
+from hamisim.hami.reference import aligned_usage
 from hamisim.pods import AdmissionDenied, Pod
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
@@ -123,6 +124,19 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
     clock = [0.0]                         # advanced by wait steps
     terminating: dict[str, float] = {}    # deleted pod -> end of its grace period
     grace_of: dict[str, int] = {}         # running pod -> its grace period
+    init_end: dict[str, tuple] = {}       # running pod -> (when its init containers end, ...)
+    aligned = [aligned_usage(n, scenario.cluster.scheduler) for n in scenario.cluster.nodes]
+
+    def init_done(name: str) -> None:
+        """HAMi keeps only the app entries of its list (see the engine's _init_done)."""
+        _, pod, d = init_end.pop(name)
+        entries = d.containers if aligned[d.node_index] else [c for c in d.containers if c]
+        app_only = [list(c) for c in entries[len(pod.init_containers):]]
+        sched.delete(name)
+        sched.adopt(name, d.node_index, app_only, 0, pod.cpu_milli, pod.memory_mib)
+        if checker is not None:
+            checker.init_done(name, app_only)
+        freed[0] = True
     messages: dict[str, str] = {}         # each pod's last FailedScheduling message
 
     def attempt(step: int, pod: Pod) -> None:
@@ -157,6 +171,8 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             pending.pop(pod.name, None)
             kube.bound(pod, d.node_index, clock[0])
             grace_of[pod.name] = pod.termination_grace_period
+            if pod.init_duration is not None and pod.init_containers and any(d.containers):
+                init_end[pod.name] = (clock[0] + pod.init_duration, pod, d)
             if checker is not None:
                 checker.bind(pod, d)
         else:
@@ -178,6 +194,8 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
 
     def leave(name: str, step: int) -> None:
         """A running pod is deleted: gone now, or at the end of its grace period."""
+        if name not in terminating and grace_of.get(name, 0) <= 0:
+            init_end.pop(name, None)
         grace = grace_of.get(name, 0)
         if grace > 0:
             terminating[name] = clock[0] + grace
@@ -218,6 +236,10 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
         elif isinstance(step, WaitStep):
             clock[0] += step.seconds
             at[0] = f"step {i}"
+            for name, (end, _, _) in sorted(init_end.items(), key=lambda t: t[1][0]):
+                if end <= clock[0] and state.get(name) not in (EXPECT_DELETED,):
+                    events.append(ScenarioEvent(i, name, "init done"))
+                    init_done(name)
             for name, end in sorted(terminating.items(), key=lambda t: t[1]):
                 if end <= clock[0]:
                     del terminating[name]
