@@ -64,8 +64,8 @@ TAINTS = [Taint("nvidia.com/gpu", "", "NoSchedule"), Taint("nvidia.com/gpu", "pr
 
 @st.composite
 def kube_node_fields(draw):
-    """A node's labels, taints and cordon (mostly none: most clusters have few)."""
-    if draw(st.integers(0, 2)):
+    """A node's labels, taints and cordon (a third of the nodes have none)."""
+    if draw(st.integers(0, 2)) == 0:
         return {}, (), False
     labels = draw(st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES),
                                   max_size=3))
@@ -118,6 +118,8 @@ def kube_pod_fields(draw):
 @st.composite
 def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
     n_nodes = draw(st.integers(min_nodes, max_nodes))
+    # one cluster in three has kube-scheduler's labels, taints and cordons
+    kube = draw(st.integers(0, 2)) == 0
     nodes = []
     for i in range(n_nodes):
         name = f"node{i}"
@@ -135,7 +137,7 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
                     pairs[a] = row
         cpu = draw(st.none() | st.sampled_from([0, 2000, 8000, 64000]))
         mem = draw(st.none() | st.sampled_from([0, 4096, 65536]))
-        labels, taints, unschedulable = draw(kube_node_fields())
+        labels, taints, unschedulable = draw(kube_node_fields()) if kube else ({}, (), False)
         nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon, labels=labels,
                           taints=taints, unschedulable=unschedulable))
     cfg = SchedulerConfig(

@@ -128,7 +128,7 @@ def test_a_long_saturated_replay_is_the_same_run():
     pods_ = [TracePod(Pod(f"p{k}", whole, priority=k % 3,
                           preemption_policy="Never" if k % 3 else "PreemptLowerPriority"),
                       0.7 * k, 5.0 + k % 7, None if k % 11 else 0.7 * k + 40.0)
-             for k in range(1500)]
+             for k in range(600)]
     events = assert_same_run(_one_card_cluster(), Trace.from_pods("busy", pods_),
                              EngineConfig())
     assert (events.event == "unschedulable").sum() > 1000

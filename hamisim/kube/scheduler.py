@@ -18,6 +18,7 @@ text is appended to the FailedScheduling message.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def with_dra(result: PostFilterResult, dra: bool) -> str:
     return f"{NO_CLAIMS}, {result.message}" if result.message else NO_CLAIMS
 
 
+@functools.lru_cache(maxsize=4096)
 def uniform_postfix(n_nodes: int, n_potential: int, policy: str, dra: bool = False) -> str:
     """PostFilter's text when no running pod has a lower priority than the
     pod: every potential node reports ``No preemption victims found``."""
@@ -186,6 +188,8 @@ class KubeScheduler:
         return d, self._post_filter(pod, d, nominated[0] if nominated else -1)
 
     def _post_filter(self, pod: Pod, d, nominated: int) -> PostFilterResult:
+        if pod.preemption_policy == "Never":        # the first check: nothing else is read
+            return PostFilterResult(uniform_postfix(self.n_nodes, 0, "Never", self.dra))
         lowest = min(self.priorities) if self.priorities else None
         if nominated < 0 and (lowest is None or lowest >= pod.priority):
             # nobody to preempt anywhere: the outcome follows from the counts
