@@ -73,7 +73,7 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
         assert ker.next_start == ref.next_start, step
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=1500, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(), data=st.data())
 def test_kernel_equals_reference(cluster, data):
     _check_sequence(data, cluster, max_steps=10)
