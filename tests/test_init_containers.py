@@ -115,3 +115,17 @@ def test_the_corrected_accounting_keeps_the_app_containers():
     ev = res.events
     # second waits for first to leave at 1000 s
     assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [1000.0]
+
+
+def test_a_terminating_pod_is_not_shrunk():
+    """HAMi's onUpdatePod returns early for a pod being deleted: its init
+    containers finishing during the grace period change nothing."""
+    from hamisim.workload import TracePod
+    cluster = _cluster("NVIDIA-Tesla T4", 1, "binpack")
+    whole = Container({"nvidia.com/gpu": 1})
+    first = Pod("first", (whole,), init_containers=(Container(),), init_duration=10.0,
+                termination_grace_period=30)
+    res = _replay(cluster, [TracePod(first, 0.0, None, 5.0),     # deleted at 5, gone at 35
+                            TracePod(Pod("second", (whole,)), 1.0, 100.0)])
+    ev = res.events
+    assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [35.0]

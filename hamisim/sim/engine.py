@@ -439,8 +439,8 @@ class _Engine:
         a real node the list has no entry for GPU-less containers, so this can
         drop app containers' usage (HAMi issue #2965)."""
         st, gen = item
-        if st.gen != gen or st.status not in ("running", "terminating"):
-            return
+        if st.gen != gen or st.status != "running":
+            return      # HAMi's onUpdatePod only refreshes a terminating pod: no shrink
         name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
         entries = st.containers if self._aligned[node] else [c for c in st.containers if c]
         st.containers = None

@@ -237,7 +237,9 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
             clock[0] += step.seconds
             at[0] = f"step {i}"
             for name, (end, _, _) in sorted(init_end.items(), key=lambda t: t[1][0]):
-                if end <= clock[0] and state.get(name) not in (EXPECT_DELETED,):
+                # a terminating pod is not shrunk (HAMi's onUpdatePod only refreshes it)
+                if end <= clock[0] and name not in terminating and \
+                        state.get(name) != EXPECT_DELETED:
                     events.append(ScenarioEvent(i, name, "init done"))
                     init_done(name)
             for name, end in sorted(terminating.items(), key=lambda t: t[1]):
