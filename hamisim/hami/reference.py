@@ -591,6 +591,8 @@ class ReferenceScheduler:
         self.config = cluster.scheduler
         self.pods: dict[str, _Cached] = {}
         self.next_start = 0
+        #: per node: whether HAMi's list keeps GPU-less containers (aligned_usage)
+        self._aligned = [aligned_usage(n, self.config) for n in cluster.nodes]
 
     # -- state ---------------------------------------------------------
     def card_usage(self) -> list[list[CardUsage]]:
@@ -599,7 +601,7 @@ class ReferenceScheduler:
                             numa=c.numa, health=c.health, mode=c.mode,
                             cordoned=c.id in n.cordon) for c in n.cards]
                  for n in self.cluster.nodes]
-        aligned = [aligned_usage(n, self.config) for n in self.cluster.nodes]
+        aligned = self._aligned
         for cached in self.pods.values():
             by_id = {c.id: c for c in nodes[cached.node]}
             for uuid, (used, mem, cores) in collapsed_usage(
