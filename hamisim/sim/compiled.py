@@ -181,7 +181,7 @@ def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
     return col
 
 
-def _fail_message(sched: KernelScheduler, trace: Trace):
+def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
     """``fail_message(t)``: kube-scheduler's FailedScheduling text for the attempt
     of a pod of template ``t`` that just failed, with DefaultPreemption's verdict
     (this engine runs only traces where nobody can preempt: see unsupported)."""
@@ -189,13 +189,10 @@ def _fail_message(sched: KernelScheduler, trace: Trace):
     preemption = sched.config.preemption
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     n_nodes = sched.state.n_nodes
-    shapes = [None] * len(trace.templates)
+    wants = [bool(w) for w in wants_gpu]
 
     def fail_message(t: int) -> str:
-        shape = shapes[t]
-        if shape is None:
-            shape = shapes[t] = sched.encode(trace.templates[t])
-        message = sched.failure_message(shape.wants_gpu)
+        message = sched.failure_message(wants[t])
         if not preemption:
             return full_message(message, NO_CLAIMS if dra else "")
         return full_message(message, uniform_postfix(n_nodes, sched.potential_nodes(),
@@ -261,6 +258,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         rng = np.random.default_rng(config.seed)
         bar = progress_bar(len(order), config.progress)
         try:
+            templates = _templates(sched, trace)
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
             core = _core.ReplayCore(
@@ -271,7 +269,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
                 priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
                 pod_class=np.ascontiguousarray(classes, dtype=np.int32),
-                **_templates(sched, trace),
+                **templates,
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
                 aligned=np.array(sched._aligned, dtype=np.uint8),
@@ -282,7 +280,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
-                fail_message=_fail_message(sched, trace),
+                fail_message=_fail_message(sched, trace, templates["t_wants_gpu"]),
                 pod_error=_pod_error(sched, trace, order),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
