@@ -45,6 +45,7 @@ class CardTable:
         alloc_mem: I64,         # int64_t[n_nodes], -1 = unconstrained
         req_cpu: I64,           # int64_t[n_nodes], live
         req_mem: I64,           # int64_t[n_nodes], live
+        aligned: U8 | None = ...,  # uint8_t[n_nodes]: 0 list drops GPU-less containers, 1 keeps, 2 corrected
     ) -> None: ...
 
 class PodSpec:
@@ -70,6 +71,14 @@ class PodSpec:
         memory_mib: int = ...,  # int64_t
         gate: I32 | None = ..., # int32_t[n_nodes]: kube-scheduler's filter code per node
     ) -> None: ...
+    def set_quota(
+        self,
+        active: bool,           # bint: HAMi's ResourceQuota check on/off
+        used_mem: int = ...,    # int64_t: the namespace's usage without this pod, MiB
+        used_cores: int = ...,  # int64_t
+        limit_mem: int = ...,   # int64_t: x memory_factor, -1 = not set
+        limit_cores: int = ..., # int64_t: -1 = not set
+    ) -> None: ...
 
 class Core:
     """Scratch buffers plus the attempt loop over one CardTable."""
@@ -79,7 +88,7 @@ class Core:
     np_window: I64              # int64_t[n_nodes]: nodes handed to HAMi, cluster order
     np_status: I32              # int32_t[n_nodes]: per window position
     np_score: F32               # float[n_nodes]: node base score per window position
-    np_counts: I32              # int32_t[n_nodes, 11]: Fit reason histogram per window position
+    np_counts: I32              # int32_t[n_nodes, 12]: Fit reason histogram per window position
     np_ncards: I64              # int64_t[n_nodes]: cards handed to Fit per window position
     np_tied: I64                # int64_t[n_nodes]: window positions tied with the winner
     np_out_n: Any               # int[cap_c]

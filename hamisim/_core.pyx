@@ -47,7 +47,8 @@ cdef enum:
     R_CORE = 8
     R_COMPUTE_UNITS = 9
     R_ALLOCATED = 10
-    N_REASONS = 11
+    R_QUOTA = 11
+    N_REASONS = 12
 
 # Outcome of one node (and of one container on it).
 cdef enum:
@@ -82,6 +83,7 @@ REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
     "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
     "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
+    "ResourceQuotaNotFit",
 )
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED}
@@ -126,6 +128,11 @@ ctypedef struct Cards:
     const int64_t* alloc_mem
     const int64_t* req_cpu
     const int64_t* req_mem
+    # per node: 0 = HAMi's per-container list drops GPU-less containers, 1 =
+    # it keeps them (hamisim.hami.reference.aligned_usage), 2 = the corrected
+    # accounting (every container counted as what it is); read by the quota
+    # check only (NULL: 1 on every node)
+    const uint8_t* aligned
 
 
 ctypedef struct Pod:
@@ -159,6 +166,13 @@ ctypedef struct Pod:
     int64_t need_cores         # free cores (largest min(coresreq, 100))
     uint64_t type_mask         # bits (type_id % 64) the pod accepts
     uint64_t mode_mask         # bits (mode_id % 64) the pod accepts
+    # HAMi's ResourceQuota check in Fit (hamisim.hami.quota): the namespace's
+    # usage without this pod and its limits (-1 = not set); set per attempt
+    bint quota
+    int64_t q_used_mem
+    int64_t q_used_cores
+    int64_t q_lim_mem
+    int64_t q_lim_cores
 
 
 ctypedef struct NodeAgg:
@@ -201,6 +215,7 @@ ctypedef struct Node:
     const int64_t* usedmem
     const int64_t* usedcores
     const int64_t* pair
+    int aligned                # Cards.aligned of the node
 
 
 ctypedef struct Scratch:
@@ -223,6 +238,17 @@ ctypedef struct Scratch:
     int32_t* counts            # Fit reason histogram of the failure (N_REASONS)
     int64_t n_cards            # cards handed to the failing Fit
     float node_score
+    # the quota check's view of the pod's earlier containers on this node, per
+    # card: the largest init-class entry and the sum of app-class entries
+    # (CollapseInitContainerUsage over HAMi's list), their collapsed total,
+    # and whether the current container's entry counts as an init container
+    int64_t* qi_mem            # (cap_k)
+    int64_t* qi_cores
+    int64_t* qa_mem
+    int64_t* qa_cores
+    int64_t q_base_mem
+    int64_t q_base_cores
+    bint q_cur_init
 
 
 # ---------------------------------------------------------------------------
@@ -256,6 +282,9 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.usedmem = c.usedmem + r0
     nv.usedcores = c.usedcores + r0
     nv.pair = c.pair + c.pair_start[i]
+    nv.aligned = 1
+    if c.aligned != NULL:
+        nv.aligned = c.aligned[i]
 
 
 # ---------------------------------------------------------------------------
@@ -408,6 +437,66 @@ cdef int _topology_choice(const Node* nv, Scratch* s, int npick, int origin) noe
     return r
 
 
+cdef inline int64_t _imax(int64_t a, int64_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef void _quota_base(const Node* nv, const Pod* pod, int ci, Scratch* s) noexcept nogil:
+    # HAMi's fitQuota sees this pass's list so far (init containers in the
+    # init pass, app containers in the app pass; on a node whose list drops
+    # GPU-less containers they take no position) plus the current container;
+    # an entry at position < n_init is collapsed as an init container (max per
+    # card), the others are summed. The corrected accounting lists every
+    # container so far, init containers first. Fills s.q* for _quota_delta.
+    cdef int cj, t, p, first, pos = 0
+    cdef bint init_cls
+    memset(s.qi_mem, 0, nv.k * sizeof(int64_t))
+    memset(s.qi_cores, 0, nv.k * sizeof(int64_t))
+    memset(s.qa_mem, 0, nv.k * sizeof(int64_t))
+    memset(s.qa_cores, 0, nv.k * sizeof(int64_t))
+    first = 0 if ci < pod.n_init or nv.aligned == 2 else pod.n_init
+    for cj in range(first, ci):
+        if pod.req[cj * Q_WIDTH + Q_NUMS] <= 0 and nv.aligned == 0:
+            continue
+        init_cls = pos < pod.n_init
+        pos += 1
+        for t in range(s.out_n[cj]):
+            p = s.out_pos[cj * s.cap_k + t]
+            if init_cls:
+                s.qi_mem[p] = _imax(s.qi_mem[p], s.out_mem[cj * s.cap_k + t])
+                s.qi_cores[p] = _imax(s.qi_cores[p], s.out_cores[cj * s.cap_k + t])
+            else:
+                s.qa_mem[p] += s.out_mem[cj * s.cap_k + t]
+                s.qa_cores[p] += s.out_cores[cj * s.cap_k + t]
+    s.q_cur_init = pos < pod.n_init
+    s.q_base_mem = 0
+    s.q_base_cores = 0
+    for p in range(nv.k):
+        s.q_base_mem += _imax(s.qi_mem[p], s.qa_mem[p])
+        s.q_base_cores += _imax(s.qi_cores[p], s.qa_cores[p])
+
+
+cdef inline void _quota_delta(const Scratch* s, int p, int64_t mem, int64_t cores,
+                              int64_t* dmem, int64_t* dcores) noexcept nogil:
+    # How much the collapsed total grows when the current container also
+    # takes card p with (mem, cores).
+    cdef int64_t old_m = _imax(s.qi_mem[p], s.qa_mem[p])
+    cdef int64_t old_c = _imax(s.qi_cores[p], s.qa_cores[p])
+    if s.q_cur_init:
+        dmem[0] = _imax(_imax(s.qi_mem[p], mem), s.qa_mem[p]) - old_m
+        dcores[0] = _imax(_imax(s.qi_cores[p], cores), s.qa_cores[p]) - old_c
+    else:
+        dmem[0] = _imax(s.qi_mem[p], s.qa_mem[p] + mem) - old_m
+        dcores[0] = _imax(s.qi_cores[p], s.qa_cores[p] + cores) - old_c
+
+
+cdef inline bint _quota_exceeded(const Pod* pod, int64_t mem, int64_t cores) noexcept nogil:
+    # HAMi's FitQuota, negated: used + request > limit (limits already x memory_factor)
+    if pod.q_lim_mem >= 0 and pod.q_used_mem + mem > pod.q_lim_mem:
+        return True
+    return pod.q_lim_cores >= 0 and pod.q_used_cores + cores > pod.q_lim_cores
+
+
 cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
               int* npick_out) noexcept nogil:
     # Walk the vendor cards of s.perm from the last; usage from s.w_*.
@@ -420,6 +509,7 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef bint req_nvidia = (req[Q_FLAGS] & QF_NVIDIA) != 0
     cdef int64_t prevnuma = -1
     cdef int64_t mem
+    cdef int64_t cur_mem = 0, cur_cores = 0, dmem = 0, dcores = 0
     cdef int npick = 0
     cdef int t, p
     cdef int32_t* counts = s.counts
@@ -445,6 +535,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             nums = origin
             prevnuma = nv.numa[p]
             npick = 0
+            cur_mem = 0
+            cur_cores = 0
         if not pod.uuid_ok[nv.row0 + p]:
             counts[R_UUID] += 1
             continue
@@ -459,6 +551,12 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         mem = memreq if memreq > 0 else 0
         if pct != NO_PERCENTAGE and memreq == 0:
             mem = _floordiv(nv.devmem[p] * pct, 100)
+        if pod.quota:
+            _quota_delta(s, p, mem, coresreq, &dmem, &dcores)
+            if _quota_exceeded(pod, s.q_base_mem + cur_mem + dmem,
+                               s.q_base_cores + cur_cores + dcores):
+                counts[R_QUOTA] += 1
+                continue
         if nv.devmem[p] - s.w_usedmem[p] < mem:
             counts[R_MEMORY] += 1
             continue
@@ -475,6 +573,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         s.pk_mem[npick] = mem
         s.pk_cores[npick] = coresreq
         npick += 1
+        cur_mem += dmem
+        cur_cores += dcores
         if not pod.topology:
             nums -= 1
             if nums == 0:
@@ -520,6 +620,8 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
     go_sort_perm(s.perm, nv.k, &ctx)
     if req[Q_NUMS] > nv.n_vendor:
         return ST_INSUFFICIENT
+    if pod.quota:
+        _quota_base(nv, pod, ci, s)
     if not _fit(nv, pod, req, s, &npick):
         return ST_FIT_FAILED
     s.out_n[ci] = npick
@@ -638,7 +740,8 @@ cdef class CardTable:
 
     def __init__(self, *, node_start, pair_start, n_vendor, count, devmem, devcore, numa,
                  index, health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
-                 usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem):
+                 usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem,
+                 aligned=None):
         arrays = dict(node_start=node_start, pair_start=pair_start, n_vendor=n_vendor,
                       count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
                       used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
@@ -684,6 +787,14 @@ cdef class CardTable:
         self.c.type_exact = _pu8(type_exact)
         self.c.type_id = _pi32(type_id)
         self.c.mode_id = _pi32(mode_id)
+        # aligned: per node (uint8), HAMi's list keeps GPU-less containers; None = all do
+        self.c.aligned = NULL
+        if aligned is not None:
+            _check(aligned, np.uint8, "aligned")
+            if len(aligned) != n_nodes:
+                raise ValueError(f"aligned: expected {n_nodes} nodes")
+            self._keep.append(aligned)
+            self.c.aligned = _pu8(aligned) if n_nodes else NULL
         sizes = np.diff(node_start)
         self.max_cards = int(sizes.max()) if n_nodes else 0
         self.n_nodes = n_nodes
@@ -732,12 +843,26 @@ cdef class PodSpec:
         self.p.uuid_ok = _pu8(uuid_ok)
         self.p.cpu = cpu_milli
         self.p.mem = memory_mib
+        self.p.quota = False
+        self.p.q_used_mem = self.p.q_used_cores = 0
+        self.p.q_lim_mem = self.p.q_lim_cores = -1
         self.p.gate = NULL
         if gate is not None:
             _check(gate, np.int32, "gate")
             self._keep.append(gate)
             self.p.gate = _pi32(gate) if len(gate) else NULL
         self._filter(r, type_ok, mode_ok)
+
+    def set_quota(self, bint active, int64_t used_mem=0, int64_t used_cores=0,
+                  int64_t limit_mem=-1, int64_t limit_cores=-1):
+        """HAMi's ResourceQuota check for the next attempts: the namespace's usage
+        (without this pod) and its limits, memory already x ``memory_factor``
+        (-1 = not set). ``active=False`` turns the check off."""
+        self.p.quota = active
+        self.p.q_used_mem = used_mem
+        self.p.q_used_cores = used_cores
+        self.p.q_lim_mem = limit_mem
+        self.p.q_lim_cores = limit_cores
 
     cdef void _filter(self, const int64_t[:, ::1] r, type_ok, mode_ok):
         # The pod-level necessary conditions of NodeAgg; loosest values when
@@ -895,6 +1020,7 @@ cdef class Core:
         cdef float[::1] score
         cdef int[::1] perm, pk_pos, combo, best_combo, out_n, out_pos
         cdef int32_t[::1] counts
+        cdef int64_t[::1] qi_mem, qi_cores, qa_mem, qa_cores
         bufs = dict(
             w_used=np.zeros(cap_k, np.int64), w_usedmem=np.zeros(cap_k, np.int64),
             w_usedcores=np.zeros(cap_k, np.int64), score=np.zeros(cap_k, np.float32),
@@ -904,7 +1030,9 @@ cdef class Core:
             out_n=np.zeros(cap_c, np.intc), out_pos=np.zeros(cap_c * cap_k, np.intc),
             out_mem=np.zeros(cap_c * cap_k, np.int64),
             out_cores=np.zeros(cap_c * cap_k, np.int64),
-            counts=np.zeros(N_REASONS, np.int32))
+            counts=np.zeros(N_REASONS, np.int32),
+            qi_mem=np.zeros(cap_k, np.int64), qi_cores=np.zeros(cap_k, np.int64),
+            qa_mem=np.zeros(cap_k, np.int64), qa_cores=np.zeros(cap_k, np.int64))
         self._bufs = bufs
         w_used = bufs["w_used"]; w_usedmem = bufs["w_usedmem"]
         w_usedcores = bufs["w_usedcores"]; score = bufs["score"]; perm = bufs["perm"]
@@ -929,6 +1057,12 @@ cdef class Core:
         self.s.out_mem = &out_mem[0]
         self.s.out_cores = &out_cores[0]
         self.s.counts = &counts[0]
+        qi_mem = bufs["qi_mem"]; qi_cores = bufs["qi_cores"]
+        qa_mem = bufs["qa_mem"]; qa_cores = bufs["qa_cores"]
+        self.s.qi_mem = &qi_mem[0]
+        self.s.qi_cores = &qi_cores[0]
+        self.s.qa_mem = &qa_mem[0]
+        self.s.qa_cores = &qa_cores[0]
         self.np_out_n = bufs["out_n"]
         self.np_out_pos = bufs["out_pos"].reshape(cap_c, cap_k)
         self.np_out_mem = bufs["out_mem"].reshape(cap_c, cap_k)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Cluster", "group_of",
-           "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS", "INIT_CONTAINER_USAGES"]
+__all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Quota", "Cluster",
+           "group_of", "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS", "INIT_CONTAINER_USAGES",
+           "QUOTA_MEMORY", "QUOTA_CORES"]
 
 #: the group of nodes without cards (and without a group of their own)
 NO_GPU_GROUP = "no GPU"
@@ -128,12 +129,47 @@ class SchedulerConfig:
     init_container_usage: str = "hami-v2.10"
 
 
+#: the ResourceQuota ``spec.hard`` keys HAMi v2.10.0 enforces for NVIDIA cards
+#: (``limits.`` + its memory and core resource names; nothing else is read)
+QUOTA_MEMORY = "limits.nvidia.com/gpumem"
+QUOTA_CORES = "limits.nvidia.com/gpucores"
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One namespace's ResourceQuota as HAMi's scheduler enforces it.
+
+    ``memory`` is ``limits.nvidia.com/gpumem`` in MiB (multiplied by
+    ``memory_factor`` when compared, so it is written in the user's units),
+    ``cores`` is ``limits.nvidia.com/gpucores`` in percent of a card;
+    ``None`` = that key is not set (no limit). ``0`` blocks every request.
+    """
+
+    memory: int | None = None
+    cores: int | None = None
+
+    @property
+    def limits(self) -> bool:
+        """Whether the quota limits anything."""
+        return self.memory is not None or self.cores is not None
+
+
 @dataclass(frozen=True)
 class Cluster:
-    """An ordered list of nodes plus the scheduler settings."""
+    """An ordered list of nodes plus the scheduler settings.
+
+    ``quotas`` maps a namespace to its :class:`Quota` (HAMi's ResourceQuota
+    accounting; pods carry their ``namespace``).
+    """
 
     nodes: tuple[Node, ...]
     scheduler: SchedulerConfig = SchedulerConfig()
+    quotas: dict[str, Quota] = field(default_factory=dict)
+
+    def quota_of(self, namespace: str) -> Quota | None:
+        """The namespace's quota when it limits something, else ``None``."""
+        q = self.quotas.get(namespace)
+        return q if q is not None and q.limits else None
 
     @property
     def n_cards(self) -> int:

@@ -120,6 +120,9 @@ class Pod:
     #: ``len(init_containers)`` entries of its list (``AppContainersOnlyDeviceUsage``);
     #: ``None`` = they never finish as far as HAMi sees (its usage stays)
     init_duration: float | None = None
+    #: ``metadata.namespace``: whose ResourceQuota (cluster file ``quotas``) the
+    #: pod's cards count against
+    namespace: str = "default"
 
     @property
     def constrained(self) -> bool:
@@ -136,7 +139,7 @@ class Pod:
     def shape_key(self) -> tuple | None:
         """A hashable key of everything but the name and priority that placement
         reads (containers, annotations, CPU and memory, node selector,
-        tolerations, node affinity, preemption policy), or ``None`` when some
+        tolerations, node affinity, preemption policy, namespace), or ``None`` when some
         value is unhashable. Pods with equal keys are placed alike, so the
         schedulers and the engine cache their per-pod work under it.
 
@@ -156,6 +159,8 @@ class Pod:
                 key += (tuple(sorted(self.node_selector.items())), self.tolerations,
                         self.affinity, self.preemption_policy,
                         self.termination_grace_period, self.init_duration)
+            if self.namespace != "default":
+                key += ("namespace", self.namespace)
             hash(key)
         except TypeError:
             return None

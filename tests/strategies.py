@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
-from hamisim.cluster import Card, Cluster, Node, SchedulerConfig, Taint
+from hamisim.cluster import Card, Cluster, Node, Quota, SchedulerConfig, Taint
 from hamisim.pods import (
     GPU,
     GPUCORES,
@@ -116,7 +116,7 @@ def kube_pod_fields(draw):
 
 
 @st.composite
-def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
+def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True):
     n_nodes = draw(st.integers(min_nodes, max_nodes))
     # one cluster in three has kube-scheduler's labels, taints and cordons
     kube = draw(st.integers(0, 2)) == 0
@@ -151,7 +151,23 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16):
         node_tie_break=draw(st.sampled_from(["last", "random"])),
         preemption=draw(st.integers(0, 4)) != 0,
         kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.34", "1.35"])))
-    return Cluster(tuple(nodes), cfg)
+    return Cluster(tuple(nodes), cfg, quotas=draw(quotas()) if with_quotas else {})
+
+
+#: the namespaces pods are drawn in; clusters put quotas on the last two
+NAMESPACES = ("default", "team-a", "team-b")
+
+
+@st.composite
+def quotas(draw):
+    """HAMi ResourceQuotas on some namespaces (one cluster in three)."""
+    if draw(st.integers(0, 2)):
+        return {}
+    out = {}
+    for ns in draw(st.lists(st.sampled_from(NAMESPACES), min_size=1, max_size=2, unique=True)):
+        out[ns] = Quota(memory=draw(st.sampled_from([None, 0, 1000, 4000, 20000, 60000])),
+                        cores=draw(st.sampled_from([None, None, 0, 50, 100, 250])))
+    return out
 
 
 @st.composite
@@ -216,4 +232,5 @@ def pods(draw, name: str, card_ids: list[str]):
             "slot=0,core=0,memory=0", "slot=1,core=1,memory=1,slot=2"]))
     cpu = draw(st.sampled_from([0, 0, 500, 4000, 10000]))
     mem = draw(st.sampled_from([0, 0, 1024, 32768]))
-    return Pod(name, app, init, ann, cpu, mem, **draw(kube_pod_fields()))
+    namespace = draw(st.sampled_from(NAMESPACES))
+    return Pod(name, app, init, ann, cpu, mem, **draw(kube_pod_fields()), namespace=namespace)

@@ -101,7 +101,8 @@ def _note(events: pd.DataFrame) -> None:
 @settings(max_examples=250, deadline=None, suppress_health_check=SLOW)
 @given(data=st.data())
 def test_compiled_engine_equals_python_engine(data):
-    cluster = _grouped(data.draw, data.draw(clusters(max_nodes=5, max_cards=8)))
+    cluster = _grouped(data.draw,
+                       data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False)))
     trace = data.draw(traces(cluster))
     _note(assert_same_run(cluster, trace, data.draw(configs())))
 
@@ -110,7 +111,7 @@ def test_compiled_engine_equals_python_engine(data):
 @given(data=st.data())
 def test_compiled_engine_equals_python_engine_sampled_window(data):
     """>= 100 nodes: kube-scheduler's rotating sample decides which nodes are seen."""
-    cluster = data.draw(clusters(min_nodes=100, max_nodes=120, max_cards=2))
+    cluster = data.draw(clusters(min_nodes=100, max_nodes=120, max_cards=2, with_quotas=False))
     trace = data.draw(traces(cluster, max_pods=60))
     _note(assert_same_run(cluster, trace, data.draw(configs())))
 

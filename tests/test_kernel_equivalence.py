@@ -53,6 +53,10 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
                     data.draw(st.sampled_from([0, 1024])))}
                 if data.draw(st.booleans()):
                     kube["only"] = data.draw(st.integers(0, n - 1), label="only")
+            denial = ref.admission_denial(pod)
+            assert ker.admission_denial(pod) == denial, (step, pod)
+            if denial is not None:
+                event("refused for its quota")
             want, want_err = _run(ref, pod, tie_draw, **kube)
             got, got_err = _run(ker, pod, tie_draw, **kube)
             assert got_err == want_err, (step, pod)
@@ -65,12 +69,16 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             if want is not None and not want.bound:
                 assert got.n_potential == want.n_potential, (step, pod)
             event("error" if want_err else "bound" if want.bound else "unschedulable")
+            if want is not None and not want.bound and "ResourceQuotaNotFit" in want.message:
+                event("a node refused for the quota")
             if want is not None and want.bound and any(len(c) > 1 for c in want.containers):
                 event("multi-card container bound")
             if name not in names:
                 names.append(name)
         assert ker.usage_by_card() == ref.usage_by_card(), step
         assert ker.next_start == ref.next_start, step
+        for ns in [ns for ns in cluster.quotas if cluster.quota_of(ns) is not None]:
+            assert ker.namespace_usage(ns) == ref.namespace_usage(ns), (step, ns)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=SLOW)

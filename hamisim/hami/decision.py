@@ -23,7 +23,8 @@ __all__ = [
 ]
 
 #: HAMi's per-card reason keys (pkg/device/common/common.go), in code order.
-#: ``CardCordoned`` is HAMi v2.10.0's per-GPU cordon.
+#: ``CardCordoned`` is HAMi v2.10.0's per-GPU cordon; ``ResourceQuotaNotFit``
+#: its namespace quota (Fit checks it after the mutex rule, before memory).
 REASONS: tuple[str, ...] = (
     "CardNotHealth",
     "CardCordoned",
@@ -36,6 +37,7 @@ REASONS: tuple[str, ...] = (
     "CardInsufficientCore",
     "CardComputeUnitsExhausted",
     "AllocatedCardsInsufficientRequest",
+    "ResourceQuotaNotFit",
 )
 REASON_CODE = {name: i for i, name in enumerate(REASONS)}
 

@@ -16,7 +16,7 @@ import copy
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from hamisim.hami.decision import (
     pads_empty_segments,
 )
 from hamisim.hami.gosort import go_sort
+from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate, usage_totals
 from hamisim.hami.policy import (
     KEY_BINPACK,
     KEY_NUMA,
@@ -56,7 +57,7 @@ from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
     "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit", "aligned_usage",
-    "fit_in_devices", "NodeFit", "score_node", "ReferenceScheduler", "Tracer",
+    "fit_in_devices", "NodeFit", "score_node", "quota_check", "ReferenceScheduler", "Tracer",
 ]
 
 f32 = np.float32
@@ -325,12 +326,15 @@ def _topology_choice(picks: list[Pick], origin: int,
 
 def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, str],
         policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
-        trace: Tracer | None = None) -> FitResult:
+        trace: Tracer | None = None,
+        quota: Callable[[list[Pick]], bool] | None = None) -> FitResult:
     """HAMi's NVIDIA ``Fit``: walk ``cards`` (already sorted) from the last one.
 
     ``policy`` is the pod's card policy string (annotation, else scheduler
     default); only its ``mutex`` and ``topology-aware`` tokens act here.
-    Usage is not updated; the caller adds the picks.
+    ``quota``: HAMi's ResourceQuota check, called with this container's
+    picks so far plus the candidate card (:func:`quota_check`); ``None`` = the
+    namespace has no quota. Usage is not updated; the caller adds the picks.
     """
     cp = parse_card_policy(policy)
     bind = numa_bind(annotations)
@@ -377,6 +381,10 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
         mem = request.memreq if request.memreq > 0 else 0
         if request.mempercentagereq != NO_PERCENTAGE and request.memreq == 0:
             mem = card.devmem * request.mempercentagereq // 100
+        if quota is not None and not quota([*picks, Pick(card.id, mem, coresreq, card.index)]):
+            reasons["ResourceQuotaNotFit"] += 1
+            _visit(trace, card, "ResourceQuotaNotFit")
+            continue
         if card.devmem - card.usedmem < mem:
             reasons["CardInsufficientMemory"] += 1
             _visit(trace, card, "CardInsufficientMemory")
@@ -419,6 +427,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    pair_scores: Mapping[str, Mapping[str, int]] | None = None,
                    registered_types: Sequence[str] = ("NVIDIA",),
                    trace: Tracer | None = None,
+                   quota: Callable[[list[Pick]], bool] | None = None,
                    ) -> tuple[bool, list[Pick], str]:
     """Score, sort (in place) and Fit one container's requests on a node.
 
@@ -444,7 +453,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
             if trace is not None:
                 trace.request_failed(NODE_INSUFFICIENT_DEVICE)
             return False, [], NODE_INSUFFICIENT_DEVICE
-        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace)
+        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace, quota)
         if trace is not None:
             trace.fit_done(res)
         if not res.fit:
@@ -470,16 +479,43 @@ class NodeFit:
     reason: str = ""
 
 
+def quota_check(gate: QuotaGate | None, earlier: Sequence[Sequence[Pick]], n_init: int,
+                aligned: bool) -> Callable[[list[Pick]], bool] | None:
+    """HAMi's ``fitQuota`` for one container: whether the pod's entries of
+    this pass so far (``earlier``: the init containers before it in the init
+    pass, the app containers before it in the app pass, GPU-less ones as
+    empty lists) plus the container's own cards (the argument) stay within
+    the namespace's quota.
+
+    HAMi collapses that list as it collapses a cached pod: by position, the
+    first ``n_init`` entries as init containers (max per card), the rest
+    summed, so in the app pass the first app containers are taken for init
+    containers; on a node whose list drops GPU-less containers (``aligned``
+    False) positions shift (:func:`collapsed_usage`).
+    """
+    if gate is None:
+        return None
+
+    def check(current: list[Pick]) -> bool:
+        return gate.fits(*usage_totals(collapsed_usage([*earlier, current], n_init, aligned)))
+    return check
+
+
 def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_init: int,
                annotations: Mapping[str, str], policy: CardPolicy,
                weights: tuple[int, int, int] = (1, 1, 1),
                pair_scores: Mapping[str, Mapping[str, int]] | None = None,
-               trace: Tracer | None = None) -> NodeFit:
+               trace: Tracer | None = None, quota: QuotaGate | None = None,
+               aligned: bool = True, corrected: bool = False) -> NodeFit:
     """Evaluate a pod on a node whose cards carry the current usage.
 
     Init containers are fitted each on a fresh copy of the current usage (they
     do not stack); app containers accumulate on one working copy. The node
     score is the base score before the pod. ``cards`` is not modified.
+    ``quota``: the pod's namespace quota (:mod:`hamisim.hami.quota`), checked
+    per card with HAMi's list of this pass (``aligned``: see :func:`aligned_usage`);
+    ``corrected`` (``init_container_usage: corrected``) checks the pod's
+    containers so far, init containers first, each counted as what it is.
     """
     allocation: list[list[Pick]] = []
     for j, req in enumerate(containers[:n_init]):
@@ -488,8 +524,9 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         if req is None:
             allocation.append([])
             continue
-        ok, picks, reason = fit_in_devices(copy.deepcopy(cards), [req], annotations, policy,
-                                           weights, pair_scores, trace=trace)
+        ok, picks, reason = fit_in_devices(
+            copy.deepcopy(cards), [req], annotations, policy, weights, pair_scores, trace=trace,
+            quota=quota_check(quota, allocation, n_init, aligned))
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -503,8 +540,10 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         if req is None:
             allocation.append([])
             continue
-        ok, picks, reason = fit_in_devices(app, [req], annotations, policy, weights,
-                                           pair_scores, trace=trace)
+        ok, picks, reason = fit_in_devices(
+            app, [req], annotations, policy, weights, pair_scores, trace=trace,
+            quota=quota_check(quota, allocation if corrected else allocation[n_init:], n_init,
+                              aligned))
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -576,6 +615,7 @@ class _Cached:
     n_init: int
     cpu_milli: int
     memory_mib: int
+    namespace: str = "default"
 
 
 class ReferenceScheduler:
@@ -621,10 +661,37 @@ class ReferenceScheduler:
         return [(a, b) for a, b in req]
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
-              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
+              namespace: str = "default") -> None:
         """Record a placement made elsewhere (an initial state), as HAMi's
         informer does for a pod that already carries its annotations."""
-        self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib)
+        self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib,
+                                  namespace)
+
+    def namespace_usage(self, namespace: str) -> tuple[int, int]:
+        """``(MiB, cores)`` the cached pods of ``namespace`` count against its quota."""
+        mem = cores = 0
+        for cached in self.pods.values():
+            if cached.namespace == namespace:
+                m, c = usage_totals(collapsed_usage(cached.containers, cached.n_init,
+                                                    self._aligned[cached.node]))
+                mem += m
+                cores += c
+        return mem, cores
+
+    def quota_gate(self, namespace: str) -> QuotaGate | None:
+        """The namespace's quota with its current usage, ``None`` without a limit."""
+        quota = self.cluster.quota_of(namespace)
+        if quota is None:
+            return None
+        return quota_gate(quota, self.config.memory_factor, self.namespace_usage(namespace))
+
+    def admission_denial(self, pod: Pod) -> str | None:
+        """Why HAMi's webhook refuses to create ``pod`` now for its namespace's
+        quota (kube-apiserver's answer), or ``None``. Call it once, when the
+        pod is created; a pod the webhook refuses for another reason
+        (:func:`hamisim.pods.admission_error`) is left to :meth:`schedule`."""
+        return quota_denial(self.quota_gate(pod.namespace), pod, self.config)
 
     def delete(self, name: str) -> None:
         """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
@@ -692,7 +759,7 @@ class ReferenceScheduler:
                 return _failed(len(nodes), node_reasons, pod.name)
             i = window[choice]
             self.pods[pod.name] = _Cached(i, [[] for _ in requests], n_init,
-                                          pod.cpu_milli, pod.memory_mib)
+                                          pod.cpu_milli, pod.memory_mib, pod.namespace)
             return Decision(pod.name, nodes[i].name, [[] for _ in requests], node_index=i)
 
         policy_text = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
@@ -705,6 +772,7 @@ class ReferenceScheduler:
         if trace is not None:
             trace.policy(policy_text, policy, node_policy, weights)
         usage = self.card_usage()
+        gate = self.quota_gate(pod.namespace)
         fits: list[tuple[int, NodeFit]] = []
         for i in window:
             node: Node = nodes[i]
@@ -716,7 +784,9 @@ class ReferenceScheduler:
                     trace.node_done(i, NodeFit(False, f32(0), [], NODE_UNREGISTERED))
                 continue
             res = score_node(usage[i], requests, n_init, pod.annotations, policy, weights,
-                             node.pair_scores, trace=trace)
+                             node.pair_scores, trace=trace, quota=gate,
+                             aligned=self._aligned[i],
+                             corrected=cfg.init_container_usage == "corrected")
             if trace is not None:
                 trace.node_done(i, res)
             if res.fit:
@@ -728,7 +798,7 @@ class ReferenceScheduler:
         best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
-                                      pod.memory_mib)
+                                      pod.memory_mib, pod.namespace)
         return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
 

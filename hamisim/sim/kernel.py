@@ -48,6 +48,7 @@ from hamisim.hami.policy import (
     filter_error,
     pod_weights,
 )
+from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate
 from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.filters import hides_taints
 from hamisim.kube.fit import resource_fit_reasons
@@ -83,8 +84,10 @@ _CPU_MEM = {1: [INSUFFICIENT_CPU], 2: [INSUFFICIENT_MEMORY],
             3: [INSUFFICIENT_CPU, INSUFFICIENT_MEMORY]}
 
 
-def card_table(state: ClusterState) -> _core.CardTable:
-    """The kernel's view of ``state`` (it reads the usage arrays live)."""
+def card_table(state: ClusterState, aligned: np.ndarray | None = None) -> _core.CardTable:
+    """The kernel's view of ``state`` (it reads the usage arrays live);
+    ``aligned``: per node, 0 = HAMi's list drops GPU-less containers, 1 = it
+    keeps them, 2 = the corrected accounting (see ``_core.CardTable``)."""
     return _core.CardTable(
         node_start=state.node_start, pair_start=state.pair_start, n_vendor=state.n_vendor,
         count=state.count, devmem=state.devmem, devcore=state.devcore, numa=state.numa,
@@ -92,7 +95,8 @@ def card_table(state: ClusterState) -> _core.CardTable:
         is_vendor=state.is_nvidia, type_exact=state.type_exact, type_id=state.type_id,
         mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
         usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
-        alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem)
+        alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem,
+        aligned=aligned)
 
 
 def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
@@ -102,6 +106,14 @@ def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
                          enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
                          enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
                          enc.cpu_milli, enc.memory_mib, gate)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _limit(value: int | None) -> int:
+    """A quota limit for the kernel: -1 = not set; beyond int64 = never reached."""
+    return -1 if value is None else min(value, _INT64_MAX)
 
 
 class _Bound(NamedTuple):
@@ -147,7 +159,10 @@ class KernelScheduler:
         self.cluster = cluster
         self.config = cluster.scheduler
         self.state = ClusterState(cluster)
-        self._table = card_table(self.state)
+        self._aligned = [aligned_usage(n, self.config) for n in cluster.nodes]
+        corrected = self.config.init_container_usage == "corrected"
+        self._table = card_table(self.state, np.array(
+            [2 if corrected else int(a) for a in self._aligned], dtype=np.uint8))
         self._core = _core.Core(self._table)
         self._pods: dict[str, _Bound] = {}
         self.next_start = 0
@@ -155,7 +170,11 @@ class KernelScheduler:
                                                   self.state.n_nodes)
         self._reason_cache: dict[tuple, str] = {}
         self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
-        self._aligned = [aligned_usage(n, self.config) for n in cluster.nodes]
+        #: ResourceQuota: namespaces with a limit -> (MiB, cores) their pods hold,
+        #: and each such pod's namespace and share
+        self._quota_ns = {ns for ns in cluster.quotas if cluster.quota_of(ns) is not None}
+        self._ns_used: dict[str, list[int]] = {ns: [0, 0] for ns in self._quota_ns}
+        self._pod_quota: dict[str, tuple[str, int, int]] = {}
         self._shapes = ShapeCache(None, _SHAPE_CACHE_SIZE)
         self._random_ties = self.config.node_tie_break == "random"
         self._index = self.state.index.tolist()
@@ -168,13 +187,36 @@ class KernelScheduler:
         b = self._pods.pop(name, None)
         if b is not None:
             self._core.apply(*b, -1)
+            held = self._pod_quota.pop(name, None)
+            if held is not None:
+                used = self._ns_used[held[0]]
+                used[0] -= held[1]
+                used[1] -= held[2]
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
-              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
+              namespace: str = "default") -> None:
         """Record a placement made elsewhere (an initial state), as HAMi's
         informer does for a pod that already carries its annotations."""
         self.delete(name)
-        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib)
+        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib, namespace)
+
+    def namespace_usage(self, namespace: str) -> tuple[int, int]:
+        """``(MiB, cores)`` the cached pods of ``namespace`` count against its
+        quota (tracked for namespaces with a limit only; others give zeros)."""
+        used = self._ns_used.get(namespace, (0, 0))
+        return used[0], used[1]
+
+    def quota_gate(self, namespace: str) -> QuotaGate | None:
+        """The namespace's quota with its current usage, ``None`` without a limit."""
+        if namespace not in self._quota_ns:
+            return None
+        return quota_gate(self.cluster.quota_of(namespace), self.config.memory_factor,
+                          self.namespace_usage(namespace))
+
+    def admission_denial(self, pod: Pod) -> str | None:
+        """As :meth:`hamisim.hami.reference.ReferenceScheduler.admission_denial`."""
+        return quota_denial(self.quota_gate(pod.namespace), pod, self.config)
 
     def usage_by_card(self) -> dict[str, tuple[int, int, int]]:
         """``{card id: (used, usedmem, usedcores)}`` as HAMi's cache holds it now."""
@@ -183,7 +225,7 @@ class KernelScheduler:
             s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
 
     def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
-              cpu_milli: int, memory_mib: int) -> _Bound:
+              cpu_milli: int, memory_mib: int, namespace: str) -> _Bound:
         contrib = collapsed_usage(containers, n_init, self._aligned[node])
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
@@ -191,12 +233,18 @@ class KernelScheduler:
         rows = [row_of[u] for u in contrib]
         used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
         b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib)
-        self._add(name, b)
+        self._add(name, b, namespace)
         return b
 
-    def _add(self, name: str, b: _Bound) -> None:
+    def _add(self, name: str, b: _Bound, namespace: str) -> None:
         self._core.apply(*b)
         self._pods[name] = b
+        if namespace in self._quota_ns:
+            mem, cores = sum(b.mem), sum(b.cores)
+            self._pod_quota[name] = (namespace, mem, cores)
+            used = self._ns_used[namespace]
+            used[0] += mem
+            used[1] += cores
 
     def encode(self, pod: Pod) -> _Shape:
         """Admit and encode ``pod`` (one shape), without touching the cluster.
@@ -285,6 +333,13 @@ class KernelScheduler:
     def _schedule(self, pod: Pod, shape: _Shape, tie_draw: float | None,
                   only: int | None) -> Decision:
         state, core = self.state, self._core
+        if self._quota_ns:
+            gate = self.quota_gate(pod.namespace)
+            if gate is None:
+                shape.spec.set_quota(False)
+            else:
+                shape.spec.set_quota(True, gate.used_mem, gate.used_cores,
+                                     _limit(gate.limit_mem), _limit(gate.limit_cores))
         if only is not None:
             if shape.filter_error is not None:
                 raise ValueError(filter_error(shape.filter_error, pod.name))
@@ -306,7 +361,7 @@ class KernelScheduler:
         if not wants_gpu:
             containers: list[list[Pick]] = [[] for _ in range(n_req)]
             b = _Bound(node, [], [], [], [], pod.cpu_milli, pod.memory_mib)
-            self._add(pod.name, b)
+            self._add(pod.name, b, pod.namespace)
             return Decision(pod.name, names[node], containers, node_index=node,
                             usage=(b.rows, b.used, b.mem, b.cores))
         if core.placed != node:
@@ -333,9 +388,10 @@ class KernelScheduler:
             cp = picks[0]
             b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp), [m for _, m, _ in cp],
                        [c for _, _, c in cp], pod.cpu_milli, pod.memory_mib)
-            self._add(pod.name, b)
+            self._add(pod.name, b, pod.namespace)
         else:
-            b = self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib)
+            b = self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib,
+                           pod.namespace)
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
 
