@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "hami-scheduler's; default: %(default)s)")
     im.add_argument("--node-policy", default="binpack", metavar="P",
                     help="node policy to write into the cluster file (default: %(default)s)")
+    im.add_argument("--quotas", metavar="FILE",
+                    help="kubectl get resourcequota -A -o json output: the limits HAMi "
+                         "enforces (limits.nvidia.com/gpumem, limits.nvidia.com/gpucores) "
+                         "go into the cluster file's quotas")
     im.set_defaults(func=cmd_import)
 
     ex = sub.add_parser(
@@ -592,7 +596,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from hamisim.cluster import SchedulerConfig
     from hamisim.io.kubeimport import import_kubectl, write_import
     result = import_kubectl(args.nodes, args.pods, SchedulerConfig(
-        gpu_scheduler_policy=args.gpu_policy, node_scheduler_policy=args.node_policy))
+        gpu_scheduler_policy=args.gpu_policy, node_scheduler_policy=args.node_policy),
+        quotas_path=args.quotas)
     files = write_import(result, args.out)
     _print_warnings(None, result.warnings)
     c = result.cluster
@@ -609,6 +614,9 @@ def cmd_import(args: argparse.Namespace) -> int:
                  if result.skipped_finished else "")
               + (f", {result.skipped_elsewhere} pods on nodes not in {args.nodes} skipped"
                  if result.skipped_elsewhere else ""))
+    if c.quotas:
+        print(f"  HAMi ResourceQuota limits for {len(c.quotas)} namespace"
+              f"{'s' if len(c.quotas) != 1 else ''}: {', '.join(sorted(c.quotas))}")
     print(f"  wrote {', '.join(str(p) for p in files.values())}")
     if "pending" in files:
         first = result.pending[0].pod.name

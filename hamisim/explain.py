@@ -294,6 +294,8 @@ class _Recorder(Tracer):
         self.exp = Explanation(pod, cluster)
         self.requested = list(requested)
         self.mutex = False
+        #: the pod's namespace quota as Fit sees it (ResourceQuotaNotFit details)
+        self.quota_text = ""
         self.node_data: dict[int, list[_Container]] = {}
         self.node_results: dict[int, NodeFit] = {}
         self.node_scores: dict[int, np.float32] = {}
@@ -459,12 +461,33 @@ class _Recorder(Tracer):
             else:
                 verdict = v
                 detail = _detail(v, card, cordon, used, usedmem, usedcores, need_mem,
-                                 need_cores, self.mutex)
+                                 need_cores, self.mutex) or \
+                    (self.quota_text if v == "ResourceQuotaNotFit" else "")
             ce.cards.append(CardVerdict(
                 cid, card.index, card.type, card.numa, card.health, cid in cordon,
                 card.count, card.devmem, card.devcore, used, usedmem, usedcores, _f32(score),
                 order.get(cid), visit_no.get(cid), verdict, detail))
         return ce
+
+
+def _quota_text(scheduler: ReferenceScheduler, pod: Pod) -> str:
+    """What a ResourceQuotaNotFit card means for ``pod``: its namespace's quota
+    and what the namespace holds without the pod (HAMi's ``fitQuota``)."""
+    cached = scheduler.pods.pop(pod.name, None)       # Fit does not count the pod itself
+    try:
+        gate = scheduler.quota_gate(pod.namespace)
+    finally:
+        if cached is not None:
+            scheduler.pods[pod.name] = cached
+    if gate is None:
+        return ""
+    parts = []
+    if gate.limit_mem is not None:
+        parts.append(f"{gate.used_mem} of {gate.limit_mem} MiB")
+    if gate.limit_cores is not None:
+        parts.append(f"{gate.used_cores} of {gate.limit_cores} cores")
+    return (f"with this card the pod's containers so far would take namespace "
+            f"'{pod.namespace}' past its quota ({' and '.join(parts)} in use)")
 
 
 def _static_detail(node, pod: Pod, reason: str) -> str:
@@ -575,6 +598,7 @@ def explain_with(scheduler: ReferenceScheduler, pod: Pod, tie_draw: float | None
         for i, (cpu, mem) in load.items():
             requested[i] = (requested[i][0] + cpu, requested[i][1] + mem)
     rec = _Recorder(scheduler.cluster, pod, requested)
+    rec.quota_text = _quota_text(scheduler, pod)
     decision, error, post = None, None, None
     nominated = kube.nominated.get(pod.name)
     try:
@@ -588,6 +612,7 @@ def explain_with(scheduler: ReferenceScheduler, pod: Pod, tie_draw: float | None
                 decision = first
             else:
                 rec = _Recorder(scheduler.cluster, pod, requested)
+                rec.quota_text = _quota_text(scheduler, pod)
         if decision is None:
             decision = scheduler.schedule(pod, tie_draw, trace=rec, nominated=load)
             if not decision.bound and kube.enabled:
@@ -779,9 +804,9 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
         if event == "bind" and _text(message) == INITIAL_STATE_MESSAGE:
             ip = initial[name]
             sched.adopt(name, node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
-                        ip.memory_mib)
+                        ip.memory_mib, namespace=ip.namespace)
             placed[name] = (node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
-                            ip.memory_mib)
+                            ip.memory_mib, ip.namespace)
             kube.bound(Pod(name, cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib),
                        node_index[ip.node], 0.0)
             continue
@@ -799,10 +824,10 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
         if d.bound:
             kube.bound(pod, d.node_index, float(time))
             placed[name] = (d.node_index, d.containers, len(pod.init_containers),
-                            pod.cpu_milli, pod.memory_mib)
+                            pod.cpu_milli, pod.memory_mib, pod.namespace)
     ref = ReferenceScheduler(cluster)
-    for name, (i, containers, n_init, cpu, mem) in placed.items():
-        ref.adopt(name, i, containers, n_init, cpu, mem)
+    for name, (i, containers, n_init, cpu, mem, ns) in placed.items():
+        ref.adopt(name, i, containers, n_init, cpu, mem, namespace=ns)
     ref.next_start = sched.next_start
     kube.sched = ref
     time, name, event, node, devices, message = rows[target]

@@ -190,7 +190,7 @@ YAML_CASES = [
           - {name_prefix: gpu, replicas: 3}
         """, 3, "duplicate node name 'gpu-1' (first defined on line 2)"),
     ("unknown-top-level-key", "nodes: [{name: a}]\nnode: []\n", 2,
-     "unknown key 'node' (expected one of: nodes, scheduler); did you mean 'nodes'?"),
+     "unknown key 'node' (expected one of: nodes, quotas, scheduler); did you mean 'nodes'?"),
     ("unknown-node-key", """
         nodes:
           - name: n1

@@ -97,9 +97,10 @@ def test_example_running_and_pending_pods(example):
         "devices": alice["hami.io/vgpu-devices-allocated"], "cpu_milli": 2000,
         "memory_mib": 8192}
     # CPU-only pods bound by the default scheduler count for CPU and memory
+    # (and every pod keeps its namespace, for HAMi's ResourceQuota)
     assert running["spark/spark-pi-exec-1"] == {"name": "spark/spark-pi-exec-1",
-                                                "node": "gpu-node-3", "cpu_milli": 14000,
-                                                "memory_mib": 24 * 1024}
+                                                "node": "gpu-node-3", "namespace": "spark",
+                                                "cpu_milli": 14000, "memory_mib": 24 * 1024}
     # init containers all succeeded: HAMi shrinks the pod to its app containers
     serve = running["ml/serve-embeddings-6d5f8c7b9-x2kqp"]
     assert serve["init_containers"] == 1 and serve["init_finished"] is True
@@ -113,6 +114,7 @@ def test_example_running_and_pending_pods(example):
     assert (llama.cpu_milli, llama.memory_mib) == (8000, 32 * 1024)
     bert = example.pending[1].pod
     assert bert.annotations == {"hami.io/gpu-scheduler-policy": "mutex"}
+    assert [tp.pod.namespace for tp in example.pending] == ["ml", "ml", "ml", "default"]
     assert all(tp.arrival == 0.0 and tp.duration is None for tp in example.pending)
 
 
@@ -123,6 +125,7 @@ def test_written_files_read_back(tmp_path, example):
     assert cluster == example.cluster
     state = load_state(files["state"], cluster)
     assert [p.name for p in state.pods] == [e["name"] for e in example.state_entries]
+    assert [p.namespace for p in state.pods] == [p.name.split("/")[0] for p in state.pods]
     serve = next(p for p in state.pods if p.name.startswith("ml/serve-embeddings"))
     assert serve.containers[0] == [] and len(serve.containers[1]) == 1   # init dropped
     trace = read_trace(files["pending"])
@@ -370,3 +373,27 @@ def test_wrong_file_kind(tmp_path, capsys):
 def test_missing_file(tmp_path, capsys):
     err = _cli_error(capsys, str(tmp_path / "nope.json"), "--out", str(tmp_path / "o"))
     assert "nope.json: cannot read file" in err
+
+
+def test_resource_quotas_are_read_as_hami_reads_them(tmp_path):
+    from hamisim.cluster import Quota
+    example = Path(__file__).parent.parent / "workloads" / "kubectl-example"
+    result = import_kubectl(example / "nodes.json", example / "pods.json",
+                            quotas_path=example / "quotas.json")
+    # only limits.nvidia.com/gpumem and limits.nvidia.com/gpucores are HAMi's
+    assert result.cluster.quotas == {"ml": Quota(160000, 400), "default": Quota(12000, None)}
+    assert result.warnings == ["ResourceQuota ml/gpu-quota: pods, requests.nvidia.com/gpu not "
+                               "enforced by HAMi (kube-apiserver's quota is not modelled); "
+                               "ignored"]
+    files = write_import(result, tmp_path / "imp")
+    assert load_cluster(files["cluster"]).quotas == result.cluster.quotas
+    # several objects in one namespace: the later value wins, key by key
+    rq = {"kind": "List", "items": [
+        {"kind": "ResourceQuota", "metadata": {"name": "a", "namespace": "t"},
+         "spec": {"hard": {"limits.nvidia.com/gpumem": "100", "limits.nvidia.com/gpucores": "5"}}},
+        {"kind": "ResourceQuota", "metadata": {"name": "b", "namespace": "t"},
+         "spec": {"hard": {"limits.nvidia.com/gpumem": "300"}}}]}
+    path = tmp_path / "rq.json"
+    path.write_text(json.dumps(rq))
+    again = import_kubectl(example / "nodes.json", None, quotas_path=path)
+    assert again.cluster.quotas == {"t": Quota(300, 5)}

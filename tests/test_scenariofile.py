@@ -251,7 +251,7 @@ def test_malformed_steps(tmp_path, case, steps, line, message):
 FILE_CASES = [
     ("missing-steps", ".yaml", HEAD, 1, "missing required key 'steps'"),
     ("unknown-top-level", ".yaml", HEAD + "step: []\n", HEAD_LINES + 1,
-     "unknown key 'step' (expected one of: nodes, scheduler, steps); did you mean 'steps'?"),
+     "unknown key 'step' (expected one of: nodes, quotas, scheduler, steps); did you mean 'steps'?"),
     ("cluster-error", ".yaml", HEAD.replace("devmem: 15360, devcore", "devmem: -1, devcore", 1)
      + "steps: [{create: {name: a}}]\n", 5, "node 'node1': card 0: 'devmem' must be >= 0"),
     ("bad-yaml", ".yaml", HEAD + "steps:\n  - create: {name: a\n", HEAD_LINES + 3,

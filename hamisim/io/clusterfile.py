@@ -19,6 +19,10 @@ Layout (DESIGN §4.1)::
         nvidia_score: {...}           # optional pair scores (hami.io/node-nvidia-score)
         cordon: [GPU-A]               # optional cordoned card ids (hami.io/device-cordon)
         group: h100                   # optional group name for per-group reports
+    quotas:                           # optional: ResourceQuota per namespace, as HAMi enforces it
+      team-a:
+        limits.nvidia.com/gpumem: 40000   # MiB (x memory_factor)
+        limits.nvidia.com/gpucores: 200   # percent of a card
 
 **Cards** (``devices``) use the field names of ``hami.io/node-nvidia-register``:
 ``id`` (required, unique in the whole cluster), ``type`` (required; the
@@ -74,20 +78,24 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import replace
 from typing import Any, Collection, Mapping
 
 from hamisim.cluster import (
     INIT_CONTAINER_USAGES,
     KUBE_SCHEDULER_VERSIONS,
+    QUOTA_CORES,
+    QUOTA_MEMORY,
     TAINT_EFFECTS,
     Card,
     Cluster,
     Node,
+    Quota,
     SchedulerConfig,
     Taint,
 )
-from hamisim.errors import InputError
+from hamisim.errors import InputError, InputWarning
 from hamisim.hami.policy import policy_problem, warn_policy
 from hamisim.io.documents import (
     INT32_MAX,
@@ -100,13 +108,14 @@ from hamisim.io.documents import (
 )
 from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
 from hamisim.io.tables import first_line, read_text
+from hamisim.kube.quantity import parse_quantity
 
 __all__ = [
     "load_cluster", "cluster_from_path", "cluster_from_document", "scheduler_from_document",
-    "nodes_from_document", "CLUSTER_KEYS", "SCHEDULER_KEYS", "NODE_KEYS", "CARD_KEYS",
+    "nodes_from_document", "quotas_from_document", "quota_limit_from_value", "CLUSTER_KEYS", "SCHEDULER_KEYS", "NODE_KEYS", "CARD_KEYS",
 ]
 
-CLUSTER_KEYS = frozenset({"scheduler", "nodes"})
+CLUSTER_KEYS = frozenset({"scheduler", "nodes", "quotas"})
 SCHEDULER_KEYS = frozenset({
     "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
@@ -158,7 +167,69 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
     nodes = nodes_from_document(doc.require("nodes"), resize=resize)
-    return Cluster(nodes=nodes, scheduler=config)
+    quotas = doc.optional_doc("quotas")
+    return Cluster(nodes=nodes, scheduler=config,
+                   quotas=quotas_from_document(quotas) if quotas is not None else {})
+
+
+#: ResourceQuota keys HAMi does not enforce but a user may well write
+_UNENFORCED_QUOTA_HINT = (f"HAMi v2.10.0 enforces only '{QUOTA_MEMORY}' and '{QUOTA_CORES}' "
+                          "(kube-apiserver's own quota on requests.* is not modelled); ignored")
+
+
+def quotas_from_document(doc: Doc) -> dict[str, Quota]:
+    """The ``quotas:`` mapping, namespace -> ResourceQuota ``spec.hard``, as HAMi reads it.
+
+    Only ``limits.nvidia.com/gpumem`` (MiB) and ``limits.nvidia.com/gpucores``
+    count. HAMi takes the value as a plain integer (``Quantity.AsInt64``): a
+    suffixed quantity such as ``24Gi`` is kept as the huge number HAMi sees,
+    with a warning; a non-integer quantity is ignored by HAMi (no limit), with
+    a warning; other keys are ignored with a warning.
+    """
+    doc = doc.with_context("quotas") if not doc.context else doc
+    out: dict[str, Quota] = {}
+    for namespace, value in doc.items():
+        if not namespace.strip():
+            raise value.error("a namespace name must not be empty")
+        hard = value.as_doc(f"the quota of namespace '{namespace}'")
+        limits: dict[str, int | None] = {QUOTA_MEMORY: None, QUOTA_CORES: None}
+        for key, v in hard.items():
+            if key not in limits:
+                warnings.warn(InputWarning(f"{v.path}:{v.line}",
+                                           f"quota key '{key}': {_UNENFORCED_QUOTA_HINT}"),
+                              stacklevel=2)
+                continue
+            limits[key] = quota_limit_from_value(key, v)
+        out[namespace] = Quota(memory=limits[QUOTA_MEMORY], cores=limits[QUOTA_CORES])
+    return out
+
+
+def quota_limit_from_value(key: str, v: Value) -> int | None:
+    """One ``spec.hard`` value HAMi enforces, as ``Quantity.AsInt64`` reads it:
+    an integer (a suffixed quantity becomes its plain number, with a located
+    warning), or ``None`` for a fraction HAMi ignores (warned too)."""
+    where = f"{v.path}:{v.line}"
+    if isinstance(v.scalar, bool) or v.is_mapping or v.is_list or v.is_null:
+        raise v.error(f"'{key}' must be an integer, got {v.describe()}")
+    if isinstance(v.scalar, int):
+        return v.as_int(key, min=0)
+    text = str(v.scalar).strip()
+    try:
+        amount = parse_quantity(text)
+    except ValueError as err:
+        raise v.error(f"'{key}': {err}") from None
+    if amount < 0:
+        raise v.error(f"'{key}' must be >= 0, got {text!r}")
+    if amount.denominator != 1:
+        warnings.warn(InputWarning(where, f"'{key}: {text}' is not a whole number: HAMi v2.10.0 "
+                                          "ignores it (no limit)"), stacklevel=3)
+        return None
+    number = int(amount)
+    if text != str(number):
+        unit = "MiB" if key == QUOTA_MEMORY else "percent of a card"
+        warnings.warn(InputWarning(where, f"'{key}: {text}': HAMi v2.10.0 reads the quantity as "
+                                          f"the plain number {number} ({unit})"), stacklevel=3)
+    return number
 
 
 def scheduler_from_document(doc: Doc) -> SchedulerConfig:
@@ -286,7 +357,7 @@ def _no_constant(word: str) -> Any:
 
 
 def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cluster:
-    if type(data) is not dict or not set(data) <= CLUSTER_KEYS:
+    if type(data) is not dict or not set(data) <= CLUSTER_KEYS - {"quotas"}:
         raise _Slow
     config = _plain_scheduler(data.get("scheduler"))
     entries = data.get("nodes")

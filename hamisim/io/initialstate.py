@@ -7,6 +7,7 @@ resources at time 0, as HAMi's pod cache would hold them::
     pods:
       - name: default/jupyter-alice          # required, unique
         node: gpu-node-1                     # required, a node of the cluster
+        namespace: team-a                    # optional (default "default"): for ResourceQuota
         devices: "GPU-0b1c...,NVIDIA,4000,30:;"   # hami.io/vgpu-devices-allocated
         init_containers: 0                   # optional: leading segments that are init containers
         init_finished: false                 # optional: HAMi shrank the pod to its app containers
@@ -45,13 +46,14 @@ from hamisim.errors import InputError
 from hamisim.hami.decision import Pick
 from hamisim.hami.reference import collapsed_usage
 from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping
+from hamisim.io.podspec import namespace_from_value
 
 __all__ = ["InitialPod", "InitialState", "load_state", "state_from_document",
            "decode_devices", "STATE_KEYS", "STATE_POD_KEYS"]
 
 STATE_KEYS = frozenset({"source", "pods"})
-STATE_POD_KEYS = frozenset({"name", "node", "devices", "init_containers", "init_finished",
-                            "cpu_milli", "memory_mib", "departure"})
+STATE_POD_KEYS = frozenset({"name", "node", "namespace", "devices", "init_containers",
+                            "init_finished", "cpu_milli", "memory_mib", "departure"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class InitialPod:
     departure: float | None = None
     devices: str | None = None
     line: int = 0
+    namespace: str = "default"
 
 
 @dataclass
@@ -107,7 +110,7 @@ class InitialState:
         index = {n.name: i for i, n in enumerate(cluster.nodes)}
         for p in self.pods:
             scheduler.adopt(p.name, index[p.node], p.containers, p.n_init, p.cpu_milli,
-                            p.memory_mib)
+                            p.memory_mib, namespace=p.namespace)
 
 
 def load_state(path: str | os.PathLike[str], cluster: Cluster) -> InitialState:
@@ -150,7 +153,8 @@ def state_from_document(doc: Doc, cluster: Cluster, path: str | None = None) -> 
             name=name, node=node_name, containers=containers, n_init=n_init,
             cpu_milli=entry.optional_int("cpu_milli", 0, min=0),
             memory_mib=entry.optional_int("memory_mib", 0, min=0),
-            departure=departure, devices=devices or None, line=entry.line))
+            departure=departure, devices=devices or None, line=entry.line,
+            namespace=namespace_from_value(entry.get("namespace"))))
     return InitialState(pods, path, source, _overcommitted(pods, cluster))
 
 

@@ -70,9 +70,9 @@ from pathlib import Path
 from typing import Any
 
 from hamisim import __version__
-from hamisim.cluster import Cluster, Node, SchedulerConfig
+from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
 from hamisim.errors import InputError
-from hamisim.io.clusterfile import load_cluster, nodes_from_document
+from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
 from hamisim.io.initialstate import InitialState, decode_devices, load_state
 from hamisim.io.outputs import atomic_folder
@@ -80,6 +80,7 @@ from hamisim.io.podspec import (
     affinity_from_value,
     grace_period_from_value,
     node_selector_from_value,
+    namespace_from_value,
     preemption_policy_from_value,
     tolerations_from_value,
 )
@@ -418,12 +419,13 @@ def pod_from_kubernetes(obj: Doc, i: int = 0) -> Pod:
     manifest) as a hamisim pod named ``<namespace>/<name>``, read as the import
     reads pending pods."""
     meta, name, ann = _meta(obj, i, "Pod")
-    key = f"{meta.optional_str('namespace') or 'default'}/{name}"
+    ns = namespace_from_value(meta.get("namespace"))
+    key = f"{ns}/{name}"
     app, init, cpu, mem, spec = _pod_spec(obj, key)
     prio = spec.get("priority")
     priority = prio.as_int("'spec.priority'") if prio is not None and not prio.is_null else 0
     return Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority,
-               **_placement(spec, key, []))
+               namespace=ns, **_placement(spec, key, []))
 
 
 def _placement(spec: Doc, key: str, warnings: list[str]) -> dict:
@@ -479,7 +481,7 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
     finished = elsewhere = 0
     for i, obj in enumerate(objs):
         meta, name, ann = _meta(obj, i, "Pod")
-        ns = meta.optional_str("namespace") or "default"
+        ns = namespace_from_value(meta.get("namespace"))
         key = f"{ns}/{name}"
         if key in seen:
             raise meta.error(f"pod {key} appears twice (first on line {seen[key]})")
@@ -511,27 +513,29 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
                 ctx = dev_v.with_context(f"pod {key}: annotation {DEVICES_ALLOCATED}")
                 decode_devices(devices, ctx, {c.id: c for c in node.cards}, hami_node)
             running.append(_state_entry(key, hami_node, devices or None, len(init),
-                                        _init_finished(obj) if init else False, cpu, mem))
+                                        _init_finished(obj) if init else False, cpu, mem, ns))
         elif node_name is not None:
             if node_name not in nodes:
                 elsewhere += 1
                 continue
-            running.append(_state_entry(key, node_name, None, 0, False, cpu, mem))
+            running.append(_state_entry(key, node_name, None, 0, False, cpu, mem, ns))
         else:
             created = meta.optional_str("creationTimestamp") or ""
             prio = spec.get("priority")
             priority = prio.as_int("'spec.priority'") if prio is not None and \
                 not prio.is_null else 0
             pod = Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority,
-                      **_placement(spec, key, warnings))
+                      namespace=ns, **_placement(spec, key, warnings))
             pending.append((created, i, TracePod(pod, 0.0, line=meta.line)))
     pending.sort(key=lambda t: (t[0], t[1]))
     return running, [tp for _, _, tp in pending], finished, elsewhere
 
 
 def _state_entry(name: str, node: str, devices: str | None, n_init: int, finished: bool,
-                 cpu: int, mem: int) -> dict:
+                 cpu: int, mem: int, namespace: str = "default") -> dict:
     entry: dict[str, Any] = {"name": name, "node": node}
+    if namespace != "default":
+        entry["namespace"] = namespace
     if devices:
         entry["devices"] = devices
         if n_init:
@@ -548,13 +552,43 @@ def _state_entry(name: str, node: str, devices: str | None, n_init: int, finishe
 # ---------------------------------------------------------------------------
 # the whole import
 
+def read_quotas(path: str, warnings: list[str]) -> dict[str, Quota]:
+    """HAMi's view of ``kubectl get resourcequota -A -o json``: per namespace the
+    ``spec.hard`` keys it enforces (``limits.nvidia.com/gpumem`` and
+    ``limits.nvidia.com/gpucores``); with several objects in a namespace the
+    later one's value wins, as in HAMi's cache. Other keys are kube-apiserver's
+    business and listed in one warning per object."""
+    out: dict[str, dict[str, int | None]] = {}
+    for i, obj in enumerate(_objects(path, "ResourceQuota")):
+        meta, name, _ = _meta(obj, i, "ResourceQuota")
+        ns = namespace_from_value(meta.get("namespace"))
+        spec = _sub(obj, "spec")
+        hard = _sub(spec, "hard") if spec is not None else None
+        if hard is None:
+            continue
+        limits = out.setdefault(ns, {})
+        ignored = []
+        for key, v in hard.items():
+            if key in (QUOTA_MEMORY, QUOTA_CORES):
+                limits[key] = quota_limit_from_value(key, v)
+            else:
+                ignored.append(key)
+        if ignored:
+            warnings.append(f"ResourceQuota {ns}/{name}: {', '.join(ignored)} not enforced by "
+                            "HAMi (kube-apiserver's quota is not modelled); ignored")
+    return {ns: Quota(v.get(QUOTA_MEMORY), v.get(QUOTA_CORES))
+            for ns, v in out.items() if v}
+
+
 def import_kubectl(nodes_path: str | os.PathLike[str], pods_path: str | os.PathLike[str] | None,
-                   scheduler: SchedulerConfig = SchedulerConfig()) -> ImportResult:
+                   scheduler: SchedulerConfig = SchedulerConfig(),
+                   quotas_path: str | os.PathLike[str] | None = None) -> ImportResult:
     """Read the dumps; nothing is written (see :func:`write_import`)."""
     nodes_path = os.fspath(nodes_path)
     warnings: list[str] = []
     nodes = read_nodes(nodes_path, warnings)
-    cluster = Cluster(nodes, scheduler)
+    quotas = read_quotas(os.fspath(quotas_path), warnings) if quotas_path is not None else {}
+    cluster = Cluster(nodes, scheduler, quotas=quotas)
     running: list[dict] = []
     pending: list[TracePod] = []
     finished = elsewhere = 0
@@ -591,8 +625,17 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
              f"  default_cores: {s.default_cores}",
              f"  default_gpu_num: {s.default_gpu_num}",
              f"  memory_factor: {s.memory_factor}",
-             f"  percentage_of_nodes_to_score: {s.percentage_of_nodes_to_score}",
-             "nodes:"]
+             f"  percentage_of_nodes_to_score: {s.percentage_of_nodes_to_score}"]
+    if cluster.quotas:
+        lines.append("quotas:                    # ResourceQuota spec.hard, as HAMi reads it")
+        for ns, q in cluster.quotas.items():
+            lines.append(f"  {_q(ns)}:")
+            for key, value in ((QUOTA_MEMORY, q.memory), (QUOTA_CORES, q.cores)):
+                if value is not None:
+                    lines.append(f"    {key}: {value}")
+            if not q.limits:
+                lines[-1] += " {}"
+    lines.append("nodes:")
     for n in cluster.nodes:
         lines.append(f"  - name: {_q(n.name)}")
         if n.cpu_milli is not None:

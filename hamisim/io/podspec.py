@@ -55,7 +55,9 @@ spec fields they mirror for ``hamisim import``:
   seconds a deleted or preempted running pod keeps its node and cards
   (default 0, not Kubernetes' 30: gone at once);
 * ``init_duration``: seconds after binding when the init containers have all
-  succeeded (HAMi then keeps the app containers' usage only); absent = never.
+  succeeded (HAMi then keeps the app containers' usage only); absent = never;
+* ``namespace`` (``metadata.namespace``, default ``default``): whose
+  ResourceQuota (the cluster file's ``quotas``) the pod's cards count against.
 
 Every mistake the API server would refuse is a located error.
 
@@ -66,6 +68,7 @@ Which keys are allowed is a parameter: scenario steps use
 """
 from __future__ import annotations
 
+import re
 from typing import Collection, Mapping
 
 from hamisim.io.documents import INT32_MAX, Doc, Value
@@ -90,6 +93,7 @@ __all__ = [
     "TRACE_POD_KEYS", "pod_from_document", "container_from_document", "PLACEMENT_KEYS",
     "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
     "preemption_policy_from_value", "grace_period_from_value", "placement_fields",
+    "namespace_from_value",
     "placement_json",
 ]
 
@@ -267,8 +271,8 @@ def grace_period_from_value(v: Value | None) -> int:
 
 
 def placement_json(pod) -> dict:
-    """The keys of :data:`PLACEMENT_KEYS` that ``pod`` sets, as JSON values in
-    Kubernetes' structure (the inverse of :func:`placement_fields`)."""
+    """The keys of :data:`PLACEMENT_KEYS` (and ``namespace``) that ``pod`` sets,
+    as JSON values in Kubernetes' structure (the inverse of :func:`placement_fields`)."""
     out: dict = {}
     if pod.node_selector:
         out["node_selector"] = dict(pod.node_selector)
@@ -297,11 +301,13 @@ def placement_json(pod) -> dict:
         out["termination_grace_period"] = pod.termination_grace_period
     if pod.init_duration is not None:
         out["init_duration"] = pod.init_duration
+    if pod.namespace != "default":
+        out["namespace"] = pod.namespace
     return out
 
 
 SCENARIO_POD_KEYS: frozenset[str] = frozenset(
-    {"name", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
+    {"name", "namespace", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
      "init_containers", *PLACEMENT_KEYS}
     | set(CONTAINER_COLUMN_RESOURCES) | set(TRACE_COLUMN_ANNOTATIONS))
 #: trace rows add timing and an optional ``class`` label (read by the trace reader)
@@ -344,8 +350,23 @@ def pod_from_document(doc: Doc, path: str | None = None, *,
         cpu_milli=doc.optional_int("cpu_milli", 0, min=0),
         memory_mib=_optional_mib(doc, "memory_mib"),
         priority=doc.optional_int("priority", 0, min=-2**31, max=INT32_MAX),
+        namespace=namespace_from_value(doc.get("namespace")),
         **placement_fields(doc),
     )
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def namespace_from_value(v: Value | None) -> str:
+    """``namespace`` (``metadata.namespace``): a DNS-1123 label, ``default`` when absent."""
+    if v is None or v.is_null:
+        return "default"
+    text = _string(v, "'namespace'")
+    if len(text) > 63 or not _DNS_LABEL.fullmatch(text):
+        raise v.error(f"'namespace' must be a lowercase DNS label (a-z, 0-9, '-', at most 63 "
+                      f"characters, starting and ending with a letter or digit), got {text!r}")
+    return text
 
 
 def container_from_document(value: Value, what: str = "container") -> Container:

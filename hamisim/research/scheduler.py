@@ -165,10 +165,13 @@ class ResearchScheduler:
         core.bind(b.node, (), 0, b.cpu_milli, b.memory_mib, b.cls, sign)
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
-              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0) -> None:
+              n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
+              namespace: str = "default") -> None:
         """Record a placement made elsewhere (an initial state). Each card's
         milli is read back from the pick: ``usedcores * 10``, else its memory
-        share of the card."""
+        share of the card. ``namespace`` is not read: research policies model
+        no ResourceQuota (:func:`hamisim.sim.backend.make_scheduler` refuses
+        a cluster with quotas for them)."""
         self.delete(name)
         a = int(self.node_start[node_index])
         pos, milli = [], []

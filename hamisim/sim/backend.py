@@ -46,6 +46,10 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     """
     from hamisim.registry import is_research_policy
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
+        if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
+            raise HamisimError(
+                f"the research policy {cluster.scheduler.node_scheduler_policy} models no "
+                "ResourceQuota: remove the cluster file's 'quotas' to compare it")
         if backend not in BACKENDS:
             raise HamisimError(
                 f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")

@@ -68,6 +68,8 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
+    if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
+        return "ResourceQuota (the cluster file's quotas)"
     if cluster.scheduler.preemption and _may_preempt(workload):
         return "a trace whose pods may preempt others (priorities differ)"
     if any(t.termination_grace_period for t in workload.templates) and \

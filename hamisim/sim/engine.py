@@ -152,6 +152,8 @@ class _Engine:
         offsets = np.random.default_rng([config.seed, 1])
         self.kube = KubeScheduler(cluster, self.sched, lambda n: int(offsets.integers(n)))
         self.random_ties = cluster.scheduler.node_tie_break == "random"
+        #: some namespace has a ResourceQuota: HAMi's webhook checks pods at creation
+        self.quotas = any(cluster.quota_of(ns) is not None for ns in cluster.quotas)
         self.replay = config.mode == "replay"
         self.retry = config.retry != "none" and config.mode == "replay"   # fill: one attempt
         self.env = simpy.Environment()
@@ -308,6 +310,13 @@ class _Engine:
         self.rec.event(now, name, "arrive")
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.arrive(name)
+        if self.quotas:
+            denied = self.sched.admission_denial(pod)
+            if denied:
+                # HAMi's webhook refused to create it (its namespace's quota
+                # was used up when it was created): it is never scheduled
+                self._abandon(st, denied, event="rejected")
+                return
         if tp.deletion is not None:
             self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._deletion, name)
         self._enqueue(st)
@@ -447,7 +456,8 @@ class _Engine:
         app_only = [list(c) for c in entries[n_init:]]
         self.meter.apply_rows(node, *st.usage, 0, -1)
         self.sched.delete(name)
-        self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib)
+        self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
+                         namespace=st.pod.namespace)
         per_card = collapsed_usage(app_only, 0)
         row = self.row_of
         st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
@@ -613,7 +623,7 @@ class _Engine:
         for order, ip in enumerate(initial, start=-len(initial)):
             i = node_index[ip.node]
             pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
-                      cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib)
+                      cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib, namespace=ip.namespace)
             st = _PodState(pod, order, 0.0, None, ip.departure, 0.0, cls)
             self.pods[ip.name] = st
             self.n_arrived += 1
@@ -621,7 +631,8 @@ class _Engine:
             self.rec.event(0.0, ip.name, "arrive")
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.arrive(ip.name)
-            self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
+            self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib,
+                             namespace=ip.namespace)
             self.kube.bound(pod, i, 0.0)
             st.status, st.node = "running", i
             d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)

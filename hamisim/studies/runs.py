@@ -379,8 +379,10 @@ def describe_cluster(prep: Prepared, path: str) -> str:
         for card in node.cards:
             types[card.type] = types.get(card.type, 0) + 1
     kinds = ", ".join(f"{n:,} {t}" for t, n in sorted(types.items(), key=lambda kv: -kv[1]))
+    quotas = sum(1 for ns in prep.cluster.quotas if prep.cluster.quota_of(ns) is not None)
     return (f"{os.path.basename(path)}: {count(len(prep.cluster.nodes), 'node')}, "
-            f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds})" if len(types) > 1 else ""))
+            f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds})" if len(types) > 1 else "")
+            + (f", HAMi ResourceQuota in {count(quotas, 'namespace')}" if quotas else ""))
 
 
 def describe_workload(prep: Prepared) -> str:

@@ -133,18 +133,26 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
         entries = d.containers if aligned[d.node_index] else [c for c in d.containers if c]
         app_only = [list(c) for c in entries[len(pod.init_containers):]]
         sched.delete(name)
-        sched.adopt(name, d.node_index, app_only, 0, pod.cpu_milli, pod.memory_mib)
+        sched.adopt(name, d.node_index, app_only, 0, pod.cpu_milli, pod.memory_mib,
+                    namespace=pod.namespace)
         if checker is not None:
             checker.init_done(name, app_only)
         freed[0] = True
     messages: dict[str, str] = {}         # each pod's last FailedScheduling message
 
-    def attempt(step: int, pod: Pod) -> None:
+    quotas = any(scenario.cluster.quota_of(ns) is not None for ns in scenario.cluster.quotas)
+
+    def attempt(step: int, pod: Pod, created: bool = False) -> None:
         at[0] = f"step {step}"
         if checker is not None and pod.name not in pending:
             checker.arrive(pod.name)
         post = None
         try:
+            if created and quotas:
+                # HAMi's webhook checks the namespace's quota once, at creation
+                denied = sched.admission_denial(pod)
+                if denied:
+                    raise AdmissionDenied(denied)
             d, post = kube.schedule(pod)
         except AdmissionDenied as err:
             # HAMi's admission webhook refused it: the pod never exists
@@ -219,7 +227,7 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
 
     for i, step in enumerate(scenario.steps):
         if isinstance(step, CreateStep):
-            attempt(i, step.pod)
+            attempt(i, step.pod, created=True)
             if freed[0]:
                 retry_pending(i)
         elif isinstance(step, DeleteStep):
