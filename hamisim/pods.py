@@ -240,7 +240,10 @@ def admission_error(pod: Pod) -> str | None:
     for name, c in zip(container_names(pod), (*pod.init_containers, *pod.containers)):
         pct = c.value(GPUMEM_PERCENTAGE)
         if pct is not None and not 0 <= pct <= 100:
-            return (f'Internal error occurred: admission webhook "{WEBHOOK}" denied the '
+            # kube-apiserver's ToStatusErr only prefixes the webhook's own text
+            # (its HTTP 500 is kept; "Internal error occurred" is for a webhook
+            # that could not be called)
+            return (f'admission webhook "{WEBHOOK}" denied the '
                     f"request: invalid {GPUMEM_PERCENTAGE} value {pct} in container {name}: "
                     "must be an integer between 0 and 100")
     return None

@@ -1,6 +1,8 @@
 """HAMi's admission webhook: a pod it refuses is never created, so it is never
 scheduled (``pkg/scheduler/webhook.go`` at v2.10.0; the text is what
-kube-apiserver answers for the webhook's HTTP 500)."""
+kube-apiserver answers for the webhook's HTTP 500: its ``ToStatusErr`` puts
+``admission webhook "vgpu.hami.io" denied the request: `` before the webhook's
+own text, nothing else)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +17,7 @@ from hamisim.studies.scenario import run_scenario
 from hamisim.workload import Trace, TracePod
 
 CLUSTER = Cluster((Node("n", (Card("GPU-A", 0, devmem=16000, type="NVIDIA-Tesla T4"),)),))
-DENIED = ('Internal error occurred: admission webhook "vgpu.hami.io" denied the request: '
+DENIED = ('admission webhook "vgpu.hami.io" denied the request: '
           "invalid nvidia.com/gpumem-percentage value {v} in container {c}: must be an "
           "integer between 0 and 100")
 
@@ -67,7 +69,7 @@ def test_a_scenario_expects_rejected(tmp_path):
         "  - create: {name: bad, gpu: 1, gpumem_percentage: 150}\n"
         "  - expect: {bad: rejected}\n"
         "  - expect_message:\n"
-        "      bad: 'Internal error occurred: admission webhook \"vgpu.hami.io\" denied the "
+        "      bad: 'admission webhook \"vgpu.hami.io\" denied the "
         "request: invalid nvidia.com/gpumem-percentage value 150 in container container-0: "
         "must be an integer between 0 and 100'\n")
     for backend in ("kernel", "reference"):
