@@ -291,3 +291,54 @@ def test_not_visited_cards_after_an_early_fit():
         ("G2", 1, PICKED), ("G1", None, NOT_VISITED), ("G0", None, NOT_VISITED)]
     assert exp.decision.devices == "G2,NVIDIA,100,0:;"
     assert Counter(v.position for v in cards) == Counter([3, 2, 1])
+
+
+# ---------------------------------------------------------------------------
+# hand-worked cases: every number below is computed from HAMi's rules by hand
+# (HAMI-SEMANTICS §3.1 card score, §3.2 spread order, §4 Fit from the end of
+# the list, §5.3 node score), not taken from hamisim
+
+def _two_t4s(usage_a, usage_b) -> tuple[Cluster, object]:
+    from hamisim.hami.decision import Pick
+    card = dict(count=10, devmem=16000, devcore=100, type="NVIDIA-Tesla T4")
+    cluster = Cluster((Node("n", (Card("A", 0, **card), Card("B", 1, **card))),),
+                      SchedulerConfig(gpu_scheduler_policy="spread"))
+    sched = ReferenceScheduler(cluster)
+    for name, card_id, usage in (("a", "A", usage_a), ("b", "B", usage_b)):
+        if usage:
+            sched.adopt(name, 0, [[Pick(card_id, usage[0], usage[1], 0)]])
+    return cluster, sched
+
+
+def test_hand_worked_spread_fit_from_the_end():
+    # A holds one pod of 6000 MiB and 30 cores, B is idle. Card score (the
+    # request's type NVIDIA is not the card's, so only usage counts):
+    # A = 10 * ((1/10 + 30/100) + 6000/16000) = 7.75, B = 0. Spread puts the
+    # higher score first: [A, B]; Fit starts at the end: B, 16000 free >= 12000.
+    _, sched = _two_t4s((6000, 30), None)
+    exp = explain_with(sched, Pod("p", (Container({"nvidia.com/gpu": 1,
+                                                    "nvidia.com/gpumem": 12000}),)))
+    node = exp.nodes[0]
+    cards = {v.id: v for v in node.containers[0].cards}
+    assert cards["A"].score == pytest.approx(7.75) and cards["B"].score == 0
+    assert (cards["A"].position, cards["B"].position) == (1, 2)
+    assert (cards["B"].visit, cards["B"].verdict) == (1, PICKED)
+    assert (cards["A"].visit, cards["A"].verdict) == (None, NOT_VISITED)
+    # node score before the pod: 10 * ((1/20 + 30/200) + 6000/32000) = 3.875
+    assert node.score == pytest.approx(3.875)
+    assert exp.decision.devices == "B,NVIDIA,12000,0:;"
+
+
+def test_hand_worked_memory_failure_with_details():
+    # A holds 6000 MiB (10000 free), B 8000 MiB (8000 free): 12000 fits neither.
+    # Scores: A = 10 * (0.1 + 0.375) = 4.75, B = 10 * (0.1 + 0.5) = 6.0; spread
+    # order [B, A]; Fit visits A first, then B.
+    _, sched = _two_t4s((6000, 0), (8000, 0))
+    exp = explain_with(sched, Pod("p", (Container({"nvidia.com/gpu": 1,
+                                                    "nvidia.com/gpumem": 12000}),)))
+    cards = {v.id: v for v in exp.nodes[0].containers[0].cards}
+    assert (cards["A"].visit, cards["B"].visit) == (1, 2)
+    assert cards["A"].detail == "free 10000 MiB < 12000 MiB needed"
+    assert cards["B"].detail == "free 8000 MiB < 12000 MiB needed"
+    assert exp.nodes[0].reasons == ["2/2 CardInsufficientMemory"]
+    assert exp.message.startswith("0/1 nodes are available: 1 2/2 CardInsufficientMemory.")
