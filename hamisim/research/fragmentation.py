@@ -1,0 +1,156 @@
+"""FGD's fragmentation measure on HAMi cards, written to be read (the meter's twin).
+
+The compiled meter (:class:`hamisim.sim.metrics.ClusterMeter`, ``_meter.pxi``)
+keeps fragmentation as running sums of per-node terms for speed. This module
+computes the same quantities from scratch, card by card, one rule per line,
+in plain Python: it is the specification the meter is tested against
+(``tests/test_fragmentation.py``) and what ``--check`` recomputes.
+
+The measure is the FGD paper's (Weng et al., ATC '23; README "Fragmentation"),
+generalised from milli-GPU to HAMi cards:
+
+* a card's **free amount** (in GPUs) is ``min(free cores / devcore, free
+  memory / devmem)`` clipped to [0, 1], and 0 when its slots are all taken or
+  it is unhealthy or cordoned;
+* a card **hosts** a typical shape when HAMi's Fit would accept one of the
+  shape's cards on it alone: a free slot, the shape's memory (MiB, or its
+  percentage of this card), its cores, HAMi's two exclusive-card rules
+  (cores 100 needs a card with no tenant; cores 0 cannot go on a card whose
+  cores are all taken) and the shape's type filter;
+* a **node** hosts the shape when at least ``nums`` of its cards do and its
+  free CPU covers the shape's CPU; then the free amount of its cards that
+  cannot host the shape is fragment, otherwise all of its free amount is; a
+  CPU-only shape counts all of it;
+* node fragmentation is the popularity-weighted sum over the shapes, cluster
+  fragmentation the sum over nodes;
+* **unfit**: per card, the summed weight of the shapes it could not serve even
+  on an empty node (type, memory, cores, no slot, unhealthy or cordoned, or a
+  node with too few such cards or too little CPU; every shape without cards),
+  times its free amount. ``stranded = frag - unfit`` is what placement caused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from hamisim.cluster import Card, Cluster, Node, group_of
+from hamisim.hami.reference import type_allowed
+from hamisim.pods import NO_PERCENTAGE
+from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
+
+__all__ = ["Fragmentation", "card_free", "card_hosts", "unfit_weight", "fragmentation"]
+
+#: (slots, memory MiB, cores) a card holds
+Usage = tuple[int, int, int]
+_IDLE: Usage = (0, 0, 0)
+
+
+@dataclass
+class Fragmentation:
+    """Totals in GPUs: the free amount, the FGD fragment, its unfit part, per
+    cluster and per node group (:func:`hamisim.cluster.group_of`)."""
+
+    free: float = 0.0
+    frag: float = 0.0
+    unfit: float = 0.0
+    groups: dict[str, "Fragmentation"] = field(default_factory=dict)
+
+    @property
+    def stranded(self) -> float:
+        """Fragmentation caused by placement: ``frag - unfit``."""
+        return self.frag - self.unfit
+
+
+def _usable(card: Card, node: Node) -> bool:
+    return card.health and card.id not in node.cordon
+
+
+def card_free(card: Card, node: Node, usage: Usage) -> float:
+    """The card's free amount in GPUs (0 when no slot is free or it is unusable)."""
+    used, mem, cores = usage
+    if used >= card.count or not _usable(card, node):
+        return 0.0
+    free_cores = (card.devcore - cores) / card.devcore if card.devcore > 0 else 0.0
+    free_mem = (card.devmem - mem) / card.devmem if card.devmem > 0 else 0.0
+    return min(max(min(free_cores, free_mem), 0.0), 1.0)
+
+
+def _shape_memory(shape: Shape, card: Card) -> int:
+    """MiB one of the shape's cards needs on ``card``."""
+    if shape.memreq > 0:
+        return shape.memreq
+    if shape.pct != NO_PERCENTAGE:
+        return card.devmem * shape.pct // 100
+    return 0
+
+
+def _type_ok(shape: Shape, card: Card) -> bool:
+    return type_allowed({USE_GPUTYPE: shape.use_gputype, NOUSE_GPUTYPE: shape.nouse_gputype},
+                        card.type)
+
+
+def card_hosts(shape: Shape, card: Card, node: Node, usage: Usage) -> bool:
+    """Whether HAMi's Fit would give one of the shape's cards this card, as used now."""
+    used, mem, cores = usage
+    if used >= card.count or not _usable(card, node) or not _type_ok(shape, card):
+        return False
+    if card.devmem - mem < _shape_memory(shape, card) or card.devcore - cores < shape.cores:
+        return False
+    if shape.cores == 100 and card.devcore == 100 and used > 0:
+        return False                     # an exclusive request needs a card with no tenant
+    if shape.cores == 0 and card.devcore != 0 and cores == card.devcore:
+        return False                     # no 0-core request on a card whose cores are all taken
+    return True
+
+
+def unfit_weight(card: Card, node: Node, shapes: Sequence[Shape]) -> float:
+    """The summed weight of the shapes ``card`` could not serve even with its node empty."""
+    weight = 0.0
+    for shape in shapes:
+        if shape.nums == 0:
+            weight += shape.weight
+            continue
+        fits = [c for c in node.cards if c.count >= 1 and card_hosts(shape, c, node, _IDLE)]
+        node_ok = len(fits) >= shape.nums and (node.cpu_milli is None
+                                               or node.cpu_milli >= shape.cpu_milli)
+        if not (node_ok and card in fits):
+            weight += shape.weight
+    return weight
+
+
+def _node_terms(node: Node, usage: Mapping[str, Usage], cpu_used: int,
+                shapes: Sequence[Shape]) -> tuple[float, float, float]:
+    free = {c.id: card_free(c, node, usage.get(c.id, _IDLE)) for c in node.cards}
+    total = sum(free.values())
+    if not node.cards or not shapes:
+        return total, 0.0, 0.0
+    cpu_free = None if node.cpu_milli is None else node.cpu_milli - cpu_used
+    frag = 0.0
+    for shape in shapes:
+        if shape.nums == 0:
+            frag += shape.weight * total
+            continue
+        hosts = [c.id for c in node.cards
+                 if card_hosts(shape, c, node, usage.get(c.id, _IDLE))]
+        can = len(hosts) >= shape.nums and (cpu_free is None or cpu_free >= shape.cpu_milli)
+        stranded = sum(f for cid, f in free.items() if cid not in hosts)
+        frag += shape.weight * (stranded if can else total)
+    unfit = sum(unfit_weight(c, node, shapes) * free[c.id] for c in node.cards)
+    return total, frag, unfit
+
+
+def fragmentation(cluster: Cluster, shapes: Sequence[Shape], usage: Mapping[str, Usage],
+                  cpu_used: Sequence[int] = ()) -> Fragmentation:
+    """The cluster's free amount and fragmentation with ``usage`` per card id
+    (HAMi's collapsed usage; absent = idle) and ``cpu_used`` milli-CPU per node
+    (kube-scheduler's requested CPU, in cluster order; absent = 0)."""
+    out = Fragmentation()
+    for i, node in enumerate(cluster.nodes):
+        cpu = cpu_used[i] if i < len(cpu_used) else 0
+        free, frag, unfit = _node_terms(node, usage, cpu, shapes)
+        group = out.groups.setdefault(group_of(node), Fragmentation())
+        for part in (out, group):
+            part.free += free
+            part.frag += frag
+            part.unfit += unfit
+    return out
