@@ -279,3 +279,13 @@ def test_the_books_agree_with_the_schedulers_rule(containers, n_init):
     init containers are max'ed against them) agree."""
     n_init = min(n_init, len(containers) - 1)
     assert pod_contribution(containers, n_init) == collapsed_usage(containers, n_init)
+
+
+def test_a_meter_with_wrong_fragmentation_is_caught(monkeypatch):
+    # the twin (hamisim.research.fragmentation) recomputes it from the books
+    monkeypatch.setattr(ClusterMeter, "sum_frag",
+                        property(lambda self: self._core.sum_frag + 500_000))
+    with pytest.raises(InvariantError) as info:
+        simulate(CLUSTER, workload(), EngineConfig(check=True))
+    assert "fragmented GPUs, the bound pods leave" in str(info.value)
+    assert info.value.kind in ("end", "arrive", "bind", "depart", "unschedulable")

@@ -19,7 +19,7 @@ from strategies import SLOW, clusters, pods
 from hamisim.cluster import Card, Cluster, Node, group_of
 from hamisim.hami.reference import ReferenceScheduler, aligned_usage, collapsed_usage
 from hamisim.pods import Container, Pod
-from hamisim.research.fragmentation import card_free, fragmentation, unfit_weight
+from hamisim.research.fragmentation import card_free, fragmentation, unfit_weights
 from hamisim.shapes import Shape, typical_shapes
 from hamisim.sim.metrics import ClusterMeter
 
@@ -109,8 +109,7 @@ def test_unfit_is_what_an_empty_node_could_not_serve():
     node = Node("n", (Card("T", 0, **T4), Card("H", 1, **h100)))
     only_h100 = Shape(cpu_milli=0, nums=1, memreq=40000, use_gputype="H100", weight=0.75)
     cpu_only = Shape(cpu_milli=500, nums=0, weight=0.25)
-    assert unfit_weight(node.cards[0], node, [only_h100, cpu_only]) == 1.0
-    assert unfit_weight(node.cards[1], node, [only_h100, cpu_only]) == 0.25
+    assert unfit_weights(node, [only_h100, cpu_only]) == {"T": 1.0, "H": 0.25}
     f = fragmentation(Cluster((node,)), [only_h100, cpu_only], {})
     # idle: T counts fully for both shapes, H only for the CPU-only one
     assert f.frag == pytest.approx(1.0 + 0.25) and f.stranded == pytest.approx(0.0)

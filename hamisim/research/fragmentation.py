@@ -38,7 +38,8 @@ from hamisim.hami.reference import type_allowed
 from hamisim.pods import NO_PERCENTAGE
 from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
 
-__all__ = ["Fragmentation", "card_free", "card_hosts", "unfit_weight", "fragmentation"]
+__all__ = ["Fragmentation", "FragmentationTwin", "card_free", "card_hosts", "unfit_weights",
+           "node_fragmentation", "fragmentation"]
 
 #: (slots, memory MiB, cores) a card holds
 Usage = tuple[int, int, int]
@@ -103,23 +104,30 @@ def card_hosts(shape: Shape, card: Card, node: Node, usage: Usage) -> bool:
     return True
 
 
-def unfit_weight(card: Card, node: Node, shapes: Sequence[Shape]) -> float:
-    """The summed weight of the shapes ``card`` could not serve even with its node empty."""
-    weight = 0.0
+def unfit_weights(node: Node, shapes: Sequence[Shape]) -> dict[str, float]:
+    """Per card of ``node``, the summed weight of the shapes it could not serve
+    even with the node empty (its free amount times this is its unfit part)."""
+    weights = {c.id: 0.0 for c in node.cards}
     for shape in shapes:
         if shape.nums == 0:
-            weight += shape.weight
-            continue
-        fits = [c for c in node.cards if c.count >= 1 and card_hosts(shape, c, node, _IDLE)]
-        node_ok = len(fits) >= shape.nums and (node.cpu_milli is None
-                                               or node.cpu_milli >= shape.cpu_milli)
-        if not (node_ok and card in fits):
-            weight += shape.weight
-    return weight
+            serve: list[str] = []
+        else:
+            fits = [c.id for c in node.cards if c.count >= 1
+                    and card_hosts(shape, c, node, _IDLE)]
+            node_ok = len(fits) >= shape.nums and (node.cpu_milli is None
+                                                   or node.cpu_milli >= shape.cpu_milli)
+            serve = fits if node_ok else []
+        for cid in weights:
+            if cid not in serve:
+                weights[cid] += shape.weight
+    return weights
 
 
-def _node_terms(node: Node, usage: Mapping[str, Usage], cpu_used: int,
-                shapes: Sequence[Shape]) -> tuple[float, float, float]:
+def node_fragmentation(node: Node, usage: Mapping[str, Usage], cpu_used: int,
+                       shapes: Sequence[Shape], unfit: Mapping[str, float]
+                       ) -> tuple[float, float, float]:
+    """One node's free amount, fragment and unfit part, in GPUs; ``unfit`` as
+    :func:`unfit_weights` gives it for this node."""
     free = {c.id: card_free(c, node, usage.get(c.id, _IDLE)) for c in node.cards}
     total = sum(free.values())
     if not node.cards or not shapes:
@@ -135,22 +143,41 @@ def _node_terms(node: Node, usage: Mapping[str, Usage], cpu_used: int,
         can = len(hosts) >= shape.nums and (cpu_free is None or cpu_free >= shape.cpu_milli)
         stranded = sum(f for cid, f in free.items() if cid not in hosts)
         frag += shape.weight * (stranded if can else total)
-    unfit = sum(unfit_weight(c, node, shapes) * free[c.id] for c in node.cards)
-    return total, frag, unfit
+    return total, frag, sum(unfit[cid] * f for cid, f in free.items())
+
+
+class FragmentationTwin:
+    """The measure for one cluster and set of typical shapes (the unfit weights,
+    which depend on neither usage nor time, are computed once)."""
+
+    def __init__(self, cluster: Cluster, shapes: Sequence[Shape]) -> None:
+        self.cluster = cluster
+        self.shapes = list(shapes)
+        self.unfit = [unfit_weights(n, self.shapes) for n in cluster.nodes]
+
+    def node(self, i: int, usage: Mapping[str, Usage], cpu_used: int = 0
+             ) -> tuple[float, float, float]:
+        """Node ``i``'s (free, frag, unfit) in GPUs."""
+        return node_fragmentation(self.cluster.nodes[i], usage, cpu_used, self.shapes,
+                                  self.unfit[i])
+
+    def reading(self, usage: Mapping[str, Usage], cpu_used: Sequence[int] = ()
+                ) -> Fragmentation:
+        """The cluster's totals with ``usage`` per card id (HAMi's collapsed
+        usage; absent = idle) and ``cpu_used`` milli-CPU per node (cluster
+        order; absent = 0)."""
+        out = Fragmentation()
+        for i, node in enumerate(self.cluster.nodes):
+            free, frag, unfit = self.node(i, usage, cpu_used[i] if i < len(cpu_used) else 0)
+            group = out.groups.setdefault(group_of(node), Fragmentation())
+            for part in (out, group):
+                part.free += free
+                part.frag += frag
+                part.unfit += unfit
+        return out
 
 
 def fragmentation(cluster: Cluster, shapes: Sequence[Shape], usage: Mapping[str, Usage],
                   cpu_used: Sequence[int] = ()) -> Fragmentation:
-    """The cluster's free amount and fragmentation with ``usage`` per card id
-    (HAMi's collapsed usage; absent = idle) and ``cpu_used`` milli-CPU per node
-    (kube-scheduler's requested CPU, in cluster order; absent = 0)."""
-    out = Fragmentation()
-    for i, node in enumerate(cluster.nodes):
-        cpu = cpu_used[i] if i < len(cpu_used) else 0
-        free, frag, unfit = _node_terms(node, usage, cpu, shapes)
-        group = out.groups.setdefault(group_of(node), Fragmentation())
-        for part in (out, group):
-            part.free += free
-            part.frag += frag
-            part.unfit += unfit
-    return out
+    """:meth:`FragmentationTwin.reading` in one call."""
+    return FragmentationTwin(cluster, shapes).reading(usage, cpu_used)

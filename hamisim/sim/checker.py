@@ -11,7 +11,12 @@ event (arrive, bind, unschedulable, depart, abandon), asserts:
    gave them -- in the checker's own books, in the metrics meter the time
    series is read from (per card and its running cluster sums), and in the
    scheduler's own cache (the pod cache HAMi scores from);
-3. **pod accounting**: ``arrived = pending + running + departed + abandoned``
+3. **fragmentation**: after every event on a node, the meter's free,
+   fragmented and unfit terms of that node equal the readable twin's
+   (:mod:`hamisim.research.fragmentation`) computed from the checker's own
+   books; at the end, the meter's running cluster totals equal the twin over
+   the whole cluster;
+4. **pod accounting**: ``arrived = pending + running + departed + abandoned``
    on the engine's counters, which also equal the checker's own counts; every
    event happens to a pod in a state that allows it (a pod binds only while
    pending, departs only while running, ...), and a bound pod's cards all
@@ -45,6 +50,7 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, Pick
 from hamisim.pods import Pod
+from hamisim.research.fragmentation import FragmentationTwin
 
 __all__ = ["Checker", "InvariantError", "EXIT_INVARIANT", "SMALL_CLUSTER_CARDS",
            "SCHEDULER_EVERY"]
@@ -168,6 +174,10 @@ class Checker:
         self.n = dict.fromkeys(_COUNTERS, 0)
         self.events = 0
         self._sched_arrays = self._scheduler_arrays()
+        self._twin: FragmentationTwin | None = None      # built at its first use
+        # each node's card rows are consecutive: node i has rows node_start[i]:[i + 1]
+        self._node_start = np.searchsorted(np.array(self.node_of_row, dtype=np.int64),
+                                           np.arange(len(cluster.nodes) + 1)).tolist()
 
     @classmethod
     def for_engine(cls, engine) -> "Checker":
@@ -337,8 +347,35 @@ class Checker:
                 or len(self.card_ids) <= SMALL_CLUSTER_CARDS
                 or self.events % SCHEDULER_EVERY == 0):
             self._check_scheduler(kind, pod)
+        if self.meter is not None and (node is not None or scheduler):
+            self._check_fragmentation(kind, pod, node)
         if self.counts is not None:
             self._check_counts(kind, pod)
+
+    def _usage(self, rows) -> dict[str, tuple[int, int, int]]:
+        return {self.card_ids[r]: (int(self.used[r]), int(self.usedmem[r]),
+                                   int(self.usedcores[r])) for r in rows}
+
+    def _check_fragmentation(self, kind: str, pod: str | None, node: int | None) -> None:
+        """The meter's fragmentation against its readable twin: the event's node
+        after each event, the running cluster totals at the end."""
+        if self._twin is None:
+            self._twin = FragmentationTwin(self.cluster, self.meter.shapes)
+        m = self.meter
+        if node is not None:
+            rows = range(self._node_start[node], self._node_start[node + 1])
+            mine = self._twin.node(node, self._usage(rows), self.cpu_used[node])
+            theirs = (m.node_free[node], m.node_frag[node], m.node_unfit[node])
+            where, tol = f"node '{self.node_names[node]}': ", 1e-6    # micro-GPU rounding
+        else:
+            twin = self._twin.reading(self._usage(range(len(self.card_ids))), self.cpu_used)
+            mine = (twin.free, twin.frag, twin.unfit)
+            theirs = (m.sum_free, m.sum_frag, m.sum_unfit)
+            where, tol = "", (len(self.node_names) + 1) * 1e-6
+        for what, a, b in zip(("free", "fragmented", "unfit"), mine, theirs):
+            if abs(b / 1e6 - a) > tol:
+                self._fail(kind, pod, f"{where}the metrics meter counts {b / 1e6:.6f} {what} "
+                                      f"GPUs, the bound pods leave {a:.6f}")
 
     def _triple(self, r: int) -> str:
         return (f"slots {self.used[r]}, memory {self.usedmem[r]} MiB, "
