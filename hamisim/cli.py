@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="initial state: pods running on the cluster (DESIGN §4.4)")
     ex.add_argument("--run", metavar="DIR",
                     help="results folder of 'hamisim run': explain an attempt of --pod there")
-    ex.add_argument("--attempt", type=int, metavar="N",
+    ex.add_argument("--attempt", type=_attempt_number, metavar="N",
                     help="with --run: the pod's N-th scheduling attempt (1 = first, -1 = "
                          "last; default: its last unschedulable one)")
     ex.add_argument("--gpu-policy", metavar="P", help="card policy (overrides the cluster file)")
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="kube-scheduler's percentageOfNodesToScore (0 = adaptive default)")
     ex.add_argument("--node", action="append", default=[], metavar="NAME",
                     help="print this node's cards even in a large cluster (repeatable)")
-    ex.add_argument("--max-nodes", type=int, default=20, metavar="N",
+    ex.add_argument("--max-nodes", type=_nonnegative_int, default=20, metavar="N",
                     help="print every node's cards when HAMi evaluated at most N nodes "
                          "(default: %(default)s)")
     ex.add_argument("--json", action="store_true", help="print the explanation as JSON")
@@ -207,7 +207,7 @@ def _add_sweep_options(p: argparse.ArgumentParser, out: str) -> None:
                    help="continue an interrupted run in DIR: finished cells are kept")
     p.add_argument("--overwrite", action="store_true",
                    help="start afresh in a DIR that holds an earlier run")
-    p.add_argument("--retries", type=int, default=2, metavar="N",
+    p.add_argument("--retries", type=_nonnegative_int, default=2, metavar="N",
                    help="run a cell again when its worker dies, at most N times (default: 2)")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet",
                    help="table format of the results (default: parquet)")
@@ -219,6 +219,20 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _attempt_number(text: str) -> int:
+    value = int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("attempts count from 1 (-1 = the last), got 0")
     return value
 
 

@@ -1,0 +1,119 @@
+"""CLI options: each one's effect, and counts that cannot be negative or zero.
+
+Options whose core behaviour is tested elsewhere (sampling, tie-breaks, the
+queue) are checked here for reaching the run: the summary records them and the
+run's outcome changes the way the option says.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from hamisim import __version__
+from hamisim.cli import main
+from hamisim.io.bundled import bundled_scenarios
+
+CLUSTER = """\
+nodes:
+  - name_prefix: n
+    replicas: 2
+    cpu_milli: 8000
+    gpus: 1
+    card: {count: 4, devmem: 16000, devcore: 100, type: NVIDIA-Tesla T4}
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    rows = ["name,arrival,duration,gpu,gpumem"]
+    rows += [f"p{i},{i},{30},1,{12000 if i % 4 == 0 else 2000}" for i in range(12)]
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path
+
+
+def status_of(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:            # argparse's own refusals
+        return int(exc.code)
+
+
+def run(files, *extra) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    out = files / f"out{len(list(files.glob('out*')))}"
+    assert main(["run", str(files / "cluster.yaml"), str(files / "trace.csv"), "--out",
+                 str(out), "--format", "csv", *extra]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    return summary, pd.read_csv(out / "events.csv"), pd.read_csv(out / "pods.csv")
+
+
+def test_version(capsys):
+    assert status_of(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"hamisim {__version__}"
+
+
+def test_scenario_list_names_every_bundled_scenario(capsys):
+    assert main(["scenario", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0]: line.split()[-1] for line in lines if line.strip()}
+    assert listed == {name: str(path) for name, path in bundled_scenarios().items()}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["sweep", "s.yaml", "--retries", "-1"], "--retries: must be at least 0, got -1"),
+    (["plan", "p.yaml", "--retries", "-2"], "--retries: must be at least 0, got -2"),
+    (["explain", "--max-nodes", "-1"], "--max-nodes: must be at least 0, got -1"),
+    (["explain", "--run", "d", "--pod", "p", "--attempt", "0"], "--attempt: attempts count "
+                                                                "from 1"),
+    (["run", "--pods", "0"], "--pods: must be at least 1, got 0"),
+    (["compare", "--seeds", "0"], "--seeds: must be at least 1, got 0"),
+    (["sweep", "s.yaml", "--workers", "0"], "--workers: must be at least 1, got 0"),
+    (["plan", "p.yaml", "--min", "0"], "--min: must be at least 1, got 0"),
+    (["plan", "p.yaml", "--max-evaluations", "0"], "--max-evaluations: must be at least 1"),
+    (["run", "--sample-interval", "-1"], "--sample-interval: must be a finite number >= 0"),
+    (["run", "--percentage-of-nodes-to-score", "101"], "--percentage-of-nodes-to-score"),
+])
+def test_counts_are_checked_before_anything_runs(argv, message, capsys):
+    assert status_of(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_percentage_of_nodes_to_score_reaches_the_run(files):
+    summary, _, _ = run(files, "--percentage-of-nodes-to-score", "30")
+    assert summary["scheduler"]["percentage_of_nodes_to_score"] == 30
+
+
+def test_node_tie_break_random_spreads_ties(files):
+    # two identical idle nodes: 'last' puts the first pod on the last node,
+    # 'random' (seeded) on either; over seeds both nodes are chosen
+    summary, events, _ = run(files)
+    assert summary["scheduler"]["node_tie_break"] == "last"
+    assert events[(events.pod == "p0") & (events.event == "bind")].node.item() == "n-1"
+    firsts = set()
+    for seed in range(8):
+        summary, events, _ = run(files, "--node-tie-break", "random", "--seed", str(seed))
+        assert summary["scheduler"]["node_tie_break"] == "random"
+        firsts.add(events[(events.pod == "p0") & (events.event == "bind")].node.item())
+        if len(firsts) == 2:
+            break
+    assert firsts == {"n-0", "n-1"}
+
+
+def test_retry_none_gives_one_attempt(files):
+    summary, events, pods = run(files, "--retry", "none")
+    assert summary["inputs"]["retry"] == "none"
+    assert pods.attempts.max() == 1
+    abandoned = events[events.event == "abandon"]
+    assert len(abandoned) > 0 and set(abandoned.message) == {"not retried (retry: none)"}
+    _, _, retried = run(files)
+    assert retried.attempts.max() > 1
+
+
+def test_backend_reference_on_run_gives_the_kernels_run(files):
+    summary, events, pods = run(files, "--backend", "reference")
+    assert summary["inputs"]["backend"] == "reference"
+    _, k_events, k_pods = run(files)
+    assert events.equals(k_events) and pods.equals(k_pods)
