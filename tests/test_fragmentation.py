@@ -39,7 +39,7 @@ def _assert_same(meter: ClusterMeter, cluster: Cluster, twin, step) -> None:
         assert meter.group_sums["unfit"][k] / MICRO == pytest.approx(g.unfit, abs=tol), name
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(max_nodes=5, max_cards=8, with_quotas=False), data=st.data())
 def test_meter_equals_the_readable_twin_over_a_replay(cluster, data):
     if data.draw(st.booleans()):        # node groups

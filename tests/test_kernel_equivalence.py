@@ -84,13 +84,13 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             assert ker.namespace_usage(ns) == ref.namespace_usage(ns), (step, ns)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=1200, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(), data=st.data())
 def test_kernel_equals_reference(cluster, data):
     _check_sequence(data, cluster, max_steps=10)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(min_nodes=100, max_nodes=130, max_cards=2), data=st.data())
 def test_kernel_equals_reference_sampled_window(cluster, data):
     """>= 100 nodes: kube-scheduler's rotating sample of feasible nodes."""
