@@ -28,10 +28,11 @@ DATA = Path(__file__).resolve().parent / "data" / "bad_inputs"
 MANIFEST = yaml.safe_load((DATA / "manifest.yaml").read_text())
 GOOD_CLUSTER = DATA / "good" / "cluster.yaml"
 GOOD_TRACE = DATA / "good" / "trace.csv"
-#: the reader module behind each manifest section (sections of missing readers are skipped)
+#: the reader module behind each manifest section (a missing one fails its cases)
 READERS = {"cluster": "hamisim.io.clusterfile", "trace": "hamisim.io.traces",
            "scenario": "hamisim.io.scenariofile", "sweep": "hamisim.studies.sweepfile",
-           "kubectl": "hamisim.io.kubeimport"}
+           "kubectl": "hamisim.io.kubeimport", "state": "hamisim.io.initialstate",
+           "plan": "hamisim.studies.plan", "pod": "hamisim.explain"}
 
 
 def cases():
@@ -66,6 +67,13 @@ def command(section: str, case: dict, out: Path) -> tuple[list[str], str]:
         return ["scenario", path], blamed
     if section == "sweep":
         return ["sweep", path, "--out", str(out)], blamed
+    if section == "state":
+        return ["run", str(GOOD_CLUSTER), str(GOOD_TRACE), "--as-traced", "--state", path,
+                "--out", str(out)], blamed
+    if section == "plan":
+        return ["plan", path, "--out", str(out)], blamed
+    if section == "pod":
+        return ["explain", str(GOOD_CLUSTER), path], blamed
     raise AssertionError(f"unknown manifest section {section!r}")
 
 
@@ -109,10 +117,8 @@ def test_the_good_partners_run(tmp_path, capsys):
 
 @pytest.mark.parametrize("section,case", list(cases()))
 def test_bad_input_gives_one_located_message(section, case, tmp_path, capsys):
-    if not reader_present(section):
-        pytest.skip(f"{READERS[section]} is not there yet")
-    if section in ("sweep", "kubectl") and not has_command(command(section, case, tmp_path)[0][0]):
-        pytest.skip(f"no CLI command for {section} yet")
+    assert reader_present(section), f"{READERS[section]} is missing"
+    assert has_command(command(section, case, tmp_path)[0][0])
     out = tmp_path / "results"
     out.mkdir()
     (out / "summary.json").write_text('{"from": "an earlier run"}\n')

@@ -3,15 +3,17 @@
 Random bytes, byte-level mutations of valid files and structural mutations of
 their YAML/JSON documents go to every reader (cluster files in YAML, JSON and
 openb CSV; traces in CSV, JSON Lines, Parquet and openb CSV; scenario files;
-sweep files and kubectl dumps when those readers exist). The only allowed
-outcomes are a loaded object or an :class:`InputError` whose message starts
-with the file it blames. The example counts are bounded (a few hundred per
+sweep and plan files; state files; kubectl dumps; explain's pod manifests).
+The only allowed outcomes are an :class:`InputError` whose message starts with
+the file it blames, or a loaded object that is valid: it goes through
+hamisim's own writer and reader unchanged (clusters, traces, scenario pods,
+imports) or satisfies the loader's promises (states, sweeps, plans), so
+garbage cannot load silently. The example counts are bounded (a few hundred per
 reader family) so the module runs in CI in seconds; set
 ``HAMISIM_FUZZ_SCALE=20`` (say) to fuzz twenty times longer locally.
 """
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -28,11 +30,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hamisim.errors import InputError
+from hamisim.explain import load_pod
 from hamisim.io import clusterfile
-from hamisim.io.clusterfile import cluster_from_path
-from hamisim.io.scenariofile import load_scenario
+from hamisim.io.clusterfile import cluster_from_path, load_cluster
+from hamisim.io.initialstate import load_state
+from hamisim.io.kubeimport import cluster_yaml, import_kubectl, write_import
+from hamisim.io.scenariofile import CreateStep, load_scenario
 from hamisim.io.traces import read_trace, write_trace
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
+from hamisim.studies.plan import load_plan
+from hamisim.studies.sweepfile import load_sweep
 from hamisim.workload import Trace, TracePod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,22 +118,32 @@ SEEDS: dict[str, tuple[str, list[bytes]]] = {
                                 for p in SCENARIOS[:3]]),
 }
 
-# the readers of the parallel work (sweeps, kubectl import) join when they exist
-HAS_SWEEP = importlib.util.find_spec("hamisim.studies.sweep") is not None
-HAS_KUBECTL = importlib.util.find_spec("hamisim.io.kubeimport") is not None
 KUBECTL = WORKLOADS / "kubectl-example"
-if HAS_SWEEP and (WORKLOADS / "sweeps" / "openb-policies.yaml").exists():
-    SEEDS["sweep"] = (".yaml", [(WORKLOADS / "sweeps" / "openb-policies.yaml").read_bytes()])
-if HAS_KUBECTL and (KUBECTL / "nodes.json").exists():
-    def _few(path: Path, n: int) -> bytes:
-        doc = json.loads(path.read_bytes())
-        doc["items"] = doc["items"][:n]
-        return json.dumps(doc, indent=1).encode()
-    SEEDS["kubectl-nodes"] = (".json", [_few(KUBECTL / "nodes.json", 3)])
-    SEEDS["kubectl-pods"] = (".json", [_few(KUBECTL / "pods.json", 6)])
+
+
+def _few(path: Path, n: int) -> bytes:
+    doc = json.loads(path.read_bytes())
+    doc["items"] = doc["items"][:n]
+    return json.dumps(doc, indent=1).encode()
+
+
+STATE = b"""source: fuzz
+pods:
+  - {name: default/a, node: node1, devices: "GPU-A,NVIDIA,4000,30:;", cpu_milli: 2000}
+  - {name: team/b, node: node1, namespace: team, devices: ";GPU-B,NVIDIA,1000,0:;",
+     init_containers: 1, init_finished: true, departure: 60}
+"""
+POD_MANIFEST = json.dumps(json.loads(_few(KUBECTL / "pods.json", 8))["items"][6]).encode()
+SEEDS["sweep"] = (".yaml", [(WORKLOADS / "sweeps" / "openb-policies.yaml").read_bytes()])
+SEEDS["plan"] = (".yaml", [(WORKLOADS / "sweeps" / "openb-plan.yaml").read_bytes()])
+SEEDS["state"] = (".yaml", [STATE])
+SEEDS["kubectl-nodes"] = (".json", [_few(KUBECTL / "nodes.json", 3)])
+SEEDS["kubectl-pods"] = (".json", [_few(KUBECTL / "pods.json", 6)])
+SEEDS["kubectl-quotas"] = (".json", [(KUBECTL / "quotas.json").read_bytes()])
+SEEDS["pod-manifest"] = (".json", [POD_MANIFEST, b'{"name": "p", "gpu": 1, "gpumem": 1000}'])
 
 READERS = sorted(SEEDS)
-SLOW_READERS = {"sweep", "kubectl-nodes", "kubectl-pods"}
+SLOW_READERS = {"sweep", "plan", "kubectl-nodes", "kubectl-pods", "kubectl-quotas"}
 FAST = [r for r in READERS if r not in SLOW_READERS]
 SLOWS = [r for r in READERS if r in SLOW_READERS]
 
@@ -137,8 +154,8 @@ def workdir():
     the cluster size limits are lowered so no example builds a million nodes."""
     folder = Path(tempfile.mkdtemp(prefix="hamisim-fuzz-"))
     shutil.copy(WORKLOADS / "sweeps" / "openb-g3-pool.yaml", folder)
-    if "kubectl-nodes" in SEEDS:
-        (folder / "nodes-seed.json").write_bytes(SEEDS["kubectl-nodes"][1][0])
+    (folder / "nodes-seed.json").write_bytes(SEEDS["kubectl-nodes"][1][0])
+    (folder / "state-cluster.yaml").write_bytes(GOOD_CLUSTER)
     mp = pytest.MonkeyPatch()
     mp.setattr(clusterfile, "MAX_NODES", 2_000)
     mp.setattr(clusterfile, "MAX_CARDS", 8_000)
@@ -155,22 +172,78 @@ def read(reader: str, path: Path, folder: Path):
     if reader.startswith("scenario"):
         return load_scenario(path)
     if reader == "sweep":
-        from hamisim.studies.sweep import load_sweep
         return load_sweep(path)
-    from hamisim.io.kubeimport import import_kubectl
+    if reader == "plan":
+        return load_plan(path)
+    if reader == "state":
+        return load_state(path, load_cluster(folder / "state-cluster.yaml"))
+    if reader == "pod-manifest":
+        return load_pod(str(path))
     if reader == "kubectl-nodes":
         return import_kubectl(path, None)
+    if reader == "kubectl-quotas":
+        return import_kubectl(folder / "nodes-seed.json", None, quotas_path=path)
     return import_kubectl(folder / "nodes-seed.json", path)
 
 
+def _timed(trace: Trace) -> list[tuple]:
+    return [(tp.pod, tp.arrival, tp.duration, tp.deletion, tp.pod_class) for tp in trace.pods]
+
+
+def _round_trip_trace(trace: Trace, folder: Path) -> None:
+    out = folder / "round-trip.jsonl"
+    write_trace(trace, out)
+    assert _timed(read_trace(out)) == _timed(trace), "a loaded trace does not write back"
+
+
+def _round_trip_cluster(cluster, folder: Path) -> None:
+    out = folder / "round-trip-cluster.yaml"
+    out.write_text(cluster_yaml(cluster, "fuzz"), encoding="utf-8")
+    assert load_cluster(out) == cluster, "a loaded cluster does not write back"
+
+
+def validate(reader: str, loaded, folder: Path) -> None:
+    """What loaded is valid: hamisim's writer and reader give it back, or it
+    keeps the loader's promises."""
+    if reader.startswith("cluster"):
+        _round_trip_cluster(loaded, folder)
+    elif reader.startswith("trace"):
+        _round_trip_trace(loaded, folder)
+    elif reader.startswith("scenario"):
+        _round_trip_cluster(loaded.cluster, folder)
+        pods = [TracePod(s.pod, 0.0) for s in loaded.steps if isinstance(s, CreateStep)]
+        if pods:
+            _round_trip_trace(Trace("scenario", pods), folder)
+    elif reader == "pod-manifest":
+        _round_trip_trace(Trace("pod", [TracePod(loaded, 0.0)]), folder)
+    elif reader.startswith("kubectl"):
+        write_import(loaded, folder / "round-trip-import")  # reads its files back itself
+    elif reader == "state":
+        nodes = {n.name: {c.id for c in n.cards} for n in load_cluster(
+            folder / "state-cluster.yaml").nodes}
+        names = [p.name for p in loaded.pods]
+        assert len(set(names)) == len(names)
+        for p in loaded.pods:
+            assert p.node in nodes and p.n_init >= 0 and p.cpu_milli >= 0
+            assert all(pick.uuid in nodes[p.node] and pick.usedmem >= 0 and pick.usedcores >= 0
+                       for picks in p.containers for pick in picks)
+            assert p.departure is None or p.departure >= 0
+    elif reader == "sweep":
+        assert len(loaded.cells) >= 1, "a sweep without cells loaded"
+    elif reader == "plan":
+        assert 1 <= loaded.min <= loaded.max and loaded.step >= 1
+
+
 def check(reader: str, data: bytes, folder: Path) -> None:
-    """The one property: the reader loads ``data`` or raises a located InputError."""
+    """The property: the reader loads ``data`` into something valid, or raises
+    a located InputError."""
     path = folder / f"fuzzed-{reader}{SEEDS[reader][0]}"
     path.write_bytes(data)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")     # policy warnings are fine here
-            read(reader, path, folder)
+            loaded = read(reader, path, folder)
+            validate(reader, loaded, folder)
     except InputError as err:
         blamed = (str(path), str(folder / "nodes-seed.json"))
         assert str(err).startswith(blamed), f"unlocated: {err}"

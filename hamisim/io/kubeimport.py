@@ -626,6 +626,12 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
              f"  default_gpu_num: {s.default_gpu_num}",
              f"  memory_factor: {s.memory_factor}",
              f"  percentage_of_nodes_to_score: {s.percentage_of_nodes_to_score}"]
+    defaults = SchedulerConfig()
+    for key in ("node_tie_break", "preemption", "kube_scheduler_version",
+                "init_container_usage"):
+        value = getattr(s, key)
+        if value != getattr(defaults, key):
+            lines.append(f"  {key}: {_q(value) if isinstance(value, str) else str(value).lower()}")
     if cluster.quotas:
         lines.append("quotas:                    # ResourceQuota spec.hard, as HAMi reads it")
         for ns, q in cluster.quotas.items():
@@ -642,6 +648,8 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
             lines.append(f"    cpu_milli: {n.cpu_milli}")
         if n.memory_mib is not None:
             lines.append(f"    memory_mib: {n.memory_mib}")
+        if n.group is not None:
+            lines.append(f"    group: {_q(n.group)}")
         if n.unschedulable:
             lines.append("    unschedulable: true    # kubectl cordon")
         if n.labels:
