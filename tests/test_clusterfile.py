@@ -721,3 +721,13 @@ def test_yaml_anchor_key_is_still_checked(tmp_path):
         """)
     err = load_error(path)
     assert str(err).startswith(f"{path}:1: unknown key 't4'")
+
+
+def test_an_empty_card_type_loads_with_a_warning(tmp_path):
+    # what HAMi decodes from a registration without 'type'; the import writes it so
+    from hamisim.errors import InputWarning
+    path = tmp_path / "c.yaml"
+    path.write_text("nodes:\n  - name: n\n    devices:\n      - {id: G, devmem: 1000, type: ''}\n")
+    with pytest.warns(InputWarning, match=r"c.yaml:4: warning: card type '' is empty"):
+        cluster = load_cluster(path)
+    assert cluster.nodes[0].cards[0].type == ""

@@ -211,7 +211,9 @@ def validate(reader: str, loaded, folder: Path) -> None:
         _round_trip_trace(loaded, folder)
     elif reader.startswith("scenario"):
         _round_trip_cluster(loaded.cluster, folder)
-        pods = [TracePod(s.pod, 0.0) for s in loaded.steps if isinstance(s, CreateStep)]
+        # a scenario may create a name again after deleting it: one name each here
+        pods = [TracePod(s.pod.renamed(f"step-{k}"), 0.0)
+                for k, s in enumerate(loaded.steps) if isinstance(s, CreateStep)]
         if pods:
             _round_trip_trace(Trace("scenario", pods), folder)
     elif reader == "pod-manifest":

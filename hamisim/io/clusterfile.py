@@ -26,7 +26,8 @@ Layout (DESIGN §4.1)::
 
 **Cards** (``devices``) use the field names of ``hami.io/node-nvidia-register``:
 ``id`` (required, unique in the whole cluster), ``type`` (required; the
-card-type quirk of HAMi's card score depends on it), ``devmem`` (required,
+card-type quirk of HAMi's card score depends on it; an empty type, which HAMi
+decodes from a registration without one, loads with a warning), ``devmem`` (required,
 MiB), ``count`` (vGPU slots; default 10, HAMi's chart ``deviceSplitCount``),
 ``devcore`` (default 100), ``index`` (default:
 the card's position in the list), ``numa`` (default 0), ``health`` (default
@@ -661,11 +662,22 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str) -> Card:
         count=doc.optional_int("count", 10, min=0, max=INT32_MAX),
         devmem=doc.require_int("devmem", min=0, max=INT32_MAX),
         devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
-        type=doc.require_str("type"),
+        type=_card_type(doc),
         numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
         health=doc.optional_bool("health", True),
         mode=mode,
     )
+
+
+def _card_type(doc: Doc) -> str:
+    """``type`` is required; an empty one (what HAMi decodes from a registration
+    without it) loads, with a warning: HAMi offers such a card to no request."""
+    value = doc.require_str("type", nonempty=False)
+    if not value.strip():
+        v = doc.get("type")
+        warnings.warn(InputWarning(f"{v.path}:{v.line}", f"card type {value!r} is empty: HAMi "
+                                   "offers this card to no NVIDIA request"), stacklevel=3)
+    return value
 
 
 def _check_card_set(entry: Doc, specs: list[_CardSpec]) -> None:

@@ -604,7 +604,9 @@ def import_kubectl(nodes_path: str | os.PathLike[str], pods_path: str | os.PathL
 # writing
 
 def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    # JSON's escapes are YAML double-quoted escapes; ensure_ascii escapes control
+    # and non-ASCII characters, which YAML would otherwise refuse or mangle
+    return json.dumps(text)
 
 
 def cluster_yaml(cluster: Cluster, source: str) -> str:
