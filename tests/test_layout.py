@@ -151,3 +151,11 @@ def test_the_rules_catch_a_violation(tmp_path):
     source.write_text("def f():\n    from hamisim.io import traces\n    import matplotlib\n")
     ours, theirs = imports_of("hamisim.sim.engine", source, set(MODULES))
     assert "hamisim.io.traces" in ours and "matplotlib" in theirs
+
+
+def test_hypothesis_keeps_its_database_outside_the_checkout():
+    from hypothesis import settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    db = settings().database
+    assert isinstance(db, DirectoryBasedExampleDatabase)
+    assert not Path(db.path).resolve().is_relative_to(Path(__file__).resolve().parent.parent)
