@@ -109,7 +109,6 @@ from hamisim.io.documents import (
 )
 from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
 from hamisim.io.tables import first_line, read_text
-from hamisim.kube.quantity import parse_quantity
 
 __all__ = [
     "load_cluster", "cluster_from_path", "cluster_from_document", "scheduler_from_document",
@@ -215,12 +214,7 @@ def quota_limit_from_value(key: str, v: Value) -> int | None:
     if isinstance(v.scalar, int):
         return v.as_int(key, min=0)
     text = str(v.scalar).strip()
-    try:
-        amount = parse_quantity(text)
-    except ValueError as err:
-        raise v.error(f"'{key}': {err}") from None
-    if amount < 0:
-        raise v.error(f"'{key}' must be >= 0, got {text!r}")
+    amount = v.as_quantity(f"'{key}'")
     if amount.denominator != 1:
         warnings.warn(InputWarning(where, f"'{key}: {text}' is not a whole number: HAMi v2.10.0 "
                                           "ignores it (no limit)"), stacklevel=3)

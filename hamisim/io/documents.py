@@ -35,11 +35,13 @@ import json.decoder
 import math
 import os
 import re
+from fractions import Fraction
 from typing import Any, Collection, Iterator
 
 import yaml
 
 from hamisim.errors import InputError
+from hamisim.kube.quantity import parse_quantity
 
 __all__ = [
     "MAX_SAFE_INT", "INT32_MAX", "Value", "Doc",
@@ -174,6 +176,21 @@ class Value:
         if min is not None and data < min:
             raise self.error(f"{what} must be >= {min}, got {data}")
         return data
+
+    def as_quantity(self, what: str) -> Fraction:
+        """A Kubernetes quantity (``500m``, ``2Gi``, ``4``) as an exact fraction:
+        a string or a number, never negative."""
+        data = self._data
+        if isinstance(data, bool) or self.is_mapping or self.is_list or data is None:
+            raise self.error(f"{what} must be a quantity string, got {self.describe()}")
+        text = str(data) if isinstance(data, (int, float)) else data
+        try:
+            q = parse_quantity(text)
+        except ValueError as err:
+            raise self.error(f"{what}: {err}") from None
+        if q < 0:
+            raise self.error(f"{what} must not be negative, got {text!r}")
+        return q
 
     def as_str(self, what: str, *, nonempty: bool = False) -> str:
         """This value as a ``str`` (numbers and booleans are not converted)."""

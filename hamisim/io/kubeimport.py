@@ -85,7 +85,7 @@ from hamisim.io.podspec import (
     tolerations_from_value,
 )
 from hamisim.io.traces import write_trace
-from hamisim.kube.quantity import cpu_milli, memory_mib, parse_quantity
+from hamisim.kube.quantity import cpu_milli, memory_mib
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 from hamisim.workload import Trace, TracePod
 
@@ -107,20 +107,6 @@ _TERMINATED = ("Succeeded", "Failed")
 
 # ---------------------------------------------------------------------------
 # Kubernetes quantities
-
-def _quantity(v: Value, what: str) -> Fraction:
-    data = v.scalar
-    if isinstance(data, bool) or v.is_mapping or v.is_list or data is None:
-        raise v.error(f"{what} must be a quantity string, got {v.describe()}")
-    text = str(data) if isinstance(data, (int, float)) else data
-    try:
-        q = parse_quantity(text)
-    except ValueError as err:
-        raise v.error(f"{what}: {err}") from None
-    if q < 0:
-        raise v.error(f"{what} must not be negative, got {text!r}")
-    return q
-
 
 # ---------------------------------------------------------------------------
 # the result
@@ -268,11 +254,11 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
         cpu = alloc.get("cpu")
         if cpu is not None and not cpu.is_null:
             children["cpu_milli"] = _value(cpu.path, cpu.line,
-                                           cpu_milli(_quantity(cpu, "allocatable cpu")))
+                                           cpu_milli(cpu.as_quantity("allocatable cpu")))
         mem = alloc.get("memory")
         if mem is not None and not mem.is_null:
             children["memory_mib"] = _value(mem.path, mem.line, memory_mib(
-                _quantity(mem, "allocatable memory"), round_up=False))
+                mem.as_quantity("allocatable memory"), round_up=False))
     spec = _sub(obj, "spec")
     unsched = spec.get("unschedulable") if spec is not None else None
     if unsched is not None and not unsched.is_null:
@@ -344,14 +330,14 @@ def _container_resources(c: Doc, what: str) -> tuple[Container, Fraction, Fracti
             continue
         for rname, v in d.items():
             if rname in _HAMI_RESOURCES:
-                q = _quantity(v, f"{what} {kind} {rname}")
+                q = v.as_quantity(f"{what} {kind} {rname}")
                 if q.denominator != 1:
                     raise v.error(f"{what} {kind} {rname} must be a whole number, got "
                                   f"{v.scalar!r} (Kubernetes rejects fractional extended "
                                   "resources)")
                 hami[kind][rname] = int(q)
             elif rname in ("cpu", "memory"):
-                plain[kind][rname] = _quantity(v, f"{what} {kind} {rname}")
+                plain[kind][rname] = v.as_quantity(f"{what} {kind} {rname}")
     # the API server defaults requests to limits
     cpu = plain["requests"].get("cpu", plain["limits"].get("cpu", Fraction(0)))
     mem = plain["requests"].get("memory", plain["limits"].get("memory", Fraction(0)))
@@ -398,9 +384,9 @@ def _pod_spec(obj: Doc, key: str) -> tuple[tuple[Container, ...], tuple[Containe
     if overhead is not None:
         for rname, v in overhead.items():
             if rname == "cpu":
-                cpu += _quantity(v, "overhead cpu")
+                cpu += v.as_quantity("overhead cpu")
             elif rname == "memory":
-                mem += _quantity(v, "overhead memory")
+                mem += v.as_quantity("overhead memory")
     return tuple(app), tuple(init), cpu_milli(cpu), memory_mib(mem), spec
 
 
