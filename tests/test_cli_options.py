@@ -10,19 +10,13 @@ import json
 
 import pandas as pd
 import pytest
+from samples import group_cluster
 
 from hamisim import __version__
 from hamisim.cli import main
 from hamisim.io.bundled import bundled_scenarios
 
-CLUSTER = """\
-nodes:
-  - name_prefix: n
-    replicas: 2
-    cpu_milli: 8000
-    gpus: 1
-    card: {count: 4, devmem: 16000, devcore: 100, type: NVIDIA-Tesla T4}
-"""
+CLUSTER = group_cluster(2, gpus=1, prefix="n", cpu_milli=8000)
 
 
 @pytest.fixture

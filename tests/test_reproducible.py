@@ -9,16 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from samples import group_cluster
 
-CLUSTER = """\
-scheduler: {gpu_scheduler_policy: binpack, node_scheduler_policy: spread}
-nodes:
-  - name_prefix: gpu
-    replicas: 6
-    cpu_milli: 32000
-    gpus: 4
-    card: {count: 4, devmem: 16000, devcore: 100, type: NVIDIA-Tesla T4}
-"""
+CLUSTER = group_cluster(6, gpus=4, scheduler="gpu_scheduler_policy: binpack, "
+                                             "node_scheduler_policy: spread")
 
 
 @pytest.fixture(scope="module")
