@@ -117,14 +117,24 @@ def test_unfit_is_what_an_empty_node_could_not_serve():
 
 
 def test_exclusive_rules_decide_hosting():
-    node = Node("n", (Card("A", 0, **T4),))
+    node = Node("n", (Card("A", 0, **T4), Card("B", 1, **T4)))
     cluster = Cluster((node,))
-    whole = Shape(cpu_milli=0, nums=1, pct=100, cores=100, weight=1.0)
-    zero = Shape(cpu_milli=0, nums=1, memreq=100, cores=0, weight=1.0)
-    # a tenant with 1000 MiB and 0 cores: cores are free, but cores 100 needs no tenant
-    f = fragmentation(cluster, [whole], {"A": (1, 1000, 0)})
-    assert f.frag == pytest.approx((16000 - 1000) / 16000)
-    # every core taken: a 0-core shape cannot go there, yet the card's free amount is 0
-    assert fragmentation(cluster, [zero], {"A": (1, 1000, 100)}).frag == 0.0
+    # cores 100 needs a card without a tenant: A holds 1000 MiB and 0 cores, so
+    # memory and cores are free, yet it cannot host; its 15000/16000 is fragment
+    exclusive = Shape(cpu_milli=0, nums=1, memreq=1000, cores=100, weight=1.0)
+    f = fragmentation(cluster, [exclusive], {"A": (1, 1000, 0)})
+    assert f.frag == pytest.approx(15000 / 16000)
+    meter = ClusterMeter(cluster, [exclusive])          # the compiled meter agrees
+    meter.apply(0, {"A": (1, 1000, 0)})
+    assert meter.sum_frag / MICRO == pytest.approx(15000 / 16000, abs=1e-6)
+    # a 0-core request cannot go on a card whose cores are all taken: with A's
+    # cores full only B hosts, so a 2-card shape fits nowhere and B's whole
+    # free card is fragment
+    zero = Shape(cpu_milli=0, nums=2, memreq=100, cores=0, weight=1.0)
+    f = fragmentation(cluster, [zero], {"A": (1, 1000, 100)})
+    assert f.free == 1.0 and f.frag == 1.0 and f.stranded == 1.0
+    meter = ClusterMeter(cluster, [zero])
+    meter.apply(0, {"A": (1, 1000, 100)})
+    assert meter.sum_frag / MICRO == pytest.approx(1.0, abs=1e-6)
     pod = Pod("p", (Container({"nvidia.com/gpu": 1}),))
     assert typical_shapes([pod], cluster.scheduler)[0].cores == 100
