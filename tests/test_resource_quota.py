@@ -147,6 +147,21 @@ def test_the_first_app_container_counts_as_the_init_container(backend, usage, ex
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_the_app_pass_list_holds_app_containers_only_on_nvidia_typed_cards(backend):
+    # cards typed exactly NVIDIA keep an entry for the GPU-less init container
+    # in the cached list, but Fit's app pass still lists the app containers
+    # alone: app1 sits at position 0 (< 1 init container) and is max'ed
+    card = dict(count=10, devmem=16000, devcore=100, type="NVIDIA")
+    cluster = Cluster((Node("n", (Card("A", 0, **card), Card("B", 1, **card))),),
+                      quotas={"team": Quota(memory=5000)})
+    s = backend(cluster)
+    d = s.schedule(_pod("c", "team", gpu(pct=20), gpu(pct=20), init=[{}]))
+    assert d.bound and d.card_ids[0] == d.card_ids[1]
+    # the cache keeps the init container's entry: the pod is held at 6400 MiB
+    assert s.namespace_usage("team") == (6400, 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_init_containers_are_max_ed_against_each_other(backend):
     s = backend(_cluster({"team": Quota(memory=6000)}, cards=1))
     # two init containers of 5000 on one card: max 5000 <= 6000; the app's 6000 too
