@@ -111,3 +111,18 @@ def test_backend_reference_on_run_gives_the_kernels_run(files):
     assert summary["inputs"]["backend"] == "reference"
     _, k_events, k_pods = run(files)
     assert events.equals(k_events) and pods.equals(k_pods)
+
+
+def test_explain_max_nodes_and_node_choose_what_is_printed(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(group_cluster(3, gpus=1, prefix="n"))
+    (tmp_path / "p.yaml").write_text("name: p\ngpu: 1\ngpumem: 20000\n")   # fits no card
+    args = ["explain", str(tmp_path / "c.yaml"), str(tmp_path / "p.yaml")]
+
+    def printed_nodes(*extra) -> list[str]:
+        assert main([*args, *extra]) == 0
+        out = capsys.readouterr().out
+        return [line.split(":")[0] for line in out.splitlines() if line.startswith("Node ")]
+
+    assert printed_nodes() == ["Node n-0", "Node n-1", "Node n-2"]      # 3 <= 20
+    assert printed_nodes("--max-nodes", "2") == []                       # 3 > 2: a summary
+    assert printed_nodes("--max-nodes", "2", "--node", "n-1") == ["Node n-1"]

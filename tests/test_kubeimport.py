@@ -397,3 +397,30 @@ def test_resource_quotas_are_read_as_hami_reads_them(tmp_path):
     path.write_text(json.dumps(rq))
     again = import_kubectl(example / "nodes.json", None, quotas_path=path)
     assert again.cluster.quotas == {"t": Quota(300, 5)}
+
+
+def test_a_pod_manifest_limits_over_requests_and_priority():
+    from hamisim.errors import InputError
+    from hamisim.io.documents import from_plain
+    from hamisim.io.kubeimport import pod_from_kubernetes
+
+    def manifest(gpumem_request: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "ml"},
+                "spec": {"priority": 1000, "preemptionPolicy": "Never", "containers": [{
+                    "name": "c", "resources": {
+                        "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000",
+                                   "cpu": "2"},
+                        "requests": {"nvidia.com/gpu": "1",
+                                     "nvidia.com/gpumem": gpumem_request, "cpu": "500m"}}}]}}
+
+    pod = pod_from_kubernetes(from_plain(manifest("4000"), "pod.json", 1).as_doc("the pod"))
+    assert (pod.name, pod.namespace, pod.priority, pod.preemption_policy) == \
+        ("ml/x", "ml", 1000, "Never")
+    # requests repeating their limits say nothing more: HAMi reads limits first
+    assert pod.containers[0].limits == {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}
+    assert pod.containers[0].requests == {}
+    assert pod.cpu_milli == 500                  # kube-scheduler's fit reads the request
+    # an extended resource's request must equal its limit (the API server's rule)
+    with pytest.raises(InputError, match="requests nvidia.com/gpumem: must be equal to "
+                                         "nvidia.com/gpumem limit"):
+        pod_from_kubernetes(from_plain(manifest("3000"), "pod.json", 1).as_doc("the pod"))

@@ -325,6 +325,7 @@ def _container_resources(c: Doc, what: str) -> tuple[Container, Fraction, Fracti
     requests_doc = _sub(res, "requests")
     hami: dict[str, dict[str, int]] = {"limits": {}, "requests": {}}
     plain: dict[str, dict[str, Fraction]] = {"limits": {}, "requests": {}}
+    located: dict[str, Value] = {}
     for kind, d in (("limits", limits_doc), ("requests", requests_doc)):
         if d is None:
             continue
@@ -336,13 +337,20 @@ def _container_resources(c: Doc, what: str) -> tuple[Container, Fraction, Fracti
                                   f"{v.scalar!r} (Kubernetes rejects fractional extended "
                                   "resources)")
                 hami[kind][rname] = int(q)
+                located[rname] = v
             elif rname in ("cpu", "memory"):
                 plain[kind][rname] = v.as_quantity(f"{what} {kind} {rname}")
     # the API server defaults requests to limits
     cpu = plain["requests"].get("cpu", plain["limits"].get("cpu", Fraction(0)))
     mem = plain["requests"].get("memory", plain["limits"].get("memory", Fraction(0)))
-    # limits win over requests in HAMi's request generation (and in its
-    # default-exclusivity rule), so a request that repeats a limit says nothing
+    # the API server refuses an extended resource whose request differs from
+    # its limit; a request that repeats its limit says nothing more (HAMi reads
+    # limits first, in its request generation and its default-exclusivity rule)
+    for rname, value in hami["requests"].items():
+        if rname in hami["limits"] and value != hami["limits"][rname]:
+            raise located[rname].error(f"{what} requests {rname}: must be equal to {rname} "
+                                       f"limit (Kubernetes does not overcommit extended "
+                                       f"resources), got {value} and {hami['limits'][rname]}")
     requests = {k: v for k, v in hami["requests"].items() if k not in hami["limits"]}
     return Container(limits=hami["limits"], requests=requests), cpu, mem
 
