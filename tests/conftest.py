@@ -1,15 +1,18 @@
-"""Test-wide settings: hypothesis keeps its example database outside the source
-tree (in the system's temporary folder), so a test run leaves the checkout as
-it found it, whatever folder it is started from."""
+"""Test-wide settings: hypothesis keeps its files (example database, caches)
+in the system's temporary folder, not in the folder the tests run from, so a
+test run leaves the checkout as it found it, wherever it is started."""
 from __future__ import annotations
 
 import os
 import tempfile
 
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-HYPOTHESIS_DB = os.path.join(tempfile.gettempdir(), "hamisim-hypothesis-db")
+HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "hamisim-hypothesis")
 
-settings.register_profile("hamisim", database=DirectoryBasedExampleDatabase(HYPOTHESIS_DB))
+set_hypothesis_home_dir(HYPOTHESIS_HOME)
+settings.register_profile(
+    "hamisim", database=DirectoryBasedExampleDatabase(os.path.join(HYPOTHESIS_HOME, "examples")))
 settings.load_profile("hamisim")

@@ -153,9 +153,12 @@ def test_the_rules_catch_a_violation(tmp_path):
     assert "hamisim.io.traces" in ours and "matplotlib" in theirs
 
 
-def test_hypothesis_keeps_its_database_outside_the_checkout():
+def test_hypothesis_keeps_its_files_outside_the_checkout():
     from hypothesis import settings
+    from hypothesis.configuration import storage_directory
     from hypothesis.database import DirectoryBasedExampleDatabase
+    root = Path(__file__).resolve().parent.parent
     db = settings().database
     assert isinstance(db, DirectoryBasedExampleDatabase)
-    assert not Path(db.path).resolve().is_relative_to(Path(__file__).resolve().parent.parent)
+    assert not Path(db.path).resolve().is_relative_to(root)
+    assert not Path(storage_directory("constants").path).resolve().is_relative_to(root)
