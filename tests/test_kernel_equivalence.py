@@ -84,7 +84,7 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             assert ker.namespace_usage(ns) == ref.namespace_usage(ns), (step, ns)
 
 
-@settings(max_examples=1200, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=1000, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(), data=st.data())
 def test_kernel_equals_reference(cluster, data):
     _check_sequence(data, cluster, max_steps=10)

@@ -102,7 +102,7 @@ def _attempt(sched, pod):
         return None, str(err)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
 @given(n=st.integers(200, 1500), pct=st.sampled_from([0, 0, 10, 30]),
        gpu_policy=st.sampled_from(["binpack", "spread"]),
        node_policy=st.sampled_from(["binpack", "spread"]), seed=st.integers(0, 2**16),

@@ -11,11 +11,12 @@ event (arrive, bind, unschedulable, depart, abandon), asserts:
    gave them -- in the checker's own books, in the metrics meter the time
    series is read from (per card and its running cluster sums), and in the
    scheduler's own cache (the pod cache HAMi scores from);
-3. **fragmentation**: after every event on a node, the meter's free,
+3. **fragmentation**: after an event on a node, the meter's free,
    fragmented and unfit terms of that node equal the readable twin's
    (:mod:`hamisim.research.fragmentation`) computed from the checker's own
-   books; at the end, the meter's running cluster totals equal the twin over
-   the whole cluster;
+   books (every event on small clusters, every :data:`FRAGMENTATION_EVERY`
+   events otherwise: the twin is plain Python); at the end, the meter's
+   running cluster totals equal the twin over the whole cluster;
 4. **pod accounting**: ``arrived = pending + running + departed + abandoned``
    on the engine's counters, which also equal the checker's own counts; every
    event happens to a pod in a state that allows it (a pod binds only while
@@ -53,7 +54,7 @@ from hamisim.pods import Pod
 from hamisim.research.fragmentation import FragmentationTwin
 
 __all__ = ["Checker", "InvariantError", "EXIT_INVARIANT", "SMALL_CLUSTER_CARDS",
-           "SCHEDULER_EVERY"]
+           "SCHEDULER_EVERY", "FRAGMENTATION_EVERY"]
 
 #: exit status of the CLI when the checker stops a run
 EXIT_INVARIANT = 3
@@ -62,6 +63,9 @@ EXIT_INVARIANT = 3
 SMALL_CLUSTER_CARDS = 512
 #: otherwise, the scheduler cache is compared every this many events
 SCHEDULER_EVERY = 1024
+#: on clusters above SMALL_CLUSTER_CARDS, the event's node's fragmentation is
+#: recomputed by the twin every this many events
+FRAGMENTATION_EVERY = 16
 
 _COUNTERS = ("pods_arrived", "pods_pending", "pods_running", "pods_departed", "pods_abandoned")
 _PENDING, _RUNNING = "pending", "running"
@@ -347,7 +351,9 @@ class Checker:
                 or len(self.card_ids) <= SMALL_CLUSTER_CARDS
                 or self.events % SCHEDULER_EVERY == 0):
             self._check_scheduler(kind, pod)
-        if self.meter is not None and (node is not None or scheduler):
+        if self.meter is not None and (scheduler or node is not None and (
+                len(self.card_ids) <= SMALL_CLUSTER_CARDS
+                or self.events % FRAGMENTATION_EVERY == 0)):
             self._check_fragmentation(kind, pod, node)
         if self.counts is not None:
             self._check_counts(kind, pod)
