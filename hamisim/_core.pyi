@@ -96,6 +96,7 @@ class Core:
     np_out_mem: Any             # int64_t[cap_c, cap_k]
     np_out_cores: Any           # int64_t[cap_c, cap_k]
     n_rejected: int             # int
+    rej_union: int              # int: OR of the rejected nodes' bits (1 CPU, 2 memory, 4+ static)
     n_window: int               # int
     n_fit: int                  # int
     n_tied: int                 # int

@@ -945,6 +945,9 @@ cdef class Core:
     cdef readonly object np_counts, np_ncards, np_tied
     cdef readonly object np_out_n, np_out_pos, np_out_mem, np_out_cores
     cdef readonly int n_rejected, n_window, n_fit, n_tied, best, next_start
+    #: the union of the rejected nodes' bits (1 CPU, 2 memory, 4 and up: a
+    #: static filter): which of kube-scheduler's plugins rejected the attempt
+    cdef readonly int rej_union
     # per-node aggregates (NodeAgg), candidates of the fast choice
     cdef NodeAgg* agg
     cdef Cand* cand
@@ -1210,6 +1213,7 @@ cdef class Core:
         cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
         cdef Node nv
         self.n_rejected = 0
+        self.rej_union = 0
         self.n_window = 0
         self.n_fit = 0
         self.n_tied = 0
@@ -1238,7 +1242,7 @@ cdef class Core:
         cdef const int64_t* req_mem = c.req_mem
         cdef int64_t pcpu = pod.cpu, pmem = pod.mem
         cdef const int32_t* gate = pod.gate
-        cdef int nrej = 0
+        cdef int nrej = 0, union_bits = 0
         i = start % n - 1
         for step in range(n):
             i += 1                          # (start + step) % n without a division
@@ -1258,6 +1262,7 @@ cdef class Core:
             if bits:
                 rej_node[nrej] = i
                 rej_bits[nrej] = bits
+                union_bits |= bits
                 nrej += 1
             else:
                 fits[nfeas] = i       # visiting order for now
@@ -1267,6 +1272,7 @@ cdef class Core:
                 if nfeas >= wanted:
                     break
         self.n_rejected = nrej
+        self.rej_union = union_bits
         self.next_start = (start + examined) % n
         # Cluster order: the visited nodes below `start` come after the wrap.
         memcpy(window, fits + split, (nfeas - split) * sizeof(int64_t))

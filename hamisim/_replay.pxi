@@ -20,7 +20,7 @@
 
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int8_t
-from libc.math cimport NAN, ldexp
+from libc.math cimport NAN, ldexp, floor, ceil, nextafter
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.exc cimport PyErr_CheckSignals
@@ -34,8 +34,8 @@ cdef enum:
     T_ARRIVALS = 0      # the next arrival time (engine._arrivals)
     T_PASS = 1          # a queued scheduling pass (engine._queued_pass)
     T_DELETE = 2        # deletion or end of run time (engine._delete), live
-    T_FLUSH = 3         # unschedulable flush (engine._flush)
-    T_RETRY = 4         # end of backoff (engine._retry), live
+    T_FLUSH = 3         # the leftover flush of an unschedulable pod (engine._leftover)
+    T_RETRY = 4         # the backoff flush of a pod in backoff (engine._retry)
     # pod status (engine._PodState.status)
     S_NEW = 0
     S_QUEUED = 1
@@ -43,6 +43,15 @@ cdef enum:
     S_BACKOFF = 3
     S_RUNNING = 4
     S_GONE = 5
+    # kube-scheduler's queue (hamisim.kube.queue): rejector bits, events, lists
+    REJ_STATIC = 1
+    REJ_FIT = 2
+    REJ_EXTENDER = 4
+    EV_ASSIGNED_ADD = 0
+    EV_ASSIGNED_DELETE = 2
+    U_NONE = -1
+    U_EXTENDER = 0      # engine.unschedulable_extender
+    U_FIT = 1           # engine.unschedulable_fit
     # event kinds, as hamisim.sim.recorder.EVENT_KINDS
     E_ARRIVE = 0
     E_BIND = 1
@@ -71,6 +80,7 @@ ctypedef struct RTimer:
 
 ctypedef struct QItem:
     int64_t neg_priority
+    double timestamp
     int64_t order
 
 
@@ -85,7 +95,31 @@ cdef inline bint _timer_less(const RTimer* a, const RTimer* b) noexcept nogil:
 cdef inline bint _qitem_less(const QItem* a, const QItem* b) noexcept nogil:
     if a.neg_priority != b.neg_priority:
         return a.neg_priority < b.neg_priority
+    if a.timestamp != b.timestamp:
+        return a.timestamp < b.timestamp
     return a.order < b.order
+
+
+cdef inline double _delay_to(double now, double when) noexcept nogil:
+    # hamisim.kube.queue.delay_to: the delay that lands exactly on `when`
+    cdef double delay = when - now
+    if delay <= 0.0:
+        return 0.0
+    while now + delay < when:
+        delay = nextafter(delay, INFINITY)
+    while now + delay > when:
+        delay = nextafter(delay, -INFINITY)
+    return delay
+
+
+cdef inline double _backoff_duration(int attempts, double initial, double maximum) noexcept nogil:
+    # hamisim.kube.queue.backoff_duration
+    cdef int doublings = attempts - 1
+    if attempts <= 0:
+        return 0.0
+    if doublings > 64:
+        doublings = 64
+    return min(initial * ldexp(1.0, doublings), maximum)
 
 
 cdef inline double _clock() noexcept nogil:
@@ -145,8 +179,9 @@ cdef class ReplayCore:
     cdef bytes card_text
     cdef const char* card_chars
     # configuration
-    cdef bint retry, random_ties, many_groups, sampled
+    cdef bint retry, random_ties, many_groups, sampled, hints
     cdef double flush_after, backoff_initial, backoff_max, interval
+    cdef double backoff_period, leftover_period
     cdef int wanted
     cdef public int next_start
     # callbacks
@@ -156,7 +191,17 @@ cdef class ReplayCore:
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
     cdef double[::1] last_attempt, first_attempt, bind_time
     cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
-    cdef int32_t u_head, u_tail, u_count          # unschedulable pods, insertion order
+    # the queue: timestamp, rejectors, the last message, changes at the last attempt
+    cdef double[::1] timestamp
+    cdef int8_t[::1] rejectors, u_list
+    cdef int64_t[::1] tried
+    cdef list message
+    cdef int rej_last                      # rejectors of the last failed _decide
+    cdef int64_t changes, stale
+    # unschedulable pods by list (U_EXTENDER, U_FIT), insertion order
+    cdef int32_t u_head[2]
+    cdef int32_t u_tail[2]
+    cdef int32_t u_count[2]
     # running pods' usage, one slot each: rows and amounts (collapsed), devices
     cdef int slot_width, slot_cap, n_free
     cdef int32_t* slot_n
@@ -247,7 +292,8 @@ cdef class ReplayCore:
                  bint retry, double flush_after, double backoff_initial, double backoff_max,
                  sample_interval, bint random_ties, int wanted, int next_start,
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
-                 on_events, on_pods, aligned=None):
+                 on_events, on_pods, aligned=None, bint hints=True,
+                 double backoff_flush_period=1.0, double leftover_flush_period=30.0):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -268,6 +314,8 @@ cdef class ReplayCore:
         self.card_chars = self.card_text
         self.retry, self.flush_after = retry, flush_after
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
+        self.hints = hints
+        self.backoff_period, self.leftover_period = backoff_flush_period, leftover_flush_period
         self.sampled = sample_interval is not None
         self.interval = sample_interval if self.sampled else 0.0
         self.random_ties, self.wanted, self.next_start = random_ties, wanted, next_start
@@ -287,8 +335,16 @@ cdef class ReplayCore:
         self.arrived_at = np.zeros(n, dtype=np.float64)
         self.first_attempt = np.full(n, np.nan)
         self.bind_time = np.full(n, np.nan)
-        self.u_head = self.u_tail = -1
-        self.u_count = 0
+        self.timestamp = np.zeros(n, dtype=np.float64)
+        self.rejectors = np.zeros(n, dtype=np.int8)
+        self.u_list = np.full(n, U_NONE, dtype=np.int8)
+        self.tried = np.full(n, -1, dtype=np.int64)
+        self.message = [None] * n
+        self.rej_last = 0
+        self.changes = self.stale = 0
+        for i in range(2):
+            self.u_head[i] = self.u_tail[i] = -1
+            self.u_count[i] = 0
         # slots and scratch
         widths = np.diff(np.asarray(node_start))
         self.slot_width = max(int(widths.max()) if len(widths) else 1, 1)
@@ -483,6 +539,7 @@ cdef class ReplayCore:
             self.active = h
             self.cap_active *= 2
         q.neg_priority = -<int64_t>self.priority[k]
+        q.timestamp = self.timestamp[k]
         q.order = k
         h = self.active
         i = self.n_active
@@ -518,29 +575,35 @@ cdef class ReplayCore:
             h[i] = last
         return <int>top.order
 
-    # -- the unschedulable set (a dict in insertion order in the engine) ---------
-    cdef inline void _u_add(self, int k) noexcept:
-        self.u_prev[k] = self.u_tail
+    # -- the unschedulable lists (dicts in insertion order in the engine) ---------
+    cdef inline void _u_add(self, int k, int lst) noexcept:
+        self.u_list[k] = lst
+        self.u_prev[k] = self.u_tail[lst]
         self.u_next[k] = -1
-        if self.u_tail >= 0:
-            self.u_next[self.u_tail] = k
+        if self.u_tail[lst] >= 0:
+            self.u_next[self.u_tail[lst]] = k
         else:
-            self.u_head = k
-        self.u_tail = k
-        self.u_count += 1
+            self.u_head[lst] = k
+        self.u_tail[lst] = k
+        self.u_count[lst] += 1
 
     cdef inline void _u_remove(self, int k) noexcept:
-        cdef int p = self.u_prev[k], q = self.u_next[k]
+        cdef int lst = self.u_list[k], p, q
+        if lst == U_NONE:
+            return
+        p = self.u_prev[k]
+        q = self.u_next[k]
         if p >= 0:
             self.u_next[p] = q
         else:
-            self.u_head = q
+            self.u_head[lst] = q
         if q >= 0:
             self.u_prev[q] = p
         else:
-            self.u_tail = p
+            self.u_tail[lst] = p
         self.u_prev[k] = self.u_next[k] = -1
-        self.u_count -= 1
+        self.u_count[lst] -= 1
+        self.u_list[k] = U_NONE
 
     # -- records (Recorder.event, Recorder.pod_done) ------------------------------
     cdef int _event(self, int kind, int k, int64_t node, object devices,
@@ -680,8 +743,10 @@ cdef class ReplayCore:
     cdef int _arrive(self, int k) except -1:
         cdef double now = self.now, deletion = self.deletion[k]
         self.arrived_at[k] = now
+        self.timestamp[k] = now
         self.n_arrived += 1
         self.n_pending += 1
+        self.stale += 1
         self.gpu_arrived += self.t_gpu[self.tmpl[k]]
         self._event(E_ARRIVE, k, -1, None, None)
         if deletion == deletion:
@@ -725,11 +790,16 @@ cdef class ReplayCore:
             self.first_attempt[k] = now
         self.attempts[k] += 1
         self.last_attempt[k] = now
+        if self.tried[k] != self.changes:
+            self.stale -= 1
+            self.tried[k] = self.changes
         started = _clock()
         message = None
         node = self._decide(k, draw)
         if node < 0:
             message = self.fail_message(self.tmpl[k]) if node == -1 else self.pod_error(k)
+            if node == -2:
+                self.rej_last = 0           # an error: no plugin rejected it
         self.decision_time += _clock() - started
         if node >= 0:
             self._bind(k, node)
@@ -738,10 +808,7 @@ cdef class ReplayCore:
         if not self.retry:
             self._abandon(k, "not retried (retry: none)")
         else:
-            self.status[k] = S_UNSCHEDULABLE
-            self.gen[k] += 1
-            self._u_add(k)
-            self._schedule(self.flush_after, P_ARRIVE, T_FLUSH, k, self.gen[k])
+            self._unschedulable(k, self.rej_last, message)
         return 0
 
     cdef int _decide(self, int k, double draw) except -3:
@@ -765,6 +832,12 @@ cdef class ReplayCore:
         self.next_start = core.next_start
         best = core.best
         if best < 0:
+            # sim.kernel.attempt_rejectors: HAMi removed the nodes that passed
+            self.rej_last = REJ_EXTENDER if core.n_window else 0
+            if core.rej_union & 3:
+                self.rej_last |= REJ_FIT
+            if core.rej_union >> 2:
+                self.rej_last |= REJ_STATIC
             return -1
         if self.random_ties:
             n = core.n_tied
@@ -913,11 +986,13 @@ cdef class ReplayCore:
         if self.deletion[k] != self.deletion[k] and duration == duration:
             self.live += 1
             self._schedule(duration, P_DEPART, T_DELETE, k, 0)
+        self._changed(EV_ASSIGNED_ADD)
         return 0
 
     cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
-        if self.status[k] == S_UNSCHEDULABLE:
-            self._u_remove(k)
+        self._u_remove(k)
+        if self.tried[k] != self.changes:
+            self.stale -= 1
         self.status[k] = S_GONE
         self.gen[k] += 1
         self.n_pending -= 1
@@ -928,7 +1003,7 @@ cdef class ReplayCore:
         self._done(k, self.now)
         return 0
 
-    # -- departures and retries (engine._delete, _wake_unschedulable, _retry, _flush) --
+    # -- departures (engine._delete, engine._remove) -------------------------------
     cdef int _delete(self, int k) except -1:
         cdef int st = self.status[k], node, sl
         if st == S_GONE or st == S_NEW:
@@ -948,53 +1023,90 @@ cdef class ReplayCore:
             self.free_slots[self.n_free] = sl
             self.n_free += 1
             self.slot[k] = -1
-            if self.u_count:
-                self._wake_unschedulable()
+            self._changed(EV_ASSIGNED_DELETE)
         else:
             self._abandon(k, "deleted while pending")
         self._sample(False)
         return 0
 
-    cdef double _backoff(self, int k) noexcept:
-        # kube-scheduler doubles up to the cap; the exponent is bounded
-        cdef int doublings = self.attempts[k] - 1
-        if doublings < 0:
-            doublings = 0
-        if doublings > 64:
-            doublings = 64
-        return min(self.backoff_initial * ldexp(1.0, doublings), self.backoff_max)
-
-    cdef int _wake_unschedulable(self) except -1:
-        cdef double now = self.now, ready
-        cdef int k = self.u_head, nxt
-        while k >= 0:
-            nxt = self.u_next[k]
-            self._u_remove(k)
-            ready = self.last_attempt[k] + self._backoff(k)
-            if ready <= now:
-                self._enqueue(k)
-                self.pass_wanted = True
-            else:
-                self.status[k] = S_BACKOFF
-                self.gen[k] += 1
-                self.live += 1
-                self._schedule(ready - now, P_ARRIVE, T_RETRY, k, self.gen[k])
-            k = nxt
+    # -- kube-scheduler's queue (engine._unschedulable ... engine._leftover) ------
+    cdef int _unschedulable(self, int k, int rejectors, object message) except -1:
+        cdef double now = self.now, when
+        cdef bint written
+        self.timestamp[k] = now
+        self.rejectors[k] = rejectors
+        # kube-scheduler writes the PodScheduled condition only when it changes
+        written = message != self.message[k]
+        self.message[k] = message
+        if not rejectors:
+            self._to_backoff(k)
+            return 0
+        self.status[k] = S_UNSCHEDULABLE
+        self.gen[k] += 1
+        if rejectors & REJ_EXTENDER:
+            self._u_add(k, U_EXTENDER)
+        elif rejectors & REJ_FIT:
+            self._u_add(k, U_FIT)
+        # hamisim.kube.queue.leftover_flush_time
+        when = (floor((now + self.flush_after) / self.leftover_period) + 1.0) * self.leftover_period
+        self._schedule(_delay_to(now, when), P_ARRIVE, T_FLUSH, k, self.gen[k])
+        if written and self.hints and rejectors & REJ_EXTENDER:
+            self._move(k)       # its own status update
         return 0
+
+    cdef int _changed(self, int event) except -1:
+        cdef int k, nxt
+        self.changes += 1
+        self.stale = self.n_pending
+        # hamisim.kube.queue.moved_by
+        if self.u_count[U_EXTENDER] and (event == EV_ASSIGNED_DELETE or self.hints):
+            k = self.u_head[U_EXTENDER]
+            while k >= 0:
+                nxt = self.u_next[k]
+                self._move(k)
+                k = nxt
+        if self.u_count[U_FIT] and event == EV_ASSIGNED_DELETE:
+            k = self.u_head[U_FIT]
+            while k >= 0:
+                nxt = self.u_next[k]
+                self._move(k)
+                k = nxt
+        return 0
+
+    cdef inline double _backoff_end(self, int k) noexcept:
+        return self.timestamp[k] + _backoff_duration(self.attempts[k], self.backoff_initial,
+                                                     self.backoff_max)
+
+    cdef int _move(self, int k) except -1:
+        self._u_remove(k)
+        if self._backoff_end(k) <= self.now:
+            self._enqueue(k)
+            self.pass_wanted = True
+        else:
+            self._to_backoff(k)
+        return 0
+
+    cdef int _to_backoff(self, int k) except -1:
+        cdef double when
+        self.status[k] = S_BACKOFF
+        self.gen[k] += 1
+        # hamisim.kube.queue.backoff_flush_time
+        when = ceil(self._backoff_end(k) / self.backoff_period) * self.backoff_period
+        self._schedule(_delay_to(self.now, when), P_ARRIVE, T_RETRY, k, self.gen[k])
+        return 0
+
+    cdef inline bint _over(self) noexcept:
+        return self.feeder_done and self.live == 0 and self.stale == 0
 
     cdef int _retry(self, int k, int gen) except -1:
-        if self.gen[k] == gen and self.status[k] == S_BACKOFF:
+        if self.gen[k] == gen and self.status[k] == S_BACKOFF and not self._over():
             self._enqueue(k)
             self.pass_wanted = True
         return 0
 
-    cdef int _flush(self, int k, int gen) except -1:
-        if self.feeder_done and self.live == 0:
-            return 0            # nothing can change any more: the run is over
-        if self.gen[k] == gen and self.status[k] == S_UNSCHEDULABLE:
-            self._u_remove(k)
-            self._enqueue(k)
-            self.pass_wanted = True
+    cdef int _leftover(self, int k, int gen) except -1:
+        if self.gen[k] == gen and self.status[k] == S_UNSCHEDULABLE and not self._over():
+            self._move(k)
         return 0
 
     # -- the loop (SimPy's step, engine._on_timer, engine._settle) ------------------
@@ -1015,12 +1127,11 @@ cdef class ReplayCore:
             self.pass_scheduled = False
             self._pass()
         else:
-            if t.kind == T_DELETE or t.kind == T_RETRY:
-                self.live -= 1
             if t.kind == T_DELETE:
+                self.live -= 1
                 self._delete(t.pod)
             elif t.kind == T_FLUSH:
-                self._flush(t.pod, t.gen)
+                self._leftover(t.pod, t.gen)
             else:
                 self._retry(t.pod, t.gen)
             self._settle()

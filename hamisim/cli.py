@@ -379,6 +379,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         prepare,
         run_to_folder,
     )
+    from hamisim.kube.queue import queue_label
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     prep = prepare(spec)
     notice = default_timing_notice(prep)
@@ -409,7 +410,11 @@ def cmd_run(args: argparse.Namespace) -> int:
              ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
               f" (stranded {r.get('mean_stranded_pct_of_capacity', 0):.2f}, "
               f"unfit {r.get('mean_unfit_pct_of_capacity', 0):.2f})")]
-    print(f"hamisim run: {label}, mode {spec.mode}, seed {spec.seed}")
+    queue = ""
+    if spec.mode == "replay":
+        queue = (", one attempt per pod (--retry none)" if spec.retry == "none" else
+                 f", {queue_label(prep.cluster.scheduler.kube_scheduler_version)}")
+    print(f"hamisim run: {label}, mode {spec.mode}{queue}, seed {spec.seed}")
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)

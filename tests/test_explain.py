@@ -101,7 +101,10 @@ def test_explain_matches_the_engine_run_of_the_example(imported, tmp_path):
     assert main(["run", str(files["cluster"]), str(files["pending"]), "--state",
                  str(files["state"]), "--out", str(out), "--format", "csv"]) == 0
     ev = pd.read_csv(out / "events.csv")
-    row = ev[(ev["pod"] == LLAMA) & (ev["event"] == "unschedulable")].iloc[0]
+    tries = ev[(ev["pod"] == LLAMA) & (ev["event"] == "unschedulable")]
+    # HAMi rejects it at 0; kube-scheduler's status write retries it at 1 s
+    assert tries["time"].tolist() == [0.0, 1.0]
+    row = tries.iloc[-1]          # explain's default: the last attempt
     assert row["message"] == LLAMA_MESSAGE
     from hamisim.explain import explain_run
     exp = explain_run(out, "finetune-llama-0")          # short names resolve
@@ -179,8 +182,8 @@ def test_explain_run_checks_its_inputs(imported, tmp_path, capsys):
     assert main(["run", str(work / "cluster.yaml"), str(work / "pending.jsonl"), "--state",
                  str(work / "state.yaml"), "--out", str(out)]) == 0
     capsys.readouterr()
-    assert main(["explain", "--run", str(out), "--pod", LLAMA, "--attempt", "2"]) == 2
-    assert "has 1 attempt(s)" in capsys.readouterr().err
+    assert main(["explain", "--run", str(out), "--pod", LLAMA, "--attempt", "3"]) == 2
+    assert "has 2 attempt(s)" in capsys.readouterr().err
     assert main(["explain", "--run", str(out), "--pod", "default/jupyter-alice-0"]) == 2
     assert "is running from the initial state" in capsys.readouterr().err
     (work / "state.yaml").write_text((work / "state.yaml").read_text() + "\n")

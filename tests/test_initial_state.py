@@ -174,13 +174,16 @@ def test_pending_pod_waits_for_a_departure(tmp_path, backend):
     res = simulate(cluster, _trace(_whole("w", cpu=1000), arrival=0.0),
                    EngineConfig(backend=backend), initial=state.pods)
     ev = res.events[res.events["pod"] == "w"]
-    assert list(ev["event"]) == ["arrive", "unschedulable", "bind"]
+    # tried at 0, at 1 s (kube-scheduler's first status write on w requeues it
+    # after its backoff), then when busy-a departs
+    assert list(ev["event"]) == ["arrive", "unschedulable", "unschedulable", "bind"]
+    assert list(ev["time"]) == [0.0, 0.0, 1.0, 50.0]
     # a whole card is 100 % of its memory: the held memory rejects every card
     assert ev.iloc[1]["message"] == (
         "0/2 nodes are available: 1 1/1 CardInsufficientMemory, 1 2/2 CardInsufficientMemory. "
         "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     # busy-a departs at 50 and w takes its card then
-    bind = ev.iloc[2]
+    bind = ev.iloc[3]
     assert (bind["time"], bind["node"], bind["devices"]) == (50.0, "n1", "GPU-A,NVIDIA,15360,100:;")
     depart = res.events[res.events["event"] == "depart"]
     assert list(zip(depart["pod"], depart["time"])) == [("busy-a", 50.0)]
@@ -233,7 +236,8 @@ def test_run_with_state(tmp_path, capsys):
     assert summary["inputs"]["state"] == "state.yaml" and summary["inputs"]["load"] is None
     assert summary["results"]["initial_pods"] == 4
     ev = pd.read_csv(out / "events.csv")
-    assert ev[ev["pod"] == "w"]["event"].tolist() == ["arrive", "unschedulable", "bind"]
+    assert ev[ev["pod"] == "w"]["event"].tolist() == ["arrive", "unschedulable",
+                                                      "unschedulable", "bind"]
 
 
 def test_compare_with_state(tmp_path, capsys):

@@ -133,6 +133,21 @@ def test_written_files_read_back(tmp_path, example):
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())   # no leftovers
 
 
+def test_written_cluster_quotes_any_text_yaml_reads_back(tmp_path):
+    # JSON's surrogate pairs (beyond U+FFFF) are not YAML escapes; the fuzz
+    # tests found a policy name the written cluster file could not read back
+    from hamisim import Card, Cluster, Node, SchedulerConfig
+    from hamisim.io.kubeimport import cluster_yaml
+    for text in ("\U00010000", 'a"b\\c', "tab\there", "é", "\x7f", "line\nbreak", "\u2028"):
+        cluster = Cluster((Node("n", (Card("G", 0, count=1, devmem=1000, devcore=100,
+                                           type="NVIDIA-T4"),)),),
+                          SchedulerConfig(gpu_scheduler_policy=text))
+        path = tmp_path / "c.yaml"
+        path.write_text(cluster_yaml(cluster, "test"), encoding="utf-8")
+        with pytest.warns(Warning, match="unknown token"):      # not a HAMi policy
+            assert load_cluster(path).scheduler.gpu_scheduler_policy == text
+
+
 def test_cli_import_exit_and_summary(tmp_path, capsys):
     out = tmp_path / "imp"
     assert main(["import", str(NODES), str(PODS), "--out", str(out),

@@ -146,14 +146,14 @@ def test_abandoned_pct_target_on_an_as_traced_replay(tmp_path):
     (folder / "trace.csv").write_text("\n".join(rows) + "\n")
     common = "workload: {trace: trace.csv, as_traced: true}\n" + POLICY
     (folder / "bf.yaml").write_text("cluster: {file: cluster.yaml, vary: gpu, replicas: "
-                                    "{from: 1, to: 10}}\n" + common)
+                                    "{from: 1, to: 12}}\n" + common)
     (folder / "plan.yaml").write_text("cluster: {file: cluster.yaml, vary: gpu}\n" + common
-                                      + "target: abandoned_pct <= 1\nsearch: {max: 10}\n")
+                                      + "target: abandoned_pct <= 1\nsearch: {max: 12}\n")
     table = run_sweep(load_sweep(folder / "bf.yaml"), tmp_path / "bf", workers=2,
                       progress=False).table
     plan = load_plan(folder / "plan.yaml")
     expected = min(r for r, v in zip(table["replicas"], table["abandoned_pct"]) if v <= 1)
-    assert 1 < expected < 10
+    assert 1 < expected < 12
     assert (table.loc[table["replicas"] < expected, "abandoned"] > 0).all()
     outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
     assert outcome.answer == expected and outcome.exact

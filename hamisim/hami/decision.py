@@ -93,6 +93,10 @@ class Decision:
     #: where preemption might help (the others were rejected as unresolvable
     #: or never examined)
     n_potential: int = 0
+    #: for an attempt no node took: which kube-scheduler plugins rejected it, as
+    #: :mod:`hamisim.kube.queue`'s bits (``REJ_STATIC | REJ_FIT | REJ_EXTENDER``);
+    #: 0 for an error (HAMi's Filter failed), which the queue retries after backoff
+    rejectors: int = 0
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):

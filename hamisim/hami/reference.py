@@ -50,6 +50,7 @@ from hamisim.hami.policy import (
     pod_weights,
 )
 from hamisim.kube.filters import hides_taints, is_unresolvable, static_reasons
+from hamisim.kube.queue import REJ_EXTENDER, REJ_FIT, REJ_STATIC
 from hamisim.kube.fit import least_allocated_choice, resource_fit_reasons
 from hamisim.kube.sampling import sample_feasible
 from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
@@ -756,7 +757,7 @@ class ReferenceScheduler:
                 [nodes[i] for i in window], [requested[i] for i in window], pod,
                 cfg.node_tie_break, tie_draw)
             if choice is None:
-                return _failed(len(nodes), node_reasons, pod.name)
+                return _failed(len(nodes), node_reasons, pod.name, rejected, window)
             i = window[choice]
             self.pods[pod.name] = _Cached(i, [[] for _ in requests], n_init,
                                           pod.cpu_milli, pod.memory_mib, pod.namespace)
@@ -794,7 +795,7 @@ class ReferenceScheduler:
             else:
                 node_reasons[node.name] = [res.reason]
         if not fits:
-            return _failed(len(nodes), node_reasons, pod.name)
+            return _failed(len(nodes), node_reasons, pod.name, rejected, window)
         best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
@@ -803,11 +804,17 @@ class ReferenceScheduler:
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
 
 
-def _failed(n_nodes: int, node_reasons: dict[str, list[str]], pod: str) -> Decision:
-    """The attempt no node took: kube-scheduler's message over the rejected nodes."""
+def _failed(n_nodes: int, node_reasons: dict[str, list[str]], pod: str,
+            rejected: Mapping[int, list[str]], window: Sequence[int]) -> Decision:
+    """The attempt no node took: kube-scheduler's message over the rejected
+    nodes, and which plugins rejected it (``rejected``: kube-scheduler's
+    filters per node; HAMi removed the ``window`` nodes that passed them)."""
     potential = sum(1 for r in node_reasons.values() if not is_unresolvable(r[0]))
+    rejectors = REJ_EXTENDER if window else 0
+    for reasons in rejected.values():
+        rejectors |= REJ_STATIC if is_unresolvable(reasons[0]) else REJ_FIT
     return Decision(pod, message=failed_scheduling_message(n_nodes, node_reasons),
-                    _node_reasons=node_reasons, n_potential=potential)
+                    _node_reasons=node_reasons, n_potential=potential, rejectors=rejectors)
 
 
 def _choose_node(fits: list, node_policy: str, tie_break: str, tie_draw: float | None,

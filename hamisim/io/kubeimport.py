@@ -598,9 +598,14 @@ def import_kubectl(nodes_path: str | os.PathLike[str], pods_path: str | os.PathL
 # writing
 
 def _q(text: str) -> str:
-    # JSON's escapes are YAML double-quoted escapes; ensure_ascii escapes control
-    # and non-ASCII characters, which YAML would otherwise refuse or mangle
-    return json.dumps(text)
+    # a YAML double-quoted scalar: JSON's escapes for quotes, backslashes and
+    # control characters are YAML's too; every other character outside printable
+    # ASCII is escaped by code point (\u or \U: JSON's surrogate pairs for
+    # characters beyond U+FFFF are not valid YAML)
+    body = json.dumps(text, ensure_ascii=False)[1:-1]
+    return '"' + "".join(
+        c if " " <= c <= "~" else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        for c in body) + '"'
 
 
 def cluster_yaml(cluster: Cluster, source: str) -> str:

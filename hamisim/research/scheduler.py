@@ -19,6 +19,7 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, Pick, histogram_message, pads_empty_segments
 from hamisim.hami.reference import NOUSE_TYPE, USE_TYPE, collapsed_usage, type_allowed
+from hamisim.kube.queue import REJ_FIT
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import Pod
 from hamisim.research.model import (
@@ -224,9 +225,12 @@ class ResearchScheduler:
         if n_tied == 0:
             nodes = np.array(core.np_rej_node[:core.n_rejected], dtype=np.int64)
             bits = np.array(core.np_rej_bits[:core.n_rejected], dtype=np.int64)
+            # a resource filter's verdict: the queue moves the pod when a
+            # running pod leaves, as it does for NodeResourcesFit's
             return Decision(pod.name, message=histogram_message(self.n_nodes,
                                                                 bits_histogram(bits)),
-                            reasons_factory=lambda: self._node_reasons(nodes, bits))
+                            reasons_factory=lambda: self._node_reasons(nodes, bits),
+                            rejectors=REJ_FIT)
         if n_tied > 1 and (self.tie_random or code == P_RANDOM):
             j = int(self.rng.integers(n_tied))
         else:

@@ -37,6 +37,7 @@ from hamisim import _core
 from hamisim.cluster import Cluster
 from hamisim.hami.policy import filter_error
 from hamisim.kube.filters import kube_minor
+from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
@@ -279,7 +280,11 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 retry=config.retry != "none" and config.mode == "replay",
                 flush_after=float(config.flush_after),
                 backoff_initial=float(config.backoff_initial),
-                backoff_max=float(config.backoff_max), sample_interval=config.sample_interval,
+                backoff_max=float(config.backoff_max),
+                hints=queueing_hints(cluster.scheduler.kube_scheduler_version),
+                backoff_flush_period=float(config.backoff_flush_period),
+                leftover_flush_period=float(config.leftover_flush_period),
+                sample_interval=config.sample_interval,
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
                 fail_message=_fail_message(sched, trace, templates["t_wants_gpu"]),

@@ -17,9 +17,14 @@ class EngineConfig:
 
     mode: str = "replay"             # replay | fill
     retry: str = "backoff"           # backoff | none
+    # kube-scheduler's queue (hamisim.kube.queue): podInitialBackoffSeconds,
+    # podMaxBackoffSeconds, podMaxInUnschedulablePodsDuration, and the periods of
+    # its two flushes (flushBackoffQCompleted, flushUnschedulablePodsLeftover)
     backoff_initial: float = 1.0
     backoff_max: float = 10.0
     flush_after: float = 300.0
+    backoff_flush_period: float = 1.0
+    leftover_flush_period: float = 30.0
     seed: int = 0
     backend: str = "kernel"
     progress: bool | None = None     # None = only on a terminal

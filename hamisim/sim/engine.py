@@ -4,17 +4,20 @@ Two modes:
 
 * ``replay``: pods arrive at their trace times and run for ``duration`` after
   binding (or until an absolute ``deletion``, which also abandons a pod that
-  is still pending). kube-scheduler's queue sits in front of HAMi: pods are
-  tried by priority, then arrival order; a pod that fits nowhere waits in the
-  unschedulable queue until a pod departs, then retries after its backoff
-  (``backoff_initial`` doubling per failed attempt up to ``backoff_max``), or
-  after ``flush_after`` seconds at the latest (kube-scheduler's 5-minute
-  flush of unschedulable pods). ``retry="none"`` gives one attempt per pod.
+  is still pending). kube-scheduler v1.32's scheduling queue sits in front of
+  HAMi (:mod:`hamisim.kube.queue` has its rules): pods are tried by priority,
+  then queue timestamp; a pod that fits nowhere waits among the unschedulable
+  pods until an event its rejectors care about (a bind, a running pod's update
+  or departure) moves it, after its backoff, or until the 30 s flush after 5
+  minutes. ``retry="none"`` gives one attempt per pod.
 * ``fill``: the FGD paper's protocol: pods are submitted one at a time (one
   second apart), each gets one attempt, nothing departs.
 
-Events at equal times: departures first, then arrivals in trace order, then
-one scheduling pass over the active queue. Arrivals are read lazily from the
+Events at equal times: departures first, then arrivals in trace order and the
+queue's flushes, then one scheduling pass over the active queue. The run ends
+when nothing can change any more: every pod has arrived, no departure or
+deletion is pending, and every pending pod has been tried since the cluster
+last changed (later retries would meet the same cluster). Arrivals are read lazily from the
 trace; each pod's work is a callback on a SimPy event, not a process.
 
 This module is the readable engine, the specification of a run.
@@ -36,6 +39,19 @@ import simpy
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Decision, devices_annotation
 from hamisim.hami.reference import aligned_usage, collapsed_usage
+from hamisim.kube.queue import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    REJ_EXTENDER,
+    REJ_FIT,
+    backoff_duration,
+    backoff_flush_time,
+    delay_to,
+    leftover_flush_time,
+    moved_by,
+    queueing_hints,
+)
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import Container, Pod, admission_error
 from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
@@ -75,7 +91,8 @@ class _PodState:
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "last_attempt", "gen", "node", "usage", "cls", "first_attempt",
-                 "bind_time", "devices", "preempted_by", "containers")
+                 "bind_time", "devices", "preempted_by", "containers", "timestamp",
+                 "rejectors", "message", "tried")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -97,6 +114,11 @@ class _PodState:
         self.devices: str | None = None
         self.preempted_by: str | None = None
         self.containers: list | None = None     # picks, kept only to shrink at init_duration
+        # kube-scheduler's queue (hamisim.kube.queue)
+        self.timestamp = arrival        # arrival, then the time of the last failure
+        self.rejectors = 0              # the plugins that rejected the last attempt
+        self.message: str | None = None # the last FailedScheduling text written
+        self.tried = -1                 # Engine.changes at the last attempt
 
 
 class _Timer(simpy.events.Event):
@@ -158,8 +180,16 @@ class _Engine:
         self.retry = config.retry != "none" and config.mode == "replay"   # fill: one attempt
         self.env = simpy.Environment()
         self.pods: dict[str, _PodState] = {}
-        self.active: list[tuple[int, int, str]] = []
-        self.unschedulable: dict[str, None] = {}
+        self.active: list[tuple[int, float, int, str]] = []
+        #: unschedulable pods HAMi rejected (moved by any pod event with
+        #: QueueingHints), and those only NodeResourcesFit and the static filters
+        #: rejected (moved by a running pod's departure); pods only the static
+        #: filters rejected wait for the leftover flush
+        self.unschedulable_extender: dict[str, None] = {}
+        self.unschedulable_fit: dict[str, None] = {}
+        self.hints = queueing_hints(cluster.scheduler.kube_scheduler_version)
+        self.changes = 0        # cluster changes so far (binds, departures, updates)
+        self.stale = 0          # pending pods not tried since the last change
         self.pass_wanted = False                # a scheduling pass is due at this time
         self.pass_scheduled = False             # ... and queued as a SimPy event
         self.upcoming = None                    # next (order, trace pod) to arrive
@@ -220,11 +250,12 @@ class _Engine:
         _Timer(self.env, delay, priority, self._on_timer, action, arg)
 
     def _at_live(self, delay: float, priority: int, action, arg=None) -> None:
-        """Like :meth:`_at`, for a timer that can change the cluster (departure,
-        deletion, backoff end).
+        """Like :meth:`_at`, for a timer that changes the cluster (departure,
+        deletion, end of a grace period or of init containers).
 
-        While none is pending and all pods have arrived, nothing can change any
-        more: the 5-minute flush then stops, and with it the simulation.
+        While none is pending, all pods have arrived and every pending pod was
+        tried since the last change, nothing can change any more: the queue's
+        timers then lapse, and with them the simulation.
         """
         self.live += 1
         _Timer(self.env, delay, priority, self._on_timer, action, arg, live=True)
@@ -272,9 +303,10 @@ class _Engine:
                           st.node, st.devices, st.attempts, end, st.preempted_by)
 
     def _enqueue(self, st: _PodState) -> None:
+        """Into the active queue: by priority, then queue timestamp, then arrival."""
         st.status = "queued"
         st.gen += 1
-        heapq.heappush(self.active, (-st.pod.priority, st.order, st.pod.name))
+        heapq.heappush(self.active, (-st.pod.priority, st.timestamp, st.order, st.pod.name))
 
     # -- arrivals ----------------------------------------------------------
     def _arrivals(self, timer: _Timer) -> None:
@@ -306,6 +338,7 @@ class _Engine:
         self.pods[name] = st
         self.n_arrived += 1
         self.n_pending += 1
+        self.stale += 1
         self.gpu_arrived += st.gpu
         self.rec.event(now, name, "arrive")
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
@@ -327,7 +360,7 @@ class _Engine:
         self.pass_wanted = False
         active, pods = self.active, self.pods
         while active:
-            _, _, name = heapq.heappop(active)
+            name = heapq.heappop(active)[3]
             st = pods.get(name)
             if st is None or st.status != "queued":
                 continue
@@ -348,6 +381,10 @@ class _Engine:
             st.first_attempt = now
         st.attempts += 1
         st.last_attempt = now
+        if st.tried != self.changes:
+            self.stale -= 1
+            st.tried = self.changes
+        nominated = self.kube.nominated.get(st.pod.name)
         started = perf_counter()
         post = None
         try:
@@ -365,12 +402,15 @@ class _Engine:
             if not self.retry:
                 self._abandon(st, "not retried (retry: none)")
             else:
-                st.status = "unschedulable"
-                st.gen += 1
-                self.unschedulable[st.pod.name] = None
-                self._at(self.cfg.flush_after, _ARRIVE, self._flush, (st, st.gen))
+                renominated = self.kube.nominated.get(st.pod.name) != nominated
+                self._unschedulable(st, d.rejectors, message, renominated)
             if post is not None and post.victims:
                 node = self.cluster.nodes[post.nominate].name
+                for name in post.cleared:
+                    # kube-scheduler clears their nominated node: a status update
+                    cleared = self.pods.get(name)
+                    if cleared is not None:
+                        self._own_update(cleared)
                 for v in post.victims:
                     self.pods[v.name].preempted_by = st.pod.name
                     self._terminate(v.name, "preempt",
@@ -410,6 +450,7 @@ class _Engine:
         self.rec.event(now, pod.name, "bind", d.node, devices)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.bind(pod, d)
+        self._changed(ASSIGNED_POD_ADD)
         if self.replay and st.deletion is None and st.duration is not None:
             self._at_live(st.duration, _DEPART, self._delete, pod.name)
         if self.replay and pod.init_duration is not None and pod.init_containers \
@@ -423,7 +464,10 @@ class _Engine:
         self.kube.gone(st.pod.name)
         st.status = "gone"
         st.gen += 1
-        self.unschedulable.pop(st.pod.name, None)
+        self.unschedulable_extender.pop(st.pod.name, None)
+        self.unschedulable_fit.pop(st.pod.name, None)
+        if st.tried != self.changes:
+            self.stale -= 1
         self.n_pending -= 1
         self.n_abandoned += 1
         if event == "rejected":
@@ -465,8 +509,7 @@ class _Engine:
         self.meter.apply_rows(node, *st.usage, 0, 1)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.init_done(name, app_only)
-        if self.unschedulable:
-            self._wake_unschedulable()          # HAMi sees room on that card now
+        self._changed(ASSIGNED_POD_UPDATE)      # HAMi sees room on that card now
         self._sample()
 
     def _deletion(self, name: str) -> None:
@@ -492,6 +535,7 @@ class _Engine:
             self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
                            message=message)
             self._at_live(grace, _DEPART, self._delete, name)
+            self._changed(ASSIGNED_POD_UPDATE)  # its deletionTimestamp is set
             return
         self._remove(name, "depart" if event == "terminate" else event, message)
 
@@ -518,49 +562,92 @@ class _Engine:
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.depart(name)
             del self.pods[name]
-            if self.unschedulable:
-                self._wake_unschedulable()
+            self._changed(ASSIGNED_POD_DELETE)
         else:
             self._abandon(st, "deleted while pending")
         self._sample()
 
-    def _backoff(self, st: _PodState) -> float:
-        # kube-scheduler doubles up to the cap; the exponent is bounded so a
-        # pod retried thousands of times cannot overflow a float
-        doublings = min(max(st.attempts - 1, 0), 64)
-        return min(self.cfg.backoff_initial * 2.0 ** doublings, self.cfg.backoff_max)
-
-    def _wake_unschedulable(self) -> None:
-        """A pod departed: every unschedulable pod goes to the active queue, or
-        waits out the rest of its backoff first."""
+    # -- kube-scheduler's queue (hamisim.kube.queue) ------------------------
+    def _unschedulable(self, st: _PodState, rejectors: int, message: str,
+                       renominated: bool) -> None:
+        """The attempt failed: the pod waits among the unschedulable pods, or in
+        the backoff queue after an error (no plugin rejected it)."""
         now = self.env.now
-        for name in list(self.unschedulable):
-            st = self.pods[name]
-            del self.unschedulable[name]
-            ready = st.last_attempt + self._backoff(st)
-            if ready <= now:
-                self._enqueue(st)
-                self._request_pass()
-            else:
-                st.status = "backoff"
-                st.gen += 1
-                gen = st.gen
-                self._at_live(ready - now, _ARRIVE, self._retry, (st, gen))
+        st.timestamp = now
+        st.rejectors = rejectors
+        # kube-scheduler writes the PodScheduled condition only when it changes
+        written = message != st.message or renominated
+        st.message = message
+        if not rejectors:
+            self._to_backoff(st)
+            return
+        st.status = "unschedulable"
+        st.gen += 1
+        if rejectors & REJ_EXTENDER:
+            self.unschedulable_extender[st.pod.name] = None
+        elif rejectors & REJ_FIT:
+            self.unschedulable_fit[st.pod.name] = None
+        when = leftover_flush_time(now, self.cfg.flush_after, self.cfg.leftover_flush_period)
+        self._at(delay_to(now, when), _ARRIVE, self._leftover, (st, st.gen))
+        if written:
+            self._own_update(st)
+
+    def _own_update(self, st: _PodState) -> None:
+        """kube-scheduler wrote the pending pod's status: with QueueingHints the
+        extender's registration for every event moves it."""
+        if st.status == "unschedulable" and self.hints and st.rejectors & REJ_EXTENDER:
+            self._move(st)
+
+    def _changed(self, event: int) -> None:
+        """The cluster changed by ``event``: every pending pod may fit now (the
+        run goes on until each was tried), and the unschedulable pods whose
+        rejectors registered for the event move."""
+        self.changes += 1
+        self.stale = self.n_pending
+        if self.unschedulable_extender and moved_by(event, REJ_EXTENDER, self.hints):
+            for name in list(self.unschedulable_extender):
+                self._move(self.pods[name])
+        if self.unschedulable_fit and moved_by(event, REJ_FIT, self.hints):
+            for name in list(self.unschedulable_fit):
+                self._move(self.pods[name])
+
+    def _backoff_end(self, st: _PodState) -> float:
+        return st.timestamp + backoff_duration(st.attempts, self.cfg.backoff_initial,
+                                               self.cfg.backoff_max)
+
+    def _move(self, st: _PodState) -> None:
+        """Out of the unschedulable pods: to the active queue when its backoff
+        is over, else to the backoff queue."""
+        self.unschedulable_extender.pop(st.pod.name, None)
+        self.unschedulable_fit.pop(st.pod.name, None)
+        if self._backoff_end(st) <= self.env.now:
+            self._enqueue(st)
+            self._request_pass()
+        else:
+            self._to_backoff(st)
+
+    def _to_backoff(self, st: _PodState) -> None:
+        """Into the backoff queue, until the flush tick after its backoff ends."""
+        st.status = "backoff"
+        st.gen += 1
+        now = self.env.now
+        when = backoff_flush_time(self._backoff_end(st), self.cfg.backoff_flush_period)
+        self._at(delay_to(now, when), _ARRIVE, self._retry, (st, st.gen))
+
+    def _over(self) -> bool:
+        """Whether nothing can change any more (then the queue's timers lapse)."""
+        return self.feeder_done and self.live == 0 and self.stale == 0
 
     def _retry(self, item: tuple[_PodState, int]) -> None:
         st, gen = item
-        if st.gen == gen and st.status == "backoff":
+        if st.gen == gen and st.status == "backoff" and not self._over():
             self._enqueue(st)
             self._request_pass()
 
-    def _flush(self, item: tuple[_PodState, int]) -> None:
+    def _leftover(self, item: tuple[_PodState, int]) -> None:
         st, gen = item
-        if self.feeder_done and self.live == 0:
-            return          # nothing can change any more: the run is over
-        if st.gen == gen and st.status == "unschedulable":
-            self.unschedulable.pop(st.pod.name, None)
-            self._enqueue(st)
-            self._request_pass()
+        if st.gen == gen and st.status == "unschedulable" and not self._over():
+            self._move(st)
 
     # -- modes -----------------------------------------------------------
     def run_replay(self, trace: Iterable[TracePodLike], total: int | None) -> None:
@@ -598,6 +685,7 @@ class _Engine:
             self.pods[pod.name] = st
             self.n_arrived += 1
             self.n_pending += 1
+            self.stale += 1
             self.gpu_arrived += st.gpu
             self.rec.event(order, pod.name, "arrive")
             if self.checker is not None:  # --check (hamisim/sim/checker.py)

@@ -52,6 +52,7 @@ from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate
 from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.filters import hides_taints
 from hamisim.kube.fit import resource_fit_reasons
+from hamisim.kube.queue import REJ_EXTENDER, REJ_FIT, REJ_STATIC
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import NO_PERCENTAGE, Pod, admit, pod_requests
 from hamisim.shapes import ShapeCache
@@ -109,6 +110,19 @@ def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
 
 
 _INT64_MAX = 2**63 - 1
+
+
+def attempt_rejectors(rejected_bits: int, n_passed: int) -> int:
+    """The plugins that rejected a failed kernel attempt, as
+    :mod:`hamisim.kube.queue`'s bits, from the kernel's union of the rejected
+    nodes' bits (1 CPU, 2 memory, 4 and up a static filter) and the number of
+    nodes that passed kube-scheduler's filters (HAMi removed them all)."""
+    rejectors = REJ_EXTENDER if n_passed else 0
+    if rejected_bits & 3:
+        rejectors |= REJ_FIT
+    if rejected_bits >> 2:
+        rejectors |= REJ_STATIC
+    return rejectors
 
 
 def _limit(value: int | None) -> int:
@@ -354,7 +368,8 @@ class KernelScheduler:
                 snap = self._failure_snapshot(wants_gpu)
                 return Decision(pod.name, message=msg,
                                 reasons_factory=lambda: self._node_reasons(snap),
-                                n_potential=self.potential_nodes())
+                                n_potential=self.potential_nodes(),
+                                rejectors=attempt_rejectors(core.rej_union, core.n_window))
         spec, wants_gpu = shape.spec, shape.wants_gpu
         names = state.node_names
         n_req, n_init = shape.n_req, shape.n_init
