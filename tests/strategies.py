@@ -150,7 +150,7 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True):
         percentage_of_nodes_to_score=draw(st.sampled_from([0, 10, 50, 100])),
         node_tie_break=draw(st.sampled_from(["last", "random"])),
         preemption=draw(st.integers(0, 4)) != 0,
-        kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.34", "1.35"])))
+        kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.31", "1.34", "1.35"])))
     return Cluster(tuple(nodes), cfg, quotas=draw(quotas()) if with_quotas else {})
 
 

@@ -60,6 +60,8 @@ def configs(draw) -> EngineConfig:
         flush_after=draw(st.sampled_from([300.0, 7.5])),
         backoff_initial=draw(st.sampled_from([1.0, 0.25])),
         backoff_max=draw(st.sampled_from([10.0, 2.0])),
+        backoff_flush_period=draw(st.sampled_from([1.0, 0.3])),
+        leftover_flush_period=draw(st.sampled_from([30.0, 4.0])),
         sample_interval=draw(st.sampled_from([None, None, 0.5, 10.0])),
         seed=draw(st.integers(0, 3)))
 
