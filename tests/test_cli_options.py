@@ -126,3 +126,26 @@ def test_explain_max_nodes_and_node_choose_what_is_printed(tmp_path, capsys):
     assert printed_nodes() == ["Node n-0", "Node n-1", "Node n-2"]      # 3 <= 20
     assert printed_nodes("--max-nodes", "2") == []                       # 3 > 2: a summary
     assert printed_nodes("--max-nodes", "2", "--node", "n-1") == ["Node n-1"]
+
+
+def test_explain_attempt_replays_the_chosen_attempt(tmp_path, capsys):
+    # b waits for a's card: tried at 0.4 and 2.0 (HAMi rejects it), bound at 100
+    (tmp_path / "c.yaml").write_text(group_cluster(1, gpus=1, prefix="n"))
+    (tmp_path / "t.csv").write_text("name,arrival,deletion,gpu\na,0,100,1\nb,0.4,,1\n")
+    out = tmp_path / "run"
+    assert main(["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--out", str(out),
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+
+    def attempt(*extra) -> dict:
+        assert main(["explain", "--run", str(out), "--pod", "b", "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    first, default, last = attempt("--attempt", "1"), attempt(), attempt("--attempt", "-1")
+    assert (first["context"]["time"], first["context"]["event"], first["chosen"]) == \
+        (0.4, "unschedulable", None)
+    # the default is the last unschedulable attempt
+    assert (default["context"]["time"], default["context"]["event"]) == (2.0, "unschedulable")
+    assert (last["context"]["time"], last["context"]["event"], last["chosen"]) == \
+        (100.0, "bind", "n-0")
+    assert attempt("--attempt", "3") == last and last["context"]["attempts"] == 3

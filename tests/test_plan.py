@@ -94,6 +94,40 @@ def test_aggregate_and_target_override(brute_force, tmp_path):
     assert by_median.answer == smallest_meeting(sweep.table, median.target, "median") == 5
 
 
+def test_aggregate_mean(brute_force, tmp_path):
+    folder, sweep = brute_force
+    target = "pending_p99_s <= 110"
+    (folder / "mean.yaml").write_text(PLAN.replace("target: pending_p99_s <= 200",
+                                                   f"target: {target}\naggregate: mean"))
+    plan = load_plan(folder / "mean.yaml")
+    by_mean = run_plan(plan, tmp_path / "mean", workers=2, progress=False)
+    expected = smallest_meeting(sweep.table, plan.target, "mean")
+    assert by_mean.answer == expected
+    # the curve holds the mean of the seeds at every size it tried
+    means = sweep.table.groupby("replicas")["pending_p99_s"].mean()
+    for _, row in by_mean.curve.iterrows():
+        assert row["pending_p99_s"] == pytest.approx(means[row["replicas"]])
+
+
+def test_cli_min_and_max_evaluations(brute_force, tmp_path, capsys):
+    folder, _ = brute_force
+    # --min above the answer (5): the smallest size searched meets the target
+    assert main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "min"),
+                 "--min", "7", "--workers", "2", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("hamisim plan: 7 nodes of group 'gpu'")
+    curve = pd.read_csv(tmp_path / "min" / "curve.csv")
+    assert curve["replicas"].min() == 7
+    # --max-evaluations 2: the top and the middle only, an answer bracketed, not exact
+    status = main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "k"),
+                   "--max-evaluations", "2", "--workers", "2", "--format", "csv"])
+    out = capsys.readouterr().out
+    curve = pd.read_csv(tmp_path / "k" / "curve.csv")
+    assert curve["replicas"].tolist() == [6, 12]
+    doc = json.loads((tmp_path / "k" / "plan.json").read_text())
+    assert doc["evaluations"] == 2 and not doc["exact"] and doc["answer"] == 6
+    assert status == 0 and "2..6" in out
+
+
 def test_parallel_rounds_find_the_same_answer(brute_force, tmp_path):
     folder, _ = brute_force
     (folder / "rounds.yaml").write_text(PLAN.replace("search: {min: 2, max: 12}",

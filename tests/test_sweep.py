@@ -153,6 +153,95 @@ def test_cli_sweep_csv_and_resume_reuses_every_cell(inputs, tmp_path, capsys):
     assert len(table) == N_CELLS and table["cell"].is_unique
 
 
+SMALL = SWEEP.replace("replicas: [2, 3, 4]", "replicas: [2, 3]").replace(
+    "node_scheduler_policy: [binpack, spread]", "node_scheduler_policy: binpack").replace(
+    "seeds: 2", "seeds: 1")
+
+
+def test_cli_overwrite_starts_afresh_and_keeps_other_files(tmp_path, capsys):
+    inputs = make_inputs(tmp_path / "in", SMALL)
+    out = tmp_path / "out"
+    assert main(["sweep", str(inputs), "--out", str(out), "--workers", "1"]) == 0
+    old = set(cell_dirs(out))
+    (out / "notes.txt").write_text("mine")
+    inputs.write_text(SMALL.replace("seeds: 1", "seeds: [7]"))        # other cells
+    capsys.readouterr()
+    assert main(["sweep", str(inputs), "--out", str(out), "--resume", "--overwrite"]) == 2
+    assert "give --resume or --overwrite, not both" in capsys.readouterr().err
+    assert main(["sweep", str(inputs), "--out", str(out), "--workers", "1",
+                 "--overwrite"]) == 0
+    assert "(ran 2, reused 0)" in capsys.readouterr().out
+    new = set(cell_dirs(out))
+    assert len(new) == 2 and not new & old          # the earlier cells are gone
+    assert set(pd.read_parquet(out / "results.parquet")["cell"]) == new
+    assert (out / "notes.txt").read_text() == "mine"    # only hamisim's files are removed
+
+
+class _CrashingRunner(CellRunner):
+    """The CLI's runner, with a task whose worker dies on every 3-node cell."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["task"] = functools.partial(crash_always, 3)
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize("command", ["sweep", "plan"])
+@pytest.mark.parametrize("retries", [0, 1])
+def test_cli_retries_is_how_often_a_lost_cell_runs_again(tmp_path, capsys, monkeypatch,
+                                                         command, retries):
+    import hamisim.studies.plan as plan_module
+    import hamisim.studies.sweep as sweep_module
+    monkeypatch.setattr(sweep_module, "CellRunner", _CrashingRunner)
+    monkeypatch.setattr(plan_module, "CellRunner", _CrashingRunner)
+    inputs = make_inputs(tmp_path / "in", SMALL)
+    if command == "plan":
+        inputs.write_text("cluster: {file: cluster.yaml, vary: gpu}\n"
+                          "workload: {trace: trace.csv, offered_gpus: 10, n_pods: 300, "
+                          "max_lifetime: 600}\ntarget: pending_p99_s <= 100000\n"
+                          "search: {min: 2, max: 3}\n")
+    out = tmp_path / "out"
+    assert main([command, str(inputs), "--out", str(out), "--workers", "1",
+                 "--retries", str(retries)]) == 1
+    assert f"lost {retries + 1} times" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("workload, axis, flags", [
+    ("{trace: trace.csv, load: [0.5, 0.9], n_pods: 120, max_lifetime: 600}", "load",
+     ["--load", "{}", "--pods", "120", "--max-lifetime", "600"]),
+    ("{trace: trace.csv, mode: fill, fill_to: [50, 90]}", "fill_to",
+     ["--mode", "fill", "--fill-to", "{}"]),
+])
+def test_a_cell_is_the_run_it_names(tmp_path, capsys, workload, axis, flags):
+    # each cell of a load or fill axis gives what `hamisim run` gives with those options
+    inputs = make_inputs(tmp_path / "in", f"cluster: cluster.yaml\nworkload: {workload}\n"
+                         "seeds: [3]\n")
+    out = tmp_path / "out"
+    outcome = run_sweep(load_sweep(inputs), out, workers=1, progress=False)
+    assert len(outcome.table) == 2
+    for cell in outcome.table["cell"]:
+        cell_summary = json.loads((out / "cells" / cell / "summary.json").read_text())
+        value = cell_summary["inputs"][axis if axis == "load" else "fill_to_pct"]
+        run_out = tmp_path / f"run-{value}"
+        args = [a.format(value) for a in flags]
+        assert main(["run", str(tmp_path / "in" / "cluster.yaml"), str(tmp_path / "in" /
+                     "trace.csv"), *args, "--seed", "3", "--out", str(run_out),
+                     "--no-progress"]) == 0
+        run_summary = json.loads((run_out / "summary.json").read_text())
+        keep = ("pods", "bound", "attempts", "abandoned", "queueing_delay_p99_s",
+                "mean_gpu_allocated_pct", "mean_frag_pct_of_capacity", "end_time_s")
+        assert {k: cell_summary["results"][k] for k in keep} == \
+            {k: run_summary["results"][k] for k in keep}
+        assert cell_summary["inputs"]["mode"] == ("fill" if axis == "fill_to" else "replay")
+    capsys.readouterr()
+    values = sorted(json.loads((out / "cells" / c / "summary.json").read_text())["inputs"][
+        axis if axis == "load" else "fill_to_pct"] for c in outcome.table["cell"])
+    assert values == ([0.5, 0.9] if axis == "load" else [50, 90])
+    # and the two cells are different runs
+    first, second = (json.loads((out / "cells" / c / "summary.json").read_text())["results"]
+                     for c in outcome.table["cell"])
+    assert (first["pods"], first["end_time_s"]) != (second["pods"], second["end_time_s"])
+
+
 def test_cell_ids_hash_contents_not_paths(inputs, tmp_path):
     ids = [c.id for c in load_sweep(inputs).cells]
     copy = make_inputs(tmp_path / "elsewhere")
