@@ -162,3 +162,46 @@ def test_hypothesis_keeps_its_files_outside_the_checkout():
     assert isinstance(db, DirectoryBasedExampleDatabase)
     assert not Path(db.path).resolve().is_relative_to(root)
     assert not Path(storage_directory("constants").path).resolve().is_relative_to(root)
+
+
+def module_patches(source: str) -> list[str]:
+    """Assignments in a test file to an attribute of a module it imported
+    (``clusterfile.MAX_NODES = 10``): such a patch outlives the test and
+    changes every test after it; ``monkeypatch.setattr`` undoes itself."""
+    tree = ast.parse(source)
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split(".")[0] == "hamisim":
+            # `from hamisim.io import clusterfile`: names that may be modules
+            modules.update(a.asname or a.name for a in node.names)
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            base = t
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(t, ast.Attribute) and isinstance(base, ast.Name) and \
+                    base.id in modules:
+                found.append(f"line {node.lineno}: {ast.unparse(t)}")
+    return found
+
+
+def test_no_test_patches_a_module_for_good():
+    tests = Path(__file__).resolve().parent
+    found = {p.name: hits for p in sorted(tests.glob("*.py"))
+             if (hits := module_patches(p.read_text()))}
+    assert found == {}
+
+
+def test_the_patch_rule_catches_a_patch():
+    assert module_patches("from hamisim.io import clusterfile\nclusterfile.MAX_NODES = 3\n") \
+        == ["line 2: clusterfile.MAX_NODES"]
+    assert module_patches("import hamisim.kube.queue\nhamisim.kube.queue.X = 1\n") \
+        == ["line 2: hamisim.kube.queue.X"]
+    assert module_patches("import pytest\ndef t(monkeypatch):\n"
+                          "    monkeypatch.setattr('a.b', 1)\n") == []
