@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hamisim.topology import ServerTopology
+
 __all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Quota", "Cluster",
            "group_of", "NO_GPU_GROUP", "KUBE_SCHEDULER_VERSIONS", "INIT_CONTAINER_USAGES",
            "QUOTA_MEMORY", "QUOTA_CORES"]
@@ -79,6 +81,8 @@ class Node:
     #: ``spec.unschedulable`` (``kubectl cordon``): kube-scheduler's
     #: NodeUnschedulable filter rejects the node before HAMi sees it
     unschedulable: bool = False
+    #: where its cards sit (NUMA, PCIe switches, NVLink, NICs); ``None`` = not described
+    topology: ServerTopology | None = None
 
     @property
     def registered(self) -> bool:

@@ -101,12 +101,28 @@ nodes:
 
 SCENARIOS = sorted((WORKLOADS / "scenarios").glob("*.yaml"))
 GOOD_CLUSTER = (BAD / "good" / "cluster.yaml").read_bytes()
+#: server topologies: a template, one with overrides, one described in full
+TOPOLOGY_CLUSTER = b"""\
+scheduler: {gpu_scheduler_policy: topology-aware}
+nodes:
+  - {name_prefix: dgx, replicas: 2, topology: dgx-h100}
+  - name: box
+    topology: {template: pcie-4gpu, nics: [{numa: 1, switch: 1}], score: true}
+  - name: custom
+    gpus: 3
+    card: {devmem: 24576, type: NVIDIA-A10}
+    topology:
+      gpus: [{numa: 0, switch: 0, board: 0}, {numa: 0, switch: 0, board: 0}, {numa: 1, switch: 1}]
+      nvlink: [[0, 2, 3], [2, 0, 2]]
+      nvswitch: [0, 0, 0]
+"""
 
 SEEDS: dict[str, tuple[str, list[bytes]]] = {
-    "cluster-yaml": (".yaml", [GOOD_CLUSTER, ANNOTATED_CLUSTER,
+    "cluster-yaml": (".yaml", [GOOD_CLUSTER, ANNOTATED_CLUSTER, TOPOLOGY_CLUSTER,
                                (WORKLOADS / "sweeps" / "openb-g3-pool.yaml").read_bytes()]),
     "cluster-json": (".json", [json.dumps(yaml.safe_load(GOOD_CLUSTER), indent=1).encode(),
-                               json.dumps(yaml.safe_load(ANNOTATED_CLUSTER)).encode()]),
+                               json.dumps(yaml.safe_load(ANNOTATED_CLUSTER)).encode(),
+                               json.dumps(yaml.safe_load(TOPOLOGY_CLUSTER)).encode()]),
     "cluster-openb": (".csv", [_head(WORKLOADS / "openb" / "openb_node_list_gpu_node.csv", 12)]),
     "trace-csv": (".csv", [(BAD / "good" / "trace.csv").read_bytes(), _trace_bytes(".csv")]),
     "trace-openb": (".csv", [_head(WORKLOADS / "openb" / "openb_pod_list_default.csv", 12),

@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "hamisim"
 
 #: Parts of the package and the parts each may import (besides itself).
-MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes",
+MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes", "hamisim.topology",
          "hamisim.workload", "hamisim.registry"}
 ALLOWED = {
     "model": {"model"},

@@ -77,6 +77,7 @@ offending item; nothing is half-loaded.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import warnings
@@ -97,6 +98,7 @@ from hamisim.cluster import (
     Taint,
 )
 from hamisim.errors import InputError, InputWarning
+from hamisim.hami.gpuscore import gpu_scores, topology_scored
 from hamisim.hami.policy import policy_problem, warn_policy
 from hamisim.io.documents import (
     INT32_MAX,
@@ -109,6 +111,7 @@ from hamisim.io.documents import (
 )
 from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
 from hamisim.io.tables import first_line, read_text
+from hamisim.topology import MAX_NVLINKS, TEMPLATES, GpuPlace, NicPlace, ServerTopology
 
 __all__ = [
     "load_cluster", "cluster_from_path", "cluster_from_document", "scheduler_from_document",
@@ -122,6 +125,7 @@ SCHEDULER_KEYS = frozenset({
     "preemption", "kube_scheduler_version", "init_container_usage",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
+                       "topology",
                        "gpus", "card", "group", "labels", "taints", "unschedulable"})
 GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
 CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
@@ -166,7 +170,8 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     doc.check_keys(CLUSTER_KEYS | set(extra_keys))
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
-    nodes = nodes_from_document(doc.require("nodes"), resize=resize)
+    nodes = nodes_from_document(doc.require("nodes"), resize=resize,
+                                gpu_policy=config.gpu_scheduler_policy)
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
                    quotas=quotas_from_document(quotas) if quotas is not None else {})
@@ -283,10 +288,11 @@ def _kube_version(doc: Doc, default: str) -> str:
     return text
 
 
-def nodes_from_document(value: Value, *,
-                        resize: Mapping[str, int] | None = None) -> tuple[Node, ...]:
+def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None,
+                        gpu_policy: str = "spread") -> tuple[Node, ...]:
     """The ``nodes:`` list (groups expanded, ``resize`` applied), checking cluster-wide
-    uniqueness."""
+    uniqueness. ``gpu_policy``: the cluster's card policy (HAMi's chart turns the
+    device plugin's topology scores on when it is ``topology-aware``)."""
     items = value.as_list("'nodes'")
     resized: set[str] = set()
     if not items:
@@ -297,7 +303,7 @@ def nodes_from_document(value: Value, *,
     totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
-        for node, card_lines in _expand_entry(entry, totals, resize, resized):
+        for node, card_lines in _expand_entry(entry, totals, resize, resized, gpu_policy):
             if node.name in node_lines:
                 raise entry.error(f"duplicate node name '{node.name}' "
                                   f"(first defined on line {node_lines[node.name]})")
@@ -359,8 +365,8 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
     if type(entries) is not list or not entries:
         raise _Slow
     plain = [type(e) is dict and set(e) <= _PLAIN_NODE_KEYS for e in entries]
-    if not all(type(e) is dict for e in entries):
-        raise _Slow
+    if not all(type(e) is dict for e in entries) or any("topology" in e for e in entries):
+        raise _Slow                 # topologies may warn: the line-tracking reader does
     made_plain = iter(_plain_nodes([e for e, ok in zip(entries, plain) if ok]))
     nodes: list[Node] = []
     totals = [0, 0]
@@ -519,18 +525,20 @@ def _card(id, index, count, devmem, devcore, type, numa, health, mode) -> Card:
 class _CardSpec:
     """A validated card before its final id is known (groups derive ids)."""
 
-    __slots__ = ("card", "local", "line", "explicit_id")
+    __slots__ = ("card", "local", "line", "explicit_id", "numa_given")
 
-    def __init__(self, card: Card, local: str, line: int, explicit_id: bool) -> None:
+    def __init__(self, card: Card, local: str, line: int, explicit_id: bool,
+                 numa_given: bool = True) -> None:
         self.card = card
         self.local = local
         self.line = line
         self.explicit_id = explicit_id
+        self.numa_given = numa_given
 
 
 def _expand_entry(entry: Doc, totals: list[int] | None = None,
-                  resize: Mapping[str, int] | None = None, resized: set[str] | None = None
-                  ) -> list[tuple[Node, dict[str, int]]]:
+                  resize: Mapping[str, int] | None = None, resized: set[str] | None = None,
+                  gpu_policy: str = "spread") -> list[tuple[Node, dict[str, int]]]:
     """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
     group = "replicas" in entry
     if group:
@@ -565,7 +573,10 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
     entry = entry.with_context(ctx)
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
+    topology = server_topology(entry.get("topology")) if "topology" in entry else None
     specs = _card_specs(entry, derived_ids=group)
+    if topology is not None:
+        specs = _place_cards(entry, specs, topology)
     if len(specs) > MAX_CARDS_PER_NODE:
         raise entry.error(f"{len(specs)} cards on one node; hamisim models at most "
                           f"{MAX_CARDS_PER_NODE} cards per node",
@@ -577,9 +588,19 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
             raise entry.error(f"the cluster would have {totals[0]:,} nodes and {totals[1]:,} "
                               f"cards so far; hamisim models at most {MAX_NODES:,} nodes and "
                               f"{MAX_CARDS:,} cards")
-    derive = group or "gpus" in entry
+    derive = group or "gpus" in entry or (topology is not None and not _gives_cards(entry))
     local_ids = {s.local: s for s in specs}
     scores = _pair_scores(entry, local_ids)
+    if topology is not None and not scores and topology_scored(topology, gpu_policy):
+        by_index = {s.card.index: s.local for s in specs}
+        derived, asymmetric = gpu_scores(topology)
+        scores = {by_index[a]: {by_index[b]: v for b, v in row.items()}
+                  for a, row in derived.items()}
+        if asymmetric:
+            warnings.warn(InputWarning(
+                f"{entry.path}:{entry.key_line('topology')}",
+                f"{entry.context}: some GPU pair has NVLink on one side only; HAMi's device "
+                "plugin scores such pairs 0 and warns AsymmetricGPUP2PLink"))
     cordon = _cordon(entry, local_ids)
     labels = _labels(entry)
     taints = _taints(entry)
@@ -599,9 +620,136 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
             pair_scores={ids[a]: {ids[b]: v for b, v in row.items()} for a, row in scores.items()},
             cordon=frozenset(ids[c] for c in cordon), group=group_name,
             labels=dict(labels), taints=taints, unschedulable=unschedulable,
+            topology=topology,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes
+
+
+TOPOLOGY_KEYS = frozenset({"template", "gpus", "nvlink", "nvswitch", "nics", "score"})
+
+
+def server_topology(value: Value) -> ServerTopology:
+    """A node's ``topology``: a template name, or a mapping (a ``template`` and
+    any of ``gpus``, ``nvlink``, ``nvswitch``, ``nics`` replacing its own, or
+    all of them given; ``score``: the device plugin's topology scores on or off,
+    default as HAMi's chart sets them)."""
+    if isinstance(value.scalar, str):
+        return _template(value, value.scalar)
+    doc = value.as_doc("'topology'").with_context(f"{value.context}: topology")
+    doc.check_keys(TOPOLOGY_KEYS, "a topology")
+    base = _template(doc.get("template"), doc.require_str("template")) \
+        if "template" in doc else None
+    if base is None and "gpus" not in doc:
+        raise doc.error("a topology needs 'template' or 'gpus' (the NUMA node and PCIe "
+                        "switch of each GPU)")
+    gpus = base.gpus if base is not None else ()
+    if "gpus" in doc:
+        gpus = tuple(_gpu_place(item.as_doc(f"gpu {i}"))
+                     for i, item in enumerate(doc.require("gpus").as_list("'gpus'")))
+        if not gpus:
+            raise doc.get("gpus").error("'gpus' is empty")
+    n = len(gpus)
+    numa_of: dict[int, int] = {}
+    for i, g in enumerate(gpus):
+        if numa_of.setdefault(g.switch, g.numa) != g.numa:
+            raise doc.get("gpus").error(f"PCIe switch {g.switch} is on NUMA node "
+                                        f"{numa_of[g.switch]} and {g.numa} (gpu {i}): a "
+                                        "switch hangs off one CPU")
+    nvlink = dict(base.nvlink) if base is not None and "gpus" not in doc else {}
+    if "nvlink" in doc:
+        nvlink = {}
+        for item in doc.require("nvlink").as_list("'nvlink'"):
+            triple = item.as_list("an 'nvlink' entry ([gpu, gpu, links])")
+            if len(triple) != 3:
+                raise item.error("an 'nvlink' entry is [gpu, gpu, links], e.g. [0, 1, 4]")
+            a, b = (t.as_int("a GPU index", min=0, max=n - 1) for t in triple[:2])
+            if a == b:
+                raise item.error(f"an NVLink joins two GPUs, got {a} twice")
+            if (a, b) in nvlink:
+                raise item.error(f"NVLinks from GPU {a} to GPU {b} given twice")
+            nvlink[(a, b)] = triple[2].as_int("NVLinks", min=0, max=MAX_NVLINKS)
+    nvswitch = base.nvswitch if base is not None and "gpus" not in doc else ()
+    if "nvswitch" in doc:
+        v = doc.require("nvswitch")
+        if v.is_list:
+            nvswitch = tuple(x.as_int("NVLinks to the NVSwitch fabric", min=0,
+                                      max=MAX_NVLINKS) for x in v.as_list("'nvswitch'"))
+            if len(nvswitch) != n:
+                raise v.error(f"'nvswitch' gives {len(nvswitch)} GPUs' links; the topology "
+                              f"has {n} GPUs")
+        else:
+            nvswitch = (v.as_int("'nvswitch' (NVLinks per GPU)", min=0, max=MAX_NVLINKS),) * n
+    if len(nvswitch) not in (0, n):
+        raise doc.error(f"the template's NVSwitch links cover {len(nvswitch)} GPUs, but "
+                        f"'gpus' gives {n}: give 'nvswitch' too")
+    nics = base.nics if base is not None else ()
+    if "nics" in doc:
+        nics = tuple(_nic_place(item.as_doc(f"nic {i}"))
+                     for i, item in enumerate(doc.require("nics").as_list("'nics'")))
+    for i, nic in enumerate(nics):
+        if nic.switch in numa_of and numa_of[nic.switch] != nic.numa:
+            raise doc.error(f"nic {i} is on PCIe switch {nic.switch}, which is on NUMA node "
+                            f"{numa_of[nic.switch]}, not {nic.numa}")
+    score = doc.optional_bool("score")
+    return ServerTopology(gpus, nvlink, nvswitch, nics,
+                          base.template if base is not None else None,
+                          base.card if base is not None else None, score)
+
+
+def _template(value: Value, name: str) -> ServerTopology:
+    if name not in TEMPLATES:
+        near = difflib.get_close_matches(name, TEMPLATES, n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise value.error(f"unknown topology template '{name}'{hint}; the templates: "
+                          + ", ".join(sorted(TEMPLATES)))
+    return TEMPLATES[name]
+
+
+def _gpu_place(doc: Doc) -> GpuPlace:
+    doc.check_keys({"numa", "switch", "board"}, "a GPU's place")
+    return GpuPlace(numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
+                    switch=doc.optional_int("switch", 0, min=0, max=INT32_MAX),
+                    board=doc.optional_int("board", min=0, max=INT32_MAX))
+
+
+def _nic_place(doc: Doc) -> NicPlace:
+    doc.check_keys({"numa", "switch"}, "a NIC's place")
+    return NicPlace(numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
+                    switch=doc.optional_int("switch", 0, min=0, max=INT32_MAX))
+
+
+def _gives_cards(entry: Doc) -> bool:
+    devices = entry.get("devices")
+    return "gpus" in entry or (devices is not None and not devices.is_null)
+
+
+def _place_cards(entry: Doc, specs: list[_CardSpec], topo: ServerTopology) -> list[_CardSpec]:
+    """The node's cards with their NUMA node from its topology (matched by card
+    index); without cards of its own, the template's card for every GPU."""
+    line = entry.key_line("topology")
+    n = len(topo.gpus)
+    if not specs and not _gives_cards(entry):
+        if topo.card is None:
+            raise entry.error("the topology has no card of its own: give the node's "
+                              "cards ('devices', or 'gpus' and 'card')", line=line)
+        c = topo.card
+        specs = [_CardSpec(Card("", i, count=c.count, devmem=c.devmem, devcore=c.devcore,
+                                type=c.type), str(i), line, explicit_id=False,
+                           numa_given=False) for i in range(n)]
+    if sorted(s.card.index for s in specs) != list(range(n)):
+        raise entry.error(f"the topology describes {n} GPUs (indexes 0..{n - 1}), but the "
+                          f"node's cards have indexes "
+                          f"{sorted(s.card.index for s in specs)}", line=line)
+    out = []
+    for s in specs:
+        numa = topo.gpus[s.card.index].numa
+        if s.numa_given and s.card.numa != numa:
+            raise InputError(entry.path, s.line,
+                             f"{entry.context}: card {s.card.index} says numa "
+                             f"{s.card.numa}, its topology {numa}")
+        out.append(_CardSpec(replace(s.card, numa=numa), s.local, s.line, s.explicit_id, True))
+    return out
 
 
 def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
@@ -621,8 +769,8 @@ def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
                                  line=tmpl.key_line(key))
         tmpl.check_keys(TEMPLATE_KEYS, "a card template")
         card = _yaml_card(tmpl, index=0, card_id="")
-        return [_CardSpec(replace(card, index=i), str(i), tmpl.line, explicit_id=False)
-                for i in range(n)]
+        return [_CardSpec(replace(card, index=i), str(i), tmpl.line, explicit_id=False,
+                          numa_given="numa" in tmpl) for i in range(n)]
     devices = entry.get("devices")
     if devices is None or devices.is_null:
         return []
@@ -642,7 +790,7 @@ def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
             card = _yaml_card(doc, index=doc.optional_int("index", pos, min=0, max=INT32_MAX),
                               card_id=cid or "")
             local = cid if explicit else str(card.index)
-            specs.append(_CardSpec(card, local, doc.line, explicit))
+            specs.append(_CardSpec(card, local, doc.line, explicit, numa_given="numa" in doc))
     _check_card_set(entry, specs)
     return specs
 

@@ -86,6 +86,7 @@ from hamisim.io.podspec import (
 )
 from hamisim.io.traces import write_trace
 from hamisim.kube.quantity import cpu_milli, memory_mib
+from hamisim.topology import ServerTopology
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 from hamisim.workload import Trace, TracePod
 
@@ -678,7 +679,29 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
         if n.cordon:
             ids = [c.id for c in n.cards if c.id in n.cordon]
             lines.append(f"    cordon: [{', '.join(_q(i) for i in ids)}]")
+        if n.topology is not None:
+            lines.extend(_topology_lines(n.topology))
     return "\n".join(lines) + "\n"
+
+
+def _topology_lines(t: ServerTopology) -> list[str]:
+    """A node's ``topology`` written out in full (its template named, for its card)."""
+    out = ["    topology:"]
+    if t.template is not None:
+        out.append(f"      template: {_q(t.template)}")
+    places = ", ".join("{" + f"numa: {g.numa}, switch: {g.switch}"
+                       + (f", board: {g.board}" if g.board is not None else "") + "}"
+                       for g in t.gpus)
+    out.append(f"      gpus: [{places}]")
+    out.append("      nvlink: [" + ", ".join(f"[{a}, {b}, {k}]"
+                                             for (a, b), k in t.nvlink.items()) + "]")
+    if t.nvswitch:
+        out.append(f"      nvswitch: [{', '.join(map(str, t.nvswitch))}]")
+    out.append("      nics: [" + ", ".join(f"{{numa: {x.numa}, switch: {x.switch}}}"
+                                           for x in t.nics) + "]")
+    if t.score is not None:
+        out.append(f"      score: {'true' if t.score else 'false'}")
+    return out
 
 
 def state_yaml(entries: list[dict], source: str) -> str:
