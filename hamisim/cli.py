@@ -410,6 +410,8 @@ def cmd_run(args: argparse.Namespace) -> int:
              ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
               f" (stranded {r.get('mean_stranded_pct_of_capacity', 0):.2f}, "
               f"unfit {r.get('mean_unfit_pct_of_capacity', 0):.2f})")]
+    if r.get("multi_gpu_pods"):
+        rows.append(("multi-GPU pods placed", _placement_line(r)))
     queue = ""
     if spec.mode == "replay":
         queue = (", one attempt per pod (--retry none)" if spec.retry == "none" else
@@ -515,6 +517,19 @@ def _print_class_waits(out: str, fmt: str) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 60):
         print(pivot.to_string(float_format=lambda v: f"{v:.1f}"))
+
+
+def _placement_line(r: dict) -> str:
+    """The summary's multi-GPU placement figures, those the cluster describes."""
+    parts = [f"{r['multi_gpu_pods']:,}", f"{r['cross_numa_pct']:.1f} % across NUMA nodes"]
+    for key, text in (("cross_switch_pct", "across PCIe switches"),
+                      ("pairs_without_nvlink_pct", "of card pairs without NVLink"),
+                      ("gpus_nic_other_numa_pct", "of cards with the NIC on another NUMA node")):
+        if key in r:
+            parts.append(f"{r[key]:.1f} % {text}")
+    if "mean_pair_score" in r:
+        parts.append(f"mean pair score {r['mean_pair_score']:.0f}")
+    return ", ".join(parts)
 
 
 def _announce(line: str) -> None:

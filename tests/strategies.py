@@ -4,10 +4,14 @@ init containers, admission errors), for the kernel-versus-reference and the
 compiled-versus-Python engine tests."""
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
 from hamisim.cluster import Card, Cluster, Node, Quota, SchedulerConfig, Taint
+from hamisim.hami.gpuscore import gpu_scores
+from hamisim.topology import TEMPLATES, GpuPlace, NicPlace, ServerTopology
 from hamisim.pods import (
     GPU,
     GPUCORES,
@@ -52,6 +56,49 @@ def cards_of(draw, node: str, max_cards: int):
                           numa=draw(st.sampled_from([0, 0, 1])) if n > 1 else 0,
                           health=draw(st.integers(0, 12)) != 0, **proto))
     return cards
+
+
+@st.composite
+def topologies(draw, n: int) -> ServerTopology:
+    """A server layout for n GPUs: a built-in template of that size, or NUMA
+    nodes, switches, boards, NVLink pairs (one-sided ones too) or an NVSwitch
+    fabric, and NICs drawn at random."""
+    fitting = [t for t in TEMPLATES.values() if len(t.gpus) == n]
+    if fitting and draw(st.booleans()):
+        return draw(st.sampled_from(fitting))
+    gpus = []
+    for _ in range(n):
+        numa = draw(st.sampled_from([0, 0, 1]))
+        gpus.append(GpuPlace(numa=numa, switch=2 * numa + draw(st.integers(0, 1)),
+                             board=draw(st.sampled_from([None, None, None, 0, 1]))))
+    nvlink, nvswitch = {}, ()
+    if n > 1 and draw(st.integers(0, 2)) == 0:
+        nvswitch = tuple(draw(st.sampled_from([0, 12, 18, 18])) for _ in range(n))
+    elif n > 1:
+        for _ in range(draw(st.integers(0, 4))):
+            a, b = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+            if a != b:
+                nvlink[(a, b)] = draw(st.sampled_from([0, 1, 2, 4, 12, 18]))
+    nics = tuple(NicPlace(numa=nm, switch=2 * nm + draw(st.integers(0, 1)))
+                 for nm in draw(st.lists(st.sampled_from([0, 1]), max_size=2)))
+    return ServerTopology(tuple(gpus), nvlink, nvswitch, nics)
+
+
+def with_topology(draw, cards: list[Card]) -> tuple[list[Card], ServerTopology | None,
+                                                     dict[str, dict[str, int]]]:
+    """Sometimes give a node with cards indexed 0..n-1 a topology: its cards then
+    take their NUMA node from it, and its pair scores are HAMi's for it."""
+    n = len(cards)
+    if not n or sorted(c.index for c in cards) != list(range(n)) or \
+            draw(st.integers(0, 3)) != 0:
+        return cards, None, {}
+    topo = draw(topologies(n))
+    cards = [dataclasses.replace(c, numa=topo.gpus[c.index].numa) for c in cards]
+    derived, _ = gpu_scores(topo)
+    by_index = {c.index: c.id for c in cards}
+    scores = {by_index[a]: {by_index[b]: v for b, v in row.items()}
+              for a, row in derived.items()} if draw(st.booleans()) else {}
+    return cards, topo, scores
 
 
 LABEL_KEYS = ["pool", "zone", "gpus"]
@@ -123,12 +170,12 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True):
     nodes = []
     for i in range(n_nodes):
         name = f"node{i}"
-        cards = draw(cards_of(name, max_cards))
+        cards, topology, topology_scores = with_topology(draw, draw(cards_of(name, max_cards)))
         ids = [c.id for c in cards]
         cordon = frozenset(draw(st.lists(st.sampled_from(ids), max_size=2))) \
             if ids and draw(st.integers(0, 5)) == 0 else frozenset()
-        pairs = {}
-        if len(ids) > 1 and draw(st.integers(0, 2)) == 0:
+        pairs = topology_scores
+        if not pairs and len(ids) > 1 and draw(st.integers(0, 2)) == 0:
             # Few distinct values: ties between pair sums are the hard case.
             for a in ids:
                 row = {b: draw(st.sampled_from([0, 1, 1, 2, 2, 10, 50, -5])) for b in ids
@@ -139,7 +186,7 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True):
         mem = draw(st.none() | st.sampled_from([0, 4096, 65536]))
         labels, taints, unschedulable = draw(kube_node_fields()) if kube else ({}, (), False)
         nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon, labels=labels,
-                          taints=taints, unschedulable=unschedulable))
+                          taints=taints, unschedulable=unschedulable, topology=topology))
     cfg = SchedulerConfig(
         gpu_scheduler_policy=draw(st.sampled_from(GPU_POLICIES)),
         node_scheduler_policy=draw(st.sampled_from(NODE_POLICIES)),

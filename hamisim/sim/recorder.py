@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS
+from hamisim.sim.placement import PLACEMENT_COLUMNS, PlacementMeter
 
 __all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS",
            "POD_COLUMNS", "INITIAL_STATE_MESSAGE", "INITIAL_STATE_CLASS", "BATCH_ROWS"]
@@ -43,7 +44,8 @@ INITIAL_STATE_CLASS = "(initial state)"
 #: ``group`` the node group of its node, ``preempted_by`` the pod whose
 #: preemption deleted it (null otherwise).
 POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
-               "devices", "attempts", "departure", "abandon", "preempted_by")
+               "devices", "attempts", "departure", "abandon", "preempted_by",
+               *PLACEMENT_COLUMNS)
 #: rows per batch handed to the sink
 BATCH_ROWS = 1 << 16
 
@@ -80,8 +82,11 @@ class Recorder:
     KINDS = EVENT_KINDS
 
     def __init__(self, node_names: Sequence[str], node_groups: Sequence[str],
-                 sink: TableSink | None = None) -> None:
+                 sink: TableSink | None = None,
+                 placement: PlacementMeter | None = None) -> None:
         self.node_names = list(node_names)
+        #: measures multi-GPU pods' placements as their rows are written
+        self.placement = placement
         # names by code, for Arrow's take (code -1 is the null at the end)
         self._nodes = pa.array(self.node_names + [None], pa.string())
         self._groups = pa.array(list(node_groups) + [None], pa.string())
@@ -246,6 +251,8 @@ class Recorder:
         """Hand a batch of pods' rows, given column by column (as :meth:`pod_done`
         takes them), to the sink; ``end_time`` as in :meth:`flush_pods`. The
         statistics' columns are not kept: give them to :meth:`set_pod_statistics`."""
+        where = self.placement.measure(np.asarray(node), np.asarray(devices, dtype=object)) \
+            if self.placement is not None else None
         if self.discards:
             return
         arrival = np.array(arrival, dtype=np.float64)
@@ -272,6 +279,10 @@ class Recorder:
             pa.nulls(len(arrival), pa.string()) if preempted_by is None
             else _strings(preempted_by),
         ]
+        for c in PLACEMENT_COLUMNS:
+            kind = pa.float64() if c == "mean_pair_score" else pa.int64()
+            cols.append(pa.nulls(len(arrival), kind) if where is None
+                        else pa.array(where[c], **nan_null).cast(kind))
         self.sink.write("pods", pa.table(cols, names=list(POD_COLUMNS)))
 
     def set_pod_statistics(self, class_code: np.ndarray, node: np.ndarray,

@@ -96,6 +96,8 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         "queueing_delay_max_s": float(delays.max()),
         "end_time_s": float(end_time),
     }
+    if rec.placement is not None:
+        summary.update(rec.placement.summary())     # multi-GPU placements
     if counts.initial:
         summary["initial_pods"] = counts.initial
     if counts.preempted:

@@ -1,0 +1,168 @@
+"""How well multi-GPU pods were placed inside their machines.
+
+For every pod that holds two or more cards, :class:`PlacementMeter` measures
+what the article hamisim comes from warns about ("the right count and the
+wrong place"): how many NUMA nodes and PCIe switches its cards span, how many
+of its card pairs have no NVLink, the lowest and mean pair score, and how many
+of its cards have their nearest NIC on another NUMA node or PCIe switch. The
+measures come from each node's :class:`~hamisim.topology.ServerTopology` (the
+pair scores are the ones HAMi's device plugin derives from it, whether or not
+the plugin publishes them); a node without one still has its cards' NUMA nodes
+and, when given, its ``hami.io/node-nvidia-score``. Whatever a node does not
+describe is null.
+
+The meter adds these columns to the pods table (:data:`PLACEMENT_COLUMNS`) and
+keeps running totals for the summary (:meth:`PlacementMeter.summary`).
+"""
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+
+from hamisim.cluster import Cluster, Node
+from hamisim.hami.gpuscore import gpu_scores
+
+__all__ = ["PLACEMENT_COLUMNS", "PlacementMeter", "card_ids_of"]
+
+#: the pods table's placement columns (null for pods with fewer than two cards,
+#: and where the node does not describe what a column measures)
+PLACEMENT_COLUMNS = ("gpus", "numa_nodes", "pcie_switches", "pairs_without_nvlink",
+                     "min_pair_score", "mean_pair_score", "gpus_nic_other_numa",
+                     "gpus_nic_other_switch")
+
+_NAN = float("nan")
+
+
+def card_ids_of(devices: str) -> list[str]:
+    """The distinct card ids of a ``hami.io/vgpu-devices-allocated`` value, in order."""
+    seen: dict[str, None] = {}
+    for segment in devices.replace(";", ":").split(":"):
+        if segment:
+            seen.setdefault(segment.split(",", 1)[0], None)
+    return list(seen)
+
+
+class _NodeFacts:
+    """One node's cards by id, as positions into its measure arrays."""
+
+    __slots__ = ("pos", "numa", "switch", "nvlink", "score", "nic_numa", "nic_switch")
+
+    def __init__(self, node: Node) -> None:
+        cards = node.cards
+        self.pos = {c.id: i for i, c in enumerate(cards)}
+        self.numa = [c.numa for c in cards]
+        topo = node.topology
+        self.switch = self.nvlink = self.nic_numa = self.nic_switch = None
+        self.score = None
+        if topo is not None:
+            by_index = [c.index for c in cards]      # card position -> topology GPU
+            self.switch = [topo.gpus[g].switch for g in by_index]
+            n = len(cards)
+            self.nvlink = [[max(topo.links(by_index[a], by_index[b]),
+                                topo.links(by_index[b], by_index[a])) > 0 if a != b else False
+                            for b in range(n)] for a in range(n)]
+            derived, _ = gpu_scores(topo)
+            self.score = [[derived[by_index[a]][by_index[b]] if a != b else 0
+                           for b in range(n)] for a in range(n)]
+            if topo.nics:
+                near = [topo.nearest_nic(g) for g in by_index]
+                self.nic_numa = [nic.numa != topo.gpus[g].numa for nic, g in zip(near, by_index)]
+                self.nic_switch = [nic.switch != topo.gpus[g].switch
+                                   for nic, g in zip(near, by_index)]
+        elif node.pair_scores:
+            ids = [c.id for c in cards]
+            # HAMi's topology-aware policy reads a missing pair as 0
+            self.score = [[node.pair_scores.get(a, {}).get(b, 0) if a != b else 0
+                           for b in ids] for a in ids]
+
+
+class PlacementMeter:
+    """The placement measures of multi-GPU pods, per pod and in total."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.nodes = [_NodeFacts(n) for n in cluster.nodes]
+        self.any_topology = any(n.topology is not None for n in cluster.nodes)
+        # totals over multi-GPU pods: overall and by number of cards
+        self.by_size: dict[int, list[float]] = {}
+
+    def measure(self, node: np.ndarray, devices: np.ndarray) -> dict[str, np.ndarray]:
+        """The placement columns for a batch of pods (their node index, -1 when
+        none, and devices annotation, ``None`` when none); adds them to the totals."""
+        n = len(devices)
+        cols = {name: np.full(n, _NAN) for name in PLACEMENT_COLUMNS}
+        for row in range(n):
+            dev = devices[row]
+            if dev is None or dev.count(":") < 2 or node[row] < 0:
+                continue
+            ids = card_ids_of(dev)
+            if len(ids) < 2:
+                continue
+            facts = self.nodes[int(node[row])]
+            pos = [facts.pos[i] for i in ids]
+            values = self._measure(facts, pos)
+            for name, v in zip(PLACEMENT_COLUMNS, values):
+                cols[name][row] = v
+            self._add(values)
+        return cols
+
+    @staticmethod
+    def _measure(f: _NodeFacts, pos: list[int]) -> tuple[float, ...]:
+        k = len(pos)
+        numa = len({f.numa[p] for p in pos})
+        switches = no_nvlink = low = mean = nic_numa = nic_switch = _NAN
+        if f.switch is not None:
+            switches = len({f.switch[p] for p in pos})
+            no_nvlink = sum(1 for a, b in combinations(pos, 2) if not f.nvlink[a][b])
+        if f.score is not None:
+            ordered = [f.score[a][b] for a in pos for b in pos if a != b]
+            low, mean = min(ordered), sum(ordered) / len(ordered)
+        if f.nic_numa is not None:
+            nic_numa = sum(f.nic_numa[p] for p in pos)
+            nic_switch = sum(f.nic_switch[p] for p in pos)
+        return (k, numa, switches, no_nvlink, low, mean, nic_numa, nic_switch)
+
+    def _add(self, values: tuple[float, ...]) -> None:
+        k, numa, switches, no_nvlink, low, mean, nic_numa, nic_switch = values
+        acc = self.by_size.setdefault(int(k), [0.0] * 14)
+        acc[0] += 1
+        acc[1] += numa > 1
+        for i, (v, bad) in enumerate(((switches, switches > 1),
+                                      (no_nvlink, no_nvlink),
+                                      (mean, mean), (low, low),
+                                      (nic_numa, nic_numa), (nic_switch, nic_switch))):
+            if not math.isnan(v):
+                acc[2 + 2 * i] += 1            # pods where the measure exists
+                acc[3 + 2 * i] += bad
+
+    def summary(self) -> dict:
+        """Totals for the run's summary: flat figures over every multi-GPU pod
+        (``multi_gpu_pods``, ``cross_numa_pct``, ...) and the same per pod size
+        under ``placement_by_gpus``; measures no node described are left out."""
+        out: dict = {}
+        if not self.by_size:
+            return {"multi_gpu_pods": 0}
+        total = [sum(acc[i] for acc in self.by_size.values()) for i in range(14)]
+        out.update(_figures(total, self.by_size))
+        out["placement_by_gpus"] = {str(k): _figures(acc, {k: acc})
+                                    for k, acc in sorted(self.by_size.items())}
+        return out
+
+
+def _figures(acc: list[float], by_size: dict[int, list[float]]) -> dict:
+    pods = acc[0]
+    out = {"multi_gpu_pods": int(pods), "cross_numa_pct": 100.0 * acc[1] / pods}
+    if acc[2]:
+        out["cross_switch_pct"] = 100.0 * acc[3] / acc[2]
+    if acc[4]:
+        pairs = sum(a[4] * k * (k - 1) / 2 for k, a in by_size.items())
+        out["pairs_without_nvlink_pct"] = 100.0 * acc[5] / pairs if pairs else 0.0
+    if acc[6]:
+        out["mean_pair_score"] = acc[7] / acc[6]
+        out["mean_min_pair_score"] = acc[9] / acc[8]
+    if acc[10]:
+        gpus = sum(a[10] * k for k, a in by_size.items())
+        out["gpus_nic_other_numa_pct"] = 100.0 * acc[11] / gpus
+        out["gpus_nic_other_switch_pct"] = 100.0 * acc[13] / gpus
+    return out
