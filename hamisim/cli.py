@@ -680,7 +680,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise InputError(None, None, "--attempt goes with --run")
         from hamisim.io.clusterfile import cluster_from_path
         from hamisim.io.initialstate import load_state
-        cluster = cluster_from_path(args.cluster)
+        cluster = cluster_from_path(args.cluster, gpu_policy=args.gpu_policy)
         changes = {k: v for k, v in (
             ("gpu_scheduler_policy", args.gpu_policy), ("node_scheduler_policy", args.node_policy),
             ("percentage_of_nodes_to_score", args.percentage_of_nodes_to_score)) if v is not None}

@@ -370,3 +370,55 @@ def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right", ncol=1 if len(labels) < 8 else 2)
     return _save(fig, path)
+
+
+def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Path:
+    """Where multi-GPU pods landed, by pod size and policy, beside pending time.
+
+    ``rows``: per run, ``policy``, ``placement_by_gpus`` (the summary's figures per
+    number of cards) and ``pending_p99_s``. Left: % of multi-GPU pods whose cards
+    span more than one NUMA node; middle: their mean pair score (HAMi's
+    ``node-nvidia-score``, higher = better linked); right: p99 pending time. Bars
+    are means over seeds.
+    """
+    policies = list(dict.fromkeys(r["policy"] for r in rows))
+    sizes = sorted({int(k) for r in rows for k in r.get("placement_by_gpus", {})})
+    styles = _styles(policies)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6),
+                             gridspec_kw={"width_ratios": [2, 2, 1.2]})
+    width = 0.8 / max(len(policies), 1)
+    x = np.arange(len(sizes))
+    for j, policy in enumerate(policies):
+        runs = [r for r in rows if r["policy"] == policy]
+        for ax, key in ((axes[0], "cross_numa_pct"), (axes[1], "mean_pair_score")):
+            ys = []
+            for k in sizes:
+                vals = [r["placement_by_gpus"][str(k)][key] for r in runs
+                        if key in r.get("placement_by_gpus", {}).get(str(k), {})]
+                ys.append(float(np.mean(vals)) if vals else np.nan)
+            bars = ax.bar(x + (j - (len(policies) - 1) / 2) * width, ys, width,
+                          color=styles[policy]["color"], label=policy,
+                          hatch="//" if styles[policy].get("ls", "-") != "-" else None)
+            ax.bar_label(bars, labels=["" if np.isnan(y) else f"{y:.0f}" for y in ys],
+                         fontsize=7, padding=1)
+        axes[2].bar(j, float(np.mean([r["pending_p99_s"] for r in runs])),
+                    color=styles[policy]["color"])
+    for ax, label in ((axes[0], "pods across NUMA nodes (%)"),
+                      (axes[1], "mean pair score (HAMi node-nvidia-score)")):
+        ax.set_xticks(x, [f"{k} GPUs" for k in sizes])
+        ax.set(xlabel="pod size", ylabel=label)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].set_ylim(0, 100)
+    axes[2].set_xticks(range(len(policies)), [p.replace(" ", "\n") for p in policies],
+                       fontsize=7)
+    axes[2].set(ylabel="pending time p99 (s)")
+    axes[2].grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=8, loc="best")
+    fig.suptitle(_title("Multi-GPU placements by pod size and policy (mean over seeds)",
+                        context), fontsize=10)
+    note = ("Across NUMA nodes: the pod's cards sit under more than one CPU socket. Pair score: "
+            "HAMi's score of each card pair (NVLink 100 per link, one PCIe switch 50, one "
+            "socket 20, across sockets 10), averaged over the pod's pairs; missing bars: the "
+            "cluster does not describe that measure or no pod of that size ran.")
+    rect = _caption(fig, note, 2)
+    return _save_with(fig, path, rect)

@@ -21,6 +21,7 @@ from hamisim.studies.sweep import (
     CellRunner,
     load_sweep,
     read_cell_row,
+    results_table,
     run_cell_task,
     run_sweep,
 )
@@ -323,9 +324,8 @@ def test_a_cell_whose_worker_dies_is_run_again(reference, inputs, tmp_path):
     assert {p.name for p in markers.iterdir()} == victims   # each lost a worker once
     assert stats.retried >= len(victims)
     assert any("worker was lost" in m or "worker process died" in m for m in logs)
-    rows = pd.DataFrame([stats.rows[c] for c in sorted(stats.rows)])
-    pd.testing.assert_frame_equal(rows[reference.table.columns], reference.table,
-                                  check_dtype=False)
+    rows = results_table(stats.rows.values())
+    pd.testing.assert_frame_equal(rows, reference.table, check_dtype=False)
 
 
 def test_a_cell_that_always_kills_its_worker_fails_after_the_retries(inputs, tmp_path):

@@ -143,24 +143,30 @@ _TIE_BREAKS = ("last", "random")
 
 
 def load_cluster(path: str | os.PathLike[str], *,
-                 resize: Mapping[str, int] | None = None) -> Cluster:
+                 resize: Mapping[str, int] | None = None,
+                 gpu_policy: str | None = None) -> Cluster:
     """Load and validate a cluster file; raises :class:`InputError` on any problem.
 
     ``resize`` gives node groups (by ``name_prefix`` or ``name``) other
     ``replicas`` than the file's, everything else unchanged: a sweep's cell, or a
-    what-if with more nodes of one group.
+    what-if with more nodes of one group. ``gpu_policy`` is the card policy the
+    cluster will run under when a command overrides the file's: the default
+    policy decides whether HAMi's chart turns the device plugin's topology scores
+    on (the cluster's own ``scheduler:`` block is returned unchanged).
     """
     name = os.fspath(path)
     if name.lower().endswith(".json"):
         cluster = _fast_json_cluster(name, resize)
         if cluster is not None:
             return cluster
-    return cluster_from_document(load_mapping(name), name, resize=resize)
+    return cluster_from_document(load_mapping(name), name, resize=resize,
+                                 gpu_policy=gpu_policy)
 
 
 def cluster_from_document(doc: Doc, path: str | None = None, *,
                           extra_keys: Collection[str] = (),
-                          resize: Mapping[str, int] | None = None) -> Cluster:
+                          resize: Mapping[str, int] | None = None,
+                          gpu_policy: str | None = None) -> Cluster:
     """Build a :class:`Cluster` from a loaded top-level mapping.
 
     ``extra_keys`` are further top-level keys the caller handles itself
@@ -171,7 +177,7 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
     nodes = nodes_from_document(doc.require("nodes"), resize=resize,
-                                gpu_policy=config.gpu_scheduler_policy)
+                                gpu_policy=gpu_policy or config.gpu_scheduler_policy)
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
                    quotas=quotas_from_document(quotas) if quotas is not None else {})
@@ -1003,13 +1009,15 @@ def _taints(entry: Doc) -> tuple[Taint, ...]:
 
 
 def cluster_from_path(path: str | os.PathLike[str], *,
-                      resize: Mapping[str, int] | None = None) -> Cluster:
+                      resize: Mapping[str, int] | None = None,
+                      gpu_policy: str | None = None) -> Cluster:
     """A cluster file (``.yaml``/``.yml``/``.json``, :func:`load_cluster`, ``resize``
-    as there) or an openb node list (``.csv`` with the openb node header)."""
+    and ``gpu_policy`` as there) or an openb node list (``.csv`` with the openb
+    node header)."""
     name = os.fspath(path)
     ext = os.path.splitext(name)[1].lower()
     if ext in (".yaml", ".yml", ".json"):
-        return load_cluster(name, resize=resize)
+        return load_cluster(name, resize=resize, gpu_policy=gpu_policy)
     if resize:
         raise InputError(name, None, "an openb node list has no node groups to resize")
     if ext == ".csv":

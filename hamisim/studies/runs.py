@@ -32,7 +32,7 @@ from hamisim.io.clusterfile import cluster_from_path
 from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
-from hamisim.plots import plot_compare, plot_fill_curves, plot_run
+from hamisim.plots import plot_compare, plot_fill_curves, plot_placement, plot_run
 from hamisim.registry import is_research_policy
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
@@ -176,7 +176,10 @@ def _sha256(path: str) -> str:
 
 
 def _cluster(spec: RunSpec) -> Cluster:
-    cluster = cluster_from_path(spec.cluster or str(default_cluster_path()), resize=spec.resize)
+    # a card policy given on the command line is the chart's default policy, which
+    # also decides whether the device plugin writes topology scores
+    cluster = cluster_from_path(spec.cluster or str(default_cluster_path()), resize=spec.resize,
+                                gpu_policy=spec.gpu_policy)
     changes = {}
     if spec.gpu_policy is not None:
         changes["gpu_scheduler_policy"] = spec.gpu_policy
@@ -514,7 +517,8 @@ def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path
 COMPARE_COLUMNS = {
     "replay": ("policy", "seed", "bound", "abandoned", "pending_at_end", "pending_p50_s",
                "pending_p99_s", "pending_max_s", "mean_gpu_allocated_pct",
-               "mean_stranded_pct_of_capacity", "mean_frag_pct_of_capacity"),
+               "mean_stranded_pct_of_capacity", "mean_frag_pct_of_capacity",
+               "cross_numa_pct", "pairs_without_nvlink_pct", "mean_pair_score"),
     "fill": ("policy", "seed", "bound", "abandoned", "peak_gpu_allocated",
              "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"),
 }
@@ -579,6 +583,12 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
         else:
             plot_compare(series, tmp / "figures" / "compare.png", fill,
                          context=_context(outcomes[0][0]))
+        placed = [{"policy": s["label"], "pending_p99_s": s["results"].get("pending_p99_s", 0.0),
+                   "placement_by_gpus": s["results"]["placement_by_gpus"]}
+                  for s, _ in outcomes if s["results"].get("multi_gpu_pods")]
+        if placed:
+            plot_placement(placed, tmp / "figures" / "placement.png",
+                           context=_context(outcomes[0][0]))
     return table
 
 

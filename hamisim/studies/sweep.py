@@ -86,7 +86,11 @@ METRICS = ("nodes", "gpus", "pods", "bound", "departed", "abandoned", "pending_a
            "running_at_end", "attempts", "pending_p50_s", "pending_p99_s", "pending_max_s",
            "queueing_delay_p50_s", "queueing_delay_p99_s", "queueing_delay_max_s",
            "abandoned_pct", "unplaced_pct", "peak_gpu_allocated", "peak_gpu_allocated_pct",
-           "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct", "end_time_s")
+           "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct", "end_time_s",
+           # multi-GPU placements (hamisim.sim.placement): null where nothing describes them
+           "multi_gpu_pods", "cross_numa_pct", "cross_switch_pct", "pairs_without_nvlink_pct",
+           "mean_pair_score", "mean_min_pair_score", "gpus_nic_other_numa_pct",
+           "gpus_nic_other_switch_pct")
 STATUS_OK, STATUS_FAILED = "ok", "failed"
 #: a worker that dies is replaced and its cell run again, at most this many times
 DEFAULT_RETRIES = 2
