@@ -384,7 +384,7 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     sizes = sorted({int(k) for r in rows for k in r.get("placement_by_gpus", {})})
     styles = _styles(policies)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6),
+    fig, axes = plt.subplots(1, 3, figsize=(13, 5.4),
                              gridspec_kw={"width_ratios": [2, 2, 1.2]})
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(sizes))
@@ -404,21 +404,24 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
         axes[2].bar(j, float(np.mean([r["pending_p99_s"] for r in runs])),
                     color=styles[policy]["color"])
     for ax, label in ((axes[0], "pods across NUMA nodes (%)"),
-                      (axes[1], "mean pair score (HAMi node-nvidia-score)")):
+                      (axes[1], "mean pair score")):
         ax.set_xticks(x, [f"{k} GPUs" for k in sizes])
         ax.set(xlabel="pod size", ylabel=label)
         ax.grid(alpha=0.3, axis="y")
     axes[0].set_ylim(0, 100)
-    axes[2].set_xticks(range(len(policies)), [p.replace(" ", "\n") for p in policies],
-                       fontsize=7)
-    axes[2].set(ylabel="pending time p99 (s)")
+    axes[2].set_xticks([])
+    axes[2].set(ylabel="pending time p99 (s)", xlabel="all pods")
     axes[2].grid(alpha=0.3, axis="y")
-    axes[0].legend(fontsize=8, loc="best")
-    fig.suptitle(_title("Multi-GPU placements by pod size and policy (mean over seeds)",
-                        context), fontsize=10)
+    title = _title("Multi-GPU placements by pod size and policy (mean over seeds)", context)
+    fig.suptitle(title, fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    n_title = title.count("\n") + 1
+    top = 1 - (0.2 * n_title + 0.45) / fig.get_figheight()
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, top),
+               ncol=min(len(policies), 3), fontsize=8, frameon=False)
     note = ("Across NUMA nodes: the pod's cards sit under more than one CPU socket. Pair score: "
-            "HAMi's score of each card pair (NVLink 100 per link, one PCIe switch 50, one "
-            "socket 20, across sockets 10), averaged over the pod's pairs; missing bars: the "
-            "cluster does not describe that measure or no pod of that size ran.")
+            "HAMi's score of each card pair (hami.io/node-nvidia-score: NVLink 100 per link, one "
+            "PCIe switch 50, one socket 20, across sockets 10), averaged over the pod's pairs; "
+            "missing bars: the cluster does not describe that measure or no pod of that size ran.")
     rect = _caption(fig, note, 2)
-    return _save_with(fig, path, rect)
+    return _save_with(fig, path, (rect[0], rect[1], rect[2], 1 - 0.45 / fig.get_figheight()))

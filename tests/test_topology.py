@@ -223,3 +223,20 @@ def test_topology_aware_keeps_a_pair_on_one_switch(tmp_path, backend):
     pairs = [sorted(int(d.split(",")[0][-1]) for d in devices.split(":") if d.strip(";"))
              for devices in binds.devices]
     assert sorted(map(tuple, pairs)) == [(0, 1), (2, 3)]
+
+
+def test_bundled_topology_study_loads_and_runs(tmp_path):
+    # the README's study: its cluster, trace and sweep file read without a warning
+    from hamisim.io.bundled import workloads_dir
+    from hamisim.io.traces import read_trace
+    from hamisim.studies.sweep import load_sweep
+    root = workloads_dir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cluster = load_cluster(root / "topology" / "cluster.yaml")
+        trace = read_trace(root / "topology" / "trace.csv")
+        sweep = load_sweep(root / "sweeps" / "topology-chains.yaml")
+    assert cluster.n_cards == 80 and len(trace) == 500 and len(sweep.cells) == 5
+    assert {n.topology.template for n in cluster.nodes} == {"dgx-h100", "pcie-8gpu", "pcie-4gpu"}
+    res = simulate(cluster, trace, EngineConfig(progress=False))
+    assert set(res.summary["placement_by_gpus"]) == {"2", "4", "8"}

@@ -789,6 +789,10 @@ def format_report(outcome: SweepOutcome, columns: Sequence[str] | None = None,
                                       ("pending_p99_s",))
                           + ("unplaced_pct", "peak_gpu_allocated_pct", "mean_frag_pct_of_capacity")
                           if m in t]
+    if columns is None and "multi_gpu_pods" in t and (t["multi_gpu_pods"].fillna(0) > 0).any():
+        # multi-GPU pods ran: where their cards landed, as the cluster describes it
+        metrics += [m for m in ("cross_numa_pct", "mean_pair_score")
+                    if m in t and t[m].notna().any()]
     # the file is sorted by cell id (stable across runs); people read it by inputs
     view = t[[*varying, "seed", "status", *metrics, "cell"]].sort_values(
         [*varying, "seed"], kind="stable")
