@@ -41,8 +41,7 @@ from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
-from hamisim.sim.config import EngineConfig
-from hamisim.sim.housekeeping import progress_bar, quiet_gc
+from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import PlacementMeter

@@ -56,8 +56,7 @@ from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import Container, Pod, admission_error
 from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
-from hamisim.sim.config import ENGINES, EngineConfig
-from hamisim.sim.housekeeping import progress_bar, quiet_gc
+from hamisim.sim.config import ENGINES, EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import PlacementMeter
 from hamisim.sim.recorder import (
