@@ -39,6 +39,7 @@ import json
 import math
 import os
 from collections import Counter
+from itertools import combinations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -55,9 +56,11 @@ from hamisim.hami.reference import (
     ReferenceScheduler,
     Tracer,
 )
+from hamisim.hami.gpuscore import link_entries
 from hamisim.kube.filters import is_unresolvable
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import NO_PERCENTAGE, Pod, Request
+from hamisim.sim.placement import NodeFacts
 
 __all__ = ["CardVerdict", "ContainerExplanation", "NodeExplanation", "Explanation",
            "explain_pod", "explain_with", "explain_run", "load_pod", "format_text",
@@ -268,7 +271,104 @@ class Explanation:
                 "error": self.error,
                 "filtering_failed": self.hami_events(),
             },
+            "placement": _placement_json(self),
         }
+
+
+# ---------------------------------------------------------------------------
+# where a multi-GPU pod's cards sit
+
+_LINK_WORDS = {"P2PLinkSameBoard": "same board", "P2PLinkSingleSwitch": "one PCIe switch",
+               "P2PLinkSameCPU": "one socket", "P2PLinkCrossCPU": "across sockets"}
+
+
+def placement_of(exp: Explanation) -> dict | None:
+    """For a bound pod holding two or more cards on a node that describes its
+    topology (or gives pair scores): the chosen cards' links and mean pair score,
+    and the best-linked set of as many cards on that node with what kept each of
+    its other cards from being chosen (the first GPU container's verdicts)."""
+    d = exp.decision
+    if d is None or not d.bound:
+        return None
+    ids = list(dict.fromkeys(d.card_ids))
+    node = exp.cluster.nodes[d.node_index]
+    facts = NodeFacts(node)
+    if len(ids) < 2 or facts.score is None:
+        return None
+    pos = [facts.pos[i] for i in ids]
+    topo = node.topology
+    names = {c.id: f"GPU {c.index}" for c in node.cards}
+
+    def mean(ps) -> float:
+        ordered = [facts.score[a][b] for a in ps for b in ps if a != b]
+        return sum(ordered) / len(ordered)
+
+    pairs = []
+    for a, b in combinations(pos, 2):
+        ca, cb = node.cards[a], node.cards[b]
+        if topo is not None:
+            entries = link_entries(topo, ca.index, cb.index)
+            words = [_LINK_WORDS.get(e, e) for e in entries[:1]]
+            links = topo.links(ca.index, cb.index)
+            words.append(f"{links} NVLink{'s' if links != 1 else ''}" if links else "no NVLink")
+        else:
+            words = ["pair score from hami.io/node-nvidia-score"]
+        pairs.append({"cards": [ca.id, cb.id], "links": ", ".join(words),
+                      "score": facts.score[a][b]})
+    chosen = mean(pos)
+    best = max(combinations(range(len(node.cards)), len(pos)), key=mean)
+    out = {"node": node.name, "cards": ids, "pairs": pairs, "mean_pair_score": chosen}
+    if mean(best) > chosen:
+        verdicts = {}
+        x = next((n for n in exp.nodes if n.name == node.name), None)
+        if x is not None and x.containers:
+            verdicts = {v.id: (v.verdict, v.detail) for v in x.containers[0].cards}
+        needed = []
+        for p in best:
+            cid = node.cards[p].id
+            if cid in ids:
+                continue
+            verdict, detail = verdicts.get(cid, ("", ""))
+            needed.append({"card": cid, "verdict": verdict, "detail": detail})
+        out["best"] = {"cards": [node.cards[p].id for p in best],
+                       "mean_pair_score": mean(best), "needed": needed}
+    out["names"] = names
+    return out
+
+
+def _placement_json(exp: Explanation) -> dict | None:
+    pl = placement_of(exp)
+    if pl is not None:
+        pl = {k: v for k, v in pl.items() if k != "names"}
+    return pl
+
+
+def _placement_text(exp: Explanation) -> list[str]:
+    pl = placement_of(exp)
+    if pl is None:
+        return []
+    names = pl["names"]
+    out = ["", f"Placement on {pl['node']}: " + " + ".join(names[c] for c in pl["cards"])
+           + f", mean pair score {pl['mean_pair_score']:g}"]
+    for p in pl["pairs"]:
+        a, b = (names[c] for c in p["cards"])
+        out.append(f"  {a} - {b}: {p['links']} (score {p['score']})")
+    best = pl.get("best")
+    if best is None:
+        out.append("  no set of as many cards on this node is better linked")
+    else:
+        out.append("  better linked: " + " + ".join(names[c] for c in best["cards"])
+                   + f" (mean pair score {best['mean_pair_score']:g}); it would have needed:")
+        for n in best["needed"]:
+            plain = {"not chosen": "free enough, but the card policy preferred the chosen cards",
+                     "not visited": "free enough, but Fit had its cards before reaching it "
+                                    "(the card policy's order)",
+                     "": "no verdict recorded"}
+            what = plain.get(n["verdict"])
+            if what is None:        # a rejection: what the card lacked
+                what = n["verdict"] + (f" ({n['detail']})" if n["detail"] else "")
+            out.append(f"    {names[n['card']]}: {what}")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -942,6 +1042,7 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
     if d is not None and d.bound:
         out.append(f"  bound to {d.node}" + (f"  hami.io/vgpu-devices-allocated: {d.devices}"
                                              if d.devices else ""))
+        out += _placement_text(exp)
     else:
         for ev in exp.hami_events():
             head, paren, names = ev.partition("(")

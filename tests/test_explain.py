@@ -345,3 +345,28 @@ def test_hand_worked_memory_failure_with_details():
     assert cards["B"].detail == "free 8000 MiB < 12000 MiB needed"
     assert exp.nodes[0].reasons == ["2/2 CardInsufficientMemory"]
     assert exp.message.startswith("0/1 nodes are available: 1 2/2 CardInsufficientMemory.")
+
+
+def test_explain_shows_a_better_linked_set(tmp_path, capsys):
+    # the article's 4-GPU box under spread: GPU 2 holds 20000 MiB, so a pod of
+    # two 30000 MiB cards gets GPUs 3 and 1 (spread's order), across the sockets
+    # (score 10), while GPUs 0 and 1 share a switch (score 50): GPU 0 was free
+    # but Fit had its two cards first
+    (tmp_path / "c.yaml").write_text("nodes:\n  - {name: box, topology: pcie-4gpu}\n")
+    (tmp_path / "s.yaml").write_text(
+        'pods:\n  - {name: small, node: box, devices: "GPU-box-2,NVIDIA,20000,30:;"}\n')
+    (tmp_path / "p.yaml").write_text("name: p\ngpu: 2\ngpumem: 30000\n")
+    args = ["explain", str(tmp_path / "c.yaml"), str(tmp_path / "p.yaml"), "--state",
+            str(tmp_path / "s.yaml")]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "Placement on box: GPU 3 + GPU 1, mean pair score 10" in text
+    assert "GPU 3 - GPU 1: across sockets, no NVLink (score 10)" in text
+    assert "better linked: GPU 0 + GPU 1 (mean pair score 50)" in text
+    assert "GPU 0: free enough, but Fit had its cards before reaching it" in text
+    assert main([*args, "--json"]) == 0
+    pl = json.loads(capsys.readouterr().out)["placement"]
+    assert pl["cards"] == ["GPU-box-3", "GPU-box-1"] and pl["mean_pair_score"] == 10
+    assert pl["best"]["cards"] == ["GPU-box-0", "GPU-box-1"]
+    assert pl["best"]["needed"] == [{"card": "GPU-box-0", "verdict": "not visited",
+                                     "detail": "Fit stopped before it"}]

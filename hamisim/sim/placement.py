@@ -24,7 +24,7 @@ import numpy as np
 from hamisim.cluster import Cluster, Node
 from hamisim.hami.gpuscore import gpu_scores
 
-__all__ = ["PLACEMENT_COLUMNS", "PlacementMeter", "card_ids_of"]
+__all__ = ["PLACEMENT_COLUMNS", "PlacementMeter", "NodeFacts", "card_ids_of"]
 
 #: the pods table's placement columns (null for pods with fewer than two cards,
 #: and where the node does not describe what a column measures)
@@ -44,7 +44,7 @@ def card_ids_of(devices: str) -> list[str]:
     return list(seen)
 
 
-class _NodeFacts:
+class NodeFacts:
     """One node's cards by id, as positions into its measure arrays."""
 
     __slots__ = ("pos", "numa", "switch", "nvlink", "score", "nic_numa", "nic_switch")
@@ -82,7 +82,7 @@ class PlacementMeter:
     """The placement measures of multi-GPU pods, per pod and in total."""
 
     def __init__(self, cluster: Cluster) -> None:
-        self.nodes = [_NodeFacts(n) for n in cluster.nodes]
+        self.nodes = [NodeFacts(n) for n in cluster.nodes]
         self.any_topology = any(n.topology is not None for n in cluster.nodes)
         # totals over multi-GPU pods: overall and by number of cards
         self.by_size: dict[int, list[float]] = {}
@@ -108,7 +108,7 @@ class PlacementMeter:
         return cols
 
     @staticmethod
-    def _measure(f: _NodeFacts, pos: list[int]) -> tuple[float, ...]:
+    def _measure(f: NodeFacts, pos: list[int]) -> tuple[float, ...]:
         k = len(pos)
         numa = len({f.numa[p] for p in pos})
         switches = no_nvlink = low = mean = nic_numa = nic_switch = _NAN
