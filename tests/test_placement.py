@@ -149,3 +149,10 @@ def test_compare_shows_what_topology_aware_buys(tmp_path, capsys):
     assert table.loc["topology-aware", "cross_numa_pct"] == 0
     assert table.loc["topology-aware", "mean_pair_score"] == 50
     assert (out / "figures" / "placement.png").stat().st_size > 10_000
+
+
+def test_plans_may_target_placement_metrics():
+    from hamisim.studies.plan import Target
+    t = Target.parse("cross_numa_pct <= 5")
+    assert (t.metric, t.upper, t.met(4.0), t.met(6.0)) == ("cross_numa_pct", True, True, False)
+    assert Target.parse("mean_pair_score >= 40").met(50.0)
