@@ -3,9 +3,10 @@
 Runs ``hamisim compare`` as a separate process on ``workloads/topology/`` (8-GPU
 NVSwitch boxes, 8-GPU PCIe boxes, the mutex article's 4-GPU boxes; inference,
 mutex and 2/4/8-GPU training pods, replayed as traced) for spread, binpack,
-binpack,numa, topology-aware and mutex,binpack,numa, then prints, per chain and
-pod size, the share of multi-GPU pods across NUMA nodes, the share of their card
-pairs without NVLink, their mean pair score, and the p99 pending time, with the
+numa, binpack,numa, topology-aware and mutex,binpack,numa, then prints, per chain
+and pod size, the share of multi-GPU pods across NUMA nodes and across PCIe
+switches, the share of their card pairs without NVLink, their mean pair score,
+and the p99 pending time, with the
 run's wall time and peak RSS. ``--figure PATH`` copies the comparison's
 ``figures/placement.png`` there (the README's figure).
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "workloads" / "topology"
-CHAINS = ("spread", "binpack", "binpack,numa", "topology-aware", "mutex,binpack,numa")
+CHAINS = ("spread", "binpack", "numa", "binpack,numa", "topology-aware", "mutex,binpack,numa")
 
 
 def main() -> None:
@@ -49,7 +50,8 @@ def main() -> None:
         print(f"hamisim compare on {STUDY.relative_to(ROOT)}: {len(CHAINS)} chains in "
               f"{wall:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MiB")
         print(f"{'card policy':22s} {'GPUs':>4s} {'pods':>5s} {'across NUMA %':>13s} "
-              f"{'pairs w/o NVLink %':>18s} {'mean pair score':>15s} {'pending p99 s':>13s}")
+              f"{'across switches %':>17s} {'pairs w/o NVLink %':>18s} {'mean pair score':>15s} "
+              f"{'pending p99 s':>13s}")
         for folder in sorted((out / "runs").iterdir(),
                              key=lambda p: CHAINS.index(_chain(p))):
             summary = json.loads((folder / "summary.json").read_text())
@@ -57,7 +59,8 @@ def main() -> None:
             chain = summary["scheduler"]["gpu_scheduler_policy"]
             for size, f in r["placement_by_gpus"].items():
                 print(f"{chain:22s} {size:>4s} {f['multi_gpu_pods']:5d} "
-                      f"{f['cross_numa_pct']:13.1f} {f['pairs_without_nvlink_pct']:18.1f} "
+                      f"{f['cross_numa_pct']:13.1f} {f['cross_switch_pct']:17.1f} "
+                      f"{f['pairs_without_nvlink_pct']:18.1f} "
                       f"{f['mean_pair_score']:15.0f} {r['pending_p99_s']:13.0f}")
         if args.figure is not None:
             shutil.copyfile(out / "figures" / "placement.png", args.figure)

@@ -236,7 +236,7 @@ def test_bundled_topology_study_loads_and_runs(tmp_path):
         cluster = load_cluster(root / "topology" / "cluster.yaml")
         trace = read_trace(root / "topology" / "trace.csv")
         sweep = load_sweep(root / "sweeps" / "topology-chains.yaml")
-    assert cluster.n_cards == 80 and len(trace) == 500 and len(sweep.cells) == 5
+    assert cluster.n_cards == 80 and len(trace) == 500 and len(sweep.cells) == 6
     assert {n.topology.template for n in cluster.nodes} == {"dgx-h100", "pcie-8gpu", "pcie-4gpu"}
     res = simulate(cluster, trace, EngineConfig(progress=False))
     assert set(res.summary["placement_by_gpus"]) == {"2", "4", "8"}
