@@ -251,7 +251,8 @@ class Recorder:
         """Hand a batch of pods' rows, given column by column (as :meth:`pod_done`
         takes them), to the sink; ``end_time`` as in :meth:`flush_pods`. The
         statistics' columns are not kept: give them to :meth:`set_pod_statistics`."""
-        where = self.placement.measure(np.asarray(node), np.asarray(devices, dtype=object)) \
+        device_texts = _strings(devices)
+        where = self.placement.measure(np.asarray(node), device_texts) \
             if self.placement is not None else None
         if self.discards:
             return
@@ -272,7 +273,7 @@ class Recorder:
             pa.array(np.where(bound, bind, stop) - arrival, **nan_null),
             self._nodes.take(take),
             self._groups.take(take),
-            _strings(devices),
+            device_texts,
             pa.array(np.array(attempts, dtype=np.int64)),
             pa.array(np.where(bound, end, np.nan), **nan_null),
             pa.array(np.where(bound, np.nan, end), **nan_null),
