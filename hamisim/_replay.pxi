@@ -189,7 +189,7 @@ cdef class ReplayCore:
     # -- per pod state (arrival order) -----------------------------------
     cdef int8_t[::1] status
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
-    cdef double[::1] last_attempt, first_attempt, bind_time
+    cdef double[::1] first_attempt, bind_time
     cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
     # the queue: timestamp, rejectors, the last message, changes at the last attempt
     cdef double[::1] timestamp
@@ -331,7 +331,6 @@ cdef class ReplayCore:
         self.slot = np.full(n, -1, dtype=np.int32)
         self.u_prev = np.full(n, -1, dtype=np.int32)
         self.u_next = np.full(n, -1, dtype=np.int32)
-        self.last_attempt = np.zeros(n, dtype=np.float64)
         self.arrived_at = np.zeros(n, dtype=np.float64)
         self.first_attempt = np.full(n, np.nan)
         self.bind_time = np.full(n, np.nan)
@@ -789,7 +788,6 @@ cdef class ReplayCore:
         if not self.attempts[k]:
             self.first_attempt[k] = now
         self.attempts[k] += 1
-        self.last_attempt[k] = now
         if self.tried[k] != self.changes:
             self.stale -= 1
             self.tried[k] = self.changes

@@ -90,7 +90,7 @@ class _PodState:
     """A pod the engine is responsible for, from arrival until it leaves."""
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
-                 "attempts", "last_attempt", "gen", "node", "usage", "cls", "first_attempt",
+                 "attempts", "gen", "node", "usage", "cls", "first_attempt",
                  "bind_time", "devices", "preempted_by", "containers", "timestamp",
                  "rejectors", "message", "tried")
 
@@ -104,7 +104,6 @@ class _PodState:
         self.gpu = gpu                  # GPUs asked (whole cards + fractional shares)
         self.status = "new"     # queued, unschedulable, backoff, running, terminating, gone
         self.attempts = 0
-        self.last_attempt = 0.0
         self.gen = 0                    # invalidates stale timers
         self.node = -1
         self.usage: tuple | None = None # (rows, slots, memory, cores) while running
@@ -381,7 +380,6 @@ class _Engine:
         if not st.attempts:
             st.first_attempt = now
         st.attempts += 1
-        st.last_attempt = now
         if st.tried != self.changes:
             self.stale -= 1
             st.tried = self.changes
