@@ -191,9 +191,9 @@ cdef class ReplayCore:
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
     cdef double[::1] first_attempt, bind_time
     cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
-    # the queue: timestamp, rejectors, the last message, changes at the last attempt
+    # the queue: timestamp, the last message (while pending), changes at the last attempt
     cdef double[::1] timestamp
-    cdef int8_t[::1] rejectors, u_list
+    cdef int8_t[::1] u_list
     cdef int64_t[::1] tried
     cdef list message
     cdef int rej_last                      # rejectors of the last failed _decide
@@ -335,7 +335,6 @@ cdef class ReplayCore:
         self.first_attempt = np.full(n, np.nan)
         self.bind_time = np.full(n, np.nan)
         self.timestamp = np.zeros(n, dtype=np.float64)
-        self.rejectors = np.zeros(n, dtype=np.int8)
         self.u_list = np.full(n, U_NONE, dtype=np.int8)
         self.tried = np.full(n, -1, dtype=np.int64)
         self.message = [None] * n
@@ -980,6 +979,7 @@ cdef class ReplayCore:
             self.row_delay_n = 0
         self.row_delay_sum += delay
         self.row_delay_n += 1
+        self.message[k] = None              # only a pending pod's text is compared
         self._event(E_BIND, k, node, self.slot_devices[self.slot[k]], None)
         if self.deletion[k] != self.deletion[k] and duration == duration:
             self.live += 1
@@ -989,6 +989,7 @@ cdef class ReplayCore:
 
     cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
         self._u_remove(k)
+        self.message[k] = None
         if self.tried[k] != self.changes:
             self.stale -= 1
         self.status[k] = S_GONE
@@ -1032,7 +1033,6 @@ cdef class ReplayCore:
         cdef double now = self.now, when
         cdef bint written
         self.timestamp[k] = now
-        self.rejectors[k] = rejectors
         # kube-scheduler writes the PodScheduled condition only when it changes
         written = message != self.message[k]
         self.message[k] = message
