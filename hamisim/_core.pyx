@@ -48,7 +48,8 @@ cdef enum:
     R_COMPUTE_UNITS = 9
     R_ALLOCATED = 10
     R_QUOTA = 11
-    N_REASONS = 12
+    R_MIG = 12
+    N_REASONS = 13
 
 # Outcome of one node (and of one container on it).
 cdef enum:
@@ -57,6 +58,7 @@ cdef enum:
     ST_INSUFFICIENT = 2        # "NodeInsufficientDevice"
     ST_TYPE_NOT_FOUND = 3      # "Device type not found"
     ST_UNREGISTERED = 4        # "node unregistered"
+    ST_MIG_READD = 5           # AddResourceUsage found no MIG placement (cannot happen)
 
 # Request row columns (hamisim.sim.arrays.REQ_FIELDS).
 cdef enum:
@@ -71,6 +73,7 @@ cdef enum:
 
 cdef enum:
     NO_PERCENTAGE = 101
+    MANY_CARDS = 1 << 30       # NodeAgg's count on a node with a MIG card
 
 CODES = {
     "MODE_CHAIN": MODE_CHAIN, "SINGLE_MUTEX": SINGLE_MUTEX,
@@ -83,10 +86,11 @@ REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
     "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
     "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
-    "ResourceQuotaNotFit",
+    "ResourceQuotaNotFit", "CardMigTopologyInfeasible",
 )
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
-            "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED}
+            "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
+            "MIG_READD": ST_MIG_READD}
 
 
 # ---------------------------------------------------------------------------
@@ -133,6 +137,23 @@ ctypedef struct Cards:
     # accounting (every container counted as what it is); read by the quota
     # check only (NULL: 1 on every node)
     const uint8_t* aligned
+    # MIG (hamisim.hami.mig): per row whether the card is in mig mode, its
+    # profiles [mig_p0, mig_p1) in selectMigCandidate's order, the placements
+    # in use as a bit mask (live) and per slot how many instances cover it
+    # (NULL without MIG cards); per profile its memory, cores and placements
+    # [mp_pl0, mp_pl1) in HAMi's try order, per placement its bits; per node
+    # how many vendor cards are in mig mode
+    const uint8_t* is_mig
+    const int64_t* mig_p0
+    const int64_t* mig_p1
+    const uint64_t* mig_occ
+    int32_t* mig_cnt
+    const int64_t* mp_mem
+    const int64_t* mp_core
+    const int64_t* mp_pl0
+    const int64_t* mp_pl1
+    const uint64_t* pl_mask
+    const int64_t* n_mig
 
 
 ctypedef struct Pod:
@@ -149,6 +170,7 @@ ctypedef struct Pod:
     bint fit_numa_bind
     bint mutex
     bint topology
+    bint mig_request           # isMIGRequest's pod part: no vgpu-mode, or one naming mig
     const uint8_t* type_ok     # per type id
     const uint8_t* mode_ok     # per mode id
     const uint8_t* uuid_ok     # per card row
@@ -216,11 +238,22 @@ ctypedef struct Node:
     const int64_t* usedcores
     const int64_t* pair
     int aligned                # Cards.aligned of the node
+    int64_t n_mig
+    const uint8_t* is_mig
+    const int64_t* mig_p0
+    const int64_t* mig_p1
+    const uint64_t* mig_occ
+    const int64_t* mp_mem      # global profile / placement tables
+    const int64_t* mp_core
+    const int64_t* mp_pl0
+    const int64_t* mp_pl1
+    const uint64_t* pl_mask
 
 
 ctypedef struct Scratch:
     int cap_k                  # >= cards of any node
     int cap_c                  # >= containers of the pod
+    int cap_p                  # >= picks of one container (MIG cards take several)
     int64_t* w_used            # working usage copy (cap_k)
     int64_t* w_usedmem
     int64_t* w_usedcores
@@ -232,7 +265,7 @@ ctypedef struct Scratch:
     int* combo                 # topology combinations (cap_k)
     int* best_combo
     int* out_n                 # per container: number of picks (cap_c)
-    int* out_pos               # per container: picks at [c * cap_k ...]
+    int* out_pos               # per container: picks at [c * cap_p ...]
     int64_t* out_mem
     int64_t* out_cores
     int32_t* counts            # Fit reason histogram of the failure (N_REASONS)
@@ -249,6 +282,15 @@ ctypedef struct Scratch:
     int64_t q_base_mem
     int64_t q_base_cores
     bint q_cur_init
+    int64_t* qc_mem            # the current container's picks so far, per card (cap_k)
+    int64_t* qc_cores
+    # MIG: working placements in use per card (cap_k), the same plus this Fit's
+    # picks (CustomFilterRule's replay), and per pick the profile and placement
+    # AddResourceUsage chose (-1 on other cards; cap_c * cap_p)
+    uint64_t* w_occ
+    uint64_t* q_occ
+    int32_t* out_prof
+    int32_t* out_pl
 
 
 # ---------------------------------------------------------------------------
@@ -285,6 +327,32 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.aligned = 1
     if c.aligned != NULL:
         nv.aligned = c.aligned[i]
+    nv.n_mig = c.n_mig[i]
+    nv.is_mig = c.is_mig + r0
+    nv.mig_p0 = c.mig_p0 + r0
+    nv.mig_p1 = c.mig_p1 + r0
+    nv.mig_occ = c.mig_occ + r0
+    nv.mp_mem = c.mp_mem
+    nv.mp_core = c.mp_core
+    nv.mp_pl0 = c.mp_pl0
+    nv.mp_pl1 = c.mp_pl1
+    nv.pl_mask = c.pl_mask
+
+
+cdef inline bint _mig_select(const Node* nv, int p, uint64_t occ, int64_t mem, int* prof,
+                             int* place) noexcept nogil:
+    # selectMigCandidate: the first profile (memory, then slices) with memory
+    # >= mem and a placement free of occ, tried in HAMi's order
+    cdef int64_t g, q
+    for g in range(nv.mig_p0[p], nv.mig_p1[p]):
+        if nv.mp_mem[g] < mem:
+            continue
+        for q in range(nv.mp_pl0[g], nv.mp_pl1[g]):
+            if (nv.pl_mask[q] & occ) == 0:
+                prof[0] = <int>g
+                place[0] = <int>q
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -461,13 +529,13 @@ cdef void _quota_base(const Node* nv, const Pod* pod, int ci, Scratch* s) noexce
         init_cls = pos < pod.n_init
         pos += 1
         for t in range(s.out_n[cj]):
-            p = s.out_pos[cj * s.cap_k + t]
+            p = s.out_pos[cj * s.cap_p + t]
             if init_cls:
-                s.qi_mem[p] = _imax(s.qi_mem[p], s.out_mem[cj * s.cap_k + t])
-                s.qi_cores[p] = _imax(s.qi_cores[p], s.out_cores[cj * s.cap_k + t])
+                s.qi_mem[p] = _imax(s.qi_mem[p], s.out_mem[cj * s.cap_p + t])
+                s.qi_cores[p] = _imax(s.qi_cores[p], s.out_cores[cj * s.cap_p + t])
             else:
-                s.qa_mem[p] += s.out_mem[cj * s.cap_k + t]
-                s.qa_cores[p] += s.out_cores[cj * s.cap_k + t]
+                s.qa_mem[p] += s.out_mem[cj * s.cap_p + t]
+                s.qa_cores[p] += s.out_cores[cj * s.cap_p + t]
     s.q_cur_init = pos < pod.n_init
     s.q_base_mem = 0
     s.q_base_cores = 0
@@ -479,15 +547,19 @@ cdef void _quota_base(const Node* nv, const Pod* pod, int ci, Scratch* s) noexce
 cdef inline void _quota_delta(const Scratch* s, int p, int64_t mem, int64_t cores,
                               int64_t* dmem, int64_t* dcores) noexcept nogil:
     # How much the collapsed total grows when the current container also
-    # takes card p with (mem, cores).
-    cdef int64_t old_m = _imax(s.qi_mem[p], s.qa_mem[p])
-    cdef int64_t old_c = _imax(s.qi_cores[p], s.qa_cores[p])
+    # takes card p with (mem, cores), after its earlier picks there (qc: a MIG
+    # card gives one container several instances)
+    cdef int64_t qcm = s.qc_mem[p], qcc = s.qc_cores[p]
     if s.q_cur_init:
-        dmem[0] = _imax(_imax(s.qi_mem[p], mem), s.qa_mem[p]) - old_m
-        dcores[0] = _imax(_imax(s.qi_cores[p], cores), s.qa_cores[p]) - old_c
+        dmem[0] = _imax(_imax(_imax(s.qi_mem[p], qcm), mem), s.qa_mem[p]) - \
+            _imax(_imax(s.qi_mem[p], qcm), s.qa_mem[p])
+        dcores[0] = _imax(_imax(_imax(s.qi_cores[p], qcc), cores), s.qa_cores[p]) - \
+            _imax(_imax(s.qi_cores[p], qcc), s.qa_cores[p])
     else:
-        dmem[0] = _imax(s.qi_mem[p], s.qa_mem[p] + mem) - old_m
-        dcores[0] = _imax(s.qi_cores[p], s.qa_cores[p] + cores) - old_c
+        dmem[0] = _imax(s.qi_mem[p], s.qa_mem[p] + qcm + mem) - \
+            _imax(s.qi_mem[p], s.qa_mem[p] + qcm)
+        dcores[0] = _imax(s.qi_cores[p], s.qa_cores[p] + qcc + cores) - \
+            _imax(s.qi_cores[p], s.qa_cores[p] + qcc)
 
 
 cdef inline bint _quota_exceeded(const Pod* pod, int64_t mem, int64_t cores) noexcept nogil:
@@ -511,11 +583,19 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef int64_t mem
     cdef int64_t cur_mem = 0, cur_cores = 0, dmem = 0, dcores = 0
     cdef int npick = 0
-    cdef int t, p
+    cdef int t, p, prof = 0, place = 0
+    cdef bint mig
     cdef int32_t* counts = s.counts
     memset(counts, 0, N_REASONS * sizeof(int32_t))
     s.n_cards = nv.n_vendor
-    for t in range(nv.k - 1, -1, -1):
+    if pod.quota:
+        memset(s.qc_mem, 0, nv.k * sizeof(int64_t))
+        memset(s.qc_cores, 0, nv.k * sizeof(int64_t))
+    if nv.n_mig:
+        memcpy(s.q_occ, s.w_occ, nv.k * sizeof(uint64_t))
+    t = nv.k
+    while t > 0:
+        t -= 1
         p = s.perm[t]
         if not nv.is_vendor[p]:
             continue
@@ -537,6 +617,11 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             npick = 0
             cur_mem = 0
             cur_cores = 0
+            if pod.quota:
+                memset(s.qc_mem, 0, nv.k * sizeof(int64_t))
+                memset(s.qc_cores, 0, nv.k * sizeof(int64_t))
+            if nv.n_mig:
+                memcpy(s.q_occ, s.w_occ, nv.k * sizeof(uint64_t))
         if not pod.uuid_ok[nv.row0 + p]:
             counts[R_UUID] += 1
             continue
@@ -569,17 +654,33 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         if nv.devcore[p] != 0 and s.w_usedcores[p] == nv.devcore[p] and coresreq == 0:
             counts[R_COMPUTE_UNITS] += 1
             continue
+        mig = nv.is_mig[p]
+        if mig:
+            # CustomFilterRule, with this Fit's earlier picks on the card placed
+            if not _mig_select(nv, p, s.q_occ[p], mem, &prof, &place):
+                counts[R_MIG] += 1
+                continue
+            s.q_occ[p] |= nv.pl_mask[place]
         s.pk_pos[npick] = p
         s.pk_mem[npick] = mem
         s.pk_cores[npick] = coresreq
         npick += 1
         cur_mem += dmem
         cur_cores += dcores
+        if pod.quota:
+            if s.q_cur_init:
+                s.qc_mem[p] = _imax(s.qc_mem[p], mem)
+                s.qc_cores[p] = _imax(s.qc_cores[p], coresreq)
+            else:
+                s.qc_mem[p] += mem
+                s.qc_cores[p] += coresreq
         if not pod.topology:
             nums -= 1
             if nums == 0:
                 npick_out[0] = npick
                 return 1
+        if mig:
+            t += 1          # a MIG card is visited again for the next instance
     if pod.topology:
         if npick == origin:
             npick_out[0] = npick
@@ -599,7 +700,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
 cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noexcept nogil:
     # Score, sort s.perm in place, Fit, add the picks to the working usage.
     cdef const int64_t* req = pod.req + ci * Q_WIDTH
-    cdef int p, i, npick = 0
+    cdef int p, i, npick = 0, prof = 0, place = 0
+    cdef Py_ssize_t b
     cdef SortCtx ctx
     for p in range(nv.k):
         s.score[p] = _card_score(nv.count[p], nv.devmem[p], nv.devcore[p], s.w_used[p],
@@ -618,7 +720,8 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
     ctx.chain[2] = pod.chain[2]
     ctx.numa_bind = pod.sort_numa_bind
     go_sort_perm(s.perm, nv.k, &ctx)
-    if req[Q_NUMS] > nv.n_vendor:
+    if req[Q_NUMS] > nv.n_vendor and not (pod.mig_request and nv.n_mig > 0
+                                          and (req[Q_FLAGS] & QF_NVIDIA)):
         return ST_INSUFFICIENT
     if pod.quota:
         _quota_base(nv, pod, ci, s)
@@ -627,12 +730,24 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
     s.out_n[ci] = npick
     for i in range(npick):
         p = s.pk_pos[i]
+        b = ci * s.cap_p + i
+        s.out_prof[b] = -1
+        s.out_pl[b] = -1
+        if nv.is_mig[p]:
+            # AddResourceUsage: the instance gets its profile's memory and cores
+            if not _mig_select(nv, p, s.w_occ[p], s.pk_mem[i], &prof, &place):
+                return ST_MIG_READD
+            s.w_occ[p] |= nv.pl_mask[place]
+            s.pk_mem[i] = nv.mp_mem[prof]
+            s.pk_cores[i] = nv.mp_core[prof]
+            s.out_prof[b] = prof
+            s.out_pl[b] = place
         s.w_used[p] += 1
         s.w_usedmem[p] += s.pk_mem[i]
         s.w_usedcores[p] += s.pk_cores[i]
-        s.out_pos[ci * s.cap_k + i] = p
-        s.out_mem[ci * s.cap_k + i] = s.pk_mem[i]
-        s.out_cores[ci * s.cap_k + i] = s.pk_cores[i]
+        s.out_pos[b] = p
+        s.out_mem[b] = s.pk_mem[i]
+        s.out_cores[b] = s.pk_cores[i]
     return ST_FIT
 
 
@@ -642,6 +757,8 @@ cdef inline void _reset(const Node* nv, Scratch* s) noexcept nogil:
     memcpy(s.w_used, nv.used, nv.k * sizeof(int64_t))
     memcpy(s.w_usedmem, nv.usedmem, nv.k * sizeof(int64_t))
     memcpy(s.w_usedcores, nv.usedcores, nv.k * sizeof(int64_t))
+    if nv.n_mig:
+        memcpy(s.w_occ, nv.mig_occ, nv.k * sizeof(uint64_t))
     for p in range(nv.k):
         s.perm[p] = p
 
@@ -721,6 +838,10 @@ cdef inline const int32_t* _pi32(const int32_t[::1] a):
     return &a[0] if a.shape[0] else NULL
 
 
+cdef inline const uint64_t* _pu64(const uint64_t[::1] a):
+    return &a[0] if a.shape[0] else NULL
+
+
 def _check(a, dtype, name):
     if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != 1 \
             or not a.flags.c_contiguous:
@@ -735,13 +856,15 @@ cdef class CardTable:
     """
     cdef Cards c
     cdef readonly int max_cards
+    #: the most picks one container can get on a node (cards, MIG instances)
+    cdef readonly int max_picks
     cdef readonly int n_nodes
     cdef list _keep
 
     def __init__(self, *, node_start, pair_start, n_vendor, count, devmem, devcore, numa,
                  index, health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
                  usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem,
-                 aligned=None):
+                 aligned=None, mig=None):
         arrays = dict(node_start=node_start, pair_start=pair_start, n_vendor=n_vendor,
                       count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
                       used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
@@ -798,6 +921,53 @@ cdef class CardTable:
         sizes = np.diff(node_start)
         self.max_cards = int(sizes.max()) if n_nodes else 0
         self.n_nodes = n_nodes
+        self._set_mig(mig, n_rows, n_nodes, np.asarray(node_start), np.asarray(is_vendor))
+
+    def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, is_vendor):
+        # mig: a mapping of the MIG arrays (hamisim.sim.arrays.ClusterState.mig_arrays),
+        # None = no card is in mig mode
+        if mig is None:
+            mig = dict(is_mig=np.zeros(n_rows, np.uint8), mig_p0=np.zeros(n_rows, np.int64),
+                       mig_p1=np.zeros(n_rows, np.int64), mig_occ=np.zeros(n_rows, np.uint64),
+                       mig_cnt=np.zeros(0, np.int32), mp_mem=np.zeros(0, np.int64),
+                       mp_core=np.zeros(0, np.int64), mp_pl0=np.zeros(0, np.int64),
+                       mp_pl1=np.zeros(0, np.int64), pl_mask=np.zeros(0, np.uint64),
+                       max_end=np.zeros(n_rows, np.int64))
+        for name in ("mig_p0", "mig_p1", "mp_mem", "mp_core", "mp_pl0", "mp_pl1", "max_end"):
+            _check(mig[name], np.int64, name)
+        _check(mig["is_mig"], np.uint8, "is_mig")
+        _check(mig["mig_occ"], np.uint64, "mig_occ")
+        _check(mig["pl_mask"], np.uint64, "pl_mask")
+        _check(mig["mig_cnt"], np.int32, "mig_cnt")
+        for name in ("is_mig", "mig_p0", "mig_p1", "mig_occ", "max_end"):
+            if len(mig[name]) != n_rows:
+                raise ValueError(f"{name}: expected {n_rows} rows")
+        is_mig = mig["is_mig"]
+        if len(mig["mig_cnt"]) not in (0, 64 * n_rows) or (is_mig.any() and
+                                                            len(mig["mig_cnt"]) == 0):
+            raise ValueError("mig_cnt: expected 64 counters per row with MIG cards")
+        # per node: vendor cards in mig mode, and the most picks one container
+        # can get there (a MIG card at most one per slot of its placements)
+        mig_vendor = (is_mig != 0) & (is_vendor != 0)
+        def per_node(x):
+            total = np.concatenate(([0], np.cumsum(x, dtype=np.int64)))
+            return np.ascontiguousarray(total[node_start[1:]] - total[node_start[:-1]],
+                                        dtype=np.int64)
+        n_mig = per_node(mig_vendor)
+        picks = per_node(np.where(mig_vendor, np.maximum(mig["max_end"], 1), 1))
+        self.max_picks = max(int(picks.max()) if n_nodes else 0, self.max_cards)
+        self._keep += [mig[k] for k in mig] + [n_mig]
+        self.c.n_mig = _p64(n_mig) if n_nodes else NULL
+        self.c.is_mig = _pu8(is_mig)
+        self.c.mig_p0 = _p64(mig["mig_p0"])
+        self.c.mig_p1 = _p64(mig["mig_p1"])
+        self.c.mig_occ = _pu64(mig["mig_occ"])
+        self.c.mig_cnt = <int32_t*>_pi32(mig["mig_cnt"])
+        self.c.mp_mem = _p64(mig["mp_mem"])
+        self.c.mp_core = _p64(mig["mp_core"])
+        self.c.mp_pl0 = _p64(mig["mp_pl0"])
+        self.c.mp_pl1 = _p64(mig["mp_pl1"])
+        self.c.pl_mask = _pu64(mig["pl_mask"])
 
 
 cdef class PodSpec:
@@ -808,7 +978,7 @@ cdef class PodSpec:
 
     def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
                  bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
-                 uuid_ok, cpu_milli=0, memory_mib=0, gate=None):
+                 uuid_ok, cpu_milli=0, memory_mib=0, gate=None, bint mig_request=False):
         cdef const int64_t[:, ::1] r = req
         cdef const float[::1] w = weights
         cdef const int32_t[::1] ch = chain
@@ -838,6 +1008,7 @@ cdef class PodSpec:
         self.p.fit_numa_bind = fit_numa_bind
         self.p.mutex = mutex
         self.p.topology = topology
+        self.p.mig_request = mig_request
         self.p.type_ok = _pu8(type_ok)
         self.p.mode_ok = _pu8(mode_ok)
         self.p.uuid_ok = _pu8(uuid_ok)
@@ -1022,20 +1193,26 @@ cdef class Core:
         cdef int64_t[::1] w_used, w_usedmem, w_usedcores, pk_mem, pk_cores, out_mem, out_cores
         cdef float[::1] score
         cdef int[::1] perm, pk_pos, combo, best_combo, out_n, out_pos
-        cdef int32_t[::1] counts
-        cdef int64_t[::1] qi_mem, qi_cores, qa_mem, qa_cores
+        cdef int32_t[::1] counts, out_prof, out_pl
+        cdef int64_t[::1] qi_mem, qi_cores, qa_mem, qa_cores, qc_mem, qc_cores
+        cdef uint64_t[::1] w_occ, q_occ
+        cdef int cap_p = max(self.table.max_picks, cap_k)
         bufs = dict(
             w_used=np.zeros(cap_k, np.int64), w_usedmem=np.zeros(cap_k, np.int64),
             w_usedcores=np.zeros(cap_k, np.int64), score=np.zeros(cap_k, np.float32),
-            perm=np.zeros(cap_k, np.intc), pk_pos=np.zeros(cap_k, np.intc),
-            pk_mem=np.zeros(cap_k, np.int64), pk_cores=np.zeros(cap_k, np.int64),
-            combo=np.zeros(cap_k, np.intc), best_combo=np.zeros(cap_k, np.intc),
-            out_n=np.zeros(cap_c, np.intc), out_pos=np.zeros(cap_c * cap_k, np.intc),
-            out_mem=np.zeros(cap_c * cap_k, np.int64),
-            out_cores=np.zeros(cap_c * cap_k, np.int64),
+            perm=np.zeros(cap_k, np.intc), pk_pos=np.zeros(cap_p, np.intc),
+            pk_mem=np.zeros(cap_p, np.int64), pk_cores=np.zeros(cap_p, np.int64),
+            combo=np.zeros(cap_p, np.intc), best_combo=np.zeros(cap_p, np.intc),
+            out_n=np.zeros(cap_c, np.intc), out_pos=np.zeros(cap_c * cap_p, np.intc),
+            out_mem=np.zeros(cap_c * cap_p, np.int64),
+            out_cores=np.zeros(cap_c * cap_p, np.int64),
+            out_prof=np.zeros(cap_c * cap_p, np.int32),
+            out_pl=np.zeros(cap_c * cap_p, np.int32),
             counts=np.zeros(N_REASONS, np.int32),
             qi_mem=np.zeros(cap_k, np.int64), qi_cores=np.zeros(cap_k, np.int64),
-            qa_mem=np.zeros(cap_k, np.int64), qa_cores=np.zeros(cap_k, np.int64))
+            qa_mem=np.zeros(cap_k, np.int64), qa_cores=np.zeros(cap_k, np.int64),
+            qc_mem=np.zeros(cap_k, np.int64), qc_cores=np.zeros(cap_k, np.int64),
+            w_occ=np.zeros(cap_k, np.uint64), q_occ=np.zeros(cap_k, np.uint64))
         self._bufs = bufs
         w_used = bufs["w_used"]; w_usedmem = bufs["w_usedmem"]
         w_usedcores = bufs["w_usedcores"]; score = bufs["score"]; perm = bufs["perm"]
@@ -1045,6 +1222,16 @@ cdef class Core:
         counts = bufs["counts"]
         self.s.cap_k = cap_k
         self.s.cap_c = cap_c
+        self.s.cap_p = cap_p
+        out_prof = bufs["out_prof"]; out_pl = bufs["out_pl"]
+        qc_mem = bufs["qc_mem"]; qc_cores = bufs["qc_cores"]
+        w_occ = bufs["w_occ"]; q_occ = bufs["q_occ"]
+        self.s.out_prof = &out_prof[0]
+        self.s.out_pl = &out_pl[0]
+        self.s.qc_mem = &qc_mem[0]
+        self.s.qc_cores = &qc_cores[0]
+        self.s.w_occ = &w_occ[0]
+        self.s.q_occ = &q_occ[0]
         self.s.w_used = &w_used[0]
         self.s.w_usedmem = &w_usedmem[0]
         self.s.w_usedcores = &w_usedcores[0]
@@ -1067,9 +1254,9 @@ cdef class Core:
         self.s.qa_mem = &qa_mem[0]
         self.s.qa_cores = &qa_cores[0]
         self.np_out_n = bufs["out_n"]
-        self.np_out_pos = bufs["out_pos"].reshape(cap_c, cap_k)
-        self.np_out_mem = bufs["out_mem"].reshape(cap_c, cap_k)
-        self.np_out_cores = bufs["out_cores"].reshape(cap_c, cap_k)
+        self.np_out_pos = bufs["out_pos"].reshape(cap_c, cap_p)
+        self.np_out_mem = bufs["out_mem"].reshape(cap_c, cap_p)
+        self.np_out_cores = bufs["out_cores"].reshape(cap_c, cap_p)
 
     # -- per-node aggregates ---------------------------------------------
     cdef void _refresh(self, int i) noexcept nogil:
@@ -1097,6 +1284,11 @@ cdef class Core:
             a.n_elig += 1
             if nv.used[p] <= 0:
                 a.n_zero += 1
+            if nv.is_mig[p]:
+                # a MIG card may take several of one request's instances
+                a.n_elig = MANY_CARDS
+                if nv.used[p] <= 0:
+                    a.n_zero = MANY_CARDS
             free = nv.devmem[p] - nv.usedmem[p]
             if free > a.max_mem:
                 a.max_mem = free
@@ -1579,8 +1771,8 @@ cdef class Core:
         st = _fit_in_devices(&nv, &pod.p, ci, &self.s)
         picks = []
         if st == ST_FIT:
-            picks = [(self.s.out_pos[ci * self.s.cap_k + i], self.s.out_mem[ci * self.s.cap_k + i],
-                      self.s.out_cores[ci * self.s.cap_k + i]) for i in range(self.s.out_n[ci])]
+            picks = [(self.s.out_pos[ci * self.s.cap_p + i], self.s.out_mem[ci * self.s.cap_p + i],
+                      self.s.out_cores[ci * self.s.cap_p + i]) for i in range(self.s.out_n[ci])]
         return st, picks, self._counts_list(), int(self.s.n_cards)
 
     def score_node(self, PodSpec pod, int node):
@@ -1597,10 +1789,47 @@ cdef class Core:
         cdef int ci, i, base
         out = []
         for ci in range(n_cont):
-            base = ci * self.s.cap_k
+            base = ci * self.s.cap_p
             out.append([(self.s.out_pos[base + i], self.s.out_mem[base + i],
                          self.s.out_cores[base + i]) for i in range(self.s.out_n[ci])])
         return out
+
+    def mig_picks(self, int n_cont):
+        """Per container ``[(profile, placement), ...]`` beside :meth:`picks`: the
+        MIG profile and placement rows each pick got (-1, -1 on other cards)."""
+        cdef int ci, i, base
+        out = []
+        for ci in range(n_cont):
+            base = ci * self.s.cap_p
+            out.append([(self.s.out_prof[base + i], self.s.out_pl[base + i])
+                        for i in range(self.s.out_n[ci])])
+        return out
+
+    def apply_mig(self, rows, masks, int sign=1):
+        """Add (``sign=1``) or remove (``-1``) MIG instances: per card row the
+        placement's bit mask. Overlapping instances are counted per slot, so
+        removing one leaves the others' slots taken."""
+        cdef Py_ssize_t t, n = len(rows)
+        cdef int64_t r
+        if n and self.table.c.mig_cnt == NULL:
+            raise ValueError("the cluster has no MIG card")
+        for t in range(n):
+            r = rows[t]
+            if not 0 <= r < self.table.c.node_start[self.table.n_nodes]:
+                raise IndexError(r)
+            self._mig_add(r, <uint64_t>masks[t], sign)
+
+    cdef void _mig_add(self, int64_t r, uint64_t mask, int sign) noexcept nogil:
+        cdef int32_t* cnt = self.table.c.mig_cnt + r * 64
+        cdef uint64_t* occ = <uint64_t*>self.table.c.mig_occ + r
+        cdef int b
+        for b in range(64):
+            if (mask >> b) & 1:
+                cnt[b] += sign
+                if cnt[b] > 0:
+                    occ[0] |= (<uint64_t>1) << b
+                else:
+                    occ[0] &= ~((<uint64_t>1) << b)
 
     def failure_groups(self):
         """The last failed attempt's window, summarised for the event message.

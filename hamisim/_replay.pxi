@@ -211,6 +211,12 @@ cdef class ReplayCore:
     cdef int64_t* slot_cores
     cdef int32_t* free_slots
     cdef list slot_devices
+    # MIG: per slot None, or (card rows, placement masks, annotation) of the
+    # pod's MIG instances (Python objects for MIG pods only)
+    cdef list slot_mig
+    cdef bint has_mig
+    cdef list mp_name, pl_place
+    cdef object mig_annotation
     # collapse scratch (per card of a node)
     cdef int64_t[::1] c_app_u, c_app_m, c_app_c, c_ini_m, c_ini_c
     cdef uint8_t[::1] c_ini, c_touched
@@ -252,6 +258,7 @@ cdef class ReplayCore:
     cdef int32_t[::1] pd_class
     cdef double[::1] pd_arrival, pd_first, pd_bind, pd_end
     cdef readonly list pd_devs
+    cdef readonly list pd_migs
     cdef readonly Py_ssize_t pd_n
     # per pod statistics, in pods-table order; queueing delays of bound pods
     cdef readonly object np_s_class, np_s_node, np_s_arrival, np_s_bind, np_s_end, np_delays
@@ -293,7 +300,8 @@ cdef class ReplayCore:
                  sample_interval, bint random_ties, int wanted, int next_start,
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
                  on_events, on_pods, aligned=None, bint hints=True,
-                 double backoff_flush_period=1.0, double leftover_flush_period=30.0):
+                 double backoff_flush_period=1.0, double leftover_flush_period=30.0,
+                 mp_name=(), pl_place=(), mig_annotation=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -349,6 +357,12 @@ cdef class ReplayCore:
         self.slot_cap = 0
         self.n_free = 0
         self.slot_devices = []
+        self.slot_mig = []
+        self.has_mig = core.table.c.mig_cnt != NULL
+        self.mp_name, self.pl_place = list(mp_name), list(pl_place)
+        self.mig_annotation = mig_annotation
+        if self.has_mig and mig_annotation is None:
+            raise ValueError("a cluster with MIG cards needs mig_annotation")
         self._grow_slots()
         w = self.slot_width
         self.c_app_u = np.zeros(w, dtype=np.int64)
@@ -410,6 +424,7 @@ cdef class ReplayCore:
         self.pd_bind, self.pd_node = self.np_pd_bind, self.np_pd_node
         self.pd_attempts, self.pd_end = self.np_pd_attempts, self.np_pd_end
         self.pd_devs = []
+        self.pd_migs = []
         self.pd_n = 0
         self.np_s_class = np.zeros(n, dtype=np.int32)
         self.np_s_node = np.zeros(n, dtype=np.int32)
@@ -453,6 +468,7 @@ cdef class ReplayCore:
             self.free_slots[self.n_free] = i
             self.n_free += 1
         self.slot_devices.extend([None] * (cap - old))
+        self.slot_mig.extend([None] * (cap - old))
         self.slot_cap = cap
         return 0
 
@@ -643,6 +659,8 @@ cdef class ReplayCore:
         self.pd_attempts[row] = self.attempts[k]
         self.pd_end[row] = end
         self.pd_devs.append(self.slot_devices[sl] if sl >= 0 else None)
+        self.pd_migs.append(self.slot_mig[sl][2] if sl >= 0 and self.slot_mig[sl] is not None
+                            else None)
         self.pd_n = row + 1
         self.s_class[s] = c
         self.s_node[s] = self.node[k]
@@ -660,6 +678,7 @@ cdef class ReplayCore:
             self.on_pods(self.pd_n)
             self.pd_n = 0
             self.pd_devs = []
+        self.pd_migs = []
 
     # -- the time series (engine._sample, Recorder.sample_groups) -----------------
     cdef int _sample(self, bint force) except -1:
@@ -850,6 +869,7 @@ cdef class ReplayCore:
         if not wants_gpu:
             self.slot_n[self.slot[k]] = 0
             self.slot_devices[self.slot[k]] = None
+            self.slot_mig[self.slot[k]] = None
         else:
             if core.placed != node:
                 if core._place_c(spec, node) != ST_FIT:
@@ -881,7 +901,7 @@ cdef class ReplayCore:
                 if s.out_n[ci] > 0 or self.aligned[node]:
                     e += 1
                 for i in range(s.out_n[ci]):
-                    b = ci * s.cap_k + i
+                    b = ci * s.cap_p + i
                     p = s.out_pos[b]
                     if not self.c_touched[p]:
                         self.c_touched[p] = 1
@@ -909,7 +929,34 @@ cdef class ReplayCore:
                 self.slot_cores[base + i] = max(self.c_app_c[p], self.c_ini_c[p])
         self.slot_n[sl] = n
         self.slot_devices[sl] = self._devices_text(node, n_cont)
+        self.slot_mig[sl] = self._mig_instances(node, n_cont) if self.has_mig else None
         return 0
+
+    cdef object _mig_instances(self, int node, int n_cont):
+        # the pod's MIG instances (rows, masks) and hami.io/vgpu-mig-allocations,
+        # as hamisim.hami.decision.mig_allocations_annotation writes it
+        cdef Scratch* s = &self.core.s
+        cdef int ci, i, b, c = -1
+        cdef int64_t r0 = self.node_start[node]
+        cdef bint pad = self.pad_empty[node]
+        rows, masks, entries = [], [], []
+        for ci in range(n_cont):
+            if s.out_n[ci] == 0 and not pad:
+                continue
+            c += 1
+            for i in range(s.out_n[ci]):
+                b = ci * s.cap_p + i
+                if s.out_prof[b] < 0:
+                    continue
+                rows.append(r0 + s.out_pos[b])
+                masks.append(self.core.table.c.pl_mask[s.out_pl[b]])
+                start, size = self.pl_place[s.out_pl[b]]
+                entries.append((c, i, self.card_text[self.card_off[r0 + s.out_pos[b]]:
+                                                      self.card_off[r0 + s.out_pos[b] + 1]]
+                                .decode("utf-8"), self.mp_name[s.out_prof[b]], start, size))
+        if not rows:
+            return None
+        return tuple(rows), tuple(masks), self.mig_annotation(entries)
 
     cdef object _devices_text(self, int node, int n_cont):
         # hamisim.hami.decision.devices_annotation of the picks in the buffers
@@ -927,7 +974,7 @@ cdef class ReplayCore:
             if s.out_n[ci] == 0 and not pad:
                 continue
             for i in range(s.out_n[ci]):
-                b = ci * s.cap_k + i
+                b = ci * s.cap_p + i
                 row = r0 + s.out_pos[b]
                 idlen = self.card_off[row + 1] - self.card_off[row]
                 self._text_room(pos + idlen + 64)
@@ -953,6 +1000,11 @@ cdef class ReplayCore:
         self.core._apply_c(node, self.slot_rows + base, self.slot_used + base,
                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                            self.t_cpu[t], self.t_mem[t], sign)
+        cdef Py_ssize_t j
+        if self.has_mig and self.slot_mig[sl] is not None:
+            rows, masks, _ = self.slot_mig[sl]
+            for j in range(len(rows)):
+                self.core._mig_add(rows[j], masks[j], sign)
 
     cdef inline void _meter_apply(self, int k, int node, int sign) noexcept:
         cdef int sl = self.slot[k], t = self.tmpl[k]
@@ -1019,6 +1071,7 @@ cdef class ReplayCore:
             self._done(k, self.now)
             sl = self.slot[k]
             self.slot_devices[sl] = None
+            self.slot_mig[sl] = None
             self.free_slots[self.n_free] = sl
             self.n_free += 1
             self.slot[k] = -1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hamisim.mig import DEFAULT_ALLOWLIST, AllowedMigProfiles, MigProfile
 from hamisim.topology import ServerTopology
 
 __all__ = ["Card", "Taint", "TAINT_EFFECTS", "Node", "SchedulerConfig", "Quota", "Cluster",
@@ -43,6 +44,8 @@ class Card:
     numa: int = 0
     health: bool = True
     mode: str = "hami-core"
+    #: ``migProfiles``: what a card in ``mig`` mode may be cut into (:mod:`hamisim.mig`)
+    mig_profiles: tuple[MigProfile, ...] = ()
 
 
 #: Kubernetes' taint effects; kube-scheduler's TaintToleration filter reads the
@@ -131,6 +134,10 @@ class SchedulerConfig:
     #: GPUs taken for init containers, see hamisim.hami.reference.collapsed_usage)
     #: or ``corrected`` (every container counted as what it is)
     init_container_usage: str = "hami-v2.10"
+    #: HAMi's ``migProfileAllowlist`` (device-config): which MIG profiles the
+    #: device plugin registers for which GPU models (the chart's list by default);
+    #: the scheduler itself places on whatever the node registered
+    mig_profile_allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST
 
 
 #: the ResourceQuota ``spec.hard`` keys HAMi v2.10.0 enforces for NVIDIA cards

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from hamisim.cluster import Card, Cluster, Node, Quota, SchedulerConfig, Taint
 from hamisim.hami.gpuscore import gpu_scores
+from hamisim.mig import NVML_TABLES, MigPlacement, MigProfile, register_profiles
 from hamisim.topology import TEMPLATES, GpuPlace, NicPlace, ServerTopology
 from hamisim.pods import (
     GPU,
@@ -35,7 +36,7 @@ SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too
 
 
 @st.composite
-def cards_of(draw, node: str, max_cards: int):
+def cards_of(draw, node: str, max_cards: int, modes=MODES):
     n = draw(st.integers(0, max_cards) if draw(st.integers(0, 9)) else st.just(0))
     # Many identical cards make exact score ties, which is where the card
     # order (insertion sort up to 12, pdqsort above) decides.
@@ -51,11 +52,47 @@ def cards_of(draw, node: str, max_cards: int):
                 "devcore": draw(st.sampled_from([100, 100, 100, 50, 200, 0])),
                 "type": draw(st.sampled_from(CARD_TYPES[:3] if draw(st.integers(0, 5))
                                           else CARD_TYPES)),
-                "mode": draw(st.sampled_from(MODES))}
+                "mode": draw(st.sampled_from(modes))}
+            if proto["mode"] == "mig":
+                proto["mig_profiles"] = draw(mig_profile_lists())
+            else:
+                proto.pop("mig_profiles", None)
         cards.append(Card(id=f"GPU-{node}-{i}", index=indexes[i],
                           numa=draw(st.sampled_from([0, 0, 1])) if n > 1 else 0,
                           health=draw(st.integers(0, 12)) != 0, **proto))
     return cards
+
+
+#: HAMi's own MIG test fixture (pkg/device/nvidia/mig_capability_test.go)
+A100_FIXTURE = (
+    MigProfile("1g.5gb", 5120, 14, 1, tuple(MigPlacement(i, 1) for i in range(7)), 7),
+    MigProfile("2g.10gb", 10240, 28, 2, tuple(MigPlacement(i, 2) for i in (0, 2, 4)), 3),
+    MigProfile("3g.20gb", 20480, 42, 3, (MigPlacement(0, 4), MigPlacement(4, 4)), 2))
+
+
+@st.composite
+def mig_profile_lists(draw):
+    """What a MIG card registers: a built-in NVML table through the default
+    allowlist, HAMi's test fixture, none, or random profiles whose names,
+    memory and placements tie and overlap in every way HAMi's rules order."""
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        gpu = draw(st.sampled_from(NVML_TABLES))
+        return register_profiles(gpu, gpu.nvml_name)
+    if kind == 1:
+        return A100_FIXTURE
+    if kind == 2:
+        return ()
+    profiles = []
+    for _ in range(draw(st.integers(1, 4))):
+        name = draw(st.sampled_from(["1g.a", "2g.b", "3g.c", "4g.d", "7g.e", "1g.f"]))
+        size = draw(st.sampled_from([1, 1, 2, 4, 8]))
+        starts = draw(st.lists(st.integers(0, 8 - size), min_size=1, max_size=4))
+        profiles.append(MigProfile(
+            name, draw(st.sampled_from([0, 2000, 4864, 5120, 10240, 20480, 40960])),
+            draw(st.sampled_from([0, 14, 15, 50, 100, 120])), draw(st.integers(1, 4)),
+            tuple(MigPlacement(s, size) for s in starts)))
+    return tuple(profiles)
 
 
 @st.composite
@@ -163,14 +200,14 @@ def kube_pod_fields(draw):
 
 
 @st.composite
-def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True):
+def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True, modes=MODES):
     n_nodes = draw(st.integers(min_nodes, max_nodes))
     # one cluster in three has kube-scheduler's labels, taints and cordons
     kube = draw(st.integers(0, 2)) == 0
     nodes = []
     for i in range(n_nodes):
         name = f"node{i}"
-        cards, topology, topology_scores = with_topology(draw, draw(cards_of(name, max_cards)))
+        cards, topology, topology_scores = with_topology(draw, draw(cards_of(name, max_cards, modes)))
         ids = [c.id for c in cards]
         cordon = frozenset(draw(st.lists(st.sampled_from(ids), max_size=2))) \
             if ids and draw(st.integers(0, 5)) == 0 else frozenset()

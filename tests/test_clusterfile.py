@@ -228,12 +228,48 @@ YAML_CASES = [
           gpu_scheduler_policy: [spread]
         nodes: [{name: a}]
         """, 2, "'gpu_scheduler_policy' must be a string, got a list"),
-    ("mig-mode", """
+    ("mig-unknown-model", """
         nodes:
           - name: n1
             devices:
               - {id: A, type: NVIDIA, devmem: 1, mode: mig}
-        """, 4, "MIG placement is outside hamisim's scope (HAMI-SEMANTICS §9.1.10)"),
+        """, 4, "card type 'NVIDIA' has no built-in MIG table"),
+    ("mig-not-allowlisted", """
+        nodes:
+          - name: n1
+            devices:
+              - {id: A, type: NVIDIA H100 80GB HBM3, mode: mig}
+        """, 4, "no migProfileAllowlist entry names a model in 'NVIDIA H100 80GB HBM3'"),
+    ("mig-placement-size-0", """
+        nodes:
+          - name: n1
+            devices:
+              - id: A
+                type: NVIDIA
+                devmem: 1000
+                mode: mig
+                migProfiles:
+                  - {name: 1g.x, memoryMB: 10, placements: [{start: 0, size: 0}]}
+        """, 9, "node 'n1': card 0: MIG profile 0: placement 0: a placement of size 0 "
+            "overlaps nothing"),
+    ("mig-profile-no-name", """
+        nodes:
+          - name: n1
+            devices:
+              - {id: A, type: NVIDIA, devmem: 1, mode: mig, migProfiles: [{memoryMB: 1}]}
+        """, 4, "a MIG profile needs its 'name'"),
+    ("mig-allowlist-invalid", """
+        scheduler:
+          migProfileAllowlist:
+            - {models: [A100], profiles: [g1.5gb]}
+        nodes: [{name: a}]
+        """, 3, "invalid MIG profile 'g1.5gb' (HAMi's scheduler refuses to start)"),
+    ("mig-allowlist-no-profiles", """
+        scheduler:
+          migProfileAllowlist:
+            - {models: [A100]}
+        nodes: [{name: a}]
+        """, 3, "MIG profile allowlist must define models and profiles"),
     ("broken-annotation-json", """
         nodes:
           - name: n1
@@ -260,11 +296,11 @@ YAML_CASES = [
           - name: n1
             devices: '{"id": "GPU-A"}'
         """, 3, "the annotation must be a list, got a mapping"),
-    ("annotation-json-mig", """
+    ("annotation-json-mig-placement", """
         nodes:
           - name: n1
-            devices: '[{"id": "GPU-A", "mode": "mig", "type": "NVIDIA-A100"}]'
-        """, 3, "MIG placement is outside hamisim's scope"),
+            devices: '[{"id": "GPU-A", "mode": "mig", "migProfiles": [{"name": "1g", "placements": [{"start": 60, "size": 8}]}]}]'
+        """, 3, "ends beyond slot 64"),
     ("annotation-json-no-id", """
         nodes:
           - name: n1
@@ -427,7 +463,7 @@ JSON_CASES = [
      "unknown key 'nodez'"),
     ("json-mig", '{"nodes": [{"name": "n1", "devices": [\n'
      ' {"id": "A", "type": "NVIDIA", "devmem": 1, "mode": "mig"}]}]}', 2,
-     "MIG placement is outside hamisim's scope"),
+     "has no built-in MIG table"),
 ]
 
 

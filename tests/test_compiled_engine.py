@@ -90,6 +90,8 @@ def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> pd.
     assert _canonical(got.summary) == _canonical(want.summary)
     assert np.array_equal(got.occupancy, want.occupancy, equal_nan=True)
     assert got.node_groups == want.node_groups
+    if want.pods is not None and want.pods.mig_allocations.notna().any():
+        event("a pod held MIG instances")
     return want.events
 
 
@@ -105,6 +107,17 @@ def _note(events: pd.DataFrame) -> None:
 def test_compiled_engine_equals_python_engine(data):
     cluster = _grouped(data.draw,
                        data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False)))
+    trace = data.draw(traces(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_on_mig_cards(data):
+    """MIG instances taken and freed: the pods' hami.io/vgpu-mig-allocations, and
+    every placement after a departure, are the Python engine's."""
+    cluster = data.draw(clusters(max_nodes=3, max_cards=6, with_quotas=False,
+                                 modes=["mig", "mig", "hami-core"]))
     trace = data.draw(traces(cluster))
     _note(assert_same_run(cluster, trace, data.draw(configs())))
 

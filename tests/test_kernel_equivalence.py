@@ -76,18 +76,52 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
                 event("a node refused for the quota")
             if want is not None and want.bound and any(len(c) > 1 for c in want.containers):
                 event("multi-card container bound")
+            if want is not None and want.bound and any(p.mig for c in want.containers
+                                                       for p in c):
+                event("MIG instance bound")
+            if want is not None and not want.bound and "CardMigTopologyInfeasible" in \
+                    want.message:
+                event("a MIG card refused for its geometry")
             if name not in names:
                 names.append(name)
         assert ker.usage_by_card() == ref.usage_by_card(), step
+        if ker.state.has_mig:
+            assert _mig_in_use(ker) == _mig_in_use(ref), step
         assert ker.next_start == ref.next_start, step
         for ns in [ns for ns in cluster.quotas if cluster.quota_of(ns) is not None]:
             assert ker.namespace_usage(ns) == ref.namespace_usage(ns), (step, ns)
+
+
+def _mig_in_use(sched) -> dict[str, int]:
+    """Per MIG card, the slots its instances cover (a bit mask)."""
+    if isinstance(sched, KernelScheduler):
+        s = sched.state
+        occ = s.mig_arrays["mig_occ"].tolist()
+        return {cid: occ[r] for r, cid in enumerate(s.card_ids) if s.mig_arrays["is_mig"][r]}
+    out = {}
+    for cards in sched.card_usage():
+        for c in cards:
+            if c.mode == "mig":
+                mask = 0
+                for pl in c.mig_in_use:
+                    mask |= pl.mask
+                out[c.id] = mask
+    return out
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(), data=st.data())
 def test_kernel_equals_reference(cluster, data):
     _check_sequence(data, cluster, max_steps=10)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=SLOW)
+@given(cluster=clusters(max_nodes=3, max_cards=8, modes=["mig", "mig", "mig", "hami-core"]),
+       data=st.data())
+def test_kernel_equals_reference_mig(cluster, data):
+    """Clusters of MIG cards (and some hami-core ones beside them): profile
+    choice, placements, revisits, and deletes that free placements."""
+    _check_sequence(data, cluster, max_steps=14)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)

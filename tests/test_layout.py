@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hamisim"
 
 #: Parts of the package and the parts each may import (besides itself).
 MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes", "hamisim.topology",
+         "hamisim.mig",
          "hamisim.workload", "hamisim.registry"}
 ALLOWED = {
     "model": {"model"},

@@ -10,9 +10,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from hamisim.cluster import Card
 from hamisim.hami import reference as ref
 from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
+from hamisim.mig import MigPlacement, MigProfile
 from hamisim.pods import Request
+from hamisim.sim.arrays import mig_arrays
 
 
 def request(d: dict) -> Request:
@@ -26,11 +29,20 @@ def weights(d: dict | None) -> tuple[int, int, int]:
     return d["slot"], d["core"], d["memory"]
 
 
+def mig_profiles(d: dict) -> tuple[MigProfile, ...]:
+    """A vector card's ``mig_profiles`` (HAMi's Go field names) as hamisim's profiles."""
+    return tuple(MigProfile(p["Name"], p.get("MemoryMB", 0), p.get("Core", 0),
+                            p.get("SliceCount", 0),
+                            tuple(MigPlacement(q.get("Start", 0), q.get("Size", 0))
+                                  for q in p.get("Placements") or []))
+                 for p in d.get("mig_profiles") or [])
+
+
 def card(d: dict) -> ref.CardUsage:
     return ref.CardUsage(id=d["id"], index=d["index"], type=d["type"], count=d["count"],
                          devmem=d["devmem"], devcore=d["devcore"], used=d["used"],
                          usedmem=d["usedmem"], usedcores=d["usedcores"], numa=d["numa"],
-                         health=d["health"], mode=d["mode"])
+                         health=d["health"], mode=d["mode"], mig_profiles=mig_profiles(d))
 
 
 def pick_dict(p) -> dict:
@@ -155,7 +167,9 @@ def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str =
         mode_id=np.array([modes.index(c["mode"]) for c in cards], dtype=np.int32),
         used=i64("used"), usedmem=i64("usedmem"), usedcores=i64("usedcores"), pair=pair,
         alloc_cpu=np.array([-1], dtype=np.int64), alloc_mem=np.array([-1], dtype=np.int64),
-        req_cpu=np.zeros(1, dtype=np.int64), req_mem=np.zeros(1, dtype=np.int64))
+        req_cpu=np.zeros(1, dtype=np.int64), req_mem=np.zeros(1, dtype=np.int64),
+        mig=mig_arrays([Card(c["id"], mode=c["mode"], mig_profiles=mig_profiles(c))
+                        for c in cards])[0])
     return table, types, modes
 
 

@@ -8,6 +8,7 @@ formatting path.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -19,7 +20,8 @@ __all__ = [
     "DEVICE_TYPE_NOT_FOUND", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
     "Pick", "Decision", "fit_reason", "parse_reason", "failed_scheduling_message",
     "histogram_message",
-    "devices_annotation", "pads_empty_segments",
+    "devices_annotation", "pads_empty_segments", "mig_allocations_annotation",
+    "encode_mig_allocations",
 ]
 
 #: HAMi's per-card reason keys (pkg/device/common/common.go), in code order.
@@ -38,6 +40,7 @@ REASONS: tuple[str, ...] = (
     "CardComputeUnitsExhausted",
     "AllocatedCardsInsufficientRequest",
     "ResourceQuotaNotFit",
+    "CardMigTopologyInfeasible",
 )
 REASON_CODE = {name: i for i, name in enumerate(REASONS)}
 
@@ -56,6 +59,9 @@ class Pick:
     usedmem: int
     usedcores: int
     idx: int = 0
+    #: on a MIG card: ``(profile, start, size)`` HAMi chose (the pod's
+    #: ``hami.io/vgpu-mig-allocations`` entry); ``None`` elsewhere
+    mig: tuple[str, int, int] | None = None
 
 
 @dataclass
@@ -113,6 +119,13 @@ class Decision:
         return self._node_reasons
 
     @property
+    def mig_allocations(self) -> str | None:
+        """``hami.io/vgpu-mig-allocations`` of a bound pod with MIG instances, else ``None``."""
+        if self.node is None:
+            return None
+        return mig_allocations_annotation(self.containers, self.pad_empty)
+
+    @property
     def bound(self) -> bool:
         return self.node is not None
 
@@ -159,6 +172,36 @@ def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = T
     return "".join(
         "".join(f"{p.uuid},NVIDIA,{p.usedmem},{p.usedcores}:" for p in picks) + ";"
         for picks in containers if picks or pad_empty)
+
+
+def mig_allocations_annotation(containers: Sequence[Sequence[Pick]],
+                               pad_empty: bool = True) -> str | None:
+    """Encode ``hami.io/vgpu-mig-allocations`` (HAMi's ``EncodeMigAllocations``),
+    or ``None`` when no card is a MIG instance (HAMi then writes no annotation).
+
+    One entry per MIG instance: ``containerIndex`` is the container's position
+    in HAMi's device list (GPU-less containers take one only when
+    ``pad_empty``, as in :func:`devices_annotation`), ``deviceIndex`` the
+    card's position in the container's list; the runtime fields (``migUUID``,
+    ...) are the device plugin's, added later.
+    """
+    listed = [picks for picks in containers if picks or pad_empty]
+    return encode_mig_allocations([(c, d, p.uuid, *p.mig) for c, picks in enumerate(listed)
+                                   for d, p in enumerate(picks) if p.mig is not None])
+
+
+def encode_mig_allocations(entries: Sequence[tuple[int, int, str, str, int, int]]
+                           ) -> str | None:
+    """The annotation's JSON for ``(containerIndex, deviceIndex, gpuUUID, profile,
+    start, size)`` entries, as Go's ``encoding/json`` writes it; ``None`` for none."""
+    if not entries:
+        return None
+    text = json.dumps([{"containerIndex": c, "deviceIndex": d, "gpuUUID": uuid,
+                        "profile": profile, "placement": {"start": start, "size": size}}
+                       for c, d, uuid, profile, start, size in entries],
+                      separators=(",", ":"), ensure_ascii=False)
+    # Go's encoding/json escapes these for HTML safety
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def pads_empty_segments(card_types: Iterable[str]) -> bool:

@@ -32,6 +32,7 @@ from hamisim.hami.decision import (
     pads_empty_segments,
 )
 from hamisim.hami.gosort import go_sort
+from hamisim.hami.mig import MIG_MODE, select_candidate
 from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate, usage_totals
 from hamisim.hami.policy import (
     KEY_BINPACK,
@@ -53,12 +54,13 @@ from hamisim.kube.filters import hides_taints, is_unresolvable, static_reasons
 from hamisim.kube.queue import REJ_EXTENDER, REJ_FIT, REJ_STATIC
 from hamisim.kube.fit import least_allocated_choice, resource_fit_reasons
 from hamisim.kube.sampling import sample_feasible
+from hamisim.mig import MigPlacement, MigProfile
 from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
     "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit", "aligned_usage",
-    "fit_in_devices", "NodeFit", "score_node", "quota_check", "ReferenceScheduler", "Tracer",
+    "fit_in_devices", "is_mig_request", "NodeFit", "score_node", "quota_check", "ReferenceScheduler", "Tracer",
 ]
 
 f32 = np.float32
@@ -92,6 +94,10 @@ class CardUsage:
     mode: str = ""
     cordoned: bool = False
     score: np.float32 = field(default_factory=lambda: f32(0))
+    #: a MIG card's registered profiles and the placements in use (HAMi's
+    #: ``MigProfiles`` and ``MigAllocationsInUse``)
+    mig_profiles: tuple[MigProfile, ...] = ()
+    mig_in_use: list[MigPlacement] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -344,8 +350,14 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     coresreq = request.coresreq
     prevnuma = -1
     picks: list[Pick] = []
+    # CustomFilterRule replays this Fit's earlier picks on a MIG card: the
+    # placements they took, per card
+    queued: dict[str, list[MigPlacement]] = {}
     reasons: Counter = Counter()
-    for card in reversed(cards):
+    i = len(cards) - 1
+    while i >= 0:
+        card = cards[i]
+        i -= 1
         if not card.health:
             reasons["CardNotHealth"] += 1
             _visit(trace, card, "CardNotHealth")
@@ -364,7 +376,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
                 trace.numa_regroup(card, picks if nums != origin else [])
             if nums != origin:
                 reasons["NumaNotFit"] += len(picks)
-            nums, prevnuma, picks = origin, card.numa, []
+            nums, prevnuma, picks, queued = origin, card.numa, [], {}
         if not uuid_allowed(annotations, card.id):
             reasons["CardUuidMismatch"] += 1
             _visit(trace, card, "CardUuidMismatch")
@@ -402,12 +414,25 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardComputeUnitsExhausted"] += 1
             _visit(trace, card, "CardComputeUnitsExhausted")
             continue
+        mig = card.mode == MIG_MODE
+        if mig:
+            # §10.2 CustomFilterRule: a profile >= mem with a free placement,
+            # after this Fit's earlier picks on the card took theirs
+            on_card = queued.setdefault(card.id, [])
+            choice = select_candidate(card.mig_profiles, [*card.mig_in_use, *on_card], mem)
+            if choice is None:
+                reasons["CardMigTopologyInfeasible"] += 1
+                _visit(trace, card, "CardMigTopologyInfeasible")
+                continue
+            on_card.append(choice[1])
         picks.append(Pick(card.id, mem, coresreq, card.index))
         _visit(trace, card, "picked")
         if not cp.topology:
             nums -= 1
             if nums == 0:
                 return FitResult(True, picks, reasons, len(cards))
+        if mig:
+            i += 1          # §10.3 a MIG card is visited again for the next instance
     if cp.topology:
         if len(picks) == origin:
             return FitResult(True, picks, reasons, len(cards))
@@ -450,7 +475,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
         vendor_cards = [c for c in cards if k.type.upper() in c.type.upper()]
         if trace is not None:
             trace.sorted(cards, vendor_cards)
-        if k.nums > len(vendor_cards):
+        if k.nums > len(vendor_cards) and not is_mig_request(k, vendor_cards, annotations):
             if trace is not None:
                 trace.request_failed(NODE_INSUFFICIENT_DEVICE)
             return False, [], NODE_INSUFFICIENT_DEVICE
@@ -460,13 +485,38 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
         if not res.fit:
             return False, [], res.reason
         by_id = {c.id: c for c in cards}
+        added = []
         for p in res.picks:
             card = by_id[p.uuid]
+            if card.mode == MIG_MODE:
+                # §10.4 AddResourceUsage: the pick becomes the profile it gets
+                choice = select_candidate(card.mig_profiles, card.mig_in_use, p.usedmem)
+                if choice is None:
+                    return False, [], (f"AddResourceUsage failed for device {card.id}: "
+                                       "MIG profile and placement allocation failed")
+                prof, place = choice
+                p = Pick(p.uuid, prof.memory_mb, prof.core, p.idx,
+                         (prof.name, place.start, place.size))
+                card.mig_in_use.append(place)
             card.used += 1
             card.usedmem += p.usedmem
             card.usedcores += p.usedcores
-        picks += res.picks
+            added.append(p)
+        picks += added
     return True, picks, ""
+
+
+def is_mig_request(request: Request, vendor_cards: Sequence[CardUsage],
+                   annotations: Mapping[str, str]) -> bool:
+    """``isMIGRequest``: an NVIDIA request whose pod allows MIG (no
+    ``nvidia.com/vgpu-mode``, or one containing ``mig``) on a node with a MIG
+    card may ask for more cards than the node has (§10.3)."""
+    if request.type != "NVIDIA":
+        return False
+    mode = annotations.get(VGPU_MODE)
+    if mode is not None and MIG_MODE not in mode:
+        return False
+    return any(c.mode == MIG_MODE for c in vendor_cards)
 
 
 # ---------------------------------------------------------------------------
@@ -640,11 +690,17 @@ class ReferenceScheduler:
         """Every node's cards with usage rebuilt from the pod cache."""
         nodes = [[CardUsage(c.id, c.index, c.type, c.count, c.devmem, c.devcore,
                             numa=c.numa, health=c.health, mode=c.mode,
-                            cordoned=c.id in n.cordon) for c in n.cards]
+                            cordoned=c.id in n.cordon, mig_profiles=c.mig_profiles)
+                  for c in n.cards]
                  for n in self.cluster.nodes]
         aligned = self._aligned
         for cached in self.pods.values():
             by_id = {c.id: c for c in nodes[cached.node]}
+            # every instance of hami.io/vgpu-mig-allocations occupies its placement
+            for picks in cached.containers:
+                for p in picks:
+                    if p.mig is not None:
+                        by_id[p.uuid].mig_in_use.append(MigPlacement(p.mig[1], p.mig[2]))
             for uuid, (used, mem, cores) in collapsed_usage(
                     cached.containers, cached.n_init, aligned[cached.node]).items():
                 card = by_id[uuid]

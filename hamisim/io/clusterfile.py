@@ -111,6 +111,18 @@ from hamisim.io.documents import (
 )
 from hamisim.io.openb import OPENB_NODE_COLUMNS, openb_nodes_from_text
 from hamisim.io.tables import first_line, read_text
+from hamisim.mig import (
+    DEFAULT_ALLOWLIST,
+    MAX_PLACEMENT_END,
+    NVML_TABLES,
+    AllowedMigProfiles,
+    MigPlacement,
+    MigProfile,
+    allowlist_problem,
+    card_count,
+    nvml_table_for,
+    register_profiles,
+)
 from hamisim.topology import MAX_NVLINKS, TEMPLATES, GpuPlace, NicPlace, ServerTopology
 
 __all__ = [
@@ -122,14 +134,14 @@ CLUSTER_KEYS = frozenset({"scheduler", "nodes", "quotas"})
 SCHEDULER_KEYS = frozenset({
     "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
-    "preemption", "kube_scheduler_version", "init_container_usage",
+    "preemption", "kube_scheduler_version", "init_container_usage", "migProfileAllowlist",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
                        "topology",
                        "gpus", "card", "group", "labels", "taints", "unschedulable"})
 GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
 CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
-                       "mode"})
+                       "mode", "migProfiles"})
 TEMPLATE_KEYS = CARD_KEYS - {"id", "index"}
 MAX_REPLICAS = 1_000_000
 #: at most this many cards on one node (the metrics meter's per-node bitmasks)
@@ -138,7 +150,10 @@ MAX_CARDS_PER_NODE = 64
 #: such as ``replicas: 1000000`` with ``gpus: 64`` exhausting memory)
 MAX_NODES = 1_000_000
 MAX_CARDS = 1 << 20
-_MIG = "MIG placement is outside hamisim's scope (HAMI-SEMANTICS §9.1.10)"
+#: a MIG profile's keys (HAMi's ``MigProfile`` JSON; ``instanceCount`` is NVML's,
+#: read for the card's ``count`` only)
+MIG_PROFILE_KEYS = frozenset({"name", "memoryMB", "core", "sliceCount", "placements",
+                              "instanceCount"})
 _TIE_BREAKS = ("last", "random")
 
 
@@ -177,7 +192,8 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
     nodes = nodes_from_document(doc.require("nodes"), resize=resize,
-                                gpu_policy=gpu_policy or config.gpu_scheduler_policy)
+                                gpu_policy=gpu_policy or config.gpu_scheduler_policy,
+                                allowlist=config.mig_profile_allowlist)
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
                    quotas=quotas_from_document(quotas) if quotas is not None else {})
@@ -262,6 +278,8 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         kube_scheduler_version=_kube_version(doc, d.kube_scheduler_version),
         init_container_usage=_choice(doc, "init_container_usage", d.init_container_usage,
                                      INIT_CONTAINER_USAGES),
+        mig_profile_allowlist=_allowlist(doc) if "migProfileAllowlist" in doc
+        else d.mig_profile_allowlist,
     )
     # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
     for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
@@ -269,6 +287,26 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         if v is not None and isinstance(v.scalar, str):
             warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
     return config
+
+
+def _allowlist(doc: Doc) -> tuple[AllowedMigProfiles, ...]:
+    """``migProfileAllowlist`` (HAMi's device-config key and layout): a list of
+    ``{models: [...], profiles: [...]}``, checked as HAMi checks it at start."""
+    out = []
+    for pos, item in enumerate(doc.require("migProfileAllowlist").as_list(
+            "'migProfileAllowlist'")):
+        entry = item.as_doc(f"entry {pos}").with_context(f"migProfileAllowlist entry {pos}")
+        entry.check_keys({"models", "profiles"}, "an allowlist entry")
+        lists = {}
+        for key in ("models", "profiles"):
+            values = entry.optional_list(key) or []
+            lists[key] = tuple(v.as_str(f"'{key}' item", nonempty=True) for v in values)
+        allowed = AllowedMigProfiles(lists["models"], lists["profiles"])
+        problem = allowlist_problem([allowed])
+        if problem is not None:
+            raise entry.error(f"{problem} (HAMi's scheduler refuses to start)")
+        out.append(allowed)
+    return tuple(out)
 
 
 def _choice(doc: Doc, key: str, default: str, choices: tuple[str, ...]) -> str:
@@ -295,7 +333,9 @@ def _kube_version(doc: Doc, default: str) -> str:
 
 
 def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None,
-                        gpu_policy: str = "spread") -> tuple[Node, ...]:
+                        gpu_policy: str = "spread",
+                        allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST,
+                        ) -> tuple[Node, ...]:
     """The ``nodes:`` list (groups expanded, ``resize`` applied), checking cluster-wide
     uniqueness. ``gpu_policy``: the cluster's card policy (HAMi's chart turns the
     device plugin's topology scores on when it is ``topology-aware``)."""
@@ -309,7 +349,8 @@ def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None
     totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
-        for node, card_lines in _expand_entry(entry, totals, resize, resized, gpu_policy):
+        for node, card_lines in _expand_entry(entry, totals, resize, resized, gpu_policy,
+                                              allowlist):
             if node.name in node_lines:
                 raise entry.error(f"duplicate node name '{node.name}' "
                                   f"(first defined on line {node_lines[node.name]})")
@@ -401,7 +442,7 @@ _PLAIN_NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "gro
 def _plain_scheduler(sched: Any) -> SchedulerConfig:
     if sched is None:
         return SchedulerConfig()
-    if type(sched) is not dict or not set(sched) <= SCHEDULER_KEYS:
+    if type(sched) is not dict or not set(sched) <= SCHEDULER_KEYS - {"migProfileAllowlist"}:
         raise _Slow
     d = SchedulerConfig()
     values = {}
@@ -481,7 +522,8 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
     if set(map(type, lists)) - {list} or any(len(x) > MAX_CARDS_PER_NODE for x in lists):
         raise _Slow
     devs = [d for x in lists for d in x]
-    if set(map(type, devs)) - {dict} or any(not set(d) <= CARD_KEYS for d in devs):
+    if set(map(type, devs)) - {dict} or any(not set(d) <= CARD_KEYS - {"migProfiles"}
+                                            for d in devs):
         raise _Slow
     column = _columns(devs)
     ids = _strs(column("id"))
@@ -544,7 +586,9 @@ class _CardSpec:
 
 def _expand_entry(entry: Doc, totals: list[int] | None = None,
                   resize: Mapping[str, int] | None = None, resized: set[str] | None = None,
-                  gpu_policy: str = "spread") -> list[tuple[Node, dict[str, int]]]:
+                  gpu_policy: str = "spread",
+                  allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST,
+                  ) -> list[tuple[Node, dict[str, int]]]:
     """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
     group = "replicas" in entry
     if group:
@@ -580,7 +624,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
     topology = server_topology(entry.get("topology")) if "topology" in entry else None
-    specs = _card_specs(entry, derived_ids=group)
+    specs = _card_specs(entry, derived_ids=group, allowlist=allowlist)
     if topology is not None:
         specs = _place_cards(entry, specs, topology)
     if len(specs) > MAX_CARDS_PER_NODE:
@@ -758,7 +802,8 @@ def _place_cards(entry: Doc, specs: list[_CardSpec], topo: ServerTopology) -> li
     return out
 
 
-def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
+def _card_specs(entry: Doc, *, derived_ids: bool,
+                allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST) -> list[_CardSpec]:
     if "gpus" in entry or "card" in entry:
         if "devices" in entry:
             raise entry.error("give either 'devices' or 'gpus' with 'card', not both",
@@ -774,7 +819,7 @@ def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
                                  "GPU-<node name>-<index> and indexes 0..gpus-1)",
                                  line=tmpl.key_line(key))
         tmpl.check_keys(TEMPLATE_KEYS, "a card template")
-        card = _yaml_card(tmpl, index=0, card_id="")
+        card = _yaml_card(tmpl, index=0, card_id="", allowlist=allowlist)
         return [_CardSpec(replace(card, index=i), str(i), tmpl.line, explicit_id=False,
                           numa_given="numa" in tmpl) for i in range(n)]
     devices = entry.get("devices")
@@ -794,17 +839,23 @@ def _card_specs(entry: Doc, *, derived_ids: bool) -> list[_CardSpec]:
                 cid = doc.require_str("id")
                 explicit = True
             card = _yaml_card(doc, index=doc.optional_int("index", pos, min=0, max=INT32_MAX),
-                              card_id=cid or "")
+                              card_id=cid or "", allowlist=allowlist)
             local = cid if explicit else str(card.index)
             specs.append(_CardSpec(card, local, doc.line, explicit, numa_given="numa" in doc))
     _check_card_set(entry, specs)
     return specs
 
 
-def _yaml_card(doc: Doc, *, index: int, card_id: str) -> Card:
+def _yaml_card(doc: Doc, *, index: int, card_id: str,
+               allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST) -> Card:
     mode = doc.optional_str("mode", "hami-core")
     if mode == "mig":
-        raise doc.get("mode").error(_MIG)
+        return _mig_card(doc, index=index, card_id=card_id, allowlist=allowlist)
+    if "migProfiles" in doc:
+        v = doc.get("migProfiles")
+        warnings.warn(InputWarning(f"{v.path}:{v.line}", f"'migProfiles' of a card in mode "
+                                   f"{mode!r} are ignored: only 'mode: mig' cards are cut into "
+                                   "MIG instances"), stacklevel=3)
     return Card(
         id=card_id, index=index,
         count=doc.optional_int("count", 10, min=0, max=INT32_MAX),
@@ -815,6 +866,95 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str) -> Card:
         health=doc.optional_bool("health", True),
         mode=mode,
     )
+
+
+def _mig_card(doc: Doc, *, index: int, card_id: str,
+              allowlist: tuple[AllowedMigProfiles, ...]) -> Card:
+    """A card in ``mig`` mode: its ``migProfiles`` as given, or, without them,
+    what HAMi's device plugin registers for its type (the built-in NVML table
+    through ``migProfileAllowlist``). ``devmem`` defaults to the table's total,
+    ``count`` to the largest instance count (HAMi's rule), ``devcore`` to 100."""
+    card_type = _card_type(doc)
+    table = nvml_table_for(card_type)
+    if "migProfiles" in doc:
+        profiles = mig_profiles_from_value(doc.get("migProfiles"), context=doc.context)
+    else:
+        if table is None:
+            raise doc.error(
+                f"card type {card_type!r} has no built-in MIG table (hamisim knows "
+                + ", ".join(g.nvml_name for g in NVML_TABLES)
+                + "): give its 'migProfiles' as HAMi's device plugin registers them "
+                "(the node's hami.io/node-nvidia-register annotation)")
+        profiles = register_profiles(table, card_type, allowlist)
+        if not profiles:
+            raise doc.error(
+                f"no migProfileAllowlist entry names a model in {card_type!r}, so HAMi's device "
+                "plugin registers no MIG profile and leaves this GPU out of the node; add an "
+                "entry for it to the scheduler's 'migProfileAllowlist' (e.g. models: "
+                f"[{table.model!r}]) or give the card's 'migProfiles'")
+    devmem = doc.optional_int("devmem", table.devmem if table is not None else None,
+                              min=0, max=INT32_MAX)
+    if devmem is None:
+        raise doc.error("a MIG card without a built-in table needs 'devmem' (MiB)")
+    return Card(
+        id=card_id, index=index,
+        count=doc.optional_int("count", card_count(profiles), min=0, max=INT32_MAX),
+        devmem=devmem,
+        devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
+        type=card_type,
+        numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
+        health=doc.optional_bool("health", True),
+        mode="mig",
+        mig_profiles=profiles,
+    )
+
+
+def mig_profiles_from_value(value: Value, *, json_keys: bool = False,
+                            context: str = "") -> tuple[MigProfile, ...]:
+    """A card's ``migProfiles``: a list of ``{name, memoryMB, core, sliceCount,
+    placements: [{start, size}]}`` (HAMi's JSON; ``instanceCount`` optional).
+    ``json_keys``: keys match case-insensitively and unknown ones are ignored,
+    as HAMi's scheduler decodes the annotation."""
+    if value.is_null:
+        return ()
+    out = []
+    for pos, item in enumerate(value.as_list("'migProfiles'")):
+        where = f"{context}: MIG profile {pos}" if context else f"MIG profile {pos}"
+        doc = item.as_doc(f"MIG profile {pos}").with_context(where)
+        fields: dict[str, Value] = {}
+        for key, v in doc.items():
+            name = next((k for k in MIG_PROFILE_KEYS if k.lower() == key.lower()), None) \
+                if json_keys else key
+            if name not in MIG_PROFILE_KEYS:
+                if json_keys:
+                    continue
+                doc.check_keys(MIG_PROFILE_KEYS, "a MIG profile")
+            if not v.is_null:
+                fields[name] = v
+        if "name" not in fields:
+            raise doc.error("a MIG profile needs its 'name' (e.g. 1g.5gb)")
+        ints = {k: fields[k].as_int(f"'{k}'", min=0, max=INT32_MAX) if k in fields else 0
+                for k in ("memoryMB", "core", "sliceCount", "instanceCount")}
+        places = []
+        for i, pv in enumerate(fields["placements"].as_list("'placements'")
+                               if "placements" in fields else []):
+            pd = pv.as_doc(f"placement {i}").with_context(f"{doc.context}: placement {i}")
+            if not json_keys:
+                pd.check_keys({"start", "size"}, "a placement")
+            lower = {k.lower(): v for k, v in pd.items()}
+            start = lower["start"].as_int("'start'", min=0) if "start" in lower else 0
+            size = lower["size"].as_int("'size'", min=0) if "size" in lower else 0
+            if size == 0:
+                raise pd.error("a placement of size 0 overlaps nothing, so HAMi's scheduler "
+                               "would place instances on it forever; give its size (>= 1)")
+            if start + size > MAX_PLACEMENT_END:
+                raise pd.error(f"placement {{start: {start}, size: {size}}} ends beyond slot "
+                               f"{MAX_PLACEMENT_END} (hamisim models placements in 0..63)")
+            places.append(MigPlacement(start, size))
+        out.append(MigProfile(fields["name"].as_str("'name'", nonempty=True), ints["memoryMB"],
+                              ints["core"], ints["sliceCount"], tuple(places),
+                              ints["instanceCount"]))
+    return tuple(out)
 
 
 def _card_type(doc: Doc) -> str:
@@ -849,7 +989,7 @@ def _check_card_set(entry: Doc, specs: list[_CardSpec]) -> None:
 # Go's encoding/json matches struct field names case-insensitively.
 _GO_FIELDS = {"id": "id", "index": "index", "count": "count", "devmem": "devmem",
               "devcore": "devcore", "type": "type", "numa": "numa", "mode": "mode",
-              "health": "health"}
+              "health": "health", "migprofiles": "migProfiles"}
 
 
 def _annotation_cards(devices: Value, entry: Doc, derived_ids: bool) -> list[_CardSpec]:
@@ -866,7 +1006,7 @@ def _annotation_cards(devices: Value, entry: Doc, derived_ids: bool) -> list[_Ca
         for key, v in doc.items():
             name = _GO_FIELDS.get(key.lower())
             if name is None:
-                continue  # customInfo, links, migProfiles, ...: ignored as by HAMi's scheduler
+                continue  # customInfo, links, ...: ignored as by HAMi's scheduler
             if name in fields:
                 raise doc.error(f"field '{name}' is given twice (keys match case-insensitively)")
             if not v.is_null:
@@ -876,14 +1016,16 @@ def _annotation_cards(devices: Value, entry: Doc, derived_ids: bool) -> list[_Ca
         strs = {k: fields[k].as_str(f"'{k}'") if k in fields else ""
                 for k in ("id", "type", "mode")}
         health = fields["health"].as_bool("'health'") if "health" in fields else False
-        if strs["mode"] == "mig":
-            raise doc.error(_MIG)
+        profiles = mig_profiles_from_value(fields["migProfiles"], json_keys=True,
+                                           context=doc.context) \
+            if "migProfiles" in fields else ()
         explicit = bool(strs["id"])
         if not explicit and not derived_ids:
             raise doc.error("card has no 'id' (the GPU UUID is required outside node groups)")
         card = Card(id=strs["id"], index=ints["index"], count=ints["count"],
                     devmem=ints["devmem"], devcore=ints["devcore"], type=strs["type"],
-                    numa=ints["numa"], health=health, mode=strs["mode"])
+                    numa=ints["numa"], health=health, mode=strs["mode"],
+                    mig_profiles=profiles)
         specs.append(_CardSpec(card, strs["id"] if explicit else str(ints["index"]), line,
                                explicit))
     return specs

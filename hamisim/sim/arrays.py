@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster, Node
+from hamisim.hami.mig import MIG_MODE, candidate_order, ordered_placements
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
     NOUSE_TYPE,
@@ -35,7 +36,7 @@ from hamisim.hami.reference import (
 from hamisim.kube.filters import static_reason
 from hamisim.pods import Pod, Request
 
-__all__ = ["ClusterState", "PodEncoding", "encode_pod", "FilterTable", "REQ_FIELDS",
+__all__ = ["ClusterState", "PodEncoding", "encode_pod", "mig_arrays", "FilterTable", "REQ_FIELDS",
            "REQ_REGISTERED", "REQ_NVIDIA", "UNCONSTRAINED"]
 
 #: Columns of a request row: ``nums`` (0 = the container asks for no card),
@@ -137,9 +138,16 @@ class ClusterState:
         self.req_cpu = np.zeros(n_nodes, dtype=_I64)
         self.req_mem = np.zeros(n_nodes, dtype=_I64)
 
+        self._mig_tables(cards)
+
         self._ones_types = np.ones(max(len(self.type_names), 1), dtype=np.uint8)
         self._ones_modes = np.ones(max(len(self.mode_names), 1), dtype=np.uint8)
         self._ones_cards = np.ones(max(n, 1), dtype=np.uint8)
+
+    def _mig_tables(self, cards) -> None:
+        self.mig_arrays, self.mp_name, self.pl_place = mig_arrays(cards)
+        #: whether any card is in mig mode
+        self.has_mig = bool(self.mig_arrays["is_mig"].any())
 
     # -- per-attempt filters ---------------------------------------------
     def type_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
@@ -174,6 +182,56 @@ class ClusterState:
         return mask
 
 
+def mig_arrays(cards: Sequence) -> tuple[dict[str, np.ndarray], list[str], list[tuple[int, int]]]:
+    """The MIG arrays of the kernel (``_core.CardTable``'s ``mig``) for ``cards``
+    (card rows in order): per row its profiles in selectMigCandidate's order,
+    per profile its placements in HAMi's try order (those of the first profile
+    registered under that name, as HAMi looks them up) as bit masks; cards with
+    equal profile lists share one table. Also per profile row its name and per
+    placement row ``(start, size)`` (a pick's :attr:`~hamisim.hami.decision.Pick.mig`)."""
+    n = len(cards)
+    is_mig = np.array([c.mode == MIG_MODE for c in cards], dtype=np.uint8)
+    p0 = np.zeros(n, dtype=_I64)
+    p1 = np.zeros(n, dtype=_I64)
+    max_end = np.zeros(n, dtype=_I64)
+    mp_mem: list[int] = []
+    mp_core: list[int] = []
+    mp_pl0: list[int] = []
+    mp_pl1: list[int] = []
+    pl_mask: list[int] = []
+    names: list[str] = []
+    places: list[tuple[int, int]] = []
+    tables: dict[tuple, tuple[int, int, int]] = {}
+    for r, c in enumerate(cards):
+        if not is_mig[r]:
+            continue
+        t = tables.get(c.mig_profiles)
+        if t is None:
+            first = len(mp_mem)
+            for prof in candidate_order(c.mig_profiles):
+                named = next(q for q in c.mig_profiles if q.name == prof.name)
+                mp_mem.append(prof.memory_mb)
+                mp_core.append(prof.core)
+                names.append(prof.name)
+                mp_pl0.append(len(pl_mask))
+                for pl in ordered_placements(named):
+                    pl_mask.append(pl.mask)
+                    places.append((pl.start, pl.size))
+                mp_pl1.append(len(pl_mask))
+            end = max((pl.start + pl.size for q in c.mig_profiles for pl in q.placements),
+                      default=0)
+            t = tables[c.mig_profiles] = (first, len(mp_mem), end)
+        p0[r], p1[r], max_end[r] = t
+    arrays = dict(
+        is_mig=is_mig, mig_p0=p0, mig_p1=p1, max_end=max_end,
+        mig_occ=np.zeros(n, dtype=np.uint64),
+        mig_cnt=np.zeros(64 * n if is_mig.any() else 0, dtype=np.int32),
+        mp_mem=np.array(mp_mem, dtype=_I64), mp_core=np.array(mp_core, dtype=_I64),
+        mp_pl0=np.array(mp_pl0, dtype=_I64), mp_pl1=np.array(mp_pl1, dtype=_I64),
+        pl_mask=np.array(pl_mask, dtype=np.uint64))
+    return arrays, names, places
+
+
 # An id no annotation member can equal: members are stripped, this is not.
 _NOT_A_CARD_ID = " \x00 hamisim: no card \x00 "
 
@@ -198,6 +256,8 @@ class PodEncoding:
     cpu_milli: int
     memory_mib: int
     wants_gpu: bool
+    #: isMIGRequest's pod part: no ``nvidia.com/vgpu-mode``, or one containing ``mig``
+    mig_request: bool = True
 
 
 def request_rows(requests: Sequence[Request | None],
@@ -240,7 +300,8 @@ def encode_pod(state: ClusterState, pod: Pod, requests: Sequence[Request | None]
         sort_numa_bind=bind, fit_numa_bind=bind, mutex=mutex, topology=topo,
         weights=np.array([np.float32(w) for w in weights], dtype=np.float32),
         type_ok=type_ok, mode_ok=mode_ok, uuid_ok=uuid_ok,
-        cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, wants_gpu=wants_gpu)
+        cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, wants_gpu=wants_gpu,
+        mig_request=VGPU_MODE not in ann or MIG_MODE in ann[VGPU_MODE])
 
 
 class FilterTable:

@@ -35,6 +35,7 @@ import simpy
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.policy import filter_error
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.queue import queueing_hints
@@ -174,7 +175,9 @@ class _Tables:
             self.names.take(core.np_pd_pod[:n]), core.np_pd_class[:n], core.np_pd_arrival[:n],
             core.np_pd_first[:n], core.np_pd_bind[:n], core.np_pd_node[:n],
             np.array(core.pd_devs, dtype=object), core.np_pd_attempts[:n],
-            core.np_pd_end[:n], self.end_time)
+            core.np_pd_end[:n], self.end_time,
+            mig_allocations=np.array(core.pd_migs, dtype=object)
+            if any(m is not None for m in core.pd_migs) else None)
 
 
 def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
@@ -291,7 +294,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 pod_error=_pod_error(sched, trace, order),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
-                on_events=tables.events, on_pods=tables.pods)
+                on_events=tables.events, on_pods=tables.pods,
+                mp_name=state.mp_name, pl_place=state.pl_place,
+                mig_annotation=encode_mig_allocations)
             core_ref.append(core)
             env = simpy.Environment()
             env.process(_replay_process(env, core))

@@ -37,7 +37,7 @@ import numpy as np
 import simpy
 
 from hamisim.cluster import Cluster
-from hamisim.hami.decision import Decision, devices_annotation
+from hamisim.hami.decision import Decision, devices_annotation, mig_allocations_annotation
 from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.queue import (
     ASSIGNED_POD_ADD,
@@ -91,7 +91,7 @@ class _PodState:
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "gen", "node", "usage", "cls", "first_attempt",
-                 "bind_time", "devices", "preempted_by", "containers", "timestamp",
+                 "bind_time", "devices", "mig", "preempted_by", "containers", "timestamp",
                  "rejectors", "message", "tried")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
@@ -111,6 +111,7 @@ class _PodState:
         self.first_attempt = _NAN
         self.bind_time = _NAN
         self.devices: str | None = None
+        self.mig: str | None = None     # hami.io/vgpu-mig-allocations while bound
         self.preempted_by: str | None = None
         self.containers: list | None = None     # picks, kept only to shrink at init_duration
         # kube-scheduler's queue (hamisim.kube.queue)
@@ -300,7 +301,7 @@ class _Engine:
     def _done(self, st: _PodState, end: float) -> None:
         """Write the pod's row: it left at ``end``, or the run is over (NaN)."""
         self.rec.pod_done(st.pod.name, st.cls, st.arrival, st.first_attempt, st.bind_time,
-                          st.node, st.devices, st.attempts, end, st.preempted_by)
+                          st.node, st.devices, st.attempts, end, st.preempted_by, st.mig)
 
     def _enqueue(self, st: _PodState) -> None:
         """Into the active queue: by priority, then queue timestamp, then arrival."""
@@ -435,6 +436,7 @@ class _Engine:
         st.node = node = d.node_index
         st.bind_time = now
         st.devices = devices = d.devices
+        st.mig = d.mig_allocations
         st.usage = usage = self._usage(st, d)
         self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
         self.n_pending -= 1
@@ -729,6 +731,7 @@ class _Engine:
             self.n_running += 1
             devices = devices_annotation(ip.containers) if any(ip.containers) else None
             st.bind_time, st.devices = 0.0, devices
+            st.mig = mig_allocations_annotation(ip.containers)
             self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.adopt(pod, d)

@@ -97,7 +97,7 @@ def card_table(state: ClusterState, aligned: np.ndarray | None = None) -> _core.
         mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
         usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
         alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem,
-        aligned=aligned)
+        aligned=aligned, mig=state.mig_arrays)
 
 
 def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
@@ -106,7 +106,7 @@ def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
     return _core.PodSpec(enc.req, enc.n_init, enc.mode, enc.chain, enc.n_chain,
                          enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
                          enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
-                         enc.cpu_milli, enc.memory_mib, gate)
+                         enc.cpu_milli, enc.memory_mib, gate, enc.mig_request)
 
 
 _INT64_MAX = 2**63 - 1
@@ -138,6 +138,8 @@ class _Bound(NamedTuple):
     cores: list[int]
     cpu_milli: int
     memory_mib: int
+    mig_rows: tuple[int, ...] = ()      # MIG instances: card row, placement bits
+    mig_masks: tuple[int, ...] = ()
 
 
 @dataclass
@@ -200,7 +202,9 @@ class KernelScheduler:
         """Drop a pod from the cache (pod deleted, Succeeded or Failed)."""
         b = self._pods.pop(name, None)
         if b is not None:
-            self._core.apply(*b, -1)
+            self._core.apply(*b[:7], -1)
+            if b.mig_rows:
+                self._core.apply_mig(b.mig_rows, b.mig_masks, -1)
             held = self._pod_quota.pop(name, None)
             if held is not None:
                 used = self._ns_used[held[0]]
@@ -246,12 +250,17 @@ class KernelScheduler:
         row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
         rows = [row_of[u] for u in contrib]
         used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
-        b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib)
+        mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
+               for picks in containers for p in picks if p.mig is not None]
+        b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib,
+                   tuple(r for r, _ in mig), tuple(m for _, m in mig))
         self._add(name, b, namespace)
         return b
 
     def _add(self, name: str, b: _Bound, namespace: str) -> None:
-        self._core.apply(*b)
+        self._core.apply(*b[:7])
+        if b.mig_rows:
+            self._core.apply_mig(b.mig_rows, b.mig_masks, 1)
         self._pods[name] = b
         if namespace in self._quota_ns:
             mem, cores = sum(b.mem), sum(b.cores)
@@ -389,6 +398,9 @@ class KernelScheduler:
         if len(pick_of) > _PICK_CACHE_SIZE:
             pick_of.clear()
         containers = []
+        if state.has_mig:
+            containers = self._mig_containers(r0, picks, core.mig_picks(n_req))
+            picks = []          # the general path below counts the instances
         for cp in picks:
             row = []
             for p, m, c in cp:
@@ -398,7 +410,7 @@ class KernelScheduler:
                     pk = pick_of[r0 + p, m, c] = Pick(ids[r0 + p], m, c, index[r0 + p])
                 row.append(pk)
             containers.append(row)
-        if n_init == 0 and n_req == 1:
+        if n_init == 0 and n_req == 1 and not state.has_mig:
             # One container: distinct cards, one slot each (collapsed_usage).
             cp = picks[0]
             b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp), [m for _, m, _ in cp],
@@ -409,6 +421,19 @@ class KernelScheduler:
                            pod.namespace)
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
+
+    def _mig_containers(self, r0: int, picks: list, mig: list) -> list[list[Pick]]:
+        """The picks of a cluster with MIG cards, each with its MIG instance."""
+        state = self.state
+        ids, index = state.card_ids, self._index
+        out = []
+        for cp, cm in zip(picks, mig):
+            row = []
+            for (p, m, c), (prof, pl) in zip(cp, cm):
+                inst = None if prof < 0 else (state.mp_name[prof], *state.pl_place[pl])
+                row.append(Pick(ids[r0 + p], m, c, index[r0 + p], inst))
+            out.append(row)
+        return out
 
     def _choose(self, pod: Pod, shape: _Shape, tie_draw: float | None) -> int:
         """kube-scheduler's sampling and HAMi's choice: the node, or -1."""

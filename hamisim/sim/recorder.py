@@ -42,10 +42,11 @@ INITIAL_STATE_CLASS = "(initial state)"
 #: pending time: arrival to bind, else to abandonment, else to the end of the
 #: run; ``departure`` and ``abandon`` are times (NaN when it did not happen),
 #: ``group`` the node group of its node, ``preempted_by`` the pod whose
-#: preemption deleted it (null otherwise).
+#: preemption deleted it (null otherwise), ``mig_allocations`` HAMi's
+#: ``hami.io/vgpu-mig-allocations`` of a pod holding MIG instances (null otherwise).
 POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
                "devices", "attempts", "departure", "abandon", "preempted_by",
-               *PLACEMENT_COLUMNS)
+               *PLACEMENT_COLUMNS, "mig_allocations")
 #: rows per batch handed to the sink
 BATCH_ROWS = 1 << 16
 
@@ -191,6 +192,7 @@ class Recorder:
         self.p_attempts = array("q")
         self.p_end = array("d")
         self.p_preempted_by: list[str | None] = []
+        self.p_mig: list[str | None] = []
 
     def class_code(self, label: str) -> int:
         """The code of a class label (made on first use)."""
@@ -202,7 +204,8 @@ class Recorder:
 
     def pod_done(self, name: str, class_code: int, arrival: float, first_attempt: float,
                  bind: float, node: int, devices: str | None, attempts: int,
-                 end: float, preempted_by: str | None = None) -> None:
+                 end: float, preempted_by: str | None = None,
+                 mig_allocations: str | None = None) -> None:
         """A pod's row: it left at ``end`` (departure when bound, abandonment
         otherwise), or the run is over (``end`` NaN); ``preempted_by``: the
         preemptor when a preemption deleted it."""
@@ -216,6 +219,7 @@ class Recorder:
         self.p_attempts.append(attempts)
         self.p_end.append(end)
         self.p_preempted_by.append(preempted_by)
+        self.p_mig.append(mig_allocations)
         self.s_class.append(class_code)
         self.s_group.append(node)           # a node index until statistics() maps it
         self.s_arrival.append(arrival)
@@ -241,13 +245,17 @@ class Recorder:
                 np.frombuffer(self.p_end, dtype=np.float64))
         preempted_by = np.array(self.p_preempted_by, dtype=object) \
             if any(x is not None for x in self.p_preempted_by) else None
-        self.write_pods(*cols, end_time=end_time, preempted_by=preempted_by)
+        mig = np.array(self.p_mig, dtype=object) \
+            if any(x is not None for x in self.p_mig) else None
+        self.write_pods(*cols, end_time=end_time, preempted_by=preempted_by,
+                        mig_allocations=mig)
         self._new_pods()
 
     def write_pods(self, name: np.ndarray, class_code: np.ndarray, arrival: np.ndarray,
                    first_attempt: np.ndarray, bind: np.ndarray, node: np.ndarray,
                    devices: np.ndarray, attempts: np.ndarray, end: np.ndarray,
-                   end_time: float | None = None, preempted_by=None) -> None:
+                   end_time: float | None = None, preempted_by=None,
+                   mig_allocations=None) -> None:
         """Hand a batch of pods' rows, given column by column (as :meth:`pod_done`
         takes them), to the sink; ``end_time`` as in :meth:`flush_pods`. The
         statistics' columns are not kept: give them to :meth:`set_pod_statistics`."""
@@ -284,6 +292,8 @@ class Recorder:
             kind = pa.float64() if c == "mean_pair_score" else pa.int64()
             cols.append(pa.nulls(len(arrival), kind) if where is None
                         else pa.array(where[c], **nan_null).cast(kind))
+        cols.append(pa.nulls(len(arrival), pa.string()) if mig_allocations is None
+                    else _strings(mig_allocations))
         self.sink.write("pods", pa.table(cols, names=list(POD_COLUMNS)))
 
     def set_pod_statistics(self, class_code: np.ndarray, node: np.ndarray,
