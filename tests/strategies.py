@@ -207,7 +207,8 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True, mod
     nodes = []
     for i in range(n_nodes):
         name = f"node{i}"
-        cards, topology, topology_scores = with_topology(draw, draw(cards_of(name, max_cards, modes)))
+        cards, topology, topology_scores = with_topology(
+            draw, draw(cards_of(name, max_cards, modes)))
         ids = [c.id for c in cards]
         cordon = frozenset(draw(st.lists(st.sampled_from(ids), max_size=2))) \
             if ids and draw(st.integers(0, 5)) == 0 else frozenset()

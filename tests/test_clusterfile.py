@@ -299,7 +299,8 @@ YAML_CASES = [
     ("annotation-json-mig-placement", """
         nodes:
           - name: n1
-            devices: '[{"id": "GPU-A", "mode": "mig", "migProfiles": [{"name": "1g", "placements": [{"start": 60, "size": 8}]}]}]'
+            devices: '[{"id": "GPU-A", "mode": "mig", "migProfiles":
+              [{"name": "1g", "placements": [{"start": 60, "size": 8}]}]}]'
         """, 3, "ends beyond slot 64"),
     ("annotation-json-no-id", """
         nodes:
