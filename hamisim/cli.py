@@ -412,6 +412,11 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"unfit {r.get('mean_unfit_pct_of_capacity', 0):.2f})")]
     if r.get("multi_gpu_pods"):
         rows.append(("multi-GPU pods placed", _placement_line(r)))
+    if r.get("mig_slots_total"):
+        rows.append(("MIG slices in use (mean %)",
+                     f"{r['mig_slots_used_mean_pct']:.1f} of {r['mig_slots_total']:,} "
+                     f"(peak {r['mig_slots_used_peak']:,}), stranded by geometry "
+                     f"{r['mig_slots_stranded_mean_pct']:.1f}"))
     queue = ""
     if spec.mode == "replay":
         queue = (", one attempt per pod (--retry none)" if spec.retry == "none" else

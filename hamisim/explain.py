@@ -49,6 +49,7 @@ import numpy as np
 from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import Decision, Pick, parse_reason
+from hamisim.hami.mig import select_candidate
 from hamisim.hami.reference import (
     CardUsage,
     FitResult,
@@ -267,6 +268,7 @@ class Explanation:
                 "bound": bool(d is not None and d.bound),
                 "node": d.node if d is not None else None,
                 "devices": d.devices if d is not None else None,
+                "mig_allocations": d.mig_allocations if d is not None else None,
                 "message": self.message,
                 "error": self.error,
                 "filtering_failed": self.hami_events(),
@@ -378,6 +380,8 @@ class _Container:
     def __init__(self, j: int, init: bool, request: Request | None) -> None:
         self.j, self.init, self.request = j, init, request
         self.snap: dict[str, tuple] = {}
+        #: MIG cards: the placements in use before this container
+        self.mig_in_use: dict[str, list] = {}
         self.sorted: list[str] = []
         self.vendor: list[str] = []
         self.visits: list[tuple[str, str]] = []
@@ -435,6 +439,7 @@ class _Recorder(Tracer):
 
     def scored(self, cards: Sequence[CardUsage]) -> None:
         self.cur[-1].snap = {c.id: (c.used, c.usedmem, c.usedcores, c.score) for c in cards}
+        self.cur[-1].mig_in_use = {c.id: list(c.mig_in_use) for c in cards if c.mode == "mig"}
 
     def sorted(self, cards, vendor_cards) -> None:
         c = self.cur[-1]
@@ -525,7 +530,10 @@ class _Recorder(Tracer):
         ce.reason = c.failure or (res.reason if res is not None else "")
         ce.picks = list(res.picks) if res is not None and res.fit else []
         chosen = {p.uuid for p in ce.picks}
+        # a MIG card is visited again after each instance it takes: it counts as
+        # picked when any visit took one
         verdicts = dict(c.visits)
+        verdicts.update({cid: PICKED for cid, v in c.visits if v == PICKED})
         order = {cid: k + 1 for k, cid in enumerate(c.vendor)}
         visit_no = {cid: k + 1 for k, (cid, _) in enumerate(c.visits)}
         need_mem, need_cores = _needs(c.request)
@@ -551,6 +559,9 @@ class _Recorder(Tracer):
                     pick = next(p for p in ce.picks if p.uuid == cid)
                     verdict = PICKED
                     detail = f"{pick.usedmem} MiB, {pick.usedcores} cores"
+                    if card.mode == "mig":
+                        detail = _mig_picked(card, c.mig_in_use.get(cid, []), need_mem,
+                                             sum(1 for p in ce.picks if p.uuid == cid))
                 elif ce.fit:
                     verdict, detail = NOT_CHOSEN, "acceptable; topology-aware chose others"
                 else:
@@ -558,6 +569,10 @@ class _Recorder(Tracer):
                     n_ok = sum(1 for _, x in c.visits if x == PICKED) - len(c.dropped)
                     detail = (f"acceptable, but only {n_ok} of the {c.request.nums} cards "
                               "needed were found")
+            elif v == "CardMigTopologyInfeasible":
+                verdict = v
+                detail = _mig_infeasible(card, c.mig_in_use.get(cid, []), need_mem,
+                                         sum(1 for x, w in c.visits if x == cid and w == PICKED))
             else:
                 verdict = v
                 detail = _detail(v, card, cordon, used, usedmem, usedcores, need_mem,
@@ -643,6 +658,50 @@ def _needs(r: Request | None) -> tuple[Any, int]:
     if r.memreq > 0 or r.mempercentagereq == NO_PERCENTAGE:
         return r.memreq, cores
     return ("pct", r.mempercentagereq), cores
+
+
+def _slots(start: int, size: int) -> str:
+    return f"slot {start}" if size == 1 else f"slots {start}-{start + size - 1}"
+
+
+def _mig_picked(card, in_use, need_mem, n: int) -> str:
+    """A MIG card's instances for one container, and what HAMi records for them."""
+    mem = card.devmem * need_mem[1] // 100 if isinstance(need_mem, tuple) else need_mem
+    taken, parts, charged = list(in_use), [], (0, 0)
+    for _ in range(n):
+        choice = select_candidate(card.mig_profiles, taken, mem)
+        if choice is None:
+            break
+        prof, place = choice
+        taken.append(place)
+        parts.append(f"{prof.name} at {_slots(place.start, place.size)}")
+        charged = (charged[0] + prof.memory_mb, charged[1] + prof.core)
+    asked = f"{mem} MiB ({need_mem[1]} % of the card)" if isinstance(need_mem, tuple) \
+        else f"{mem} MiB"
+    return (f"MIG {', '.join(parts)}: the smallest profile with >= {asked} and a free "
+            f"placement; HAMi charges the profiles' {charged[0]} MiB and {charged[1]} cores, "
+            "not the request's")
+
+
+def _mig_infeasible(card, in_use, need_mem, own: int) -> str:
+    """Why a MIG card's geometry refused the request (HAMI-SEMANTICS §10)."""
+    mem = card.devmem * need_mem[1] // 100 if isinstance(need_mem, tuple) else need_mem
+    if not card.mig_profiles:
+        return "the card registered no MIG profile"
+    largest = max(card.mig_profiles, key=lambda p: p.memory_mb)
+    if largest.memory_mb < mem:
+        why = (f"{mem} MiB needed, more than its largest profile {largest.name} "
+               f"({largest.memory_mb} MiB)")
+        if isinstance(need_mem, tuple) and need_mem[1] == 100:
+            why += ("; a request without nvidia.com/gpumem asks 100 % of the card's "
+                    f"{card.devmem} MiB and never fits a MIG card")
+        return why
+    big = [p.name for p in sorted(card.mig_profiles, key=lambda p: p.memory_mb)
+           if p.memory_mb >= mem]
+    taken = ", ".join(_slots(p.start, p.size) for p in sorted(in_use, key=lambda p: p.start))
+    own_text = f" and this pod's {own} instance(s) placed on it" if own else ""
+    return (f"no free placement for {mem} MiB: every profile that large ({', '.join(big)}) "
+            f"overlaps instances in use ({taken or 'none'}){own_text}")
 
 
 def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cores,
@@ -1042,6 +1101,8 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
     if d is not None and d.bound:
         out.append(f"  bound to {d.node}" + (f"  hami.io/vgpu-devices-allocated: {d.devices}"
                                              if d.devices else ""))
+        if d.mig_allocations:
+            out.append(f"  hami.io/vgpu-mig-allocations: {d.mig_allocations}")
         out += _placement_text(exp)
     else:
         for ev in exp.hami_events():

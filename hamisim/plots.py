@@ -88,7 +88,8 @@ def _title(main: str, context: str, width: int = 105) -> str:
 def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
              title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
              groups_ts: pd.DataFrame | None = None,
-             group_runs: Sequence[tuple[int, str]] | None = None) -> list[Path]:
+             group_runs: Sequence[tuple[int, str]] | None = None,
+             mig_ts: pd.DataFrame | None = None) -> list[Path]:
     """The figures of one run: utilisation and fragmentation, pending pods, card
     occupancy at the peak, per-group utilisation (several groups) and the fill curve.
 
@@ -139,6 +140,8 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
         path = _plot_groups(groups_ts, ts, folder / "groups.png", fill, title, context)
         if path is not None:
             out.append(path)
+    if mig_ts is not None and len(mig_ts) and not fill:
+        out.append(_plot_mig(mig_ts, ts, folder / "mig.png", title, context))
 
     if fill:
         fig, ax = plt.subplots(figsize=(8, 5.2))
@@ -245,6 +248,40 @@ def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bo
     fig.suptitle(text, fontsize=9.5)
     # tight_layout leaves room for the suptitle itself
     return _save_with(fig, path, _caption(fig, FRAGMENTATION_NOTE, 3))
+
+
+#: what the MIG lines mean, under the MIG figure
+MIG_NOTE = (
+    "A MIG card's slices are its placement slots (NVIDIA's memory slices: 8 on an A100 or "
+    "H100, 4 on an A30). In use: covered by an instance. Stranded: free, but no free placement "
+    "of a profile large enough for one of the workload's typical pods covers it - the "
+    "instances' positions leave it unusable until one of them leaves.")
+
+
+def _plot_mig(mig_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, title: str,
+              context: str) -> Path:
+    """MIG slices in use and stranded over time, per card type (% of its slices)."""
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    scale, xlabel = _time_axis(ts, False)
+    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (ctype, g) in enumerate(mig_ts.groupby("card_type", sort=False)):
+        t = np.append(g["time"].to_numpy(), max(end, g["time"].iloc[-1])) / factor
+        total = float(g["mig_slots_total"].iloc[0]) or 1.0
+        used = 100 * g["mig_slots_used"].to_numpy() / total
+        stranded = 100 * g["mig_slots_stranded"].to_numpy() / total
+        c = colours[k % len(colours)]
+        ax.step(*_thin(t, np.append(used, used[-1])), where="post", color=c,
+                label=f"{ctype}: slices in use ({int(total):,} slices)")
+        ax.step(*_thin(t, np.append(stranded, stranded[-1])), where="post", color=c, ls="--",
+                label=f"{ctype}: slices stranded by geometry")
+    ax.set(xlabel=xlabel, ylabel="% of the card type's MIG slices", ylim=(0, 100))
+    ax.set_title(_title("MIG slices in use and stranded" + (f" ({title})" if title else ""),
+                        context), fontsize=9.5)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="best")
+    return _save_with(fig, path, _caption(fig, MIG_NOTE, 3))
 
 
 def _styles(labels: Sequence[str]) -> dict[str, dict]:

@@ -45,7 +45,7 @@ from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.metrics import ClusterMeter
-from hamisim.sim.placement import PlacementMeter
+from hamisim.sim.placement import MigMeter, PlacementMeter
 from hamisim.sim.recorder import BATCH_ROWS, Recorder, TableSink
 from hamisim.sim.result import RunCounts, SimResult, assemble_result
 from hamisim.workload import Trace
@@ -251,7 +251,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     sched = KernelScheduler(cluster)
     meter = ClusterMeter(cluster, shapes)
     node_groups = [meter.group_names[g] for g in meter.node_group]
-    rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster))
+    rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster),
+                   MigMeter(cluster, shapes))
     many_groups = len(meter.group_names) > 1
     order = trace.arrival_order()
     names = pa.array(trace.names, pa.string()).take(order)

@@ -58,7 +58,7 @@ from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.config import ENGINES, EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.metrics import ClusterMeter
-from hamisim.sim.placement import PlacementMeter
+from hamisim.sim.placement import MigMeter, PlacementMeter
 from hamisim.sim.recorder import (
     EVENT_COLUMNS,
     INITIAL_STATE_CLASS,
@@ -163,7 +163,7 @@ class _Engine:
         m = self.meter
         self.node_groups = [m.group_names[g] for g in m.node_group]
         self.rec = Recorder([n.name for n in cluster.nodes], self.node_groups, sink,
-                            PlacementMeter(cluster))
+                            PlacementMeter(cluster), MigMeter(cluster, shapes))
         self.many_groups = len(m.group_names) > 1
         self._gpus = ShapeCache(gpu_request, _SHAPES_KEPT)
         self._classes = ShapeCache(lambda pod: self.rec.class_code(request_class(pod)),

@@ -1,4 +1,4 @@
-"""How well multi-GPU pods were placed inside their machines.
+"""How well pods were placed inside their machines: multi-GPU pods, MIG instances.
 
 For every pod that holds two or more cards, :class:`PlacementMeter` measures
 what the article hamisim comes from warns about ("the right count and the
@@ -13,20 +13,26 @@ describe is null.
 
 The meter adds these columns to the pods table (:data:`PLACEMENT_COLUMNS`) and
 keeps running totals for the summary (:meth:`PlacementMeter.summary`).
+
+On MIG cards, :class:`MigMeter` measures where instances sit inside a card:
+the slices in use and the free slices their placement strands.
 """
 from __future__ import annotations
 
+import json
 import math
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hamisim.cluster import Cluster, Node
 from hamisim.hami.gpuscore import gpu_scores
 
-__all__ = ["PLACEMENT_COLUMNS", "PlacementMeter", "NodeFacts", "card_ids_of"]
+__all__ = ["PLACEMENT_COLUMNS", "PlacementMeter", "NodeFacts", "card_ids_of", "MigMeter",
+           "MIG_TIMESERIES_COLUMNS"]
 
 #: the pods table's placement columns (null for pods with fewer than two cards,
 #: and where the node does not describe what a column measures)
@@ -169,3 +175,145 @@ def _figures(acc: list[float], by_size: dict[int, list[float]]) -> dict:
         out["gpus_nic_other_numa_pct"] = 100.0 * acc[11] / gpus
         out["gpus_nic_other_switch_pct"] = 100.0 * acc[13] / gpus
     return out
+
+
+# ---------------------------------------------------------------------------
+# MIG geometry: slices in use and slices stranded by where instances sit
+
+#: the MIG time series' columns (``mig_timeseries`` table): one row per card
+#: type each time its MIG cards changed
+MIG_TIMESERIES_COLUMNS = ("time", "card_type", "mig_slots_total", "mig_slots_used",
+                          "mig_slots_stranded", "mig_instances")
+
+
+class MigMeter:
+    """MIG slices in use, and free slices stranded by geometry, over a run.
+
+    A MIG card's *slices* are its placement slots (NVML's memory slices: 8 on
+    an A100 or H100, 4 on an A30). A slot is *in use* when an instance covers
+    it. A free slot is *stranded* when no placement that is free as the card is
+    now used covers it with a profile large enough for some typical pod
+    shape's memory (its MiB, or its percentage of this card, as HAMi resolves
+    it): a pod of the workload cannot use it without first moving an instance.
+    Without typical GPU shapes, any registered profile counts.
+
+    The meter reads the pods' ``hami.io/vgpu-mig-allocations`` as their rows
+    are written (:meth:`collect`), then replays the binds and departures
+    (:meth:`frame`, :meth:`summary`).
+    """
+
+    def __init__(self, cluster: Cluster, shapes=()) -> None:
+        mems = [s for s in shapes if s.nums > 0]
+        #: per MIG card id: (card type, slot mask, masks of its useful placements)
+        self.cards: dict[str, tuple[str, int, list[int]]] = {}
+        self.types: dict[str, int] = {}
+        for node in cluster.nodes:
+            for c in node.cards:
+                if c.mode != "mig":
+                    continue
+                end = max((p.start + p.size for q in c.mig_profiles for p in q.placements),
+                          default=0)
+                need = min((s.memreq if s.memreq > 0 else
+                            c.devmem * s.pct // 100 if s.pct <= 100 else 0 for s in mems),
+                           default=0)
+                useful = [p.mask for q in c.mig_profiles if q.memory_mb >= need
+                          for p in q.placements]
+                self.cards[c.id] = (c.type, (1 << end) - 1, useful)
+                self.types[c.type] = self.types.get(c.type, 0) + end
+        self._changes: list[tuple[float, int, str, int]] = []   # time, +1/-1, card, mask
+
+    @property
+    def active(self) -> bool:
+        return bool(self.cards)
+
+    def collect(self, bind: np.ndarray, end: np.ndarray, allocations) -> None:
+        """Pods' rows: bind and end times (NaN: still running) and their annotations."""
+        for b, e, text in zip(bind.tolist(), end.tolist(), allocations):
+            if text is None or b != b:
+                continue
+            for entry in json.loads(text):
+                card = entry["gpuUUID"]
+                if card not in self.cards:
+                    continue
+                pl = entry["placement"]
+                mask = ((1 << pl["size"]) - 1) << pl["start"]
+                self._changes.append((b, 1, card, mask))
+                if e == e:
+                    self._changes.append((e, -1, card, mask))
+
+    def _replay(self):
+        """Yield ``(time, {type: (used, stranded, instances)})``: at 0, then after
+        every time something changed (all its changes applied)."""
+        counts = {cid: [0] * 64 for cid in self.cards}
+        state = {cid: (0, 0, 0) for cid in self.cards}      # used, stranded, instances
+        by_type = {t: [0, 0, 0] for t in self.types}
+        changes = sorted(self._changes, key=lambda c: c[0])
+        if not changes or changes[0][0] > 0:
+            yield 0.0, {t: tuple(v) for t, v in by_type.items()}
+        i = 0
+        while i < len(changes):
+            t = changes[i][0]
+            delta: dict[str, int] = {}
+            while i < len(changes) and changes[i][0] == t:
+                _, sign, cid, mask = changes[i]
+                cnt = counts[cid]
+                for b in range(64):
+                    if mask >> b & 1:
+                        cnt[b] += sign
+                delta[cid] = delta.get(cid, 0) + sign
+                i += 1
+            for cid, d in delta.items():
+                ctype, slots, useful = self.cards[cid]
+                occ = sum(1 << b for b, n in enumerate(counts[cid]) if n > 0)
+                usable = 0
+                for m in useful:
+                    if not m & occ:
+                        usable |= m
+                new = (bin(occ & slots).count("1"), bin(slots & ~occ & ~usable).count("1"),
+                       state[cid][2] + d)
+                agg = by_type[ctype]
+                for k in range(3):
+                    agg[k] += new[k] - state[cid][k]
+                state[cid] = new
+            yield t, {ct: tuple(v) for ct, v in by_type.items()}
+
+    def frame(self):
+        """The MIG time series (:data:`MIG_TIMESERIES_COLUMNS`) as a pandas DataFrame."""
+        rows = []
+        last: dict[str, tuple] = {}
+        for t, per_type in self._replay():
+            for ct, v in per_type.items():
+                if last.get(ct) != v:
+                    rows.append((t, ct, self.types[ct], *v))
+                    last[ct] = v
+        return pd.DataFrame(rows, columns=list(MIG_TIMESERIES_COLUMNS))
+
+    def summary(self, end_time: float) -> dict:
+        """Time-weighted means over ``[0, end_time]`` and peaks, in all and per card type."""
+        span = max(float(end_time), 0.0)
+        acc = {ct: [0.0, 0.0, 0] for ct in self.types}          # used*s, stranded*s, peak
+        peak_total = 0
+        prev_t, prev = 0.0, {ct: (0, 0, 0) for ct in self.types}
+        for t, per_type in [*self._replay(), (span, None)]:
+            dt = max(min(t, span) - min(prev_t, span), 0.0)
+            for ct, v in prev.items():
+                acc[ct][0] += v[0] * dt
+                acc[ct][1] += v[1] * dt
+            if per_type is None:
+                break
+            for ct, v in per_type.items():
+                acc[ct][2] = max(acc[ct][2], v[0])
+            peak_total = max(peak_total, sum(v[0] for v in per_type.values()))
+            prev_t, prev = t, per_type
+
+        def figures(total: int, used: float, stranded: float, peak: int) -> dict:
+            denom = total * span
+            return {"mig_slots_total": total,
+                    "mig_slots_used_mean_pct": 100.0 * used / denom if denom else 0.0,
+                    "mig_slots_stranded_mean_pct": 100.0 * stranded / denom if denom else 0.0,
+                    "mig_slots_used_peak": peak}
+
+        out = figures(sum(self.types.values()), sum(a[0] for a in acc.values()),
+                      sum(a[1] for a in acc.values()), peak_total)
+        out["mig_by_card_type"] = {ct: figures(self.types[ct], *acc[ct]) for ct in self.types}
+        return out

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS
-from hamisim.sim.placement import PLACEMENT_COLUMNS, PlacementMeter
+from hamisim.sim.placement import PLACEMENT_COLUMNS, MigMeter, PlacementMeter
 
 __all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS",
            "POD_COLUMNS", "INITIAL_STATE_MESSAGE", "INITIAL_STATE_CLASS", "BATCH_ROWS"]
@@ -84,10 +84,12 @@ class Recorder:
 
     def __init__(self, node_names: Sequence[str], node_groups: Sequence[str],
                  sink: TableSink | None = None,
-                 placement: PlacementMeter | None = None) -> None:
+                 placement: PlacementMeter | None = None, mig: MigMeter | None = None) -> None:
         self.node_names = list(node_names)
         #: measures multi-GPU pods' placements as their rows are written
         self.placement = placement
+        #: reads MIG pods' instances as their rows are written (clusters with MIG cards)
+        self.mig = mig if mig is not None and mig.active else None
         # names by code, for Arrow's take (code -1 is the null at the end)
         self._nodes = pa.array(self.node_names + [None], pa.string())
         self._groups = pa.array(list(node_groups) + [None], pa.string())
@@ -262,6 +264,9 @@ class Recorder:
         device_texts = _strings(devices)
         where = self.placement.measure(np.asarray(node), device_texts) \
             if self.placement is not None else None
+        if self.mig is not None and mig_allocations is not None:
+            self.mig.collect(np.asarray(bind, dtype=np.float64),
+                             np.asarray(end, dtype=np.float64), list(mig_allocations))
         if self.discards:
             return
         arrival = np.array(arrival, dtype=np.float64)

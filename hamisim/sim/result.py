@@ -38,6 +38,9 @@ class SimResult:
     group_timeseries: pd.DataFrame | None = None
     #: the node group of each node, in cluster order (for figures)
     node_groups: list[str] | None = None
+    #: clusters with MIG cards: per card type, a row whenever its MIG slices changed
+    #: (hamisim.sim.placement.MIG_TIMESERIES_COLUMNS)
+    mig_timeseries: pd.DataFrame | None = None
     #: seconds spent: ``simulate`` in all, ``decisions`` inside the scheduler's
     #: ``schedule`` (the rest is the engine's own work); not part of the results
     timings: dict[str, float] = field(default_factory=dict)
@@ -98,6 +101,10 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
     }
     if rec.placement is not None:
         summary.update(rec.placement.summary())     # multi-GPU placements
+    mig_ts = None
+    if rec.mig is not None:                         # MIG slices in use and stranded
+        summary.update(rec.mig.summary(float(end_time)))
+        mig_ts = rec.mig.frame()
     if counts.initial:
         summary["initial_pods"] = counts.initial
     if counts.preempted:
@@ -116,7 +123,7 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
                                   groups_ts, m.group_names, group_nodes, m.group_cards,
                                   float(end_time)))
     return SimResult(events, ts, summary, occupancy_at_peak(m), pods, groups_ts,
-                     list(node_groups))
+                     list(node_groups), mig_timeseries=mig_ts)
 
 
 def occupancy_at_peak(m: ClusterMeter) -> np.ndarray:

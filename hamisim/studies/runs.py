@@ -479,11 +479,13 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str) -> None:
     write_table(result.timeseries, folder, "timeseries", fmt)
     if result.group_timeseries is not None:
         write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
+    if result.mig_timeseries is not None:
+        write_table(result.mig_timeseries, folder, "timeseries_mig", fmt)
     if result.occupancy is not None:
         np.save(folder / "occupancy.npy", result.occupancy)
     write_json(result.summary, folder / "summary.json")
     _figures(result.summary, result.timeseries, result.occupancy, result.group_timeseries,
-             folder / "figures", title)
+             folder / "figures", title, result.mig_timeseries)
 
 
 def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
@@ -500,7 +502,7 @@ def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
 
 
 def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path,
-             title: str = "") -> list[Path]:
+             title: str = "", mig_ts: pd.DataFrame | None = None) -> list[Path]:
     """The figures of a run, titled with its policies, workload and cluster."""
     fill = summary.get("inputs", {}).get("mode") == "fill"
     results = summary.get("results", {})
@@ -509,7 +511,8 @@ def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path
         if "peak_time_s" in results else None
     runs = [tuple(r) for r in summary.get("cluster", {}).get("group_runs", [])]
     return plot_run(ts, occupancy, folder, fill, title or summary.get("label", ""),
-                    context=context, peak=peak, groups_ts=groups_ts, group_runs=runs)
+                    context=context, peak=peak, groups_ts=groups_ts, group_runs=runs,
+                    mig_ts=mig_ts)
 
 
 #: the columns a comparison reports, by mode: what matters in a replay (waits,
@@ -518,7 +521,8 @@ COMPARE_COLUMNS = {
     "replay": ("policy", "seed", "bound", "abandoned", "pending_at_end", "pending_p50_s",
                "pending_p99_s", "pending_max_s", "mean_gpu_allocated_pct",
                "mean_stranded_pct_of_capacity", "mean_frag_pct_of_capacity",
-               "cross_numa_pct", "pairs_without_nvlink_pct", "mean_pair_score"),
+               "cross_numa_pct", "pairs_without_nvlink_pct", "mean_pair_score",
+               "mig_slots_used_mean_pct", "mig_slots_stranded_mean_pct"),
     "fill": ("policy", "seed", "bound", "abandoned", "peak_gpu_allocated",
              "mean_frag_pct_of_capacity", "final_unallocated_gpu_pct"),
 }
@@ -674,7 +678,10 @@ def plot_folder(folder: str | os.PathLike[str]) -> list[Path]:
     occ = np.load(occ_path) if occ_path.exists() else None
     groups_path = _table_path(folder, "timeseries_groups")
     groups_ts = read_table(groups_path) if groups_path is not None else None
-    return _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures")
+    mig_path = _table_path(folder, "timeseries_mig")
+    mig_ts = read_table(mig_path) if mig_path is not None else None
+    return _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures",
+                    mig_ts=mig_ts)
 
 
 def _context(summary: dict) -> str:

@@ -90,7 +90,9 @@ METRICS = ("nodes", "gpus", "pods", "bound", "departed", "abandoned", "pending_a
            # multi-GPU placements (hamisim.sim.placement): null where nothing describes them
            "multi_gpu_pods", "cross_numa_pct", "cross_switch_pct", "pairs_without_nvlink_pct",
            "mean_pair_score", "mean_min_pair_score", "gpus_nic_other_numa_pct",
-           "gpus_nic_other_switch_pct")
+           "gpus_nic_other_switch_pct",
+           # MIG cards (hamisim.sim.placement.MigMeter): null without them
+           "mig_slots_used_mean_pct", "mig_slots_stranded_mean_pct")
 STATUS_OK, STATUS_FAILED = "ok", "failed"
 #: a worker that dies is replaced and its cell run again, at most this many times
 DEFAULT_RETRIES = 2
