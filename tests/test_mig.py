@@ -423,8 +423,9 @@ def test_explain_says_which_mig_rule_blocked_a_pod():
     from hamisim.hami.reference import ReferenceScheduler
 
     sched = ReferenceScheduler(c)
-    for i in range(2):
-        assert sched.schedule(pod(f"3g-{i}", mem=19000)).bound
+    for i, mem in enumerate((9500, 9500, 9500, 4000)):
+        assert sched.schedule(pod(f"p{i}", mem=mem)).bound
     text = format_text(explain_with(sched, pod("one", mem=4000)))
     assert ("no free placement for 4000 MiB: every profile that large (1g.5gb, 2g.10gb, "
-            "3g.20gb, 7g.40gb) overlaps instances in use (slots 0-3, slots 4-7)") in text
+            "3g.20gb, 7g.40gb) overlaps instances in use (slots 0-1, slots 2-3, slots 4-5, "
+            "slot 6)") in text
