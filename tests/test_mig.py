@@ -422,10 +422,19 @@ def test_explain_says_which_mig_rule_blocked_a_pod():
     from hamisim.explain import explain_with
     from hamisim.hami.reference import ReferenceScheduler
 
+    # with NVML's A100 table, 3 x 2g + 1g charge 3 x 29 + 15 = 102 cores: the card then
+    # refuses every request for its cores before its geometry is looked at
     sched = ReferenceScheduler(c)
+    for i, mem in enumerate((9500, 9500, 9500, 4000)):
+        assert sched.schedule(pod(f"p{i}", mem=mem)).bound
+    assert sched.usage_by_card()["GPU-a"] == (4, 3 * 9984 + 4864, 102)
+    assert "CardInsufficientCore (free -2 cores < 0 needed)" in format_text(
+        explain_with(sched, pod("one", mem=4000)))
+    # HAMi's test fixture (14/28 cores) stays below 100: geometry decides
+    sched = ReferenceScheduler(cluster(mig_card()))
     for i, mem in enumerate((9500, 9500, 9500, 4000)):
         assert sched.schedule(pod(f"p{i}", mem=mem)).bound
     text = format_text(explain_with(sched, pod("one", mem=4000)))
     assert ("no free placement for 4000 MiB: every profile that large (1g.5gb, 2g.10gb, "
-            "3g.20gb, 7g.40gb) overlaps instances in use (slots 0-1, slots 2-3, slots 4-5, "
+            "3g.20gb) overlaps instances in use (slots 0-1, slots 2-3, slots 4-5, "
             "slot 6)") in text
