@@ -276,3 +276,20 @@ def test_scenario_with_state(tmp_path, capsys):
     # without the state the pod binds at once, and 'busy-bc' is unknown
     assert main(["scenario", str(scen)]) == 2
     assert "pod 'busy-bc'" in capsys.readouterr().err
+
+
+def test_a_pod_on_a_mig_card_needs_its_mig_allocations(tmp_path):
+    from hamisim.mig import MigPlacement, MigProfile
+
+    one_g = (MigProfile("1g.5gb", 4864, 15, 1, tuple(MigPlacement(i, 1) for i in range(7)), 7),)
+    cluster = Cluster((Node("n", (Card("GPU-m", 0, 7, 40960, 100, "NVIDIA", mode="mig",
+                                        mig_profiles=one_g),)),))
+    path = tmp_path / "state.yaml"
+    path.write_text("pods:\n  - name: p\n    node: n\n    devices: 'GPU-m,NVIDIA,4864,15:;'\n")
+    with pytest.raises(InputError, match="holds MIG card 'GPU-m' but gives no 'mig_allocations'"):
+        load_state(path, cluster)
+    path.write_text("pods:\n  - name: p\n    node: n\n    devices: 'GPU-m,NVIDIA,4864,15:;'\n"
+                    "    mig_allocations: '[{\"gpuUUID\": \"GPU-m\", \"profile\": \"1g.5gb\","
+                    " \"placement\": {\"start\": 2, \"size\": 1}}]'\n")
+    assert load_state(path, cluster).pods[0].containers == [
+        [Pick("GPU-m", 4864, 15, 0, ("1g.5gb", 2, 1))]]

@@ -441,3 +441,41 @@ def test_a_pod_manifest_limits_over_requests_and_priority():
     with pytest.raises(InputError, match="requests nvidia.com/gpumem: must be equal to "
                                          "nvidia.com/gpumem limit"):
         pod_from_kubernetes(from_plain(manifest("3000"), "pod.json", 1).as_doc("the pod"))
+
+
+def test_mig_cards_and_their_pods_are_imported(tmp_path):
+    # a node whose device plugin runs in mig mode, and a pod holding two 1g instances
+    profiles = [{"name": "1g.5gb", "memoryMB": 4864, "core": 15, "sliceCount": 1,
+                 "placements": [{"start": s, "size": 1} for s in range(7)]},
+                {"name": "2g.10gb", "memoryMB": 9984, "core": 29, "sliceCount": 2,
+                 "placements": [{"start": s, "size": 2} for s in (0, 2, 4)]}]
+    reg = [{"id": "GPU-m", "count": 7, "devmem": 40960, "devcore": 100,
+            "type": "NVIDIA A100-SXM4-40GB", "mode": "mig", "health": True,
+            "migProfiles": profiles}]
+    node = _gpu_node("m1")
+    node["metadata"]["annotations"]["hami.io/node-nvidia-register"] = json.dumps(reg)
+    allocations = json.dumps([
+        {"containerIndex": 0, "deviceIndex": d, "gpuUUID": "GPU-m", "profile": "1g.5gb",
+         "placement": {"start": s, "size": 1}, "migUUID": f"MIG-{d}", "gpuInstanceID": d,
+         "computeInstanceID": 0} for d, s in ((0, 6), (1, 5))])
+    pod = _pod("two", "m1", limits={"nvidia.com/gpu": 2, "nvidia.com/gpumem": 4000},
+               annotations={"hami.io/vgpu-node": "m1",
+                            "hami.io/vgpu-devices-allocated":
+                                "GPU-m,NVIDIA,4864,15:GPU-m,NVIDIA,4864,15:;",
+                            "hami.io/vgpu-mig-allocations": allocations})
+    res = import_kubectl(_write(tmp_path / "nodes.json", [node]),
+                         _write(tmp_path / "pods.json", [pod]))
+    files = write_import(res, tmp_path / "imp")
+    cluster = load_cluster(files["cluster"])
+    card = cluster.nodes[0].cards[0]
+    assert card.mode == "mig" and [p.name for p in card.mig_profiles] == ["1g.5gb", "2g.10gb"]
+    state = load_state(files["state"], cluster)
+    assert [p.mig for p in state.pods[0].containers[0]] == [("1g.5gb", 6, 1), ("1g.5gb", 5, 1)]
+    # the imported instances occupy their slots: a 2g now goes to {0,2}, a 1g to 4
+    from hamisim.sim.backend import make_scheduler
+    from hamisim.pods import Container, Pod
+    for backend in ("reference", "kernel"):
+        s = make_scheduler(cluster, backend)
+        state.adopt_into(s, cluster)
+        d = s.schedule(Pod("p", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),)))
+        assert d.containers[0][0].mig == ("1g.5gb", 4, 1), backend

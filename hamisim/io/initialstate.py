@@ -9,6 +9,7 @@ resources at time 0, as HAMi's pod cache would hold them::
         node: gpu-node-1                     # required, a node of the cluster
         namespace: team-a                    # optional (default "default"): for ResourceQuota
         devices: "GPU-0b1c...,NVIDIA,4000,30:;"   # hami.io/vgpu-devices-allocated
+        mig_allocations: '[{"containerIndex":0,...}]'  # hami.io/vgpu-mig-allocations (MIG cards)
         init_containers: 0                   # optional: leading segments that are init containers
         init_finished: false                 # optional: HAMi shrank the pod to its app containers
         cpu_milli: 2000                      # optional kube-scheduler requests
@@ -25,6 +26,12 @@ The first ``init_containers`` segments are init containers, whose usage is
 the peak over them rather than the sum (HAMi v2.10.0's collapsed usage);
 ``init_finished: true`` drops them, as HAMi does once every init container
 has succeeded.
+
+A card in ``mig`` mode holds the MIG instance ``mig_allocations`` (the pod's
+``hami.io/vgpu-mig-allocations``) gives it: HAMi pairs the entries with the
+pod's cards by GPU UUID, in order. A pod on a MIG card without one is an
+error: HAMi would mark the card unhealthy (it fails closed), which hamisim does
+not model.
 
 Every card must be a card of the pod's node, every node a node of the
 cluster; problems are :class:`~hamisim.errors.InputError` at the offending
@@ -45,7 +52,7 @@ from hamisim.cluster import Cluster
 from hamisim.errors import InputError
 from hamisim.hami.decision import Pick
 from hamisim.hami.reference import collapsed_usage
-from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping
+from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping, parse_json
 from hamisim.io.podspec import namespace_from_value
 
 __all__ = ["InitialPod", "InitialState", "load_state", "state_from_document",
@@ -53,7 +60,8 @@ __all__ = ["InitialPod", "InitialState", "load_state", "state_from_document",
 
 STATE_KEYS = frozenset({"source", "pods"})
 STATE_POD_KEYS = frozenset({"name", "node", "namespace", "devices", "init_containers",
-                            "init_finished", "cpu_milli", "memory_mib", "departure"})
+                            "init_finished", "cpu_milli", "memory_mib", "departure",
+                            "mig_allocations"})
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,7 @@ def state_from_document(doc: Doc, cluster: Cluster, path: str | None = None) -> 
         devices = None if dev_v is None or dev_v.is_null else dev_v.as_str("'devices'")
         cards = {c.id: c for c in node.cards}
         containers = decode_devices(devices, dev_v, cards, node_name) if devices else []
+        containers = _with_mig(entry, containers, cards)
         if finished:
             containers = [[] if k < n_init else picks for k, picks in enumerate(containers)]
         departure = _departure(entry)
@@ -156,6 +165,50 @@ def state_from_document(doc: Doc, cluster: Cluster, path: str | None = None) -> 
             departure=departure, devices=devices or None, line=entry.line,
             namespace=namespace_from_value(entry.get("namespace"))))
     return InitialState(pods, path, source, _overcommitted(pods, cluster))
+
+
+def _with_mig(entry: Doc, containers: list[list[Pick]], cards: dict) -> list[list[Pick]]:
+    """The pod's picks on MIG cards with their instances from ``mig_allocations``."""
+    value = entry.get("mig_allocations")
+    on_mig = [p.uuid for picks in containers for p in picks if cards[p.uuid].mode == "mig"]
+    if value is None or value.is_null:
+        if on_mig:
+            raise entry.error(
+                f"the pod holds MIG card '{on_mig[0]}' but gives no 'mig_allocations' (its "
+                "hami.io/vgpu-mig-allocations); without it HAMi marks the card unhealthy")
+        return containers
+    root = parse_json(value.as_str("'mig_allocations'"), value.path, line=value.line,
+                      context=f"{entry.context}: 'mig_allocations'")
+    queued: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for pos, item in enumerate(root.as_list("the annotation") if not root.is_null else []):
+        doc = item.as_doc(f"allocation {pos}").with_context(
+            f"{entry.context}: mig_allocations entry {pos}")
+        uuid = doc.require_str("gpuUUID")
+        profile = doc.require_str("profile")
+        place = doc.require("placement").as_doc("'placement'")
+        start = place.optional_int("start", 0, min=0, max=63)
+        size = place.optional_int("size", 0, min=0, max=64)
+        if size == 0:
+            raise doc.error("a MIG allocation needs a placement size (HAMi refuses size 0)")
+        if uuid not in cards or cards[uuid].mode != "mig":
+            raise doc.error(f"gpuUUID '{uuid}' is not a MIG card of the pod's node")
+        queued[uuid].append((profile, start, size))
+    out = []
+    for picks in containers:
+        row = []
+        for p in picks:
+            if cards[p.uuid].mode == "mig":
+                if not queued[p.uuid]:
+                    raise entry.error(f"'mig_allocations' has no instance left for the pod's "
+                                      f"card '{p.uuid}' (one entry per card it holds)")
+                p = Pick(p.uuid, p.usedmem, p.usedcores, p.idx, queued[p.uuid].pop(0))
+            row.append(p)
+        out.append(row)
+    extra = [u for u, q in queued.items() if q]
+    if extra:
+        raise entry.error(f"'mig_allocations' holds more instances on '{extra[0]}' than the "
+                          "pod's devices name")
+    return out
 
 
 def decode_devices(text: str, where: Value | None, cards: dict, node: str) -> list[list[Pick]]:

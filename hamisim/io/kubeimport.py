@@ -18,7 +18,7 @@ json``; YAML output works too) and writes three files (DESIGN §4.4):
     unregistered until its device plugin is upgraded); entries without an
     index are numbered by position. A node without the annotation (or with
     an empty one) has no HAMi cards: GPU pods see it as ``node unregistered``.
-    MIG cards (``mode: mig``) are outside hamisim's scope and rejected.
+    MIG cards (``mode: mig``) keep their ``migProfiles``.
   - pair scores from ``hami.io/node-nvidia-score`` (topology-aware);
   - per-GPU cordon from ``hami.io/device-cordon`` (comma list of UUIDs; ids
     not on the node are dropped with a warning, as HAMi ignores them);
@@ -99,9 +99,11 @@ PAIR_SCORE = "hami.io/node-nvidia-score"
 DEVICE_CORDON = "hami.io/device-cordon"
 ASSIGNED_NODE = "hami.io/vgpu-node"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
+MIG_ALLOCATIONS = "hami.io/vgpu-mig-allocations"
 BIND_PHASE = "hami.io/bind-phase"
 #: HAMi's own bookkeeping annotations: not carried over to pending pods.
-_BOOKKEEPING = frozenset({ASSIGNED_NODE, DEVICES_ALLOCATED, BIND_PHASE, "hami.io/vgpu-time",
+_BOOKKEEPING = frozenset({ASSIGNED_NODE, DEVICES_ALLOCATED, BIND_PHASE, MIG_ALLOCATIONS,
+                          "hami.io/vgpu-time",
                           "hami.io/bind-time", "hami.io/vgpu-devices-to-allocate"})
 _HAMI_RESOURCES = (GPU, GPUMEM, GPUMEM_PERCENTAGE, GPUCORES)
 _TERMINATED = ("Succeeded", "Failed")
@@ -507,8 +509,12 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
             if devices:
                 ctx = dev_v.with_context(f"pod {key}: annotation {DEVICES_ALLOCATED}")
                 decode_devices(devices, ctx, {c.id: c for c in node.cards}, hami_node)
-            running.append(_state_entry(key, hami_node, devices or None, len(init),
-                                        _init_finished(obj) if init else False, cpu, mem, ns))
+            mig_v = _annotation(ann, MIG_ALLOCATIONS)
+            entry = _state_entry(key, hami_node, devices or None, len(init),
+                                 _init_finished(obj) if init else False, cpu, mem, ns)
+            if mig_v is not None and mig_v.scalar.strip():
+                entry["mig_allocations"] = mig_v.scalar
+            running.append(entry)
         elif node_name is not None:
             if node_name not in nodes:
                 elsewhere += 1
@@ -666,11 +672,15 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
             continue
         lines.append("    devices:")
         for c in n.cards:
+            mig = ""
+            if c.mig_profiles:
+                wire = json.dumps([p.to_wire() for p in c.mig_profiles], separators=(",", ":"))
+                mig = f", migProfiles: {wire}"
             lines.append(
                 f"      - {{id: {_q(c.id)}, index: {c.index}, count: {c.count}, "
                 f"devmem: {c.devmem}, devcore: {c.devcore}, type: {_q(c.type)}, "
                 f"numa: {c.numa}, health: {'true' if c.health else 'false'}, "
-                f"mode: {_q(c.mode)}}}")
+                f"mode: {_q(c.mode)}{mig}}}")
         if n.pair_scores:
             lines.append("    nvidia_score:")
             for a, row in n.pair_scores.items():
