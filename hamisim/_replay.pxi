@@ -885,8 +885,9 @@ cdef class ReplayCore:
         cdef int sl = self.slot[k], ci, i, p, n = 0, b, e
         cdef Py_ssize_t w = self.slot_width, base = <Py_ssize_t>sl * w
         cdef int64_t r0 = self.node_start[node]
-        if n_init == 0 and n_cont == 1:
-            # one container: distinct cards, one slot each
+        if n_init == 0 and n_cont == 1 and not self.has_mig:
+            # one container: distinct cards, one slot each (a MIG card may give one
+            # container several instances: the general path counts them per card)
             for i in range(s.out_n[0]):
                 self.slot_rows[base + i] = r0 + s.out_pos[i]
                 self.slot_used[base + i] = 1

@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 from strategies import SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim.mig import MigPlacement, MigProfile
 from hamisim.shapes import typical_shapes
 from hamisim.sim.compiled import simulate_compiled, unsupported
 from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.sim.result import SimResult
 from hamisim.workload import Trace, TracePod
 
 
@@ -78,7 +80,7 @@ def _canonical(summary: dict) -> str:
     return json.dumps(summary, sort_keys=True, default=str)
 
 
-def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> pd.DataFrame:
+def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
@@ -90,16 +92,16 @@ def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> pd.
     assert _canonical(got.summary) == _canonical(want.summary)
     assert np.array_equal(got.occupancy, want.occupancy, equal_nan=True)
     assert got.node_groups == want.node_groups
-    if want.pods is not None and want.pods.mig_allocations.notna().any():
-        event("a pod held MIG instances")
-    return want.events
+    return want
 
 
-def _note(events: pd.DataFrame) -> None:
-    ev = events.event
+def _note(run: SimResult) -> None:
+    ev = run.events.event
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
+    if run.pods is not None and run.pods.mig_allocations.notna().any():
+        event("a pod held MIG instances")
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=SLOW)
@@ -131,6 +133,25 @@ def test_compiled_engine_equals_python_engine_sampled_window(data):
     _note(assert_same_run(cluster, trace, data.draw(configs())))
 
 
+def test_several_instances_on_one_mig_card_of_a_small_node():
+    """One container with four MIG instances on a node of one card: the compiled
+    engine counts them per card (its per-pod slots are as wide as a node's cards)."""
+    one_g = (MigProfile("1g.5gb", 4864, 15, 1, tuple(MigPlacement(i, 1) for i in range(7)), 7),)
+    cluster = Cluster((Node("n", (Card("G", 0, 7, 40960, 100, "NVIDIA", mode="mig",
+                                      mig_profiles=one_g),)),
+                       Node("m", (Card("H", 0, 10, 40960, 100, "NVIDIA"),))))
+    def pod(name, gpus, mode):
+        return Pod(name, (Container({"nvidia.com/gpu": gpus, "nvidia.com/gpumem": 1000}),),
+                   annotations={"nvidia.com/vgpu-mode": mode})
+    # the MIG pod binds first; the next pod's per-pod slot follows its own
+    pods_ = [TracePod(pod("mig", 4, "mig"), 0.0, 3.0),
+             TracePod(pod("core", 1, "hami-core"), 1.0, 10.0),
+             TracePod(pod("mig-again", 4, "mig"), 5.0, 3.0)]
+    run = assert_same_run(cluster, Trace.from_pods("mig", pods_), EngineConfig())
+    assert run.pods.mig_allocations.notna().sum() == 2
+    assert run.timeseries.hami_gpu_allocated.iloc[-1] == 0
+
+
 def _one_card_cluster() -> Cluster:
     card = Card("G0", 0, count=1, devmem=1000, devcore=100, type="NVIDIA-T4")
     return Cluster((Node("n", (card,)),))
@@ -146,7 +167,7 @@ def test_a_long_saturated_replay_is_the_same_run():
                       0.7 * k, 5.0 + k % 7, None if k % 11 else 0.7 * k + 40.0)
              for k in range(600)]
     events = assert_same_run(_one_card_cluster(), Trace.from_pods("busy", pods_),
-                             EngineConfig())
+                             EngineConfig()).events
     assert (events.event == "unschedulable").sum() > 1000
 
 
@@ -162,7 +183,7 @@ def test_tables_over_several_batches_are_the_same_run():
     rng = np.random.default_rng(5)
     pods_ = [TracePod(Pod(f"p{k}", shapes[k % 2]), 0.05 * k, float(rng.exponential(1.0)),
                       None, k + 2, "odd" if k % 3 else None) for k in range(68_000)]
-    events = assert_same_run(cluster, Trace.from_pods("long", pods_), EngineConfig())
+    events = assert_same_run(cluster, Trace.from_pods("long", pods_), EngineConfig()).events
     assert len(events) > 3 * 65_536
 
 
