@@ -438,3 +438,12 @@ def test_explain_says_which_mig_rule_blocked_a_pod():
     assert ("no free placement for 4000 MiB: every profile that large (1g.5gb, 2g.10gb, "
             "3g.20gb) overlaps instances in use (slots 0-1, slots 2-3, slots 4-5, "
             "slot 6)") in text
+
+
+def test_research_policies_refuse_mig_cards():
+    # the FGD paper's policies know nothing of MIG geometry: refused, not approximated
+    from hamisim.errors import HamisimError
+
+    c = Cluster((Node("n", (mig_card(),)),), SchedulerConfig(node_scheduler_policy="fgd"))
+    with pytest.raises(HamisimError, match="models no MIG placement"):
+        make_scheduler(c, "kernel")

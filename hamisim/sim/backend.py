@@ -50,6 +50,10 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
             raise HamisimError(
                 f"the research policy {cluster.scheduler.node_scheduler_policy} models no "
                 "ResourceQuota: remove the cluster file's 'quotas' to compare it")
+        if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
+            raise HamisimError(
+                f"the research policy {cluster.scheduler.node_scheduler_policy} models no MIG "
+                "placement: compare it on a cluster without 'mode: mig' cards")
         if backend not in BACKENDS:
             raise HamisimError(
                 f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
