@@ -684,7 +684,7 @@ def _mig_picked(card, in_use, need_mem, n: int) -> str:
 
 
 def _mig_infeasible(card, in_use, need_mem, own: int) -> str:
-    """Why a MIG card's geometry refused the request (HAMI-SEMANTICS §10)."""
+    """Why a MIG card's geometry refused the request (HAMI-SEMANTICS §11)."""
     mem = card.devmem * need_mem[1] // 100 if isinstance(need_mem, tuple) else need_mem
     if not card.mig_profiles:
         return "the card registered no MIG profile"

@@ -4,7 +4,7 @@ The facts are HAMi's own: its unit tests of the MIG rules
 (``pkg/device/nvidia/mig_capability_test.go``, ``mig_topology_test.go``,
 ``pkg/scheduler/mig_allocation_test.go``) and the scenarios of its hardware
 end-to-end script (``hack/hami-mig-e2e.sh``, A100 40GB preset), translated;
-then HAMi's surprises as a user meets them (HAMI-SEMANTICS §10).
+then HAMi's surprises as a user meets them (HAMI-SEMANTICS §11).
 """
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def test_e2e_geometry_blocks_small_requests(backend):
 
 
 # ---------------------------------------------------------------------------
-# HAMi's surprises (HAMI-SEMANTICS §10.6)
+# HAMi's surprises (HAMI-SEMANTICS §11.7)
 
 
 def test_a_whole_card_request_never_fits_a_mig_card():

@@ -1,7 +1,7 @@
 """HAMi v2.10.0's MIG rules: which profile and placement a card gives a request.
 
 ``pkg/device/nvidia/device.go`` (``selectMigCandidate``, ``CustomFilterRule``,
-``AddResourceUsage``) and ``mig_topology.go``. Read beside HAMI-SEMANTICS §10.
+``AddResourceUsage``) and ``mig_topology.go``. Read beside HAMI-SEMANTICS §11.
 
 * A request's memory (MiB, a percentage already resolved against the whole
   card) takes the **smallest profile whose memory is at least it** (profiles

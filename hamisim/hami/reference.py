@@ -416,7 +416,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             continue
         mig = card.mode == MIG_MODE
         if mig:
-            # §10.2 CustomFilterRule: a profile >= mem with a free placement,
+            # §11.3 CustomFilterRule: a profile >= mem with a free placement,
             # after this Fit's earlier picks on the card took theirs
             on_card = queued.setdefault(card.id, [])
             choice = select_candidate(card.mig_profiles, [*card.mig_in_use, *on_card], mem)
@@ -432,7 +432,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             if nums == 0:
                 return FitResult(True, picks, reasons, len(cards))
         if mig:
-            i += 1          # §10.3 a MIG card is visited again for the next instance
+            i += 1          # §11.4 a MIG card is visited again for the next instance
     if cp.topology:
         if len(picks) == origin:
             return FitResult(True, picks, reasons, len(cards))
@@ -489,7 +489,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
         for p in res.picks:
             card = by_id[p.uuid]
             if card.mode == MIG_MODE:
-                # §10.4 AddResourceUsage: the pick becomes the profile it gets
+                # §11.5 AddResourceUsage: the pick becomes the profile it gets
                 choice = select_candidate(card.mig_profiles, card.mig_in_use, p.usedmem)
                 if choice is None:
                     return False, [], (f"AddResourceUsage failed for device {card.id}: "
@@ -510,7 +510,7 @@ def is_mig_request(request: Request, vendor_cards: Sequence[CardUsage],
                    annotations: Mapping[str, str]) -> bool:
     """``isMIGRequest``: an NVIDIA request whose pod allows MIG (no
     ``nvidia.com/vgpu-mode``, or one containing ``mig``) on a node with a MIG
-    card may ask for more cards than the node has (§10.3)."""
+    card may ask for more cards than the node has (§11.4)."""
     if request.type != "NVIDIA":
         return False
     mode = annotations.get(VGPU_MODE)
