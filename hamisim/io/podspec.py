@@ -107,6 +107,7 @@ TRACE_COLUMN_ANNOTATIONS: dict[str, str] = {
     "nouse_gpuuuid": "nvidia.com/nouse-gpuuuid",
     "numa_bind": "nvidia.com/numa-bind",
     "scoring_weights": "hami.io/device-scoring-weights",
+    "vgpu_mode": "nvidia.com/vgpu-mode",
 }
 #: Trace column -> container resource name.
 CONTAINER_COLUMN_RESOURCES: dict[str, str] = {
