@@ -16,12 +16,13 @@ __version__ = "0.1.0"
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
 from hamisim.errors import HamisimError, InputError, SchedulerError
 from hamisim.hami.decision import Decision, Pick
+from hamisim.mig import MigPlacement, MigProfile
 from hamisim.pods import Container, Pod, Request
 from hamisim.sim.backend import BACKENDS, make_scheduler
 
 __all__ = [
     "__version__", "Card", "Cluster", "Node", "SchedulerConfig", "HamisimError", "InputError",
-    "SchedulerError", "Decision", "Pick", "Container", "Pod", "Request", "BACKENDS",
+    "SchedulerError", "Decision", "Pick", "MigProfile", "MigPlacement", "Container", "Pod", "Request", "BACKENDS",
     "make_scheduler", "load_cluster", "load_scenario", "run_scenario",
     "RunSpec", "run", "compare", "simulate", "EngineConfig", "read_trace",
     "load_sweep", "run_sweep", "load_plan", "run_plan", "explain_pod", "import_kubectl",

@@ -19,6 +19,7 @@ class CardTable:
     """Cluster arrays (hamisim.sim.arrays.ClusterState); usage arrays are read live."""
 
     max_cards: int              # int
+    max_picks: int              # int: most picks of one container on a node (MIG instances)
     n_nodes: int                # int
     def __init__(
         self,
@@ -46,6 +47,7 @@ class CardTable:
         req_cpu: I64,           # int64_t[n_nodes], live
         req_mem: I64,           # int64_t[n_nodes], live
         aligned: U8 | None = ...,  # uint8_t[n_nodes]: 0 list drops GPU-less containers, 1 keeps, 2 corrected
+        mig: dict[str, Any] | None = ...,  # hamisim.sim.arrays.mig_arrays; None = no MIG card
     ) -> None: ...
 
 class PodSpec:
@@ -70,6 +72,7 @@ class PodSpec:
         cpu_milli: int = ...,   # int64_t
         memory_mib: int = ...,  # int64_t
         gate: I32 | None = ..., # int32_t[n_nodes]: kube-scheduler's filter code per node
+        mig_request: bool = ..., # bint: no nvidia.com/vgpu-mode, or one containing "mig"
     ) -> None: ...
     def set_quota(
         self,
@@ -88,13 +91,13 @@ class Core:
     np_window: I64              # int64_t[n_nodes]: nodes handed to HAMi, cluster order
     np_status: I32              # int32_t[n_nodes]: per window position
     np_score: F32               # float[n_nodes]: node base score per window position
-    np_counts: I32              # int32_t[n_nodes, 12]: Fit reason histogram per window position
+    np_counts: I32              # int32_t[n_nodes, 13]: Fit reason histogram per window position
     np_ncards: I64              # int64_t[n_nodes]: cards handed to Fit per window position
     np_tied: I64                # int64_t[n_nodes]: window positions tied with the winner
     np_out_n: Any               # int[cap_c]
-    np_out_pos: Any             # int[cap_c, cap_k]
-    np_out_mem: Any             # int64_t[cap_c, cap_k]
-    np_out_cores: Any           # int64_t[cap_c, cap_k]
+    np_out_pos: Any             # int[cap_c, cap_p]
+    np_out_mem: Any             # int64_t[cap_c, cap_p]
+    np_out_cores: Any           # int64_t[cap_c, cap_p]
     n_rejected: int             # int
     rej_union: int              # int: OR of the rejected nodes' bits (1 CPU, 2 memory, 4+ static)
     n_window: int               # int
@@ -144,6 +147,8 @@ class Core:
         self,
     ) -> tuple[list[int], list[tuple[int, int]]]: ...   # (nodes per status, [(position, nodes)])
     def picks(self, n_cont: int) -> list[list[Pick3]]: ...
+    def mig_picks(self, n_cont: int) -> list[list[tuple[int, int]]]: ...  # (profile, placement) rows
+    def apply_mig(self, rows: Any, masks: Any, sign: int = ...) -> None: ...
     def fit_on_node(
         self, pod: PodSpec, node: int, ci: int, perm: Any
     ) -> tuple[bool, list[Pick3], list[int], int]: ...
