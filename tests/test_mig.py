@@ -447,3 +447,19 @@ def test_research_policies_refuse_mig_cards():
     c = Cluster((Node("n", (mig_card(),)),), SchedulerConfig(node_scheduler_policy="fgd"))
     with pytest.raises(HamisimError, match="models no MIG placement"):
         make_scheduler(c, "kernel")
+
+
+def test_a_vgpu_mode_naming_no_mode_is_warned(tmp_path):
+    # HAMi compares the annotation case-sensitively: "MIG" keeps the pod off every card
+    import warnings as w
+
+    from hamisim.hami.policy import vgpu_mode_problem
+    from hamisim.io.traces import read_trace
+
+    assert vgpu_mode_problem("mig") is None and vgpu_mode_problem("hami-core,mig") is None
+    (tmp_path / "t.csv").write_text("name,arrival,gpu,gpumem,vgpu_mode\np,0,1,4000,MIG\n")
+    with w.catch_warnings(record=True) as caught:
+        w.simplefilter("always")
+        read_trace(tmp_path / "t.csv")
+    text = " ".join(str(c.message) for c in caught)
+    assert "t.csv:2" in text and "HAMi compares case-sensitively: write 'mig'" in text

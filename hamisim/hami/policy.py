@@ -30,7 +30,8 @@ __all__ = [
     "NUMA_BIND_ANNOTATION", "CardPolicy", "parse_card_policy", "policy_contains",
     "pod_gpu_policy", "pod_node_policy", "node_policy_spread", "parse_weights",
     "pod_weights", "filter_error", "go_quote", "go_parse_bool", "numa_bind", "unknown_tokens",
-    "PolicyWarning", "policy_problem", "warn_policy", "warn_pod_policies",
+    "PolicyWarning", "policy_problem", "warn_policy", "warn_pod_policies", "vgpu_mode_problem",
+    "VGPU_MODE_ANNOTATION", "CARD_MODES",
     "KEY_BINPACK", "KEY_SPREAD", "KEY_NUMA",
     "SINGLE_MUTEX", "SINGLE_BINPACK", "SINGLE_SPREAD", "MODE_CHAIN",
 ]
@@ -150,6 +151,12 @@ def warn_pod_policies(pods: Iterable[tuple[str | None, Mapping[str, str] | None]
                 f"annotation {NUMA_BIND_ANNOTATION} {bind!r}: HAMi parses it with Go's "
                 "strconv.ParseBool, which rejects it, so the pod is not bound to one NUMA "
                 "node (write 'true' or 'false')")), stacklevel=2)
+        mode = pod_annotations.get(VGPU_MODE_ANNOTATION)
+        if mode is not None and ("mode", mode) not in seen:
+            seen.add(("mode", mode))
+            problem = vgpu_mode_problem(mode)
+            if problem is not None:
+                warnings.warn(PolicyWarning(where, problem), stacklevel=2)
         for annotation, kind in ((GPU_POLICY_ANNOTATION, "gpu"), (NODE_POLICY_ANNOTATION, "node")):
             policy = pod_annotations.get(annotation)
             if policy is None or (kind, policy) in seen:
@@ -158,6 +165,25 @@ def warn_pod_policies(pods: Iterable[tuple[str | None, Mapping[str, str] | None]
             problem = policy_problem(policy, kind)
             if problem is not None:
                 warnings.warn(PolicyWarning(where, problem), stacklevel=2)
+
+
+#: the pod annotation that restricts a pod to cards of some modes
+VGPU_MODE_ANNOTATION = "nvidia.com/vgpu-mode"
+#: the card modes HAMi v2.10.0's NVIDIA device plugin registers
+CARD_MODES = ("hami-core", "mig", "mps")
+
+
+def vgpu_mode_problem(value: str) -> str | None:
+    """What is probably wrong with an ``nvidia.com/vgpu-mode`` value, or ``None``.
+
+    HAMi keeps a card when its mode is a (case-sensitive) substring of the
+    value; a value naming no mode that way keeps the pod off every card."""
+    if any(m in value for m in CARD_MODES):
+        return None
+    near = [m for m in CARD_MODES if m in value.lower()]
+    hint = f" (HAMi compares case-sensitively: write {near[0]!r})" if near else ""
+    return (f"annotation {VGPU_MODE_ANNOTATION} {value!r} contains no card mode "
+            f"({', '.join(CARD_MODES)}), so HAMi offers the pod no card{hint}")
 
 
 def parse_card_policy(policy: str, numa_bind: bool = False) -> CardPolicy:
