@@ -640,6 +640,10 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
         value = getattr(s, key)
         if value != getattr(defaults, key):
             lines.append(f"  {key}: {_q(value) if isinstance(value, str) else str(value).lower()}")
+    if s.mig_profile_allowlist != defaults.mig_profile_allowlist:
+        entries = [{"models": list(e.models), "profiles": list(e.profiles)}
+                   for e in s.mig_profile_allowlist]
+        lines.append(f"  migProfileAllowlist: {json.dumps(entries, ensure_ascii=False)}")
     if cluster.quotas:
         lines.append("quotas:                    # ResourceQuota spec.hard, as HAMi reads it")
         for ns, q in cluster.quotas.items():
@@ -674,7 +678,11 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
         for c in n.cards:
             mig = ""
             if c.mig_profiles:
-                wire = json.dumps([p.to_wire() for p in c.mig_profiles], separators=(",", ":"))
+                # HAMi's wire format, plus NVML's instance counts where known
+                wire = json.dumps([{**p.to_wire(), **({"instanceCount": p.instance_count}
+                                                      if p.instance_count else {})}
+                                   for p in c.mig_profiles], separators=(",", ":"),
+                                  ensure_ascii=False)
                 mig = f", migProfiles: {wire}"
             lines.append(
                 f"      - {{id: {_q(c.id)}, index: {c.index}, count: {c.count}, "
