@@ -726,7 +726,11 @@ def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cor
             card.devmem * need_mem[1] // 100
         return f"free {card.devmem - usedmem} MiB < {mem} MiB needed"
     if key == "CardInsufficientCore":
-        return f"free {card.devcore - usedcores} cores < {need_cores} needed"
+        text = f"free {card.devcore - usedcores} cores < {need_cores} needed"
+        if card.mode == "mig" and usedcores > card.devcore:
+            text += ("; the MIG instances in use are charged their profiles' cores, rounded up "
+                     "from NVML's SM counts, which can pass 100")
+        return text
     if key == "CardComputeUnitsExhausted":
         return f"cores {usedcores}/{card.devcore} in use and the pod asks 0 cores"
     return ""

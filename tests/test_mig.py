@@ -428,7 +428,8 @@ def test_explain_says_which_mig_rule_blocked_a_pod():
     for i, mem in enumerate((9500, 9500, 9500, 4000)):
         assert sched.schedule(pod(f"p{i}", mem=mem)).bound
     assert sched.usage_by_card()["GPU-a"] == (4, 3 * 9984 + 4864, 102)
-    assert "CardInsufficientCore (free -2 cores < 0 needed)" in format_text(
+    assert "CardInsufficientCore (free -2 cores < 0 needed; the MIG instances in use are " \
+        "charged their profiles' cores, rounded up" in format_text(
         explain_with(sched, pod("one", mem=4000)))
     # HAMi's test fixture (14/28 cores) stays below 100: geometry decides
     sched = ReferenceScheduler(cluster(mig_card()))
