@@ -138,16 +138,14 @@ class ClusterState:
         self.req_cpu = np.zeros(n_nodes, dtype=_I64)
         self.req_mem = np.zeros(n_nodes, dtype=_I64)
 
-        self._mig_tables(cards)
+        # MIG: the kernel's profile and placement tables (mig_arrays)
+        self.mig_arrays, self.mp_name, self.pl_place = mig_arrays(cards)
+        #: whether any card is in mig mode
+        self.has_mig = bool(self.mig_arrays["is_mig"].any())
 
         self._ones_types = np.ones(max(len(self.type_names), 1), dtype=np.uint8)
         self._ones_modes = np.ones(max(len(self.mode_names), 1), dtype=np.uint8)
         self._ones_cards = np.ones(max(n, 1), dtype=np.uint8)
-
-    def _mig_tables(self, cards) -> None:
-        self.mig_arrays, self.mp_name, self.pl_place = mig_arrays(cards)
-        #: whether any card is in mig mode
-        self.has_mig = bool(self.mig_arrays["is_mig"].any())
 
     # -- per-attempt filters ---------------------------------------------
     def type_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
