@@ -100,6 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("dir", metavar="DIR")
     pl.set_defaults(func=cmd_plot)
 
+    rp = sub.add_parser(
+        "report", help="rebuild the report.html of a results folder",
+        description="Rebuild DIR/report.html from a results folder of 'run', 'compare', "
+                    "'sweep' or 'plan': one self-contained page (figures embedded, no network) "
+                    "with what was simulated, the headline table, every figure with a sentence "
+                    "on how to read it, and the per-class and per-group tables.")
+    rp.add_argument("dir", metavar="DIR")
+    rp.set_defaults(func=cmd_report)
+
     im = sub.add_parser(
         "import", help="a cluster file, initial state and pending pods from kubectl dumps",
         description="Read 'kubectl get nodes -o json' (and 'kubectl get pods -A -o json') and "
@@ -429,7 +438,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interval is not None:
         print(f"  the time series is sampled every {interval:.4g} s "
               f"({len(result.timeseries):,} rows; --sample-interval sets it, 0 = every event)")
-    print(f"results written to {out}/ (events, pods, timeseries, summary.json, figures/)")
+    print(f"results written to {out}/ (report.html, events, pods, timeseries, summary.json, "
+          "figures/)")
     print("  " + _timing_line(result.timings, r["pods"]))
     return EXIT_OK
 
@@ -503,8 +513,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
-    print(f"results written to {args.out}/ (compare, compare_classes, compare_groups, "
-          f"figures/compare.png, runs/)")
+    print(f"results written to {args.out}/ (report.html, compare, compare_classes, "
+          f"compare_groups, figures/compare.png, runs/)")
     return EXIT_OK
 
 
@@ -545,6 +555,16 @@ def with_pd_options(fn):
     import pandas as pd
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         fn()
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hamisim.studies.report import write_report
+    try:
+        path = write_report(args.dir)
+    except (ValueError, KeyError, OSError) as err:     # not (or a damaged) results folder
+        raise InputError(args.dir, None, f"cannot build a report: {err}") from None
+    print(path)
+    return EXIT_OK
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ summary, time series and occupancy are computed by one piece of code.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -51,6 +52,42 @@ class SimResult:
         flat = self.summary.get("results", self.summary)
         return pd.DataFrame([{k: v for k, v in flat.items()
                               if not isinstance(v, (dict, list))}])
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the headline figures and the run's utilisation over time."""
+        table = self.summary_table().T.rename(columns={0: "value"})
+        return (f"<div><strong>hamisim run</strong> {html.escape(self.summary.get('label', ''))}"
+                f"{_utilisation_svg(self.timeseries)}{table.to_html()}</div>")
+
+
+def _utilisation_svg(ts: pd.DataFrame, width: int = 640, height: int = 180) -> str:
+    """An inline SVG (no plotting library: sim/ draws nothing else): the share of
+    GPUs with a tenant and of memory allocated over time, in percent."""
+    if ts is None or len(ts) < 2 or not ts["hami_gpu_total"].iloc[0]:
+        return ""
+    t = ts["time"].to_numpy(dtype=float)
+    span = (t[-1] - t[0]) or 1.0
+    step = max(len(t) // 600, 1)
+    lines = {"GPUs with a tenant": ("#1f77b4", 100 * ts["hami_gpu_allocated"]
+                                    / ts["hami_gpu_total"]),
+             "memory allocated": ("#2ca02c", 100 * ts["hami_gpu_memory_allocated_bytes"]
+                                  / ts["hami_gpu_memory_total_bytes"].clip(lower=1))}
+    left, top, w, h = 40, 10, width - 50, height - 40
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             'font-size="11" font-family="sans-serif">',
+             f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#999"/>',
+             f'<text x="2" y="{top + 8}">100 %</text><text x="14" y="{top + h}">0 %</text>',
+             f'<text x="{left}" y="{height - 14}">time {t[0]:,.0f} s</text>',
+             f'<text x="{left + w - 90}" y="{height - 14}">{t[-1]:,.0f} s</text>']
+    for k, (label, (colour, y)) in enumerate(lines.items()):
+        ys = y.to_numpy(dtype=float)[::step]
+        xs = t[::step]
+        pts = " ".join(f"{left + w * (x - t[0]) / span:.1f},{top + h * (1 - v / 100):.1f}"
+                       for x, v in zip(xs, ys))
+        parts.append(f'<polyline fill="none" stroke="{colour}" points="{pts}"/>')
+        parts.append(f'<text x="{left + 10 + 170 * k}" y="{height - 2}" fill="{colour}">'
+                     f'{label} (%)</text>')
+    return "".join(parts) + "</svg>"
 
 
 @dataclass

@@ -53,6 +53,7 @@ from hamisim.studies.sweep import (
     results_table,
     write_results,
 )
+from hamisim.studies.report import notebook_html, write_report
 from hamisim.studies.sweepfile import SWEEP_KEYS, _Grid, parse_grid
 
 __all__ = ["Target", "Plan", "PlanOutcome", "load_plan", "plan_from_document", "run_plan",
@@ -214,6 +215,12 @@ class PlanOutcome:
     note: str = ""
     failed: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the answer, the search's figure and its curve."""
+        said = f"{self.answer} nodes" if self.answer is not None else "no size in the range"
+        return notebook_html(f"hamisim plan: {said} meet {self.plan.target}", self.curve,
+                             self.figure)
+
 
 def _aggregate(values: list[float], plan: Plan) -> float:
     if plan.aggregate == "median":
@@ -327,6 +334,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
         "note": note, "failed_cells": failed,
     }, out / "plan.json")
     figure = plot_plan(curve, plan, answer, out / "figures" / "plan.png") if len(curve) else None
+    write_report(out)
     return PlanOutcome(plan, answer, exact, bracket, curve, table, out, figure, stats, note,
                        failed)
 
@@ -397,6 +405,6 @@ def format_plan_report(o: PlanOutcome) -> str:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         lines.append(o.curve.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     lines.append(f"explored {len(o.curve)} sizes ({o.stats.ran + o.stats.failed} cells run, "
-                 f"{o.stats.reused} reused); written to {o.out}/ (curve, results, plan.json, "
-                 "figures/plan.png, cells/)")
+                 f"{o.stats.reused} reused); written to {o.out}/ (report.html, curve, results, "
+                 "plan.json, figures/plan.png, cells/)")
     return "\n".join(lines) + "\n"

@@ -38,6 +38,7 @@ from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink
 from hamisim.studies.fillcurves import curves
+from hamisim.studies.report import write_report
 from hamisim.studies.workers import process_pool
 from hamisim.workload import Trace, fill_workload, offered_load, retime
 
@@ -486,6 +487,7 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str) -> None:
     write_json(result.summary, folder / "summary.json")
     _figures(result.summary, result.timeseries, result.occupancy, result.group_timeseries,
              folder / "figures", title, result.mig_timeseries)
+    write_report(folder)
 
 
 def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
@@ -593,6 +595,7 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
         if placed:
             plot_placement(placed, tmp / "figures" / "placement.png",
                            context=_context(outcomes[0][0]))
+        write_report(tmp)
     return table
 
 

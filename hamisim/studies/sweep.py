@@ -62,6 +62,7 @@ from hamisim.studies.sweepfile import (
     parse_grid,
     sweep_from_document,
 )
+from hamisim.studies.report import notebook_html, write_report
 from hamisim.studies.workers import cpu_count, process_pool
 
 __all__ = [
@@ -599,7 +600,7 @@ def write_results(table: pd.DataFrame, out: Path, name: str, fmt: str) -> Path:
 
 
 _OUR_FILES = ("cells", "figures", "sweep.json", "plan.json", "results.parquet", "results.csv",
-              "curve.parquet", "curve.csv")
+              "curve.parquet", "curve.csv", "report.html")
 
 
 def prepare_out(out: str | os.PathLike[str], *, resume: bool, overwrite: bool) -> Path:
@@ -646,6 +647,11 @@ class SweepOutcome:
     def failed(self) -> pd.DataFrame:
         return self.table[self.table["status"] != STATUS_OK]
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the sweep's figure and results table."""
+        return notebook_html(f"hamisim sweep: {len(self.table)} cells in {self.out}",
+                             self.table, self.figure)
+
 
 def run_sweep(sweep: Sweep, out: str | os.PathLike[str], *, workers: int | None = None,
               dask_scheduler: str | None = None, resume: bool = False,
@@ -662,6 +668,7 @@ def run_sweep(sweep: Sweep, out: str | os.PathLike[str], *, workers: int | None 
     table = results_table(stats.rows[c.id] for c in sweep.cells)
     path = write_results(table, out, "results", fmt)
     figure = plot_sweep(table, out / "figures" / "sweep.png")
+    write_report(out)
     return SweepOutcome(table, out, path, figure, stats)
 
 
@@ -805,7 +812,7 @@ def format_report(outcome: SweepOutcome, columns: Sequence[str] | None = None,
         lines.append(f"... {len(t) - max_rows} more rows in {outcome.results_path}")
     for _, r in outcome.failed.iterrows():
         lines.append(f"failed {r['cell']}: {r['error']}")
-    files = [outcome.results_path.name, "cells/"]
+    files = ["report.html", outcome.results_path.name, "cells/"]
     if outcome.figure is not None:
         files.append("figures/sweep.png")
     lines.append(f"results written to {outcome.out}/ ({', '.join(files)})")

@@ -1,0 +1,142 @@
+"""report.html: every results folder gets one page a person can read, offline.
+
+The page is built from the folder's files alone (rebuilt byte for byte by
+``hamisim report``), embeds every figure, and renders in a real browser
+(headless Chromium, Debian's ``chromium``, which ``.ci/run`` installs): every
+figure loads and the console stays clean. Where no browser exists the browser
+test skips and says why.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hamisim.cli import main
+from hamisim.studies.report import FIGURE_NOTES, folder_kind
+
+CLUSTER = """
+nodes:
+  - name_prefix: t4
+    replicas: 2
+    gpus: 4
+    card: {devmem: 15360, type: NVIDIA-Tesla T4}
+  - name_prefix: a100
+    replicas: 1
+    gpus: 2
+    card: {type: NVIDIA A100-SXM4-40GB, mode: mig}
+"""
+TRACE = "name,arrival,duration,gpu,gpumem,gpucores\n" + "".join(
+    f"p{i},{i * 7},{300 + 40 * i},{1 + i % 2},{2000 + 500 * (i % 5)},{10 * (i % 3)}\n"
+    for i in range(40))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("report")
+    (base / "c.yaml").write_text(textwrap.dedent(CLUSTER))
+    (base / "t.csv").write_text(TRACE)
+    assert main(["run", str(base / "c.yaml"), str(base / "t.csv"), "--out",
+                 str(base / "run"), "--no-progress"]) == 0
+    return base / "run"
+
+
+def test_a_run_writes_a_self_contained_report(run_dir, capsys):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    figures = sorted(p.name for p in (run_dir / "figures").glob("*.png"))
+    assert "mig.png" in figures and len(figures) >= 4
+    assert page.count('src="data:image/png;base64,') == len(figures)
+    assert not re.search(r'(src|href)="(https?:)?//', page)     # nothing fetched from elsewhere
+    for name in figures:
+        assert FIGURE_NOTES[name] in page.replace("&#x27;", "'")
+    for needle in ("What was simulated", "c.yaml: 3 nodes, 10 GPUs", "t.csv: 40 pods",
+                   "node=binpack card=spread", "Headline figures", "By pod class", "MIG cards",
+                   "trace sha256"):
+        assert needle in page, needle
+    before = (run_dir / "report.html").read_bytes()
+    (run_dir / "report.html").unlink()
+    assert main(["report", str(run_dir)]) == 0
+    assert (run_dir / "report.html").read_bytes() == before     # rebuilt byte for byte
+    capsys.readouterr()
+
+
+def test_compare_sweep_and_plan_folders_get_reports(run_dir, tmp_path):
+    base = run_dir.parent
+    assert main(["compare", str(base / "c.yaml"), str(base / "t.csv"), "--gpu-policy", "spread",
+                 "--gpu-policy", "binpack", "--out", str(tmp_path / "cmp"),
+                 "--no-progress"]) == 0
+    page = (tmp_path / "cmp" / "report.html").read_text(encoding="utf-8")
+    assert folder_kind(tmp_path / "cmp") == "compare"
+    assert "The comparison" in page and "card=binpack" in page and "By pod class" in page
+    (tmp_path / "s.yaml").write_text(textwrap.dedent(f"""
+        cluster: {base / 'c.yaml'}
+        workload: {{trace: {base / 't.csv'}}}
+        policies: {{gpu_scheduler_policy: [spread, binpack]}}
+        """))
+    assert main(["sweep", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "sw"),
+                 "--no-progress", "--workers", "1"]) == 0
+    page = (tmp_path / "sw" / "report.html").read_text(encoding="utf-8")
+    assert "What was swept" in page and "s.yaml" in page and "sweep.png" not in page
+    assert page.count("data:image/png;base64,") == 1
+
+
+def test_report_of_a_folder_that_is_none(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "not a results folder" in capsys.readouterr().err
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") \
+        or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian's "
+                    "'chromium' package; .ci/run installs it in CI)")
+def test_the_report_renders_in_a_browser(run_dir, tmp_path):
+    browser = _chromium()
+    page = tmp_path / "report.html"
+    shutil.copy(run_dir / "report.html", page)
+    # a wrapper page loads the report in a frame and writes what it finds into its title
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        "<!DOCTYPE html><html><head><title>waiting</title></head><body>"
+        "<iframe id='r' src='report.html' width='1200' height='800'></iframe><script>"
+        "document.getElementById('r').addEventListener('load', function () {"
+        " var imgs = this.contentDocument.images, ok = 0;"
+        " for (var i = 0; i < imgs.length; i++)"
+        "  if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;"
+        " document.title = 'figures ' + ok + '/' + imgs.length; });"
+        "</script></body></html>")
+    flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--allow-file-access-from-files", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run([browser, *flags, "--virtual-time-budget=10000", "--dump-dom",
+                          probe.as_uri()], capture_output=True, text=True, timeout=120)
+    n = len(list((run_dir / "figures").glob("*.png")))
+    assert f"<title>figures {n}/{n}</title>" in dom.stdout, dom.stdout[:500]
+    shot = subprocess.run([browser, *flags, "--window-size=1280,3000",
+                           f"--screenshot={tmp_path / 'report.png'}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert (tmp_path / "report.png").stat().st_size > 50_000     # kept: a picture of the page
+    console = [line for line in (dom.stderr + shot.stderr).splitlines() if "CONSOLE" in line]
+    assert not console, console
+
+
+def test_results_display_in_a_notebook(run_dir, tmp_path):
+    # Jupyter calls _repr_html_: the run's headline table and its utilisation drawn inline
+    from hamisim.studies.runs import RunSpec, run
+
+    base = run_dir.parent
+    result = run(RunSpec(str(base / "c.yaml"), str(base / "t.csv"), progress=False))
+    page = result._repr_html_()
+    assert "<svg" in page and "GPUs with a tenant (%)" in page and page.count("<polyline") == 2
+    assert "pending_p99_s" in page and "mig_slots_total" in page
+    from hamisim.studies.sweep import SweepOutcome
+
+    outcome = SweepOutcome(result.summary_table(), tmp_path, tmp_path / "results.parquet",
+                           run_dir / "figures" / "utilisation.png", None)
+    shown = outcome._repr_html_()
+    assert "data:image/png;base64," in shown and "hamisim sweep: 1 cells" in shown
