@@ -46,6 +46,12 @@ class MigPlacement:
     start: int
     size: int
 
+    def __post_init__(self) -> None:
+        # a size-0 placement overlaps nothing, and HAMi's Fit would take it forever
+        if self.size < 1 or self.start < 0 or self.start + self.size > MAX_PLACEMENT_END:
+            raise ValueError(f"MIG placement {{start: {self.start}, size: {self.size}}}: "
+                             f"needs size >= 1 within slots 0..{MAX_PLACEMENT_END - 1}")
+
     def overlaps(self, other: "MigPlacement") -> bool:
         """HAMi's ``migPlacementsOverlap``: the intervals intersect."""
         return self.start < other.start + other.size and other.start < self.start + self.size

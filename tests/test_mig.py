@@ -464,3 +464,11 @@ def test_a_vgpu_mode_naming_no_mode_is_warned(tmp_path):
         read_trace(tmp_path / "t.csv")
     text = " ".join(str(c.message) for c in caught)
     assert "t.csv:2" in text and "HAMi compares case-sensitively: write 'mig'" in text
+
+
+def test_placements_outside_the_modelled_slots_are_refused():
+    # a size-0 placement overlaps nothing: HAMi's Fit would place instances on it forever
+    with pytest.raises(ValueError, match="needs size >= 1"):
+        MigPlacement(3, 0)
+    with pytest.raises(ValueError, match="within slots 0..63"):
+        MigPlacement(60, 8)

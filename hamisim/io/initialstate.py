@@ -190,6 +190,9 @@ def _with_mig(entry: Doc, containers: list[list[Pick]], cards: dict) -> list[lis
         size = place.optional_int("size", 0, min=0, max=64)
         if size == 0:
             raise doc.error("a MIG allocation needs a placement size (HAMi refuses size 0)")
+        if start + size > 64:
+            raise doc.error(f"placement {{start: {start}, size: {size}}} ends beyond slot 64 "
+                            "(hamisim models placements in 0..63)")
         if uuid not in cards or cards[uuid].mode != "mig":
             raise doc.error(f"gpuUUID '{uuid}' is not a MIG card of the pod's node")
         queued[uuid].append((profile, start, size))
