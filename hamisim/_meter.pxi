@@ -13,8 +13,10 @@ from libc.math cimport nearbyint
 cdef enum:
     # time-series columns kept by MeterCore.sample: pods arrived, pending, running,
     # departed, abandoned; cards with a tenant, idle nodes, slots, memory (MiB) and
-    # cores in use, free, fragmented and unfit micro-GPUs
-    TS_INTS = 13
+    # cores in use, free, fragmented and unfit micro-GPUs; pending pods in the
+    # active queue, the backoff queue and among the unschedulable pods; attempts
+    # so far that scheduled the pod, found it unschedulable, ended in an error
+    TS_INTS = 19
     # gpu_arrived, queueing delay
     TS_FLOATS = 2
 
@@ -179,16 +181,21 @@ cdef class MeterCore:
                          np.asarray(self.peak_usedmem)])
 
     def sample(self, double time, int64_t arrived, int64_t pending, int64_t running,
-               int64_t departed, int64_t abandoned, double gpu_arrived, double delay):
+               int64_t departed, int64_t abandoned, double gpu_arrived, double delay,
+               int64_t active, int64_t backoff, int64_t unschedulable,
+               int64_t scheduled, int64_t failed, int64_t errors):
         """One time-series row at ``time``: the engine's counts, ``gpu_arrived`` and
-        the mean queueing ``delay`` of the pods bound then, and the running sums.
-        A second row at the same time replaces the first."""
+        the mean queueing ``delay`` of the pods bound then, the pending pods by
+        queue, the attempts so far by result, and the running sums. A second row
+        at the same time replaces the first."""
         self._sample_c(time, arrived, pending, running, departed, abandoned, gpu_arrived,
-                       delay)
+                       delay, active, backoff, unschedulable, scheduled, failed, errors)
 
     cdef void _sample_c(self, double time, int64_t arrived, int64_t pending, int64_t running,
                         int64_t departed, int64_t abandoned, double gpu_arrived,
-                        double delay) except *:
+                        double delay, int64_t active, int64_t backoff,
+                        int64_t unschedulable, int64_t scheduled, int64_t failed,
+                        int64_t errors) except *:
         cdef Py_ssize_t r = self.ts_rows
         if r > 0 and self.ts_time[r - 1] == time:
             r -= 1
@@ -211,6 +218,12 @@ cdef class MeterCore:
         x[r, 10] = self.sum_free
         x[r, 11] = self.sum_frag
         x[r, 12] = self.sum_unfit
+        x[r, 13] = active
+        x[r, 14] = backoff
+        x[r, 15] = unschedulable
+        x[r, 16] = scheduled
+        x[r, 17] = failed
+        x[r, 18] = errors
         self.ts_floats[r, 0] = gpu_arrived
         self.ts_floats[r, 1] = delay
 

@@ -237,6 +237,10 @@ cdef class ReplayCore:
     cdef bint pass_wanted, pass_scheduled
     cdef readonly int64_t n_arrived, n_pending, n_running, n_departed, n_abandoned, n_rejected
     cdef readonly int64_t n_attempts, live
+    #: pending pods by status (S_QUEUED, S_UNSCHEDULABLE, S_BACKOFF; others unused),
+    #: attempts by kube-scheduler's result: scheduled, unschedulable, error
+    cdef int64_t n_status[6]
+    cdef int64_t n_result[3]
     cdef readonly double gpu_arrived
     cdef double next_sample, row_time, row_delay_sum
     cdef int64_t row_delay_n
@@ -390,6 +394,8 @@ cdef class ReplayCore:
         self.pass_wanted = self.pass_scheduled = False
         self.n_arrived = self.n_pending = self.n_running = 0
         self.n_departed = self.n_abandoned = self.n_attempts = self.live = self.n_rejected = 0
+        self.n_status[:] = [n, 0, 0, 0, 0, 0]      # every pod starts S_NEW
+        self.n_result[:] = [0, 0, 0]
         self.gpu_arrived = 0.0
         self.next_sample = 0.0
         self.row_time = -1.0
@@ -539,12 +545,18 @@ cdef class ReplayCore:
     cdef inline double _peek(self) noexcept nogil:
         return self.timers[0].time if self.n_timers else INFINITY
 
+    cdef inline void _set_status(self, int k, int status):
+        # the counts behind scheduler_pending_pods{queue} (engine._set_status)
+        self.n_status[self.status[k]] -= 1
+        self.status[k] = status
+        self.n_status[status] += 1
+
     # -- the active queue --------------------------------------------------------
     cdef int _enqueue(self, int k) except -1:
         cdef QItem q
         cdef QItem* h
         cdef Py_ssize_t i, parent
-        self.status[k] = S_QUEUED
+        self._set_status(k, S_QUEUED)
         self.gen[k] += 1
         if self.n_active == self.cap_active:
             h = <QItem*>realloc(self.active, 2 * self.cap_active * sizeof(QItem))
@@ -694,7 +706,9 @@ cdef class ReplayCore:
         else:
             delay = NAN
         m._sample_c(now, self.n_arrived, self.n_pending, self.n_running, self.n_departed,
-                    self.n_abandoned, self.gpu_arrived, delay)
+                    self.n_abandoned, self.gpu_arrived, delay, self.n_status[S_QUEUED],
+                    self.n_status[S_BACKOFF], self.n_status[S_UNSCHEDULABLE],
+                    self.n_result[0], self.n_result[1], self.n_result[2])
         if self.many_groups:
             self._sample_groups(now)
         if m.sum_alloc > self.peak_alloc:
@@ -818,8 +832,11 @@ cdef class ReplayCore:
                 self.rej_last = 0           # an error: no plugin rejected it
         self.decision_time += _clock() - started
         if node >= 0:
+            self.n_result[0] += 1
             self._bind(k, node)
             return 0
+        # kube-scheduler's result: an error when no plugin rejected the pod
+        self.n_result[1 if self.rej_last else 2] += 1
         self._event(E_UNSCHEDULABLE, k, -1, None, message)
         if not self.retry:
             self._abandon(k, "not retried (retry: none)")
@@ -1016,7 +1033,7 @@ cdef class ReplayCore:
 
     cdef int _bind(self, int k, int node) except -1:
         cdef double now = self.now, delay, duration = self.duration[k]
-        self.status[k] = S_RUNNING
+        self._set_status(k, S_RUNNING)
         self.gen[k] += 1
         self.node[k] = node
         self.bind_time[k] = now
@@ -1045,7 +1062,7 @@ cdef class ReplayCore:
         self.message[k] = None
         if self.tried[k] != self.changes:
             self.stale -= 1
-        self.status[k] = S_GONE
+        self._set_status(k, S_GONE)
         self.gen[k] += 1
         self.n_pending -= 1
         self.n_abandoned += 1
@@ -1064,7 +1081,7 @@ cdef class ReplayCore:
             node = self.node[k]
             self._kernel_apply(k, node, -1)
             self._meter_apply(k, node, -1)
-            self.status[k] = S_GONE
+            self._set_status(k, S_GONE)
             self.gen[k] += 1
             self.n_running -= 1
             self.n_departed += 1
@@ -1093,7 +1110,7 @@ cdef class ReplayCore:
         if not rejectors:
             self._to_backoff(k)
             return 0
-        self.status[k] = S_UNSCHEDULABLE
+        self._set_status(k, S_UNSCHEDULABLE)
         self.gen[k] += 1
         if rejectors & REJ_EXTENDER:
             self._u_add(k, U_EXTENDER)
@@ -1140,7 +1157,7 @@ cdef class ReplayCore:
 
     cdef int _to_backoff(self, int k) except -1:
         cdef double when
-        self.status[k] = S_BACKOFF
+        self._set_status(k, S_BACKOFF)
         self.gen[k] += 1
         # hamisim.kube.queue.backoff_flush_time
         when = ceil(self._backoff_end(k) / self.backoff_period) * self.backoff_period

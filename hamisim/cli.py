@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 import warnings
@@ -73,6 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(rn)
     rn.add_argument("--out", default="hamisim-out", metavar="DIR",
                     help="results folder, replaced atomically (default: %(default)s)")
+    om = rn.add_argument_group(
+        "Prometheus", "the run as OpenMetrics text with HAMi's and kube-scheduler's metric "
+        "names, for 'promtool tsdb create-blocks-from openmetrics FILE DIR'")
+    om.add_argument("--metrics-out", metavar="FILE",
+                    help="write the time series as OpenMetrics text to FILE")
+    om.add_argument("--metrics-start", type=_wall_clock, metavar="TIME",
+                    help="wall-clock time of the simulation's time 0: ISO 8601 with a time "
+                         "zone (2026-11-30T00:00:00Z) or Unix seconds (needed with "
+                         "--metrics-out)")
+    om.add_argument("--metrics-interval", type=_positive_seconds, default=60.0, metavar="S",
+                    help="seconds between samples, Prometheus's scrape interval "
+                         "(default: %(default)g)")
     rn.set_defaults(func=cmd_run)
 
     cp = sub.add_parser(
@@ -245,6 +258,21 @@ def _attempt_number(text: str) -> int:
     return value
 
 
+def _wall_clock(text: str) -> float:
+    from hamisim.studies.openmetrics import parse_start
+    try:
+        return parse_start(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _nonnegative(text: str) -> float:
     value = float(text)
     if not 0 <= value < float("inf"):
@@ -390,6 +418,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     from hamisim.kube.queue import queue_label
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
+    metrics = _metrics_target(args)
     prep = prepare(spec)
     notice = default_timing_notice(prep)
     if notice:
@@ -441,7 +470,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"results written to {out}/ (report.html, events, pods, timeseries, summary.json, "
           "figures/)")
     print("  " + _timing_line(result.timings, r["pods"]))
+    if metrics is not None:
+        from hamisim.studies.openmetrics import write_run_metrics
+        written = write_run_metrics(metrics, prep, result.timeseries, out, args.format,
+                                    args.metrics_start, args.metrics_interval)
+        print(f"metrics written to {written.describe()}")
     return EXIT_OK
+
+
+def _metrics_target(args: argparse.Namespace) -> str | None:
+    """``--metrics-out``, checked before the run: it needs ``--metrics-start`` and a
+    folder that exists."""
+    target = getattr(args, "metrics_out", None)
+    if target is None:
+        if getattr(args, "metrics_start", None) is not None:
+            raise HamisimError("--metrics-start needs --metrics-out FILE")
+        return None
+    if args.metrics_start is None:
+        raise HamisimError("--metrics-out needs --metrics-start TIME, the wall-clock time of the "
+                         "simulation's time 0 (e.g. --metrics-start 2026-11-30T00:00:00Z; "
+                         "Prometheus keeps 15 days by default, so pick a recent day)")
+    folder = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(folder):
+        raise HamisimError(f"--metrics-out {target}: folder {folder} does not exist")
+    if os.path.isdir(target):
+        raise HamisimError(f"--metrics-out {target} is a folder; give a file name "
+                         "(e.g. {target}/metrics.om)")
+    return target
 
 
 def _label(spec, prep) -> str:

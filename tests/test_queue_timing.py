@@ -229,3 +229,31 @@ def test_queue_rules_from_the_source():
     # a timer lands exactly on its tick
     for now, when in ((0.1, 330.0), (0.30000000000000004, 2.0), (1e-9, 1.0), (7.7, 7.7)):
         assert now + queue.delay_to(now, when) == when
+
+
+def queue_rows(cluster: Cluster, pods: list[TracePod], engine: str, at: list[float]) -> list:
+    """(active, backoff, unschedulable, scheduled, unschedulable, error attempts)
+    of the time-series row at each time of ``at``."""
+    ts = simulate(cluster, Trace.from_pods("t", pods),
+                  EngineConfig(engine=engine, progress=False)).timeseries.set_index("time")
+    cols = ["pods_pending_active", "pods_pending_backoff", "pods_pending_unschedulable",
+            "attempts_scheduled", "attempts_unschedulable", "attempts_error"]
+    assert (ts[cols[:3]].sum(axis=1) == ts["pods_pending"]).all()
+    return [tuple(int(v) for v in ts.loc[t, cols]) for t in at]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_time_series_counts_pending_pods_by_queue_and_attempts_by_result(engine):
+    # The first timeline: b's first failure (0.4) writes its status, which moves
+    # it to the backoff queue (backoff until 1.4); its second (2.0) writes
+    # nothing, so it stays among the unschedulable pods; the leftover flush's
+    # attempts fail (330, 660, 990); a's deletion at 1000 lets it bind.
+    pods = [TracePod(Pod("a", WHOLE), 0.0, None, 1000.0), TracePod(Pod("b", WHOLE), 0.4)]
+    rows = queue_rows(one_card_cluster(), pods, engine, [0.0, 0.4, 2.0, 990.0, 1000.0])
+    assert rows == [(0, 0, 0, 1, 0, 0), (0, 1, 0, 1, 1, 0), (0, 0, 1, 1, 2, 0),
+                    (0, 0, 1, 1, 5, 0), (0, 0, 0, 2, 5, 0)]
+    # an error from HAMi's Filter is kube-scheduler's result "error", in backoff
+    bad = Pod("b", WHOLE, annotations={"hami.io/device-scoring-weights": "slot=1"})
+    pods = [TracePod(Pod("a", WHOLE), 0.0, None, 50.0), TracePod(bad, 0.4)]
+    assert queue_rows(one_card_cluster(), pods, engine, [0.4, 46.0]) == [
+        (0, 1, 0, 1, 0, 1), (0, 1, 0, 1, 0, 8)]

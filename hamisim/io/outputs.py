@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -23,9 +24,29 @@ import pandas as pd
 
 from hamisim.errors import InputError
 
-__all__ = ["FORMATS", "atomic_folder", "write_table", "write_json", "read_table", "TableFiles"]
+__all__ = ["FORMATS", "atomic_folder", "atomic_file", "write_table", "write_json", "read_table", "TableFiles"]
 
 FORMATS = ("parquet", "csv")
+
+
+@contextmanager
+def atomic_file(target: str | os.PathLike[str]) -> Iterator[str]:
+    """A temporary path beside ``target`` to write; it replaces ``target`` when
+    the block ends normally and is removed when it raises (or on Ctrl-C), so
+    ``target`` is never half-written."""
+    name = os.fspath(target)
+    folder = os.path.dirname(os.path.abspath(name))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(name)}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, name)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 @contextmanager

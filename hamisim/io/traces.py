@@ -41,7 +41,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from typing import Any, Callable, Iterable, Iterator
 
@@ -52,6 +51,7 @@ from hamisim.errors import InputError, InputWarning
 from hamisim.hami.policy import warn_pod_policies
 from hamisim.hami.reference import type_allowed
 from hamisim.io.documents import from_plain
+from hamisim.io.outputs import atomic_file
 from hamisim.io.podspec import (
     CONTAINER_COLUMN_RESOURCES,
     TRACE_COLUMN_ANNOTATIONS,
@@ -626,22 +626,8 @@ def write_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     columns = [c for c in TRACE_COLUMNS if c in present]
     writer: Callable[[list[dict[str, Any]], list[str], str], None] = {
         "csv": _write_csv, "jsonl": _write_jsonl, "parquet": _write_parquet}[fmt]
-    _atomic(name, lambda tmp: writer(rows, columns, tmp))
-
-
-def _atomic(path: str, write: Callable[[str], None]) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_file(name) as tmp:
+        writer(rows, columns, tmp)
 
 
 def _cell(col: str, v: Any) -> str:

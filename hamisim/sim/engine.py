@@ -200,6 +200,10 @@ class _Engine:
         self.gpu_arrived = 0.0
         self.delays = array("d")                # queueing delay of every bound pod
         self.n_attempts = 0
+        #: pending pods by status (scheduler_pending_pods{queue}) and attempts by
+        #: kube-scheduler's result (scheduler_schedule_attempts_total{result})
+        self.n_status = dict.fromkeys(("queued", "backoff", "unschedulable"), 0)
+        self.n_result = [0, 0, 0]        # scheduled, unschedulable, error
         self.live = 0                           # pending timers that can change state
         self.next_sample = 0.0                  # with a sample interval
         self.row_time: float = -1.0             # binds at the current time, for the
@@ -236,8 +240,10 @@ class _Engine:
         delay = self.row_delay_sum / self.row_delay_n \
             if self.row_time == now and self.row_delay_n else _NAN
         m = self.meter
+        q = self.n_status
         m.sample(now, self.n_arrived, self.n_pending, self.n_running, self.n_departed,
-                 self.n_abandoned, self.gpu_arrived, delay)
+                 self.n_abandoned, self.gpu_arrived, delay,
+                 (q["queued"], q["backoff"], q["unschedulable"]), tuple(self.n_result))
         if self.many_groups:
             self.rec.sample_groups(now, m.changed_groups())
         alloc = m.sum_alloc
@@ -303,9 +309,18 @@ class _Engine:
         self.rec.pod_done(st.pod.name, st.cls, st.arrival, st.first_attempt, st.bind_time,
                           st.node, st.devices, st.attempts, end, st.preempted_by, st.mig)
 
+    def _set_status(self, st: _PodState, status: str) -> None:
+        """``st.status = status``, keeping the pending pods' counts by queue."""
+        counts = self.n_status
+        if st.status in counts:
+            counts[st.status] -= 1
+        if status in counts:
+            counts[status] += 1
+        st.status = status
+
     def _enqueue(self, st: _PodState) -> None:
         """Into the active queue: by priority, then queue timestamp, then arrival."""
-        st.status = "queued"
+        self._set_status(st, "queued")
         st.gen += 1
         heapq.heappush(self.active, (-st.pod.priority, st.timestamp, st.order, st.pod.name))
 
@@ -393,8 +408,11 @@ class _Engine:
             d = Decision(st.pod.name, message=str(err))
         self.decision_time += perf_counter() - started
         if d.node is not None:
+            self.n_result[0] += 1
             self._bind(st, d)
         else:
+            # kube-scheduler's result: an error when no plugin rejected the pod
+            self.n_result[1 if d.rejectors else 2] += 1
             message = full_message(d.message, post.message) if post else d.message
             self.rec.event(now, st.pod.name, "unschedulable", message=message)
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
@@ -431,7 +449,7 @@ class _Engine:
     def _bind(self, st: _PodState, d: Decision) -> None:
         now = self.env.now
         pod = st.pod
-        st.status = "running"
+        self._set_status(st, "running")
         st.gen += 1
         st.node = node = d.node_index
         st.bind_time = now
@@ -463,7 +481,7 @@ class _Engine:
         """The pending pod is gone: deleted, not retried, or (``rejected``)
         refused by HAMi's admission webhook."""
         self.kube.gone(st.pod.name)
-        st.status = "gone"
+        self._set_status(st, "gone")
         st.gen += 1
         self.unschedulable_extender.pop(st.pod.name, None)
         self.unschedulable_fit.pop(st.pod.name, None)
@@ -529,7 +547,7 @@ class _Engine:
             return
         grace = st.pod.termination_grace_period
         if st.status == "running" and grace > 0:
-            st.status = "terminating"
+            self._set_status(st, "terminating")
             if event == "preempt":
                 self.n_preempted += 1
                 self.kube.terminating(name)
@@ -551,7 +569,7 @@ class _Engine:
             self.sched.delete(name)
             self.kube.gone(name)
             self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
-            st.status = "gone"
+            self._set_status(st, "gone")
             st.gen += 1
             self.n_running -= 1
             self.n_departed += 1
@@ -582,7 +600,7 @@ class _Engine:
         if not rejectors:
             self._to_backoff(st)
             return
-        st.status = "unschedulable"
+        self._set_status(st, "unschedulable")
         st.gen += 1
         if rejectors & REJ_EXTENDER:
             self.unschedulable_extender[st.pod.name] = None
@@ -629,7 +647,7 @@ class _Engine:
 
     def _to_backoff(self, st: _PodState) -> None:
         """Into the backoff queue, until the flush tick after its backoff ends."""
-        st.status = "backoff"
+        self._set_status(st, "backoff")
         st.gen += 1
         now = self.env.now
         when = backoff_flush_time(self._backoff_end(st), self.cfg.backoff_flush_period)

@@ -66,6 +66,8 @@ TIMESERIES_COLUMNS = (
     "hami_gpu_core_total", "hami_gpu_core_allocated", "hami_gpu_core_allocated_ratio",
     "unallocated_gpu", "frag_gpu", "frag_pct_of_capacity", "frag_rate_pct",
     "unfit_gpu", "stranded_gpu", "stranded_pct_of_capacity",
+    "pods_pending_active", "pods_pending_backoff", "pods_pending_unschedulable",
+    "attempts_scheduled", "attempts_unschedulable", "attempts_error",
 )
 #: Columns of the per-group time series (one row per group whose nodes changed).
 GROUP_TIMESERIES_COLUMNS = (
@@ -247,10 +249,15 @@ class ClusterMeter:
 
     # -- the time series and the peak, kept by the compiled core -----------------
     def sample(self, time: float, arrived: int, pending: int, running: int, departed: int,
-               abandoned: int, gpu_arrived: float, delay: float) -> None:
-        """Record a time-series row at ``time`` (a later row at the same time replaces it)."""
+               abandoned: int, gpu_arrived: float, delay: float,
+               queues: tuple[int, int, int] = (0, 0, 0),
+               attempts: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """Record a time-series row at ``time`` (a later row at the same time replaces
+        it). ``queues``: the pending pods in kube-scheduler's active queue, backoff
+        queue and unschedulable pods; ``attempts``: the attempts so far that
+        scheduled a pod, found it unschedulable, ended in an error."""
         self._core.sample(time, arrived, pending, running, departed, abandoned, gpu_arrived,
-                          delay)
+                          delay, *queues, *attempts)
 
     def timeseries(self) -> dict[str, np.ndarray]:
         """The recorded rows as :data:`TIMESERIES_COLUMNS` (plus ``gpu_arrived`` and
@@ -290,6 +297,9 @@ class ClusterMeter:
                 "stranded_gpu": stranded,
                 "stranded_pct_of_capacity": 100.0 * stranded / self.capacity if self.capacity
                 else np.zeros(n),
+                "pods_pending_active": x[:, 13], "pods_pending_backoff": x[:, 14],
+                "pods_pending_unschedulable": x[:, 15], "attempts_scheduled": x[:, 16],
+                "attempts_unschedulable": x[:, 17], "attempts_error": x[:, 18],
                 "gpu_arrived": f[:, 0],
                 "queueing_delay_s": f[:, 1],
             }

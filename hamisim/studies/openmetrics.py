@@ -1,0 +1,475 @@
+"""A run as OpenMetrics text: what Prometheus would have scraped from HAMi's
+scheduler and kube-scheduler while the simulated cluster ran.
+
+``promtool tsdb create-blocks-from openmetrics FILE DIR`` turns the file into
+Prometheus blocks, so HAMi's own Grafana dashboard (``hami-vgpu-dashboard.json``)
+and hamisim's (``workloads/grafana/hamisim-dashboard.json``) show the simulated
+day. Every series is sampled on one grid: ``start + k * interval`` for the
+simulated times ``0, interval, 2 * interval, ...`` up to the end of the run,
+each sample the state right after every event at or before that instant (a
+scrape just then).
+
+The families, names, HELP texts, label names and units are HAMi v2.10.0's
+(``cmd/scheduler/metrics.go``: a fresh registry wrapped with the const label
+``zone="vGPU"``; memory in bytes; cores in the card's own units, 0..100 for
+NVIDIA; ``hami_node_gpu_memory_allocated_ratio`` a fraction 0..1) and
+kube-scheduler 1.32's (``scheduler_pending_pods{queue}``,
+``scheduler_schedule_attempts_total{profile,result}``). The per-card values are
+summed from the pods' ``hami.io/vgpu-devices-allocated`` (pods table
+``devices``) as HAMi's ``getNodesUsage`` does: every container's entry counts,
+init containers' too. ``hamisim_*`` families carry what only the simulator
+knows (fragmentation, zero-tenant cards, pods by state, topology quality).
+
+Not exported: HAMi's quota families (``hami_resource_quota_*``), its MIG
+instance info (only instances the device plugin realised appear there, and a
+simulation realises none), ``hami_build_info`` and the legacy names.
+Where one container holds two MIG instances of one card, HAMi would emit two
+samples with the same labels (its endpoint then answers with an error); the
+file has one sample with their sum.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import IO, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from hamisim.cluster import Cluster
+from hamisim.io.outputs import atomic_file, read_table
+from hamisim.workload import Trace
+
+__all__ = ["MetricsFile", "write_openmetrics", "write_run_metrics", "namespaces_of",
+           "parse_start", "HAMI_ZONE", "SCHEDULER_PROFILE",
+           "DEFAULT_INTERVAL"]
+
+#: HAMi's scheduler wraps its registry with ``zone="vGPU"`` (metrics.go initMetrics)
+HAMI_ZONE = "vGPU"
+#: the kube-scheduler profile HAMi's chart deploys (``schedulerName``)
+SCHEDULER_PROFILE = "hami-scheduler"
+#: seconds between samples: Prometheus's default scrape interval
+DEFAULT_INTERVAL = 60.0
+_MIB = 1 << 20
+# cells of a (samples x cards) block built at once: bounds the memory of a
+# large cluster over a long run
+_BLOCK_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class MetricsFile:
+    """What :func:`write_openmetrics` wrote: its path, its size, the families,
+    series and samples, and the first and last sample's Unix time."""
+
+    path: str
+    bytes: int
+    families: int
+    series: int
+    samples: int
+    first: float
+    last: float
+    interval: float
+
+    def describe(self) -> str:
+        """One line for the console."""
+        first = datetime.fromtimestamp(self.first, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        last = datetime.fromtimestamp(self.last, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return (f"{self.path}: {self.families} families, {self.series:,} series, "
+                f"{self.samples:,} samples every {self.interval:g} s from {first} to {last} "
+                f"({self.bytes / 1e6:,.1f} MB)")
+
+
+def parse_start(text: str) -> float:
+    """``--metrics-start``: an ISO 8601 time with a time zone
+    (``2026-11-30T00:00:00Z``, ``2026-11-30T08:00:00+08:00``) or Unix seconds, as
+    Unix seconds. Raises ``ValueError`` with what was expected."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(value.replace("z", "Z"))
+        except ValueError:
+            raise ValueError(f"'{text}' is neither an ISO 8601 time "
+                             "(e.g. 2026-11-30T00:00:00Z) nor Unix seconds") from None
+        if when.tzinfo is None:
+            raise ValueError(f"'{text}' has no time zone: add Z for UTC or an offset "
+                             "such as +08:00 (Prometheus stores UTC)")
+        seconds = when.timestamp()
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"'{text}' is not a time after 1970-01-01")
+    return seconds
+
+
+def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries: pd.DataFrame,
+                      pods: pd.DataFrame, start: float, interval: float = DEFAULT_INTERVAL,
+                      namespaces: Mapping[str, str] | None = None) -> MetricsFile:
+    """Write the run as OpenMetrics text to ``path``, atomically.
+
+    ``timeseries`` and ``pods`` are the run's tables (``pods`` needs ``pod``,
+    ``node``, ``bind``, ``departure`` and ``devices``; the topology columns when
+    present); ``start`` is the Unix time of simulated time 0, ``interval`` the
+    seconds between samples; ``namespaces`` maps pod names to their namespace
+    where it is not ``default``.
+    """
+    if not interval > 0:
+        raise ValueError(f"the metrics interval must be positive, not {interval}")
+    end = float(timeseries["time"].iloc[-1]) if len(timeseries) else 0.0
+    grid = np.arange(int(math.floor(max(end, 0.0) / interval + 1e-9)) + 1) * interval
+    whole = float(start).is_integer() and float(interval).is_integer()
+    stamps = [f" {int(start) + int(t)}" if whole else f" {start + t:.3f}" for t in grid]
+    series = _Series(cluster, pods, grid, namespaces or {})
+    counts = [0, 0, 0]          # series, samples, families
+    with atomic_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+            writer = _Writer(out, stamps, counts)
+            series.write(writer, timeseries)
+            out.write("# EOF\n")
+        size = os.path.getsize(tmp)
+    return MetricsFile(os.fspath(path), size, counts[2], counts[0], counts[1],
+                       start + grid[0], start + grid[-1], float(interval))
+
+
+#: the pods-table columns the export reads
+POD_COLUMNS_READ = ("pod", "node", "bind", "departure", "devices", "gpus", "numa_nodes",
+                    "pcie_switches")
+
+
+def write_run_metrics(path: str | os.PathLike[str], prep, timeseries: pd.DataFrame,
+                      folder: str | os.PathLike[str], fmt: str, start: float,
+                      interval: float = DEFAULT_INTERVAL) -> MetricsFile:
+    """:func:`write_openmetrics` for a run written to ``folder`` (its pods table
+    in format ``fmt``), ``prep`` its :class:`~hamisim.studies.runs.Prepared`."""
+    table = os.path.join(os.fspath(folder), f"pods.{fmt}")
+    pods = pd.read_parquet(table, columns=list(POD_COLUMNS_READ)) if fmt == "parquet" \
+        else read_table(table)
+    return write_openmetrics(path, prep.cluster, timeseries, pods, start, interval,
+                             namespaces_of(prep.workload, prep.state))
+
+
+def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
+    """Pod name -> namespace for the pods of ``workload`` and of an initial
+    ``state`` outside ``default``."""
+    out: dict[str, str] = {}
+    spaces = [t.namespace for t in workload.templates]
+    if any(ns != "default" for ns in spaces):
+        for name, template in zip(workload.names, workload.template.tolist()):
+            if spaces[template] != "default":
+                out[name] = spaces[template]
+    for pod in getattr(state, "pods", ()):
+        if pod.namespace != "default":
+            out[pod.name] = pod.namespace
+    return out
+
+
+class _Writer:
+    """Families and series into the text: a series is a run of samples with one
+    label set, written as whole lines joined at C speed."""
+
+    def __init__(self, out: IO[str], stamps: Sequence[str], counts: list[int]) -> None:
+        self.out, self.stamps, self.counts = out, stamps, counts
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n")
+        self.counts[2] += 1
+
+    def constant(self, head: str, value: str, first: int, stop: int) -> None:
+        """``head value`` at samples ``first`` .. ``stop - 1``."""
+        if stop <= first:
+            return
+        line = f"{head} {value}"
+        self.out.write(line + f"\n{line}".join(self.stamps[first:stop]) + "\n")
+        self.counts[1] += stop - first
+
+    def column(self, head: str, values: np.ndarray, integer: bool) -> None:
+        """``head`` with one value per sample, written run by run of equal values."""
+        n = len(values)
+        cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+        bounds = np.concatenate(([0], cuts, [n]))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            self.constant(head, _number(values[a], integer), a, b)
+        self.counts[0] += 1
+
+
+def _number(value, integer: bool) -> str:
+    if integer:
+        return str(int(value))
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    return repr(value) if not value.is_integer() else str(int(value))
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    """``{a="x",b="y"}`` sorted by name as Go's exposition writes them, values escaped."""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(pairs)) + "}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+#: HAMi's per-card families: name, HELP, extra labels beyond
+#: node/device_uuid/device_index/device_type (metrics.go collectNodeMetrics)
+_CARD_FAMILIES = (
+    ("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", ()),
+    ("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", ()),
+    ("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU",
+     ("device_cores",)),
+    ("hami_gpu_shared_count", "Number of containers sharing this GPU", ()),
+    ("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", ()),
+    ("hami_node_gpu_overview", "GPU overview on a certain node",
+     ("device_cores", "device_memory_limit")),
+    ("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU",
+     ()),
+)
+
+
+class _Series:
+    """The run's per-card usage on the sample grid, from the pods' allocations."""
+
+    def __init__(self, cluster: Cluster, pods: pd.DataFrame, grid: np.ndarray,
+                 namespaces: Mapping[str, str]) -> None:
+        self.grid = grid
+        self.namespaces = namespaces
+        cards = [(node.name, card) for node in cluster.nodes for card in node.cards]
+        self.cards = cards
+        self.devmem = np.array([c.devmem for _, c in cards], dtype=np.int64)
+        self.devcore = np.array([c.devcore for _, c in cards], dtype=np.int64)
+        column = {c.id: i for i, (_, c) in enumerate(cards)}
+        bound = pods[pods["bind"].notna() & pods["devices"].notna()]
+        k = len(grid)
+        # the sample range [first, stop) of each bound pod: bound at or before the
+        # sample instant, not yet gone at it
+        first = np.searchsorted(grid, bound["bind"].to_numpy(dtype=float), side="left")
+        gone = bound["departure"].to_numpy(dtype=float)
+        stop = np.where(np.isnan(gone), k, np.searchsorted(grid, np.nan_to_num(gone),
+                                                             side="left"))
+        self.pod_first, self.pod_stop = first, stop
+        self.pod_rows = bound
+        # one entry per (pod, container, card) of the annotations
+        rows, ctr, col, mem, core = [], [], [], [], []
+        for i, text in enumerate(bound["devices"].tolist()):
+            for c, container in enumerate(text.split(";")[:-1]):
+                for entry in container.split(":")[:-1]:
+                    uuid, _, used_mem, used_cores = entry.split(",")
+                    rows.append(i)
+                    ctr.append(c)
+                    col.append(column[uuid])
+                    mem.append(int(used_mem))
+                    core.append(int(used_cores))
+        self.e_row = np.array(rows, dtype=np.int64)
+        self.e_ctr = np.array(ctr, dtype=np.int64)
+        self.e_col = np.array(col, dtype=np.int64)
+        self.e_mem = np.array(mem, dtype=np.int64)
+        self.e_core = np.array(core, dtype=np.int64)
+        self.e_first = first[self.e_row] if len(rows) else np.zeros(0, dtype=np.int64)
+        self.e_stop = stop[self.e_row] if len(rows) else np.zeros(0, dtype=np.int64)
+        order = np.argsort(self.e_col, kind="stable")
+        for name in ("e_row", "e_ctr", "e_col", "e_mem", "e_core", "e_first", "e_stop"):
+            setattr(self, name, getattr(self, name)[order])
+
+    # -- per card ------------------------------------------------------------------
+    def usage(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """(samples, cards lo..hi) memory MiB, cores and container entries in use."""
+        k = len(self.grid)
+        a, b = np.searchsorted(self.e_col, [lo, hi])
+        cols = self.e_col[a:b] - lo
+        out = {}
+        for name, weight in (("mem", self.e_mem[a:b]), ("core", self.e_core[a:b]),
+                             ("count", np.ones(b - a, dtype=np.int64))):
+            delta = np.zeros((k + 1, hi - lo), dtype=np.int64)
+            np.add.at(delta, (self.e_first[a:b], cols), weight)
+            np.add.at(delta, (self.e_stop[a:b], cols), -weight)
+            out[name] = np.cumsum(delta, axis=0)[:k]
+        return out
+
+    def card_labels(self, i: int) -> dict[str, str]:
+        node, card = self.cards[i]
+        return {"node": node, "device_uuid": card.id, "device_index": str(card.index),
+                "device_type": card.type, "zone": HAMI_ZONE}
+
+    def write(self, w: _Writer, ts: pd.DataFrame) -> None:
+        """Every family, in a fixed order."""
+        n_cards = len(self.cards)
+        block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
+        k = len(self.grid)
+        for name, help_text, extra in _CARD_FAMILIES:
+            w.family(name, "gauge", help_text)
+            for lo in range(0, n_cards, block):
+                hi = min(lo + block, n_cards)
+                used = self.usage(lo, hi) if "allocated" in name or "count" in name \
+                    or "overview" in name else None
+                for j in range(hi - lo):
+                    i = lo + j
+                    labels = self.card_labels(i)
+                    devmem, devcore = int(self.devmem[i]), int(self.devcore[i])
+                    card_type = labels["device_type"]
+                    if "device_cores" in extra:
+                        labels["device_cores"] = str(devcore)
+                    if "device_memory_limit" in extra:
+                        labels["device_memory_limit"] = str(devmem)
+                    head = name + _labels(labels.items())
+                    if name == "hami_gpu_memory_limit_bytes":
+                        w.constant(head, str(devmem * _MIB), 0, k)
+                        w.counts[0] += 1
+                    elif name == "hami_gpu_core_limit_ratio":
+                        limit = 100 if _amd(card_type, devcore) else devcore
+                        w.constant(head, str(limit), 0, k)
+                        w.counts[0] += 1
+                    elif name in ("hami_gpu_memory_allocated_bytes", "hami_node_gpu_overview"):
+                        w.column(head, used["mem"][:, j] * _MIB, True)
+                    elif name == "hami_gpu_shared_count":
+                        w.column(head, used["count"][:, j], True)
+                    elif name == "hami_gpu_core_allocated_ratio":
+                        cores = used["core"][:, j]
+                        if _amd(card_type, devcore):
+                            cores = np.ceil(cores / devcore * 100).astype(np.int64)
+                        w.column(head, cores, True)
+                    elif devmem > 0:        # HAMi skips the ratio of a card without memory
+                        w.column(head, used["mem"][:, j] / devmem, False)
+        self._containers(w)
+        self._scheduler(w, ts)
+        self._hamisim(w, ts)
+
+    # -- per container ---------------------------------------------------------------
+    def _containers(self, w: _Writer) -> None:
+        """HAMi's collectContainerMetrics: one series per pod, container and card
+        while the pod holds it (memory summed where one container has two
+        instances of a MIG card)."""
+        entries = pd.DataFrame({"row": self.e_row, "ctr": self.e_ctr, "col": self.e_col,
+                                "mem": self.e_mem, "core": self.e_core})
+        merged = entries.groupby(["row", "ctr", "col"], sort=True).sum().reset_index()
+        rows = self.pod_rows
+        names = rows["pod"].tolist()
+        nodes = rows["node"].tolist()
+        for name, help_text, field in (
+                ("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container",
+                 "mem"),
+                ("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container",
+                 "core")):
+            w.family(name, "gauge", help_text)
+            for r, c, col, value in zip(merged["row"].tolist(), merged["ctr"].tolist(),
+                                        merged["col"].tolist(), merged[field].tolist()):
+                pod = names[r]
+                if field == "mem":
+                    value *= _MIB
+                else:
+                    card = self.cards[col][1]
+                    if _amd(card.type, card.devcore):
+                        value = math.ceil(value / card.devcore * 100)
+                labels = {"namespace": self.namespaces.get(pod, "default"), "node": nodes[r],
+                          "pod": pod, "container_index": str(c),
+                          "device_uuid": self.cards[col][1].id, "zone": HAMI_ZONE}
+                w.constant(name + _labels(labels.items()), str(value),
+                           int(self.pod_first[r]), int(self.pod_stop[r]))
+                w.counts[0] += 1
+
+    # -- kube-scheduler ------------------------------------------------------------
+    def _at_samples(self, ts: pd.DataFrame) -> np.ndarray:
+        """The time-series row of each sample: the last at or before it (-1: none yet)."""
+        return np.searchsorted(ts["time"].to_numpy(dtype=float), self.grid, side="right") - 1
+
+    def _step(self, ts: pd.DataFrame, column: str, rows: np.ndarray) -> np.ndarray:
+        values = ts[column].to_numpy()
+        return np.where(rows >= 0, values[np.maximum(rows, 0)], 0)
+
+    def _scheduler(self, w: _Writer, ts: pd.DataFrame) -> None:
+        rows = self._at_samples(ts)
+        w.family("scheduler_pending_pods", "gauge",
+                 "Number of pending pods, by the queue type. 'active' means number of pods in "
+                 "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+                 "number of pods in unschedulablePods that the scheduler attempted to schedule "
+                 "and failed; 'gated' is the number of unschedulable pods that the scheduler "
+                 "never attempted to schedule because they are gated.")
+        for queue, column in (("active", "pods_pending_active"),
+                              ("backoff", "pods_pending_backoff"),
+                              ("unschedulable", "pods_pending_unschedulable"), ("gated", None)):
+            values = self._step(ts, column, rows) if column else np.zeros(len(rows), np.int64)
+            w.column("scheduler_pending_pods" + _labels([("queue", queue)]), values, True)
+        w.family("scheduler_schedule_attempts", "counter",
+                 "Number of attempts to schedule pods, by the result. 'unschedulable' means a "
+                 "pod could not be scheduled, while 'error' means an internal scheduler "
+                 "problem.")
+        for result in ("scheduled", "unschedulable", "error"):
+            w.column("scheduler_schedule_attempts_total"
+                     + _labels([("profile", SCHEDULER_PROFILE), ("result", result)]),
+                     self._step(ts, f"attempts_{result}", rows), True)
+
+    # -- what only the simulator knows ------------------------------------------------
+    def _hamisim(self, w: _Writer, ts: pd.DataFrame) -> None:
+        rows = self._at_samples(ts)
+        # before the first row the fragmentation is the first row's (no event yet)
+        clamped = np.maximum(rows, 0)
+        for name, help_text, column in _HAMISIM_GAUGES:
+            w.family(name, "gauge", help_text)
+            w.column(name, ts[column].to_numpy(dtype=float)[clamped], False)
+        w.family("hamisim_gpu_zero_tenant_cards", "gauge",
+                 "Cards with no container on them (what HAMi's mutex policy asks for)")
+        zero = np.zeros(len(self.grid), dtype=np.int64)
+        block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
+        for lo in range(0, len(self.cards), block):
+            hi = min(lo + block, len(self.cards))
+            zero += (self.usage(lo, hi)["count"] == 0).sum(axis=1)
+        w.column("hamisim_gpu_zero_tenant_cards", zero, True)
+        w.family("hamisim_pods", "gauge", "Pods by state: pending (created, not bound) "
+                 "or running (bound, not yet gone)")
+        for state in ("pending", "running"):
+            w.column("hamisim_pods" + _labels([("state", state)]),
+                     self._step(ts, f"pods_{state}", rows), True)
+        for event, help_text in (("arrived", "Pods created so far"),
+                                 ("departed", "Pods gone after running (finished, deleted "
+                                              "or preempted) so far"),
+                                 ("abandoned", "Pods gone before they were bound so far")):
+            name = f"hamisim_pods_{event}"
+            w.family(name, "counter", help_text)
+            w.column(name + "_total", self._step(ts, f"pods_{event}", rows), True)
+        self._topology(w)
+
+    def _topology(self, w: _Writer) -> None:
+        """Running pods with several cards, and those whose cards span NUMA nodes
+        or PCIe switches (nodes with a described topology only)."""
+        rows = self.pod_rows
+        k = len(self.grid)
+        gpus = _column(rows, "gpus")
+        for name, help_text, column in (
+                ("hamisim_multi_gpu_pods_running", "Running pods holding several cards of a "
+                 "node with a described topology", None),
+                ("hamisim_multi_gpu_pods_cross_numa", "Running multi-card pods whose cards "
+                 "sit on more than one NUMA node", "numa_nodes"),
+                ("hamisim_multi_gpu_pods_cross_pcie_switch", "Running multi-card pods whose "
+                 "cards sit under more than one PCIe switch", "pcie_switches")):
+            chosen = gpus > 1
+            if column is not None:
+                chosen &= _column(rows, column) > 1
+            delta = np.zeros(k + 1, dtype=np.int64)
+            np.add.at(delta, self.pod_first[chosen], 1)
+            np.add.at(delta, self.pod_stop[chosen], -1)
+            w.family(name, "gauge", help_text)
+            w.column(name, np.cumsum(delta)[:k], True)
+
+
+def _column(rows: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in rows:
+        return np.zeros(len(rows))
+    return np.nan_to_num(rows[name].to_numpy(dtype=float))
+
+
+def _amd(card_type: str, total: int) -> bool:
+    """HAMi's normalizeAMDCoreMetrics applies (AMD cards count compute units)."""
+    return card_type.upper().startswith("AMD") and total > 0
+
+
+#: cluster-wide figures of the time series (DESIGN §3)
+_HAMISIM_GAUGES = (
+    ("hamisim_gpu_unallocated_gpus", "Unallocated GPU capacity, in GPUs (FGD's measure)",
+     "unallocated_gpu"),
+    ("hamisim_gpu_fragmented_gpus", "Free capacity the typical pod shapes cannot use where "
+     "it is (FGD fragmentation), in GPUs", "frag_gpu"),
+    ("hamisim_gpu_stranded_gpus", "Fragmented capacity that placements caused, in GPUs",
+     "stranded_gpu"),
+    ("hamisim_gpu_unfit_gpus", "Fragmented capacity no placement caused (unusable even on an "
+     "empty node), in GPUs", "unfit_gpu"),
+)

@@ -1,0 +1,316 @@
+"""--metrics-out: a run as OpenMetrics text with HAMi's and kube-scheduler's names.
+
+The per-card families are summed from the pods' allocations, independently of
+the meter that writes the time series, so their sums must equal the time
+series' cluster totals at every sample (the trace has no init containers, whose
+entries HAMi's metrics count and its scheduler does not). The Prometheus test
+backfills the file with promtool, starts Prometheus on those blocks and reads
+the values back over its HTTP API (Debian's ``prometheus``, installed by
+``.ci/run``; it skips and says why where the programs are missing).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hamisim.cli import main
+from hamisim.studies.openmetrics import parse_start
+
+CLUSTER = """
+nodes:
+  - name_prefix: t4
+    replicas: 3
+    gpus: 4
+    card: {devmem: 15360, type: NVIDIA-Tesla T4}
+  - name_prefix: l40s
+    replicas: 1
+    topology: pcie-8gpu
+"""
+# busy enough that pods wait (backoff and unschedulable queues), two namespaces,
+# multi-card pods on the topology node
+TRACE = "name,arrival,duration,gpu,gpumem,gpucores,namespace\n" + "".join(
+    f"p{i},{i * 13},{400 + 90 * (i % 7)},{1 + (i % 4 == 0) * 3},{3000 + 1500 * (i % 5)},"
+    f"{30 * (i % 3)},{'team-a' if i % 3 == 0 else 'default'}\n" for i in range(120))
+START = "2026-11-30T00:00:00Z"
+T0 = 1795996800
+LINE = re.compile(r'^([a-z_:]+)(\{[^}]*\})? (\S+) (\d+)$')
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("openmetrics")
+    (base / "c.yaml").write_text(textwrap.dedent(CLUSTER))
+    (base / "t.csv").write_text(TRACE)
+    args = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--out", str(base / "run"),
+            "--no-progress", "--metrics-out", str(base / "m.om"), "--metrics-start", START,
+            "--metrics-interval", "30"]
+    assert main(args) == 0
+    return base, args
+
+
+def parse(path: Path):
+    """{family: (type, help)}, {(sample name, labels): [(unix time, value)]}."""
+    families, samples = {}, defaultdict(list)
+    lines = path.read_text().splitlines()
+    assert lines[-1] == "# EOF" and lines.count("# EOF") == 1
+    help_of = {}
+    for line in lines[:-1]:
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            families[name] = kind
+        elif line.startswith("# HELP "):
+            _, _, name, text = line.split(" ", 3)
+            help_of[name] = text
+        else:
+            m = LINE.match(line)
+            assert m, line
+            labels = tuple(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            samples[(m.group(1), labels)].append((int(m.group(4)), float(m.group(3))))
+    return {k: (v, help_of[k]) for k, v in families.items()}, samples
+
+
+def at(ts: pd.DataFrame, column: str, t: np.ndarray) -> np.ndarray:
+    rows = np.searchsorted(ts["time"].to_numpy(), t, side="right") - 1
+    return np.where(rows >= 0, ts[column].to_numpy()[np.maximum(rows, 0)], 0)
+
+
+def test_families_names_and_labels_are_hamis(run):
+    base, _ = run
+    families, samples = parse(base / "m.om")
+    card = ("device_index", "device_type", "device_uuid", "node", "zone")
+    expected = {
+        "hami_gpu_memory_limit_bytes": card, "hami_gpu_core_limit_ratio": card,
+        "hami_gpu_memory_allocated_bytes": tuple(sorted(card + ("device_cores",))),
+        "hami_gpu_shared_count": card, "hami_gpu_core_allocated_ratio": card,
+        "hami_node_gpu_overview": tuple(sorted(card + ("device_cores",
+                                                       "device_memory_limit"))),
+        "hami_node_gpu_memory_allocated_ratio": card,
+        "hami_vgpu_memory_allocated_bytes": ("container_index", "device_uuid", "namespace",
+                                             "node", "pod", "zone"),
+        "hami_vgpu_core_allocated_ratio": ("container_index", "device_uuid", "namespace",
+                                           "node", "pod", "zone"),
+        "scheduler_pending_pods": ("queue",),
+        "scheduler_schedule_attempts_total": ("profile", "result"),
+    }
+    seen = defaultdict(set)
+    for name, labels in samples:
+        seen[name].add(tuple(k for k, _ in labels))
+    for name, label_names in expected.items():
+        assert seen[name] == {label_names}, name
+    assert families["scheduler_schedule_attempts"][0] == "counter"
+    assert families["hami_gpu_shared_count"] == ("gauge", "Number of containers sharing this GPU")
+    assert all(dict(labels).get("zone") == "vGPU" for name, labels in samples
+               if name.startswith("hami_"))
+    # one series per card, 20 cards
+    assert len([k for k in samples if k[0] == "hami_gpu_memory_limit_bytes"]) == 20
+    t4 = dict(next(k[1] for k in samples if k[0] == "hami_node_gpu_overview"
+                   and dict(k[1])["node"] == "t4-0"))
+    assert t4["device_memory_limit"] == "15360" and t4["device_cores"] == "100"
+    assert {dict(k[1])["namespace"] for k in samples
+            if k[0] == "hami_vgpu_memory_allocated_bytes"} == {"default", "team-a"}
+
+
+def test_values_equal_the_time_series_at_every_sample(run):
+    base, _ = run
+    _, samples = parse(base / "m.om")
+    ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+    grid = np.arange(int(ts["time"].iloc[-1] // 30) + 1) * 30.0
+    stamps = T0 + grid.astype(np.int64)
+
+    def total(name, every_sample=True):
+        out = np.zeros(len(grid))
+        for (n, _), points in samples.items():
+            if n == name:
+                t, v = np.array(points).T
+                if every_sample:
+                    assert np.array_equal(t, stamps), name      # every sample, in order
+                assert np.all(np.diff(t) > 0)
+                out[((t - T0) // 30).astype(int)] += v
+        return out
+
+    assert np.array_equal(total("hami_gpu_memory_allocated_bytes"),
+                          at(ts, "hami_gpu_memory_allocated_bytes", grid))
+    assert np.array_equal(total("hami_gpu_core_allocated_ratio"),
+                          at(ts, "hami_gpu_core_allocated", grid))
+    assert np.array_equal(total("hami_gpu_shared_count"),
+                          at(ts, "hami_vgpu_slots_allocated", grid))
+    assert np.array_equal(total("hami_gpu_memory_limit_bytes"),
+                          np.full(len(grid), ts["hami_gpu_memory_total_bytes"].iloc[0]))
+    assert np.array_equal(total("hamisim_gpu_zero_tenant_cards"),
+                          at(ts, "hami_gpu_zero_tenant", grid))
+    # the trace keeps pods waiting in more than one queue; the queues add up
+    assert np.array_equal(total("scheduler_pending_pods"), at(ts, "pods_pending", grid))
+    for queue in ("backoff", "unschedulable"):
+        assert samples[("scheduler_pending_pods", (("queue", queue),))][-1] is not None
+        assert max(v for _, v in samples[("scheduler_pending_pods", (("queue", queue),))]) > 0
+    summary = json.loads((base / "run" / "summary.json").read_text())["results"]
+    attempts = total("scheduler_schedule_attempts_total")
+    assert np.all(np.diff(attempts) >= 0) and attempts[-1] == summary["attempts"]
+    scheduled = samples[("scheduler_schedule_attempts_total",
+                         (("profile", "hami-scheduler"), ("result", "scheduled")))]
+    assert scheduled[-1][1] == summary["bound"]
+    # the vGPU families: the sum over containers is the card's allocation
+    assert np.array_equal(total("hami_vgpu_memory_allocated_bytes", every_sample=False),
+                          total("hami_gpu_memory_allocated_bytes"))
+    # the ratio is a fraction of the card's memory (HAMi: Usedmem / Totalmem)
+    ratios = [v for (n, _), pts in samples.items()
+              if n == "hami_node_gpu_memory_allocated_ratio" for _, v in pts]
+    assert 0 < max(ratios) <= 1
+
+
+def test_a_container_series_lives_while_its_pod_holds_the_card(run):
+    base, _ = run
+    _, samples = parse(base / "m.om")
+    pods = pd.read_parquet(base / "run" / "pods.parquet").set_index("pod")
+    pod = pods.loc["p4"]                       # 4 cards, namespace default
+    series = {dict(k[1])["device_uuid"]: v for k, v in samples.items()
+              if k[0] == "hami_vgpu_memory_allocated_bytes" and dict(k[1])["pod"] == "p4"}
+    uuids = [entry.split(",")[0] for entry in pod["devices"].split(":")[:-1]]
+    assert sorted(series) == sorted(uuids) and len(uuids) == 4
+    expected = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
+    for points in series.values():
+        assert [t for t, _ in points] == expected
+        assert {v for _, v in points} == {9000 * 2**20}     # gpumem 3000 + 1500 * 4
+    labels = dict(next(k[1] for k in samples if k[0] == "hami_vgpu_core_allocated_ratio"
+                       and dict(k[1])["pod"] == "p3"))
+    assert labels["namespace"] == "team-a" and labels["container_index"] == "0"
+
+
+def test_topology_gauges_count_pods_across_numa(run):
+    base, _ = run
+    _, samples = parse(base / "m.om")
+    pods = pd.read_parquet(base / "run" / "pods.parquet")
+    crossing = pods[(pods["gpus"] > 1) & (pods["numa_nodes"] > 1)]
+    t = 30 * np.arange(len(samples[("hamisim_multi_gpu_pods_cross_numa", ())]))
+    expected = [((crossing["bind"] <= x) & ~(crossing["departure"] <= x)).sum() for x in t]
+    assert [v for _, v in samples[("hamisim_multi_gpu_pods_cross_numa", ())]] == expected
+    assert max(expected) > 0
+
+
+def test_same_inputs_give_the_same_bytes(run, tmp_path):
+    base, args = run
+    again = [a.replace(str(base / "m.om"), str(tmp_path / "m.om"))
+             .replace(str(base / "run"), str(tmp_path / "run")) for a in args]
+    assert main(again) == 0
+    assert (tmp_path / "m.om").read_bytes() == (base / "m.om").read_bytes()
+
+
+def test_start_must_say_its_time_zone():
+    assert parse_start("2026-11-30T00:00:00Z") == T0
+    assert parse_start("2026-11-30T08:00:00+08:00") == T0
+    assert parse_start(str(T0)) == T0
+    for bad, why in (("2026-11-30T00:00:00", "no time zone"), ("yesterday", "neither"),
+                     ("-5", "after 1970")):
+        with pytest.raises(ValueError, match=why):
+            parse_start(bad)
+
+
+def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
+    base, _ = run
+    common = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--out", str(tmp_path / "r")]
+    assert main(common + ["--metrics-out", str(tmp_path / "m.om")]) == 2
+    assert "--metrics-out needs --metrics-start" in capsys.readouterr().err
+    assert main(common + ["--metrics-out", str(tmp_path / "no" / "m.om"),
+                          "--metrics-start", START]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(common + ["--metrics-start", START]) == 2
+    assert "--metrics-start needs --metrics-out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(common + ["--metrics-out", str(tmp_path / "m.om"), "--metrics-start",
+                       "2026-11-30 00:00"])
+    assert exit_.value.code == 2 and "no time zone" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "m.om").exists()
+
+
+# -- the real thing --------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _query(port: int, expr: str, when: int) -> float | None:
+    url = (f"http://127.0.0.1:{port}/api/v1/query?"
+           + urllib.parse.urlencode({"query": expr, "time": str(when)}))
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        body = json.load(reply)
+    assert body["status"] == "success", body
+    result = body["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None or shutil.which("prometheus") is None,
+                    reason="Prometheus is not installed (Debian: apt-get install prometheus; "
+                           ".ci/run installs it)")
+def test_prometheus_serves_the_backfilled_run(run, tmp_path):
+    base, _ = run
+    db = tmp_path / "tsdb"
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics",
+                    str(base / "m.om"), str(db)], check=True, capture_output=True, timeout=120)
+    (tmp_path / "prometheus.yml").write_text("global:\n  scrape_interval: 1m\n")
+    port = _free_port()
+    server = subprocess.Popen(
+        ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}",
+         f"--storage.tsdb.path={db}", "--storage.tsdb.retention.time=100y",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=(tmp_path / "prometheus.log").open("w"))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert server.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "Prometheus did not become ready in 60 s"
+            time.sleep(0.2)
+        ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+        end = int(ts["time"].iloc[-1] // 30) * 30
+        checked = 0
+        for t in sorted({0, 600, 1200, 1830, end // 2 // 30 * 30, end}):
+            when = T0 + t
+            assert _query(port, "count(hami_gpu_memory_limit_bytes)", when) == 20
+            for expr, column in (("sum(hami_gpu_memory_allocated_bytes)",
+                                  "hami_gpu_memory_allocated_bytes"),
+                                 ("sum(hami_gpu_shared_count)", "hami_vgpu_slots_allocated"),
+                                 ('scheduler_pending_pods{queue="backoff"}',
+                                  "pods_pending_backoff"),
+                                 ("sum(scheduler_schedule_attempts_total)", None),
+                                 ("hamisim_gpu_zero_tenant_cards", "hami_gpu_zero_tenant")):
+                got = _query(port, expr, when)
+                if column is None:
+                    want = sum(at(ts, f"attempts_{r}", np.array([t]))[0]
+                               for r in ("scheduled", "unschedulable", "error"))
+                else:
+                    want = at(ts, column, np.array([t]))[0]
+                assert got == pytest.approx(float(want)), (expr, t)
+                checked += 1
+        assert checked >= 25
+        # HAMi's dashboard panel "GPU memory allocated %"
+        pct = _query(port, "100 * sum(hami_gpu_memory_allocated_bytes) / "
+                           "sum(hami_gpu_memory_limit_bytes)", T0 + 1200)
+        assert pct == pytest.approx(100 * at(ts, "hami_gpu_memory_allocated_bytes",
+                                             np.array([1200]))[0]
+                                    / ts["hami_gpu_memory_total_bytes"].iloc[0])
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
