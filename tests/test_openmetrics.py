@@ -235,6 +235,33 @@ def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
     assert not (tmp_path / "r").exists() and not (tmp_path / "m.om").exists()
 
 
+DASHBOARD = Path(__file__).parents[1] / "workloads" / "grafana" / "hamisim-dashboard.json"
+DASHBOARD_QUERIES = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"]
+                     for t in p.get("targets", ())]
+# the queries of HAMi's dashboard (dashboards/hami-vgpu-dashboard.json at v2.10.0)
+# that read the scheduler's families
+HAMI_DASHBOARD_QUERIES = [
+    'count(hami_gpu_memory_limit_bytes{node=~"$node"})',
+    'sum(hami_gpu_memory_allocated_bytes{node=~"$node"})',
+    'sum(hami_gpu_shared_count{node=~"$node"})',
+    'sum by (node) (hami_gpu_memory_allocated_bytes{node=~"$node"})',
+    'hami_node_gpu_memory_allocated_ratio{node=~"$node"}',
+    'hami_gpu_core_allocated_ratio{node=~"$node"}',
+]
+
+
+def test_the_dashboard_reads_only_families_the_file_has(run):
+    base, _ = run
+    families, _ = parse(base / "m.om")
+    names = set(families) | {f + "_total" for f, (kind, _) in families.items()
+                             if kind == "counter"}
+    used = {m for expr in DASHBOARD_QUERIES
+            for m in re.findall(r"\b((?:hami|hamisim|scheduler)_[a-z_]+)", expr)}
+    assert used and used <= names, used - names
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    assert all(p["title"] and (p["type"] == "row" or p["description"]) for p in panels)
+
+
 # -- the real thing --------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
@@ -307,6 +334,10 @@ def test_prometheus_serves_the_backfilled_run(run, tmp_path):
         assert pct == pytest.approx(100 * at(ts, "hami_gpu_memory_allocated_bytes",
                                              np.array([1200]))[0]
                                     / ts["hami_gpu_memory_total_bytes"].iloc[0])
+        # every query of hamisim's dashboard, and HAMi's dashboard's queries of the
+        # scheduler's families, find series (multi-card pods run at 1200 s)
+        for expr in DASHBOARD_QUERIES + HAMI_DASHBOARD_QUERIES:
+            assert _query(port, expr.replace("$node", ".*"), T0 + 1200) is not None, expr
     finally:
         server.terminate()
         try:

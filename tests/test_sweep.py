@@ -415,6 +415,13 @@ def sweep_error(tmp_path: Path, text: str) -> InputError:
      "did you mean 'openb:default'"),
     ("cluster: cluster.yaml\nworkload: {trace: trace.csv, load: [0.5, -1]}\n", 2,
      "'load' must be > 0"),
+    ("cluster: cluster.yaml\ncell_outputs: [metrics]\n", 2, "needs 'metrics_start'"),
+    ("cluster: cluster.yaml\ncell_outputs: [metrics]\nmetrics_start: 2026-11-30T00:00:00\n",
+     3, "has no time zone"),
+    ("cluster: cluster.yaml\ncell_outputs: [metrics]\nmetrics_start: 0\n"
+     "metrics_interval: 0\n", 4, "'metrics_interval' must be a positive number"),
+    ("cluster: cluster.yaml\nmetrics_start: 2026-11-30T00:00:00Z\n", 2,
+     "add metrics to 'cell_outputs'"),
 ])
 def test_sweep_file_errors_are_located(tmp_path, text, line, needle):
     err = sweep_error(tmp_path, text)
@@ -494,12 +501,16 @@ def test_explain_run_works_on_a_cell_with_its_events(tmp_path):
 def test_cell_outputs_choose_the_per_cell_tables(tmp_path):
     base = SWEEP.replace("seeds: 2", "seeds: 1").replace("replicas: [2, 3, 4]", "replicas: [3]")
     for outputs, files in (("[]", set()), ("[events, timeseries]",
-                                           {"events.csv", "timeseries.csv"})):
-        path = make_inputs(tmp_path / outputs, base + f"cell_outputs: {outputs}\n")
-        out = tmp_path / outputs / "out"
+                                           {"events.csv", "timeseries.csv"}),
+                           ("[metrics]\nmetrics_start: 1795996800", {"metrics.om"})):
+        path = make_inputs(tmp_path / outputs[:9], base + f"cell_outputs: {outputs}\n")
+        out = tmp_path / outputs[:9] / "out"
         run_sweep(load_sweep(path), out, workers=1, fmt="csv", progress=False)
         for folder in (out / "cells").iterdir():
             assert {p.name for p in folder.iterdir()} == {"cell.json", "summary.json"} | files
+            if files == {"metrics.om"}:       # every series names its cell
+                first = (folder / "metrics.om").read_text().splitlines()[2]
+                assert f'hamisim_cell="{folder.name}"' in first and first.endswith(" 1795996800")
 
 
 def test_bundled_example_sweep_loads():

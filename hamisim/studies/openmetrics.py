@@ -105,14 +105,16 @@ def parse_start(text: str) -> float:
 
 def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries: pd.DataFrame,
                       pods: pd.DataFrame, start: float, interval: float = DEFAULT_INTERVAL,
-                      namespaces: Mapping[str, str] | None = None) -> MetricsFile:
+                      namespaces: Mapping[str, str] | None = None,
+                      labels: Mapping[str, str] | None = None) -> MetricsFile:
     """Write the run as OpenMetrics text to ``path``, atomically.
 
     ``timeseries`` and ``pods`` are the run's tables (``pods`` needs ``pod``,
     ``node``, ``bind``, ``departure`` and ``devices``; the topology columns when
     present); ``start`` is the Unix time of simulated time 0, ``interval`` the
     seconds between samples; ``namespaces`` maps pod names to their namespace
-    where it is not ``default``.
+    where it is not ``default``; ``labels`` are added to every series (a sweep
+    names its cell, so several cells can share one Prometheus).
     """
     if not interval > 0:
         raise ValueError(f"the metrics interval must be positive, not {interval}")
@@ -124,7 +126,7 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     counts = [0, 0, 0]          # series, samples, families
     with atomic_file(path) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-            writer = _Writer(out, stamps, counts)
+            writer = _Writer(out, stamps, counts, sorted((labels or {}).items()))
             series.write(writer, timeseries)
             out.write("# EOF\n")
         size = os.path.getsize(tmp)
@@ -168,8 +170,15 @@ class _Writer:
     """Families and series into the text: a series is a run of samples with one
     label set, written as whole lines joined at C speed."""
 
-    def __init__(self, out: IO[str], stamps: Sequence[str], counts: list[int]) -> None:
+    def __init__(self, out: IO[str], stamps: Sequence[str], counts: list[int],
+                 extra: Sequence[tuple[str, str]] = ()) -> None:
         self.out, self.stamps, self.counts = out, stamps, counts
+        self.extra = tuple(extra)
+
+    def head(self, name: str, labels: Iterable[tuple[str, str]] = ()) -> str:
+        """A series' name and labels (the file's extra labels added)."""
+        pairs = [*labels, *self.extra]
+        return name + _labels(pairs) if pairs else name
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n")
@@ -311,7 +320,7 @@ class _Series:
                         labels["device_cores"] = str(devcore)
                     if "device_memory_limit" in extra:
                         labels["device_memory_limit"] = str(devmem)
-                    head = name + _labels(labels.items())
+                    head = w.head(name, labels.items())
                     if name == "hami_gpu_memory_limit_bytes":
                         w.constant(head, str(devmem * _MIB), 0, k)
                         w.counts[0] += 1
@@ -363,7 +372,7 @@ class _Series:
                 labels = {"namespace": self.namespaces.get(pod, "default"), "node": nodes[r],
                           "pod": pod, "container_index": str(c),
                           "device_uuid": self.cards[col][1].id, "zone": HAMI_ZONE}
-                w.constant(name + _labels(labels.items()), str(value),
+                w.constant(w.head(name, labels.items()), str(value),
                            int(self.pod_first[r]), int(self.pod_stop[r]))
                 w.counts[0] += 1
 
@@ -388,14 +397,14 @@ class _Series:
                               ("backoff", "pods_pending_backoff"),
                               ("unschedulable", "pods_pending_unschedulable"), ("gated", None)):
             values = self._step(ts, column, rows) if column else np.zeros(len(rows), np.int64)
-            w.column("scheduler_pending_pods" + _labels([("queue", queue)]), values, True)
+            w.column(w.head("scheduler_pending_pods", [("queue", queue)]), values, True)
         w.family("scheduler_schedule_attempts", "counter",
                  "Number of attempts to schedule pods, by the result. 'unschedulable' means a "
                  "pod could not be scheduled, while 'error' means an internal scheduler "
                  "problem.")
         for result in ("scheduled", "unschedulable", "error"):
-            w.column("scheduler_schedule_attempts_total"
-                     + _labels([("profile", SCHEDULER_PROFILE), ("result", result)]),
+            w.column(w.head("scheduler_schedule_attempts_total",
+                            [("profile", SCHEDULER_PROFILE), ("result", result)]),
                      self._step(ts, f"attempts_{result}", rows), True)
 
     # -- what only the simulator knows ------------------------------------------------
@@ -405,7 +414,7 @@ class _Series:
         clamped = np.maximum(rows, 0)
         for name, help_text, column in _HAMISIM_GAUGES:
             w.family(name, "gauge", help_text)
-            w.column(name, ts[column].to_numpy(dtype=float)[clamped], False)
+            w.column(w.head(name), ts[column].to_numpy(dtype=float)[clamped], False)
         w.family("hamisim_gpu_zero_tenant_cards", "gauge",
                  "Cards with no container on them (what HAMi's mutex policy asks for)")
         zero = np.zeros(len(self.grid), dtype=np.int64)
@@ -413,11 +422,11 @@ class _Series:
         for lo in range(0, len(self.cards), block):
             hi = min(lo + block, len(self.cards))
             zero += (self.usage(lo, hi)["count"] == 0).sum(axis=1)
-        w.column("hamisim_gpu_zero_tenant_cards", zero, True)
+        w.column(w.head("hamisim_gpu_zero_tenant_cards"), zero, True)
         w.family("hamisim_pods", "gauge", "Pods by state: pending (created, not bound) "
                  "or running (bound, not yet gone)")
         for state in ("pending", "running"):
-            w.column("hamisim_pods" + _labels([("state", state)]),
+            w.column(w.head("hamisim_pods", [("state", state)]),
                      self._step(ts, f"pods_{state}", rows), True)
         for event, help_text in (("arrived", "Pods created so far"),
                                  ("departed", "Pods gone after running (finished, deleted "
@@ -425,7 +434,7 @@ class _Series:
                                  ("abandoned", "Pods gone before they were bound so far")):
             name = f"hamisim_pods_{event}"
             w.family(name, "counter", help_text)
-            w.column(name + "_total", self._step(ts, f"pods_{event}", rows), True)
+            w.column(w.head(name + "_total"), self._step(ts, f"pods_{event}", rows), True)
         self._topology(w)
 
     def _topology(self, w: _Writer) -> None:
@@ -448,7 +457,7 @@ class _Series:
             np.add.at(delta, self.pod_first[chosen], 1)
             np.add.at(delta, self.pod_stop[chosen], -1)
             w.family(name, "gauge", help_text)
-            w.column(name, np.cumsum(delta)[:k], True)
+            w.column(w.head(name), np.cumsum(delta)[:k], True)
 
 
 def _column(rows: pd.DataFrame, name: str) -> np.ndarray:

@@ -245,6 +245,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
     metric = plan.target.metric
     with CellRunner(out, workers=workers, dask_scheduler=dask_scheduler, retries=retries,
                     fmt=fmt, progress=progress, cell_outputs=plan.grid.cell_outputs,
+                    metrics=plan.grid.metrics,
                     log=log) as runner:
 
         def evaluate(idxs: list[int]) -> None:

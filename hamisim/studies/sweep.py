@@ -111,6 +111,8 @@ class CellTask:
     trace_bytes: bytes
     cell_outputs: frozenset[str]
     version: str = __version__
+    #: the ``metrics`` output's (start, interval)
+    metrics: tuple[float, float] | None = None
 
 
 _WORKDIR: Path | None = None
@@ -204,9 +206,10 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
                        percentage_of_nodes_to_score=cell.percentage_of_nodes_to_score,
                        node_tie_break=cell.node_tie_break, retry=cell.retry or "backoff",
                        progress=False)
-        # the events table is built only when the sweep keeps it
-        keep_events = "events" in task.cell_outputs
-        result = run_prepared(spec, prepare(spec), sink=None if keep_events else DISCARD)
+        # the events and pods tables are built only when the sweep needs them
+        keep_tables = not {"events", "metrics"}.isdisjoint(task.cell_outputs)
+        prep = prepare(spec)
+        result = run_prepared(spec, prep, sink=None if keep_tables else DISCARD)
         # the summary names where the submitting machine reads the inputs, not
         # this worker's private copies (same bytes; gone once the worker exits):
         # `hamisim explain --run` works on the cell's folder
@@ -220,6 +223,8 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
             out["tables"]["timeseries"] = result.timeseries
         if "events" in task.cell_outputs:
             out["tables"]["events"] = result.events
+        if "metrics" in task.cell_outputs and task.metrics is not None:
+            out["files"] = {"metrics.om": _metrics_text(result, prep, cell.id, *task.metrics)}
         return out
     except Exception as exc:  # noqa: BLE001 - the cell fails, the sweep goes on
         text = str(exc) if isinstance(exc, HamisimError) else f"{type(exc).__name__}: {exc}"
@@ -229,6 +234,19 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
             text += f" (node group '{cell.group}' resized to {cell.replicas})"
         return {"status": STATUS_FAILED, "error": text, "metrics": {}, "summary": None,
                 "tables": {}}
+
+
+def _metrics_text(result, prep, cell_id: str, start: float, interval: float) -> bytes:
+    """The cell's run as OpenMetrics text (:mod:`hamisim.studies.openmetrics`), every
+    series labelled ``hamisim_cell`` with the cell's id."""
+    from hamisim.studies.openmetrics import namespaces_of, write_openmetrics
+    path = _workdir() / f"metrics-{os.getpid()}-{threading.get_ident()}.om"
+    try:
+        write_openmetrics(path, prep.cluster, result.timeseries, result.pods, start, interval,
+                          namespaces_of(prep.workload, prep.state), {"hamisim_cell": cell_id})
+        return path.read_bytes()
+    finally:
+        path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------
@@ -272,6 +290,7 @@ class CellRunner:
                  dask_scheduler: str | None = None, retries: int = DEFAULT_RETRIES,
                  fmt: str = "parquet", progress: bool | None = None,
                  cell_outputs: Iterable[str] = ("timeseries",),
+                 metrics: tuple[float, float] | None = None,
                  task: Callable[[CellTask], dict] = run_cell_task,
                  log: Callable[[str], None] | None = None) -> None:
         if fmt not in FORMATS:
@@ -284,6 +303,7 @@ class CellRunner:
         self.fmt = fmt
         self.progress = progress
         self.cell_outputs = frozenset(cell_outputs)
+        self.metrics = metrics
         self.task = task
         self.log = log or (lambda msg: print(f"hamisim: {msg}", file=sys.stderr))
         self._executor: cf.Executor | None = None
@@ -375,7 +395,7 @@ class CellRunner:
 
     def _payload(self, cell: Cell) -> CellTask:
         return CellTask(cell, self._read(cell.cluster), self._read(cell.trace),
-                        self.cell_outputs)
+                        self.cell_outputs, metrics=self.metrics)
 
     def _read(self, f: InputFile) -> bytes:
         data = self._bytes.get(f.sha256)
@@ -522,6 +542,8 @@ class CellRunner:
                 write_json(out["summary"], tmp / "summary.json")
             for name, table in sorted(out.get("tables", {}).items()):
                 write_table(table, tmp, name, self.fmt)
+            for name, data in sorted(out.get("files", {}).items()):
+                (tmp / name).write_bytes(data)
             write_json({"row": row, "inputs": cell.identity(),
                         "files": {"cluster": cell.cluster.label, "trace": cell.trace.label}},
                        tmp / "cell.json")
@@ -663,6 +685,7 @@ def run_sweep(sweep: Sweep, out: str | os.PathLike[str], *, workers: int | None 
     write_sweep_manifest(out, sweep)
     with CellRunner(out, workers=workers, dask_scheduler=dask_scheduler, retries=retries,
                     fmt=fmt, progress=progress, cell_outputs=sweep.cell_outputs,
+                    metrics=sweep.metrics,
                     log=log) as runner:
         stats = runner.run(sweep.cells, resume=True)
     table = results_table(stats.rows[c.id] for c in sweep.cells)

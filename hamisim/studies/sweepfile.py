@@ -26,8 +26,10 @@ A *sweep file* (``.yaml``, ``.yml`` or ``.json``; DESIGN §4.5) names the axes::
       # or a list of {node_scheduler_policy: ..., gpu_scheduler_policy: ...} combinations
     seeds: 3                         # seeds 0, 1, 2; or a list of seeds
     backend: kernel                  # kernel | reference
-    cell_outputs: [timeseries]       # per-cell tables besides summary.json: timeseries, events
-                                     # ([] = summary.json only)
+    cell_outputs: [timeseries]       # per-cell tables besides summary.json: timeseries, events,
+                                     # metrics ([] = summary.json only)
+    # metrics_start: 2026-11-30T00:00:00Z  # with metrics: the wall-clock time of simulated
+    # metrics_interval: 60                 #   time 0 and the seconds between samples
 
 Every value of the workload and policy blocks may be one value or a list; the
 cells are the cartesian product. A cell's identity is a hash of its inputs
@@ -62,14 +64,15 @@ __all__ = [
     "POLICY_KEYS", "RANGE_KEYS", "CELL_OUTPUTS", "OPENB_TRACES", "OPENB_CLUSTERS",
 ]
 
-SWEEP_KEYS = frozenset({"cluster", "workload", "policies", "seeds", "backend", "cell_outputs"})
+SWEEP_KEYS = frozenset({"cluster", "workload", "policies", "seeds", "backend", "cell_outputs",
+                        "metrics_start", "metrics_interval"})
 CLUSTER_ENTRY_KEYS = frozenset({"file", "vary", "replicas"})
 WORKLOAD_KEYS = frozenset({"trace", "mode", "load", "offered_gpus", "as_traced", "n_pods",
                            "max_lifetime", "retry", "fill_to"})
 POLICY_KEYS = frozenset({"node_scheduler_policy", "gpu_scheduler_policy",
                          "percentage_of_nodes_to_score", "node_tie_break"})
 RANGE_KEYS = frozenset({"from", "to", "step"})
-CELL_OUTPUTS = ("timeseries", "events")
+CELL_OUTPUTS = ("timeseries", "events", "metrics")
 
 #: bundled openb inputs by the names a sweep file may use (``openb:<name>``)
 OPENB_TRACES = {v: f"openb_pod_list_{v}.csv"
@@ -184,6 +187,8 @@ class Sweep:
     path: str
     cells: tuple[Cell, ...]
     cell_outputs: frozenset[str] = frozenset({"timeseries"})
+    #: with the ``metrics`` output: (Unix time of simulated time 0, seconds between samples)
+    metrics: tuple[float, float] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -200,6 +205,7 @@ class _Grid:
     seeds: list[int]
     backend: str
     cell_outputs: frozenset[str]
+    metrics: tuple[float, float] | None = None
 
     def cells(self, replicas_override: Iterable[int] | None = None) -> list[Cell]:
         out = []
@@ -254,7 +260,8 @@ def sweep_from_document(doc: Doc, path: str) -> Sweep:
         if c.id in seen:
             raise InputError(path, None, f"the sweep lists the same cell twice ({c.params()})")
         seen[c.id] = c
-    return Sweep(path=path, cells=tuple(cells), cell_outputs=grid.cell_outputs)
+    return Sweep(path=path, cells=tuple(cells), cell_outputs=grid.cell_outputs,
+                 metrics=grid.metrics)
 
 
 def parse_grid(doc: Doc, path: str, *, single: bool) -> _Grid:
@@ -294,7 +301,37 @@ def parse_grid(doc: Doc, path: str, *, single: bool) -> _Grid:
     elif ov is not None and not ov.is_null:
         outputs = frozenset(v.scalar for v, _ in _values(
             ov, "'cell_outputs'", lambda v, w: _choice(v, w, CELL_OUTPUTS), single=False))
-    return _Grid(clusters, traces, workloads, policies, seeds, backend, outputs)
+    return _Grid(clusters, traces, workloads, policies, seeds, backend, outputs,
+                 _metrics(doc, "metrics" in outputs))
+
+
+def _metrics(doc: Doc, wanted: bool) -> tuple[float, float] | None:
+    """``metrics_start`` and ``metrics_interval``: needed by, and only with, the
+    ``metrics`` cell output (``hamisim run --metrics-start/--metrics-interval``)."""
+    from hamisim.studies.openmetrics import DEFAULT_INTERVAL, parse_start
+    start, interval = doc.get("metrics_start"), doc.get("metrics_interval")
+    if not wanted:
+        for key, value in (("metrics_start", start), ("metrics_interval", interval)):
+            if value is not None:
+                raise value.error(f"'{key}' is for the metrics cell output: add metrics to "
+                                  "'cell_outputs'")
+        return None
+    if start is None or start.is_null:
+        raise doc.error("the metrics cell output needs 'metrics_start', the wall-clock time "
+                        "of simulated time 0 (e.g. metrics_start: 2026-11-30T00:00:00Z)",
+                        line=doc.key_line("cell_outputs"))
+    try:
+        seconds = parse_start(str(start.scalar))
+    except ValueError as exc:
+        raise start.error(f"'metrics_start': {exc}") from None
+    step = DEFAULT_INTERVAL
+    if interval is not None and not interval.is_null:
+        step = interval.scalar
+        if isinstance(step, bool) or not isinstance(step, (int, float)) \
+                or not 0 < step < math.inf:
+            raise interval.error(f"'metrics_interval' must be a positive number of seconds, "
+                                 f"got {interval.describe()}")
+    return seconds, float(step)
 
 
 # -- value helpers ------------------------------------------------------------
