@@ -14,8 +14,12 @@ prepare, simulate - scheduler decisions and the engine's own work - and write),
 then the median wall time and the largest peak RSS. The files are made once
 per size in WORKDIR (reused by later calls with the same WORKDIR).
 
+With ``--metrics-interval S`` each run also writes ``--metrics-out`` (OpenMetrics,
+a sample every S simulated seconds) and the file's size and sample count are printed.
+
     python benchmarks/user_path.py [--pods 1000000] [--nodes 12500] [--repeat 3]
-                                   [--trace-format csv|parquet] [--workdir DIR] [--keep]
+                                   [--trace-format csv|parquet] [--metrics-interval S]
+                                   [--workdir DIR] [--keep]
 """
 from __future__ import annotations
 
@@ -70,12 +74,16 @@ def to_parquet(csv_path: Path, path: Path) -> None:
     pd.read_csv(csv_path, dtype={"gpu_policy": str}).to_parquet(path, index=False)
 
 
-def run_once(workdir: Path, trace: str, out: Path) -> tuple[float, float, str]:
+def run_once(workdir: Path, trace: str, out: Path,
+             metrics_interval: float | None = None) -> tuple[float, float, str]:
     """(wall s, peak RSS MiB of the child, its stdout)."""
+    metrics = [] if metrics_interval is None else [
+        "--metrics-out", str(out) + ".om", "--metrics-start", "2026-11-30T00:00:00Z",
+        "--metrics-interval", str(metrics_interval)]
     with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", "run", "cluster.json",
-                                 trace, "--out", str(out), "--no-progress"],
+                                 trace, "--out", str(out), "--no-progress", *metrics],
                                 cwd=workdir, stdout=so, stderr=se, text=True)
         # wait4 gives this child's own peak RSS (getrusage's children figure is
         # the largest child so far)
@@ -96,6 +104,8 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=12_500)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace-format", choices=("csv", "parquet"), default="csv")
+    ap.add_argument("--metrics-interval", type=float, metavar="S",
+                    help="also write --metrics-out, a sample every S simulated seconds")
     ap.add_argument("--workdir", type=Path, help="where the files go (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the files and the results")
     args = ap.parse_args()
@@ -121,14 +131,19 @@ def main() -> None:
     walls, rsss, splits = [], [], []
     for k in range(args.repeat):
         out = workdir / f"results-{k}"
-        wall, rss, stdout = run_once(workdir, trace.name, out)
+        wall, rss, stdout = run_once(workdir, trace.name, out, args.metrics_interval)
         walls.append(wall)
         rsss.append(rss)
         line = next((ln for ln in stdout.splitlines() if ln.strip().startswith("time ")), "")
         splits.append(line.strip())
         print(f"  run {k + 1}: {wall:.1f} s, peak RSS {rss:,.0f} MiB; {line.strip()}")
+        metrics = next((ln for ln in stdout.splitlines() if ln.startswith("metrics written")),
+                       None)
+        if metrics:
+            print(f"    {metrics}")
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
+            Path(str(out) + ".om").unlink(missing_ok=True)
     print(f"median wall {statistics.median(walls):.1f} s, peak RSS {max(rsss):,.0f} MiB")
     costs = [float(m.group(1)) for m in (re.search(r"(\d+(?:\.\d+)?) µs per pod", x)
                                          for x in splits) if m]

@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import warnings
+from time import perf_counter
 from typing import Sequence
 
 from hamisim import __version__
@@ -472,9 +473,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("  " + _timing_line(result.timings, r["pods"]))
     if metrics is not None:
         from hamisim.studies.openmetrics import write_run_metrics
+        started = perf_counter()
         written = write_run_metrics(metrics, prep, result.timeseries, out, args.format,
                                     args.metrics_start, args.metrics_interval)
-        print(f"metrics written to {written.describe()}")
+        print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
     return EXIT_OK
 
 
