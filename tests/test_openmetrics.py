@@ -345,3 +345,40 @@ def test_prometheus_serves_the_backfilled_run(run, tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def test_imported_pods_are_labelled_by_namespace_and_name(tmp_path):
+    example = Path(__file__).parents[1] / "workloads" / "kubectl-example"
+    assert main(["import", str(example / "nodes.json"), str(example / "pods.json"),
+                 "--out", str(tmp_path / "imp")]) == 0
+    imp = tmp_path / "imp"
+    assert main(["run", str(imp / "cluster.yaml"), str(imp / "pending.jsonl"), "--state",
+                 str(imp / "state.yaml"), "--out", str(tmp_path / "run"), "--metrics-out",
+                 str(tmp_path / "m.om"), "--metrics-start", str(T0)]) == 0
+    _, samples = parse(tmp_path / "m.om")
+    pods = {(d["namespace"], d["pod"], d["container_index"]) for d in
+            (dict(k[1]) for k in samples if k[0] == "hami_vgpu_memory_allocated_bytes")}
+    assert ("ml", "train-resnet-0", "0") in pods and ("default", "jupyter-alice-0", "0") in pods
+    # HAMi's container index counts the finished GPU init container's (empty) entry
+    assert ("ml", "serve-embeddings-6d5f8c7b9-x2kqp", "1") in pods
+
+
+def test_two_instances_of_one_card_in_one_container_are_one_series(tmp_path):
+    # HAMi would collect two samples with the same labels (its endpoint then
+    # fails); the file sums them
+    from hamisim import Card, Cluster, Node
+    from hamisim.studies.openmetrics import write_openmetrics
+    cluster = Cluster((Node("n", (Card("GPU-m", 0, devmem=40000),)),))
+    ts = pd.DataFrame({"time": [0.0, 60.0], **{c: [0, 0] for c in (
+        "pods_pending", "pods_running", "pods_arrived", "pods_departed", "pods_abandoned",
+        "pods_pending_active", "pods_pending_backoff", "pods_pending_unschedulable",
+        "attempts_scheduled", "attempts_unschedulable", "attempts_error", "unallocated_gpu",
+        "frag_gpu", "stranded_gpu", "unfit_gpu")}})
+    pods = pd.DataFrame({"pod": ["p"], "node": ["n"], "bind": [0.0], "departure": [np.nan],
+                         "devices": ["GPU-m,NVIDIA,10000,28:GPU-m,NVIDIA,5000,14:;"]})
+    write_openmetrics(tmp_path / "m.om", cluster, ts, pods, T0, 60)
+    _, samples = parse(tmp_path / "m.om")
+    (key,) = [k for k in samples if k[0] == "hami_vgpu_memory_allocated_bytes"]
+    assert samples[key] == [(T0, 15000 * 2**20), (T0 + 60, 15000 * 2**20)]
+    assert samples[("hami_gpu_shared_count", next(
+        k[1] for k in samples if k[0] == "hami_gpu_shared_count"))][0][1] == 2

@@ -369,7 +369,10 @@ class _Series:
                     card = self.cards[col][1]
                     if _amd(card.type, card.devcore):
                         value = math.ceil(value / card.devcore * 100)
-                labels = {"namespace": self.namespaces.get(pod, "default"), "node": nodes[r],
+                namespace = self.namespaces.get(pod, "default")
+                if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
+                    pod = pod[len(namespace) + 1:]
+                labels = {"namespace": namespace, "node": nodes[r],
                           "pod": pod, "container_index": str(c),
                           "device_uuid": self.cards[col][1].id, "zone": HAMI_ZONE}
                 w.constant(w.head(name, labels.items()), str(value),
