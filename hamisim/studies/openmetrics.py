@@ -64,7 +64,7 @@ class MetricsFile:
     series and samples, and the first and last sample's Unix time."""
 
     path: str
-    bytes: int
+    size_bytes: int
     families: int
     series: int
     samples: int
@@ -78,7 +78,7 @@ class MetricsFile:
         last = datetime.fromtimestamp(self.last, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return (f"{self.path}: {self.families} families, {self.series:,} series, "
                 f"{self.samples:,} samples every {self.interval:g} s from {first} to {last} "
-                f"({self.bytes / 1e6:,.1f} MB)")
+                f"({self.size_bytes / 1e6:,.1f} MB)")
 
 
 def parse_start(text: str) -> float:
@@ -223,16 +223,16 @@ def _escape(value: str) -> str:
 #: HAMi's per-card families: name, HELP, extra labels beyond
 #: node/device_uuid/device_index/device_type (metrics.go collectNodeMetrics)
 _CARD_FAMILIES = (
-    ("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", ()),
-    ("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", ()),
+    ("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", (), "memory_limit"),
+    ("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", (), "core_limit"),
     ("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU",
-     ("device_cores",)),
-    ("hami_gpu_shared_count", "Number of containers sharing this GPU", ()),
-    ("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", ()),
+     ("device_cores",), "memory"),
+    ("hami_gpu_shared_count", "Number of containers sharing this GPU", (), "count"),
+    ("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", (), "cores"),
     ("hami_node_gpu_overview", "GPU overview on a certain node",
-     ("device_cores", "device_memory_limit")),
+     ("device_cores", "device_memory_limit"), "memory"),
     ("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU",
-     ()),
+     (), "memory_ratio"),
 )
 
 
@@ -243,6 +243,7 @@ class _Series:
                  namespaces: Mapping[str, str]) -> None:
         self.grid = grid
         self.namespaces = namespaces
+        self._block: tuple[tuple[int, int], dict[str, np.ndarray]] | None = None
         cards = [(node.name, card) for node in cluster.nodes for card in node.cards]
         self.cards = cards
         self.devmem = np.array([c.devmem for _, c in cards], dtype=np.int64)
@@ -282,7 +283,10 @@ class _Series:
 
     # -- per card ------------------------------------------------------------------
     def usage(self, lo: int, hi: int) -> dict[str, np.ndarray]:
-        """(samples, cards lo..hi) memory MiB, cores and container entries in use."""
+        """(samples, cards lo..hi) memory MiB, cores and container entries in use
+        (the last block asked is kept: every family reads it)."""
+        if self._block is not None and self._block[0] == (lo, hi):
+            return self._block[1]
         k = len(self.grid)
         a, b = np.searchsorted(self.e_col, [lo, hi])
         cols = self.e_col[a:b] - lo
@@ -293,6 +297,7 @@ class _Series:
             np.add.at(delta, (self.e_first[a:b], cols), weight)
             np.add.at(delta, (self.e_stop[a:b], cols), -weight)
             out[name] = np.cumsum(delta, axis=0)[:k]
+        self._block = ((lo, hi), out)
         return out
 
     def card_labels(self, i: int) -> dict[str, str]:
@@ -304,37 +309,31 @@ class _Series:
         """Every family, in a fixed order."""
         n_cards = len(self.cards)
         block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
-        k = len(self.grid)
-        for name, help_text, extra in _CARD_FAMILIES:
+        for name, help_text, extra, what in _CARD_FAMILIES:
             w.family(name, "gauge", help_text)
             for lo in range(0, n_cards, block):
                 hi = min(lo + block, n_cards)
-                used = self.usage(lo, hi) if "allocated" in name or "count" in name \
-                    or "overview" in name else None
+                used = self.usage(lo, hi)
                 for j in range(hi - lo):
-                    i = lo + j
-                    labels = self.card_labels(i)
-                    devmem, devcore = int(self.devmem[i]), int(self.devcore[i])
-                    card_type = labels["device_type"]
+                    labels = self.card_labels(lo + j)
+                    devmem, devcore = int(self.devmem[lo + j]), int(self.devcore[lo + j])
                     if "device_cores" in extra:
                         labels["device_cores"] = str(devcore)
                     if "device_memory_limit" in extra:
                         labels["device_memory_limit"] = str(devmem)
+                    amd = _amd(labels["device_type"], devcore)
                     head = w.head(name, labels.items())
-                    if name == "hami_gpu_memory_limit_bytes":
-                        w.constant(head, str(devmem * _MIB), 0, k)
-                        w.counts[0] += 1
-                    elif name == "hami_gpu_core_limit_ratio":
-                        limit = 100 if _amd(card_type, devcore) else devcore
-                        w.constant(head, str(limit), 0, k)
-                        w.counts[0] += 1
-                    elif name in ("hami_gpu_memory_allocated_bytes", "hami_node_gpu_overview"):
+                    if what == "memory_limit":
+                        w.column(head, np.full(len(self.grid), devmem * _MIB), True)
+                    elif what == "core_limit":
+                        w.column(head, np.full(len(self.grid), 100 if amd else devcore), True)
+                    elif what == "memory":
                         w.column(head, used["mem"][:, j] * _MIB, True)
-                    elif name == "hami_gpu_shared_count":
+                    elif what == "count":
                         w.column(head, used["count"][:, j], True)
-                    elif name == "hami_gpu_core_allocated_ratio":
+                    elif what == "cores":
                         cores = used["core"][:, j]
-                        if _amd(card_type, devcore):
+                        if amd:
                             cores = np.ceil(cores / devcore * 100).astype(np.int64)
                         w.column(head, cores, True)
                     elif devmem > 0:        # HAMi skips the ratio of a card without memory
