@@ -21,6 +21,7 @@ class CardTable:
     max_cards: int              # int
     max_picks: int              # int: most picks of one container on a node (MIG instances)
     n_nodes: int                # int
+    reserved: I64               # int64_t[rows]: what-if mutex-reserve holders per card (live)
     def __init__(
         self,
         *,
@@ -132,6 +133,11 @@ class Core:
         cpu: int,               # int64_t
         mem: int,               # int64_t
         sign: int = ...,        # int: 1 add, -1 remove
+    ) -> None: ...
+    def reserve(
+        self,
+        rows: Any,              # sequence of int64_t card rows
+        sign: int = ...,        # int: 1 a mutex-reserve pod holds them, -1 it left
     ) -> None: ...
     def attempt(
         self,

@@ -49,7 +49,8 @@ cdef enum:
     R_ALLOCATED = 10
     R_QUOTA = 11
     R_MIG = 12
-    N_REASONS = 13
+    R_RESERVED = 13            # what-if mutex-reserve (hamisim.registry.RESERVE_TOKEN)
+    N_REASONS = 14
 
 # Outcome of one node (and of one container on it).
 cdef enum:
@@ -86,7 +87,7 @@ REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
     "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
     "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
-    "ResourceQuotaNotFit", "CardMigTopologyInfeasible",
+    "ResourceQuotaNotFit", "CardMigTopologyInfeasible", "CardReservedByMutex",
 )
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
@@ -154,6 +155,8 @@ ctypedef struct Cards:
     const int64_t* mp_pl1
     const uint64_t* pl_mask
     const int64_t* n_mig
+    # what-if (not HAMi): per row how many mutex-reserve pods hold the card (live)
+    const int64_t* reserved
 
 
 ctypedef struct Pod:
@@ -248,6 +251,7 @@ ctypedef struct Node:
     const int64_t* mp_pl0
     const int64_t* mp_pl1
     const uint64_t* pl_mask
+    const int64_t* reserved    # Cards.reserved of the node's rows
 
 
 ctypedef struct Scratch:
@@ -337,6 +341,7 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.mp_pl0 = c.mp_pl0
     nv.mp_pl1 = c.mp_pl1
     nv.pl_mask = c.pl_mask
+    nv.reserved = c.reserved + r0
 
 
 cdef inline bint _mig_select(const Node* nv, int p, uint64_t occ, int64_t mem, int* prof,
@@ -628,6 +633,9 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         if s.w_used[p] >= nv.count[p]:
             counts[R_SLICING] += 1
             continue
+        if nv.reserved[p] > 0:      # what-if (mutex-reserve), not HAMi
+            counts[R_RESERVED] += 1
+            continue
         if pod.mutex and s.w_used[p] > 0:
             counts[R_EXCLUSIVE] += 1
             continue
@@ -856,6 +864,8 @@ cdef class CardTable:
     """
     cdef Cards c
     cdef readonly int max_cards
+    #: what-if mutex-reserve: per row the pods holding the card under it (Core.reserve)
+    cdef readonly object reserved
     #: the most picks one container can get on a node (cards, MIG instances)
     cdef readonly int max_picks
     cdef readonly int n_nodes
@@ -922,6 +932,9 @@ cdef class CardTable:
         self.max_cards = int(sizes.max()) if n_nodes else 0
         self.n_nodes = n_nodes
         self._set_mig(mig, n_rows, n_nodes, np.asarray(node_start), np.asarray(is_vendor))
+        # what-if mutex-reserve: the table's own live counters, changed by Core.reserve
+        self.reserved = np.zeros(n_rows, dtype=np.int64)
+        self.c.reserved = _p64(self.reserved)
 
     def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, is_vendor):
         # mig: a mapping of the MIG arrays (hamisim.sim.arrays.ClusterState.mig_arrays),
@@ -1329,6 +1342,18 @@ cdef class Core:
         cdef int i
         for i in range(self.table.n_nodes):
             self._refresh(i)
+
+    def reserve(self, rows, int sign=1):
+        """What-if mutex-reserve (not HAMi): the cards at ``rows`` gain
+        (``sign=1``) or lose (``-1``) a reserving pod; Fit refuses every pod a
+        reserved card (``CardReservedByMutex``). The node aggregates still count
+        such cards: they only bound what Fit can find."""
+        cdef const Cards* c = &self.table.c
+        cdef int64_t r
+        for r in rows:
+            if not 0 <= r < c.node_start[c.n_nodes]:
+                raise IndexError(r)
+            (<int64_t*>c.reserved)[r] += sign
 
     def apply(self, int node, rows, d_used, d_mem, d_cores, int64_t cpu, int64_t mem,
               int sign=1):

@@ -733,6 +733,9 @@ def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cor
         return text
     if key == "CardComputeUnitsExhausted":
         return f"cores {usedcores}/{card.devcore} in use and the pod asks 0 cores"
+    if key == "CardReservedByMutex":
+        return ("held by a mutex-reserve pod, which takes the card whole until it leaves "
+                "(a hamisim what-if, not HAMi)")
     return ""
 
 

@@ -9,7 +9,8 @@ need not import each other. Part of the model: knows no files and no time.
 """
 from __future__ import annotations
 
-__all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy"]
+__all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy",
+           "RESERVE_TOKEN"]
 
 #: HAMi's node policies (``hami.io/node-scheduler-policy``).
 HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
@@ -24,3 +25,10 @@ def is_research_policy(policy: str | None) -> bool:
     """Whether ``policy`` (a ``node_scheduler_policy``) names a research policy
     (case and surrounding spaces ignored)."""
     return policy is not None and policy.strip().lower() in _RESEARCH
+
+
+#: The what-if card-policy token (not HAMi behaviour; HAMi v2.10 ignores it):
+#: HAMi's ``mutex`` made two-way, a card a pod with this token holds takes no
+#: other tenant until the pod leaves (HAMi issue #3038). :mod:`hamisim.hami.policy`
+#: reads it, :mod:`hamisim.research` documents it.
+RESERVE_TOKEN = "mutex-reserve"

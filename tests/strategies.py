@@ -284,7 +284,9 @@ def _uuid_list(draw, ids):
 
 
 @st.composite
-def pods(draw, name: str, card_ids: list[str]):
+def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
+    """A random pod; ``what_ifs`` also draws the what-if card policy mutex-reserve
+    (the compiled replay engine does not run it)."""
     n_app = draw(st.integers(1, 3))
     app = tuple(draw(containers(gpu_likely=j == 0)) for j in range(n_app))
     init = tuple(draw(containers(gpu_likely=False))
@@ -292,7 +294,9 @@ def pods(draw, name: str, card_ids: list[str]):
     ann = {}
     if draw(st.integers(0, 2)) == 0:
         ann["hami.io/gpu-scheduler-policy"] = draw(st.sampled_from(
-            GPU_POLICIES + ["topology-aware"] * 3 + ["mutex,topology-aware,numa"]))
+            GPU_POLICIES + ["topology-aware"] * 3 + ["mutex,topology-aware,numa"]
+            + (["mutex-reserve", "mutex-reserve,binpack", "numa, mutex-reserve"] * 2
+               if what_ifs else [])))
     if draw(st.integers(0, 4)) == 0:
         ann["hami.io/node-scheduler-policy"] = draw(st.sampled_from(NODE_POLICIES))
     if draw(st.integers(0, 2)) == 0:

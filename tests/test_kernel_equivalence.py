@@ -44,7 +44,7 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             ker.delete(name)
         else:
             name = f"pod-{step}" if op == "create" else data.draw(st.sampled_from(names))
-            pod = data.draw(pods(name, card_ids), label="pod")
+            pod = data.draw(pods(name, card_ids, what_ifs=True), label="pod")
             tie_draw = data.draw(st.none() | st.floats(0, 1, exclude_max=True), label="tie")
             kube = {}
             if data.draw(st.integers(0, 4), label="kube") == 0:
@@ -74,6 +74,8 @@ def _check_sequence(data, cluster: Cluster, max_steps: int) -> None:
             event("error" if want_err else "bound" if want.bound else "unschedulable")
             if want is not None and not want.bound and "ResourceQuotaNotFit" in want.message:
                 event("a node refused for the quota")
+            if want is not None and not want.bound and "CardReservedByMutex" in want.message:
+                event("a card refused as reserved (mutex-reserve)")
             if want is not None and want.bound and any(len(c) > 1 for c in want.containers):
                 event("multi-card container bound")
             if want is not None and want.bound and any(p.mig for c in want.containers

@@ -34,7 +34,8 @@ def fill_pods(draw, name: str):
     ann = {}
     if draw(st.integers(0, 4)) == 0:
         ann["hami.io/gpu-scheduler-policy"] = draw(st.sampled_from(
-            ["mutex", "mutex,binpack", "binpack", "spread", "mutex,binpack,numa"]))
+            ["mutex", "mutex,binpack", "binpack", "spread", "mutex,binpack,numa", "mutex-reserve",
+             "mutex-reserve,binpack"]))
     if draw(st.integers(0, 4)) == 0:
         ann["hami.io/node-scheduler-policy"] = draw(st.sampled_from(["binpack", "spread"]))
     if draw(st.integers(0, 9)) == 0:

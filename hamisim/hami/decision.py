@@ -41,6 +41,8 @@ REASONS: tuple[str, ...] = (
     "AllocatedCardsInsufficientRequest",
     "ResourceQuotaNotFit",
     "CardMigTopologyInfeasible",
+    # what-if (hamisim.registry.RESERVE_TOKEN), not HAMi's: a card a mutex-reserve pod holds
+    "CardReservedByMutex",
 )
 REASON_CODE = {name: i for i, name in enumerate(REASONS)}
 

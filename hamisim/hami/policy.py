@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from hamisim.errors import InputWarning
-from hamisim.registry import is_research_policy
+from hamisim.registry import RESERVE_TOKEN, is_research_policy
 
 __all__ = [
     "GPU_POLICY_ANNOTATION", "NODE_POLICY_ANNOTATION", "WEIGHTS_ANNOTATION",
     "NUMA_BIND_ANNOTATION", "CardPolicy", "parse_card_policy", "policy_contains",
-    "pod_gpu_policy", "pod_node_policy", "node_policy_spread", "parse_weights",
+    "pod_gpu_policy", "pod_node_policy", "reserves_cards", "node_policy_spread", "parse_weights",
     "pod_weights", "filter_error", "go_quote", "go_parse_bool", "numa_bind", "unknown_tokens",
     "PolicyWarning", "policy_problem", "warn_policy", "warn_pod_policies", "vgpu_mode_problem",
     "VGPU_MODE_ANNOTATION", "CARD_MODES",
@@ -66,6 +66,9 @@ class CardPolicy:
     numa_bind: bool
     mutex: bool
     topology: bool
+    #: the what-if token ``mutex-reserve`` (:data:`hamisim.registry.RESERVE_TOKEN`):
+    #: read as ``mutex``, and the pod's cards take no other tenant while it holds them
+    reserve: bool = False
 
 
 def _tokens(policy: str) -> list[str]:
@@ -106,6 +109,10 @@ def policy_problem(policy: str, kind: str = "gpu", research_ok: bool = False) ->
             if policy.strip() in ("binpack", "spread") else ""
         return (f"node policy {policy!r} is neither 'binpack' nor 'spread'{spaced}: HAMi "
                 "ranks nodes like binpack")
+    if policy_contains(policy, RESERVE_TOKEN):
+        return (f"card policy {policy!r}: '{RESERVE_TOKEN}' is a hamisim what-if, not HAMi "
+                "v2.10 behaviour (HAMi ignores the token): read as 'mutex', and the pod's "
+                "cards take no other tenant until it leaves (HAMi issue #3038)")
     unknown = unknown_tokens(policy)
     parsed = parse_card_policy(policy)
     if parsed.mode == MODE_CHAIN:
@@ -187,7 +194,16 @@ def vgpu_mode_problem(value: str) -> str | None:
 
 
 def parse_card_policy(policy: str, numa_bind: bool = False) -> CardPolicy:
-    """Resolve a card policy string as HAMi's comparator and Fit read it."""
+    """Resolve a card policy string as HAMi's comparator and Fit read it.
+
+    The what-if token ``mutex-reserve`` (not HAMi's) is read as ``mutex``
+    wherever it stands, and sets :attr:`CardPolicy.reserve`."""
+    if policy_contains(policy, RESERVE_TOKEN):
+        as_mutex = ",".join(t.replace(RESERVE_TOKEN, "mutex") if t.strip() == RESERVE_TOKEN
+                            else t for t in policy.split(","))
+        parsed = parse_card_policy(as_mutex, numa_bind)
+        return CardPolicy(policy, parsed.mode, parsed.chain, parsed.numa_bind, True,
+                          parsed.topology, True)
     mutex = policy_contains(policy, "mutex")
     topology = policy_contains(policy, "topology-aware")
     if "," in policy or policy == "numa":
@@ -208,6 +224,13 @@ def parse_card_policy(policy: str, numa_bind: bool = False) -> CardPolicy:
     else:  # spread, topology-aware, "", anything unknown
         mode = SINGLE_SPREAD
     return CardPolicy(policy, mode, (), numa_bind, mutex, topology)
+
+
+def reserves_cards(default: str, pods: Iterable) -> bool:
+    """Whether some pod of ``pods`` (objects with ``annotations``) runs under the
+    what-if ``mutex-reserve``, by its annotation or the scheduler ``default``."""
+    return any(policy_contains(pod_gpu_policy(default, p.annotations), RESERVE_TOKEN)
+               for p in pods)
 
 
 def pod_gpu_policy(default: str, annotations: Mapping[str, str] | None) -> str:

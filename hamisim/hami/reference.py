@@ -98,6 +98,9 @@ class CardUsage:
     #: ``MigProfiles`` and ``MigAllocationsInUse``)
     mig_profiles: tuple[MigProfile, ...] = ()
     mig_in_use: list[MigPlacement] = field(default_factory=list)
+    #: what-if (not HAMi): pods holding the card under ``mutex-reserve``
+    #: (:data:`hamisim.registry.RESERVE_TOKEN`); such a card takes no other tenant
+    reserved: int = 0
 
 
 # ---------------------------------------------------------------------------
@@ -385,6 +388,10 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardTimeSlicingExhausted"] += 1
             _visit(trace, card, "CardTimeSlicingExhausted")
             continue
+        if card.reserved:           # what-if (mutex-reserve), not HAMi
+            reasons["CardReservedByMutex"] += 1
+            _visit(trace, card, "CardReservedByMutex")
+            continue
         if cp.mutex and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             _visit(trace, card, "ExclusiveDeviceAllocateConflict")
@@ -667,6 +674,8 @@ class _Cached:
     cpu_milli: int
     memory_mib: int
     namespace: str = "default"
+    #: its card policy has the what-if token mutex-reserve: its cards are reserved
+    reserve: bool = False
 
 
 class ReferenceScheduler:
@@ -707,6 +716,7 @@ class ReferenceScheduler:
                 card.used += used
                 card.usedmem += mem
                 card.usedcores += cores
+                card.reserved += cached.reserve
         return nodes
 
     def node_requested(self) -> list[tuple[int, int]]:
@@ -719,11 +729,15 @@ class ReferenceScheduler:
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
-              namespace: str = "default") -> None:
+              namespace: str = "default", reserve: bool = False) -> None:
         """Record a placement made elsewhere (an initial state), as HAMi's
-        informer does for a pod that already carries its annotations."""
+        informer does for a pod that already carries its annotations.
+        ``reserve``: the what-if mutex-reserve holds its cards (kept when a
+        pod placed here is adopted again, e.g. after its init containers)."""
+        previous = self.pods.get(name)
         self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib,
-                                  namespace)
+                                  namespace, reserve or (previous is not None
+                                                         and previous.reserve))
 
     def namespace_usage(self, namespace: str) -> tuple[int, int]:
         """``(MiB, cores)`` the cached pods of ``namespace`` count against its quota."""
@@ -855,7 +869,7 @@ class ReferenceScheduler:
         best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
-                                      pod.memory_mib, pod.namespace)
+                                      pod.memory_mib, pod.namespace, policy.reserve)
         return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
 

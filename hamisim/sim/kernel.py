@@ -140,6 +140,7 @@ class _Bound(NamedTuple):
     memory_mib: int
     mig_rows: tuple[int, ...] = ()      # MIG instances: card row, placement bits
     mig_masks: tuple[int, ...] = ()
+    reserve: bool = False               # what-if mutex-reserve: its rows are reserved
 
 
 @dataclass
@@ -156,6 +157,8 @@ class _Shape:
     filter_error: str | None = None
     #: kube-scheduler's static filter codes per node (see FilterTable), or None
     gate: np.ndarray | None = None
+    #: the what-if mutex-reserve: a bound pod of this shape reserves its cards
+    reserve: bool = False
 
 
 #: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
@@ -203,6 +206,8 @@ class KernelScheduler:
         b = self._pods.pop(name, None)
         if b is not None:
             self._core.apply(*b[:7], -1)
+            if b.reserve:
+                self._core.reserve(b.rows, -1)
             if b.mig_rows:
                 self._core.apply_mig(b.mig_rows, b.mig_masks, -1)
             held = self._pod_quota.pop(name, None)
@@ -213,11 +218,13 @@ class KernelScheduler:
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
-              namespace: str = "default") -> None:
-        """Record a placement made elsewhere (an initial state), as HAMi's
-        informer does for a pod that already carries its annotations."""
+              namespace: str = "default", reserve: bool = False) -> None:
+        """As :meth:`hamisim.hami.reference.ReferenceScheduler.adopt`."""
+        previous = self._pods.get(name)
+        reserve = reserve or (previous is not None and previous.reserve)
         self.delete(name)
-        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib, namespace)
+        self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib, namespace,
+                   reserve)
 
     def namespace_usage(self, namespace: str) -> tuple[int, int]:
         """``(MiB, cores)`` the cached pods of ``namespace`` count against its
@@ -243,7 +250,7 @@ class KernelScheduler:
             s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
 
     def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
-              cpu_milli: int, memory_mib: int, namespace: str) -> _Bound:
+              cpu_milli: int, memory_mib: int, namespace: str, reserve: bool = False) -> _Bound:
         contrib = collapsed_usage(containers, n_init, self._aligned[node])
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
@@ -253,12 +260,14 @@ class KernelScheduler:
         mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
                for picks in containers for p in picks if p.mig is not None]
         b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib,
-                   tuple(r for r, _ in mig), tuple(m for _, m in mig))
+                   tuple(r for r, _ in mig), tuple(m for _, m in mig), reserve)
         self._add(name, b, namespace)
         return b
 
     def _add(self, name: str, b: _Bound, namespace: str) -> None:
         self._core.apply(*b[:7])
+        if b.reserve:
+            self._core.reserve(b.rows, 1)
         if b.mig_rows:
             self._core.apply_mig(b.mig_rows, b.mig_masks, 1)
         self._pods[name] = b
@@ -298,7 +307,8 @@ class KernelScheduler:
             node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
                                                              pod.annotations))
         spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights), gate)
-        return _Shape(spec, len(requests), n_init, wants_gpu, node_spread, None, gate)
+        return _Shape(spec, len(requests), n_init, wants_gpu, node_spread, None, gate,
+                      policy is not None and policy.reserve)
 
     def potential_nodes(self) -> int:
         """Nodes the failed attempt just made rejected with kube-scheduler's
@@ -414,11 +424,12 @@ class KernelScheduler:
             # One container: distinct cards, one slot each (collapsed_usage).
             cp = picks[0]
             b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp), [m for _, m, _ in cp],
-                       [c for _, _, c in cp], pod.cpu_milli, pod.memory_mib)
+                       [c for _, _, c in cp], pod.cpu_milli, pod.memory_mib,
+                       reserve=shape.reserve)
             self._add(pod.name, b, pod.namespace)
         else:
             b = self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib,
-                           pod.namespace)
+                           pod.namespace, shape.reserve)
         return Decision(pod.name, names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
 

@@ -1,0 +1,117 @@
+"""The what-if card policy mutex-reserve (HAMi issue #3038; not HAMi behaviour).
+
+HAMi's ``mutex`` asks for a card with no tenant when the pod is placed and
+reserves nothing: a later pod of another policy may join the card. Under
+``mutex-reserve`` (read as ``mutex``) the card takes no other tenant until the
+pod leaves; every other pod's Fit refuses it as ``CardReservedByMutex``. Both
+backends agree decision for decision (here, and in the kernel-equals-reference
+property test, which draws the token); the compiled replay engine leaves such
+runs to the readable one.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
+from hamisim.cli import main
+from hamisim.hami.policy import parse_card_policy, policy_problem
+from hamisim.hami.reference import ReferenceScheduler
+from hamisim.sim.compiled import unsupported
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.sim.kernel import KernelScheduler
+from hamisim.workload import Trace, TracePod
+
+BACKENDS = [ReferenceScheduler, KernelScheduler]
+WORKLOAD = Path(__file__).parents[1] / "workloads" / "mutex-reserve"
+
+
+def two_cards(policy: str = "binpack") -> Cluster:
+    cards = tuple(Card(c, i, count=10, devmem=1000, devcore=100) for i, c in enumerate("AB"))
+    return Cluster((Node("n0", cards),), SchedulerConfig(gpu_scheduler_policy=policy))
+
+
+def pod(name: str, policy: str | None = None, mem: int = 100) -> Pod:
+    ann = {"hami.io/gpu-scheduler-policy": policy} if policy else {}
+    return Pod(name, (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem}),),
+               annotations=ann)
+
+
+def test_the_token_reads_as_mutex_and_reserves():
+    p = parse_card_policy("mutex-reserve,binpack")
+    q = parse_card_policy("mutex,binpack")
+    assert (p.mode, p.chain, p.mutex, p.reserve) == (q.mode, q.chain, True, True)
+    assert parse_card_policy("mutex-reserve").mode == parse_card_policy("mutex").mode
+    assert not parse_card_policy("mutex").reserve
+    assert "what-if, not HAMi" in policy_problem("mutex-reserve")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reserved_card_takes_no_other_tenant_until_its_pod_leaves(backend):
+    s = backend(two_cards())
+    assert s.schedule(pod("m", "mutex-reserve")).devices == "B,NVIDIA,100,0:;"
+    # binpack would put the others on B (it has a tenant); B is reserved
+    assert s.schedule(pod("x")).devices == "A,NVIDIA,100,0:;"
+    assert s.schedule(pod("y")).devices == "A,NVIDIA,100,0:;"
+    d = s.schedule(pod("z", "mutex"))
+    assert d.node is None and d.message == (
+        "0/1 nodes are available: 1 1/2 CardReservedByMutex, "
+        "1/2 ExclusiveDeviceAllocateConflict.")
+    s.delete("m")                       # B is free again, and empty
+    assert s.schedule(pod("z", "mutex")).devices == "B,NVIDIA,100,0:;"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hamis_mutex_lets_a_later_pod_join(backend):
+    s = backend(two_cards())
+    assert s.schedule(pod("m", "mutex")).devices == "B,NVIDIA,100,0:;"
+    assert s.schedule(pod("x")).devices == "B,NVIDIA,100,0:;"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_reservation_survives_a_second_adoption(backend):
+    # the engine adopts a pod again once its init containers finish
+    s = backend(two_cards())
+    d = s.schedule(pod("m", "mutex-reserve"))
+    s.adopt("m", 0, d.containers)
+    assert s.schedule(pod("x")).devices == "A,NVIDIA,100,0:;"
+
+
+def test_replays_agree_and_leave_the_compiled_engine():
+    cluster = two_cards("spread")
+    pods = [TracePod(pod(f"p{i}", "mutex-reserve" if i % 3 == 0 else None, 300), 2.0 * i,
+                     15.0) for i in range(30)]
+    trace = Trace.from_pods("t", pods)
+    assert unsupported(cluster, EngineConfig(), trace, ()) == \
+        "the what-if card policy mutex-reserve"
+    runs = [simulate(cluster, trace, EngineConfig(backend=b, progress=False))
+            for b in ("kernel", "reference")]
+    assert runs[0].events.equals(runs[1].events)
+    assert "CardReservedByMutex" in " ".join(runs[0].events["message"].dropna())
+
+
+def shared_exclusive_pods(folder: Path) -> int:
+    """Exclusive pods that had another tenant on their card at some time."""
+    pods = pd.read_parquet(folder / "pods.parquet")
+    pods = pods[pods["bind"].notna()].copy()
+    pods["card"] = pods["devices"].str.split(",").str[0]
+    pods["end"] = pods["departure"].fillna(float("inf"))
+    both = pods.merge(pods, on="card", suffixes=("", "_o"))
+    overlap = both[(both["pod"] != both["pod_o"]) & (both["bind_o"] < both["end"])
+                   & (both["bind"] < both["end_o"])]
+    return overlap.loc[overlap["pod"].str.startswith("exclusive"), "pod"].nunique()
+
+
+def test_the_bundled_what_if_keeps_exclusive_pods_alone(tmp_path):
+    shared = {}
+    for policy in ("mutex", "mutex-reserve"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(["run", str(WORKLOAD / "cluster.yaml"),
+                         str(WORKLOAD / f"trace-{policy}.csv"), "--out",
+                         str(tmp_path / policy), "--no-progress"]) == 0
+        shared[policy] = shared_exclusive_pods(tmp_path / policy)
+    assert shared["mutex-reserve"] == 0 and shared["mutex"] > 50, shared
