@@ -50,6 +50,7 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import Decision, Pick, parse_reason
 from hamisim.hami.mig import select_candidate
+from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
 from hamisim.hami.reference import (
     CardUsage,
     FitResult,
@@ -734,8 +735,7 @@ def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cor
     if key == "CardComputeUnitsExhausted":
         return f"cores {usedcores}/{card.devcore} in use and the pod asks 0 cores"
     if key == "CardReservedByMutex":
-        return ("held by a mutex-reserve pod, which takes the card whole until it leaves "
-                "(a hamisim what-if, not HAMi)")
+        return "held by a mutex-reserve pod until it leaves; a hamisim what-if, not HAMi"
     return ""
 
 
@@ -972,7 +972,7 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
             sched.adopt(name, node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
                         ip.memory_mib, namespace=ip.namespace)
             placed[name] = (node_index[ip.node], ip.containers, ip.n_init, ip.cpu_milli,
-                            ip.memory_mib, ip.namespace)
+                            ip.memory_mib, ip.namespace, False)
             kube.bound(Pod(name, cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib),
                        node_index[ip.node], 0.0)
             continue
@@ -989,11 +989,14 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
         _check_row(d, k, event, node, devices, message, events_path)
         if d.bound:
             kube.bound(pod, d.node_index, float(time))
+            # the what-if mutex-reserve's hold on the cards goes with the pod
+            reserve = parse_card_policy(pod_gpu_policy(cluster.scheduler.gpu_scheduler_policy,
+                                                       pod.annotations)).reserve
             placed[name] = (d.node_index, d.containers, len(pod.init_containers),
-                            pod.cpu_milli, pod.memory_mib, pod.namespace)
+                            pod.cpu_milli, pod.memory_mib, pod.namespace, reserve)
     ref = ReferenceScheduler(cluster)
-    for name, (i, containers, n_init, cpu, mem, ns) in placed.items():
-        ref.adopt(name, i, containers, n_init, cpu, mem, namespace=ns)
+    for name, (i, containers, n_init, cpu, mem, ns, reserve) in placed.items():
+        ref.adopt(name, i, containers, n_init, cpu, mem, namespace=ns, reserve=reserve)
     ref.next_start = sched.next_start
     kube.sched = ref
     time, name, event, node, devices, message = rows[target]

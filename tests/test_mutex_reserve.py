@@ -105,7 +105,7 @@ def shared_exclusive_pods(folder: Path) -> int:
     return overlap.loc[overlap["pod"].str.startswith("exclusive"), "pod"].nunique()
 
 
-def test_the_bundled_what_if_keeps_exclusive_pods_alone(tmp_path):
+def test_the_bundled_what_if_keeps_exclusive_pods_alone(tmp_path, capsys):
     shared = {}
     for policy in ("mutex", "mutex-reserve"):
         with warnings.catch_warnings():
@@ -115,3 +115,13 @@ def test_the_bundled_what_if_keeps_exclusive_pods_alone(tmp_path):
                          str(tmp_path / policy), "--no-progress"]) == 0
         shared[policy] = shared_exclusive_pods(tmp_path / policy)
     assert shared["mutex-reserve"] == 0 and shared["mutex"] > 50, shared
+    # explain --run replays the run, reservations included, up to a refused attempt
+    events = pd.read_parquet(tmp_path / "mutex-reserve" / "events.parquet")
+    refused = events[events["message"].str.contains("CardReservedByMutex", na=False)]
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["explain", "--run", str(tmp_path / "mutex-reserve"), "--pod",
+                     refused["pod"].iloc[0]]) == 0
+    assert "CardReservedByMutex (held by a mutex-reserve pod until it leaves" in \
+        capsys.readouterr().out
