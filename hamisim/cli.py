@@ -186,6 +186,33 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="print the explanation as JSON")
     ex.set_defaults(func=cmd_explain)
 
+    su = sub.add_parser(
+        "scaleup", help="what-if: the fewest new nodes per group that place the pending pods",
+        description="A what-if, not HAMi behaviour: the cheapest nodes to add, per node group "
+                    "of --groups (a cluster file whose groups are the kinds of node the "
+                    "autoscaler can add, 'replicas' the most of each), so that every pod of "
+                    "PENDING binds when the pods are placed together (one pass in "
+                    "kube-scheduler's queue order, HAMi v2.10's decisions on the kernel, each "
+                    "pod seeing the ones before), beside what HAMi's dry-run filter concludes "
+                    "pod by pod. Exact search up to --max-evaluations additions, then greedy "
+                    "with a lower bound.")
+    su.add_argument("cluster", metavar="CLUSTER", help="cluster file (.yaml/.json)")
+    su.add_argument("pending", metavar="PENDING",
+                    help="the pending pods: a trace (.csv/.jsonl/.parquet), e.g. the "
+                         "pending.jsonl of 'hamisim import'")
+    su.add_argument("--groups", metavar="FILE", required=True,
+                    help="node-group templates: a cluster file; each group's name_prefix "
+                         "names it, replicas is the most nodes it may add")
+    su.add_argument("--state", metavar="STATE",
+                    help="pods running on the cluster (DESIGN §4.4, e.g. from 'hamisim import')")
+    su.add_argument("--cost", action="append", default=[], metavar="GROUP=X",
+                    help="cost of one node of GROUP (default 1: the fewest nodes; repeatable)")
+    su.add_argument("--max-evaluations", type=_positive_int, default=2000, metavar="K",
+                    help="additions tried exhaustively before going greedy "
+                         "(default: %(default)s)")
+    su.add_argument("--json", action="store_true", help="print the plan as JSON")
+    su.set_defaults(func=cmd_scaleup)
+
     sw = sub.add_parser(
         "sweep", help="run every cell of a sweep file (clusters x workloads x policies x seeds)",
         description="Run every combination of a sweep file's clusters (or node-group sizes), "
@@ -741,6 +768,65 @@ def cmd_import(args: argparse.Namespace) -> int:
               f"--out {args.out}-run")
         print(f"  hamisim explain {files['cluster']} {files['pending']} --pod {first} "
               f"--state {files['state']}")
+    return EXIT_OK
+
+
+def cmd_scaleup(args: argparse.Namespace) -> int:
+    from hamisim.io.clusterfile import load_cluster
+    from hamisim.io.initialstate import load_state
+    from hamisim.io.traces import read_trace
+    from hamisim.studies.scaleup import dry_run_verdicts, node_groups, plan_scaleup, queue_order
+    costs = {}
+    for item in args.cost:
+        group, sep, value = item.partition("=")
+        try:
+            costs[group.strip()] = float(value)
+        except ValueError:
+            raise HamisimError(f"--cost {item}: expected GROUP=NUMBER") from None
+        if not sep:
+            raise HamisimError(f"--cost {item}: expected GROUP=NUMBER")
+    cluster = load_cluster(args.cluster)
+    templates = load_cluster(args.groups)
+    try:
+        groups = node_groups(templates, cluster, costs)
+    except ValueError as err:
+        raise HamisimError(str(err)) from None
+    state = load_state(args.state, cluster) if args.state else None
+    pods = queue_order(read_trace(args.pending))
+    plan = plan_scaleup(cluster, groups, pods, state, args.max_evaluations)
+    verdicts = dry_run_verdicts(cluster, groups, pods)
+    if args.json:
+        print(json.dumps({"plan": plan.__dict__, "groups": [
+            {"group": g.name, "max_new": g.max_new, "cost": g.cost, "existing": g.existing}
+            for g in groups], "dry_run": verdicts}, indent=2, sort_keys=True, default=str))
+        return EXIT_OK
+    print(f"hamisim scaleup (a what-if, not HAMi behaviour): {len(pods)} pending pods on "
+          f"{args.cluster} ({len(cluster.nodes)} nodes, {cluster.n_cards} GPUs"
+          f"{f', {len(state)} pods running' if state else ''})")
+    for g in groups:
+        cards = g.template.cards
+        kind = f"{len(cards)} x {cards[0].type}" if cards else "no GPU"
+        print(f"  group {g.name}: {g.existing} nodes now, up to {g.max_new} more at cost "
+              f"{g.cost:g} each ({kind})")
+    print(f"  without new nodes: {plan.placed_now} of {plan.pending} placed")
+    if plan.add is None:
+        print(f"  no addition places every pod: with the most nodes of every group "
+              f"{plan.placed} are placed; never placed: {', '.join(plan.unplaced[:10])}"
+              f"{' ...' if len(plan.unplaced) > 10 else ''}")
+    else:
+        added = ", ".join(f"{name} +{n}" for name, n in plan.add.items())
+        how = ("exact: the cheapest possible" if plan.method == "exact" else
+               f"greedy: every addition cheaper than {plan.lower_bound:g} was tried and "
+               f"fails, so the optimum costs at least that")
+        print(f"  add {added} (cost {plan.cost:g}; {how}; {plan.evaluations} additions "
+              f"scheduled)")
+    print("  HAMi's dry-run filter, pod by pod (each pod alone on an empty template node):")
+    for g in groups:
+        fits = sum(1 for v in verdicts.values() if v[g.name] == "fits")
+        others = sorted({v[g.name] for v in verdicts.values() if v[g.name] != "fits"})
+        note = f"; the others: {others[0]}" if len(others) == 1 else \
+            (f"; {len(others)} different refusals" if others else "")
+        print(f"    {g.name}: {fits} of {len(pods)} pods fit one new node{note}")
     return EXIT_OK
 
 
