@@ -775,6 +775,8 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     from hamisim.io.clusterfile import load_cluster
     from hamisim.io.initialstate import load_state
     from hamisim.io.traces import read_trace
+    from collections import Counter
+
     from hamisim.studies.scaleup import dry_run_verdicts, node_groups, plan_scaleup, queue_order
     costs = {}
     for item in args.cost:
@@ -806,8 +808,8 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     for g in groups:
         cards = g.template.cards
         kind = f"{len(cards)} x {cards[0].type}" if cards else "no GPU"
-        print(f"  group {g.name}: {g.existing} nodes now, up to {g.max_new} more at cost "
-              f"{g.cost:g} each ({kind})")
+        print(f"  group {g.name}: {g.existing} node{'s' if g.existing != 1 else ''} now, up "
+              f"to {g.max_new} more at cost {g.cost:g} each ({kind})")
     print(f"  without new nodes: {plan.placed_now} of {plan.pending} placed")
     if plan.add is None:
         print(f"  no addition places every pod: with the most nodes of every group "
@@ -823,10 +825,10 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     print("  HAMi's dry-run filter, pod by pod (each pod alone on an empty template node):")
     for g in groups:
         fits = sum(1 for v in verdicts.values() if v[g.name] == "fits")
-        others = sorted({v[g.name] for v in verdicts.values() if v[g.name] != "fits"})
-        note = f"; the others: {others[0]}" if len(others) == 1 else \
-            (f"; {len(others)} different refusals" if others else "")
-        print(f"    {g.name}: {fits} of {len(pods)} pods fit one new node{note}")
+        print(f"    {g.name}: {fits} of {len(pods)} pods fit one new node")
+        refusals = Counter(v[g.name] for v in verdicts.values() if v[g.name] != "fits")
+        for why, n in refusals.most_common():
+            print(f"      {n} refused: {why}")
     return EXIT_OK
 
 

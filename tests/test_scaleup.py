@@ -8,6 +8,7 @@ rules (a group with no node answers "node unregistered").
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -102,3 +103,18 @@ def test_cli_prints_the_plan_and_refuses_bad_costs(capsys):
     assert "--cost names no node group" in capsys.readouterr().err
     assert main(args + ["--cost", "t4=-1"]) == 2
     assert "positive" in capsys.readouterr().err
+
+
+def test_an_imported_cluster_counts_its_nodes_of_the_templates_kind(tmp_path):
+    example = Path(__file__).parents[1] / "workloads" / "kubectl-example"
+    assert main(["import", str(example / "nodes.json"), str(example / "pods.json"),
+                 "--out", str(tmp_path / "imp")]) == 0
+    cluster = load_cluster(tmp_path / "imp" / "cluster.yaml")
+    t4 = next(n for n in cluster.nodes if n.name == "gpu-node-1")
+    templates = load_cluster(EXAMPLE / "groups.yaml")
+    (a100,) = [g for g in node_groups(templates, cluster) if g.name == "a100"]
+    assert a100.existing == 0                   # no node with 8 x A100 40GB
+    t4_kind = dataclasses.replace(templates, nodes=(dataclasses.replace(
+        t4, name="t4-0", group="t4"),))
+    (group,) = node_groups(t4_kind, cluster)
+    assert group.existing == 2                  # gpu-node-1 and gpu-node-3

@@ -18,10 +18,13 @@ exhaustive frontier was tried and failed, so the answer is reported with that
 lower bound.
 
 Beside it, what HAMi v2.10's dry-run filter for the autoscaler concludes pod by
-pod (:func:`dry_run_verdicts`): each pod is judged alone against one empty
-template node of a group (pods planned together cannot see each other's use),
-and a group with no node yet has no HAMi registration to read, so its answer
-is ``node unregistered``.
+pod (:func:`dry_run_verdicts`; HAMi's ``docs/develop/dry-run-filter-design.md``
+and ``Scheduler.filterSimulation``): a request carrying whole Node objects
+rebuilds their cards from the ``hami.io/node-nvidia-register`` annotation with
+zero usage, so each pod is judged alone against one empty template node (pods
+planned together cannot see each other's use), and a template without the
+annotation, as a group with no node yet has, answers ``node unregistered``.
+(Its live ResourceQuota cache, which that Fit still reads, is not modelled.)
 """
 from __future__ import annotations
 
@@ -82,7 +85,9 @@ def node_groups(templates: Cluster, cluster: Cluster,
                 costs: Mapping[str, float] | None = None) -> list[NodeGroup]:
     """The groups of a templates cluster file: per ``group`` (its ``name_prefix``)
     the first node as template and the node count as the most that may be
-    added; ``existing`` counts the cluster's nodes of that group."""
+    added; ``existing`` counts the cluster's nodes of that group, else (a
+    cluster without that group, e.g. imported) its nodes of the template's kind
+    (same cards: type, memory, cores, slots)."""
     costs = dict(costs or {})
     seen: dict[str, list[Node]] = {}
     for node in templates.nodes:
@@ -98,8 +103,20 @@ def node_groups(templates: Cluster, cluster: Cluster,
     for node in cluster.nodes:
         if node.group:
             have[node.group] = have.get(node.group, 0) + 1
+    kinds: dict[tuple, int] = {}
+    for node in cluster.nodes:
+        kinds[_kind(node)] = kinds.get(_kind(node), 0) + 1
+    # a group the cluster file does not name (an imported cluster has no groups)
+    # counts the nodes of its template's kind
     return [NodeGroup(name, nodes[0], len(nodes), float(costs.get(name, 1.0)),
-                      have.get(name, 0)) for name, nodes in seen.items()]
+                      have.get(name) or kinds.get(_kind(nodes[0]), 0))
+            for name, nodes in seen.items()]
+
+
+def _kind(node: Node) -> tuple:
+    """What makes two nodes the same kind: their cards' type, memory, cores and
+    slots (the autoscaler's template stands for nodes like that)."""
+    return tuple(sorted((c.type, c.devmem, c.devcore, c.count) for c in node.cards))
 
 
 def queue_order(trace: Trace) -> list[Pod]:
