@@ -186,6 +186,35 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="print the explanation as JSON")
     ex.set_defaults(func=cmd_explain)
 
+    df = sub.add_parser(
+        "defrag", help="what-if: the fewest pod moves that free cards or make room for a pod",
+        description="A what-if, not HAMi behaviour (HAMi never moves a running pod): the "
+                    "shortest sequence of moves - evict a running pod of STATE and let HAMi "
+                    "v2.10 place it again under the cluster's policies - that frees N more "
+                    "cards (--free-cards), lets a pending pod fit (--fit), or frees as many "
+                    "cards as --budget moves can. Every sequence of 1, 2, ... moves is tried up "
+                    "to --max-moves (the first found is the shortest), then greedy; the plan "
+                    "is replayed on a fresh scheduler before it is printed.")
+    df.add_argument("cluster", metavar="CLUSTER", help="cluster file (.yaml/.json)")
+    df.add_argument("state", metavar="STATE",
+                    help="the running pods (DESIGN §4.4, e.g. from 'hamisim import')")
+    goal = df.add_mutually_exclusive_group()
+    goal.add_argument("--free-cards", type=_positive_int, metavar="N",
+                      help="free N more cards (no tenant)")
+    goal.add_argument("--fit", metavar="PODS",
+                      help="make room for a pending pod of this trace (.csv/.jsonl/.parquet; "
+                           "--pod picks it, default the first)")
+    df.add_argument("--pod", metavar="NAME", help="with --fit: the pod")
+    df.add_argument("--budget", type=_positive_int, metavar="K",
+                    help="at most K moves (alone: free as many cards as K moves can)")
+    df.add_argument("--max-moves", type=_positive_int, default=3, metavar="D",
+                    help="longest plan searched (default: %(default)s)")
+    df.add_argument("--max-evaluations", type=_positive_int, default=20000, metavar="K",
+                    help="placements tried before the search goes greedy "
+                         "(default: %(default)s)")
+    df.add_argument("--json", action="store_true", help="print the plan as JSON")
+    df.set_defaults(func=cmd_defrag)
+
     su = sub.add_parser(
         "scaleup", help="what-if: the fewest new nodes per group that place the pending pods",
         description="A what-if, not HAMi behaviour: the cheapest nodes to add, per node group "
@@ -769,6 +798,55 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"  hamisim explain {files['cluster']} {files['pending']} --pod {first} "
               f"--state {files['state']}")
     return EXIT_OK
+
+
+def cmd_defrag(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from hamisim.io.clusterfile import load_cluster
+    from hamisim.io.initialstate import load_state
+    from hamisim.io.traces import read_trace
+    from hamisim.studies.defrag import plan_defrag
+    if args.free_cards is None and args.fit is None and args.budget is None:
+        raise HamisimError("defrag needs a goal: --free-cards N, --fit PODS or --budget K")
+    if args.pod is not None and args.fit is None:
+        raise HamisimError("--pod needs --fit PODS")
+    cluster = load_cluster(args.cluster)
+    state = load_state(args.state, cluster)
+    fit = None
+    if args.fit is not None:
+        trace = read_trace(args.fit)
+        names = trace.names
+        if not names:
+            raise InputError(args.fit, None, "no pod in the file")
+        if args.pod is not None and args.pod not in names:
+            raise InputError(args.fit, None, f"no pod named '{args.pod}'")
+        fit = trace.trace_pod(names.index(args.pod) if args.pod else 0).pod
+    plan = plan_defrag(cluster, state, free_cards=args.free_cards, fit=fit, budget=args.budget,
+                       max_moves=args.max_moves, max_evaluations=args.max_evaluations)
+    if args.json:
+        out = dataclasses.asdict(plan)
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return EXIT_OK
+    print(f"hamisim defrag (a what-if, not HAMi behaviour): {args.cluster}, "
+          f"{len(state)} running pods; goal: {plan.goal}")
+    if plan.reached and not plan.moves:
+        print("  no move needed")
+    for k, m in enumerate(plan.moves, 1):
+        print(f"  {k}. move {m.pod}: {m.from_node} {', '.join(m.from_cards)} -> "
+              f"{m.to_node} {', '.join(m.to_cards)}")
+    how = (f"shortest possible ({plan.evaluations:,} placements tried)" if plan.method == "exact"
+           else f"greedy; no plan of fewer than {plan.shortest_possible} moves exists "
+                f"({plan.evaluations:,} placements tried)")
+    if not plan.reached:
+        how += f"; --max-moves {args.max_moves} bounds the search"
+    print(f"  goal {'reached' if plan.reached else 'NOT reached'}: {how}")
+    print(f"  cards with no tenant: {plan.zero_tenant_before} -> {plan.zero_tenant_after}; "
+          f"free memory on cards with a tenant: {plan.scattered_mib_before:,} -> "
+          f"{plan.scattered_mib_after:,} MiB")
+    print("  each move evicts the pod; HAMi places it again as it places a new pod "
+          "(the plan was replayed on a fresh scheduler)")
+    return EXIT_OK if plan.reached else EXIT_EXPECTATION_FAILED
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:

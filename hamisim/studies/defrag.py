@@ -1,0 +1,257 @@
+"""The defragmentation what-if: the fewest pod moves that free cards or make room.
+
+Not HAMi behaviour: HAMi never moves a running pod (HAMi issue #2072 asks for a
+way to). A *move* evicts one running pod and lets the scheduler place it again
+under the cluster's policies, HAMi v2.10's decision on the kernel, exactly as a
+deleted pod's replacement would be placed; a move that puts the pod back where
+it was is no move. :func:`plan_defrag` searches for the shortest sequence of
+moves that reaches a goal:
+
+* ``free_cards=N``: N more cards with no tenant;
+* ``fit=pod``: the pending ``pod`` fits somewhere afterwards;
+* ``budget=K`` alone: as many cards with no tenant as K moves can free.
+
+The search tries every sequence of one move, then of two, ... up to
+``max_moves`` (order matters: each placement sees the ones before), so the
+first plan found is the shortest; past ``max_evaluations`` placements it goes
+greedy (the move that frees the most cards, then leaves the most free memory
+on the fewest cards) and reports how many moves were ruled out. The plan is
+then replayed on a fresh scheduler and must land every pod where the search
+saw it land.
+
+The running pods come from an initial state (``hamisim import``, DESIGN
+§4.4), which records their allocations, not their requests: a pod is placed
+again with each container asking for its cards' count, memory and cores, and
+the scheduler's default policies (its own policy annotations are not in the
+state).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from hamisim.cluster import Cluster
+from hamisim.hami.decision import Pick
+from hamisim.io.initialstate import InitialPod, InitialState
+from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
+from hamisim.sim.kernel import KernelScheduler
+
+__all__ = ["Move", "DefragPlan", "plan_defrag", "pod_of", "DEFAULT_MAX_MOVES",
+           "DEFAULT_MAX_EVALUATIONS"]
+
+DEFAULT_MAX_MOVES = 3
+DEFAULT_MAX_EVALUATIONS = 20_000
+
+
+@dataclass(frozen=True)
+class Move:
+    """One eviction and its re-placement: card ids before and after."""
+
+    pod: str
+    from_node: str
+    from_cards: tuple[str, ...]
+    to_node: str
+    to_cards: tuple[str, ...]
+
+
+@dataclass
+class DefragPlan:
+    """What :func:`plan_defrag` found."""
+
+    goal: str
+    moves: list[Move]
+    reached: bool
+    #: ``exact`` (no shorter plan exists) or ``greedy``
+    method: str
+    #: every plan of fewer moves than this was tried and misses the goal
+    shortest_possible: int
+    evaluations: int
+    zero_tenant_before: int
+    zero_tenant_after: int
+    #: free memory (MiB) on cards that have a tenant: what a whole-card pod cannot use
+    scattered_mib_before: int
+    scattered_mib_after: int
+    notes: list[str] = field(default_factory=list)
+
+
+def pod_of(p: InitialPod) -> Pod:
+    """A running pod as a request: each container asks for its cards' count,
+    memory and cores (the state records allocations only)."""
+    containers = []
+    for picks in p.containers:
+        limits = {}
+        if picks:
+            limits = {GPU: len(picks), GPUMEM: max(k.usedmem for k in picks),
+                      GPUCORES: max(k.usedcores for k in picks)}
+        containers.append(Container(limits=limits))
+    init, app = containers[:p.n_init], containers[p.n_init:]
+    return Pod(p.name, tuple(app), tuple(init), {}, p.cpu_milli, p.memory_mib,
+               namespace=p.namespace)
+
+
+class _World:
+    """A scheduler holding the state, with moves that can be undone."""
+
+    def __init__(self, cluster: Cluster, state: InitialState) -> None:
+        self.cluster = cluster
+        self.sched = KernelScheduler(cluster)
+        state.adopt_into(self.sched, cluster)
+        index = {n.name: i for i, n in enumerate(cluster.nodes)}
+        self.where: dict[str, tuple] = {
+            p.name: (index[p.node], p.containers, p.n_init, p.cpu_milli, p.memory_mib,
+                     p.namespace) for p in state.pods}
+        self.pods = {p.name: pod_of(p) for p in state.pods}
+        self.evaluations = 0
+
+    def move(self, name: str) -> tuple | None:
+        """Evict and re-place ``name``; returns the old placement (for
+        :meth:`undo`) or ``None`` when it lands where it was (nothing changed)."""
+        old = self.where[name]
+        # kube-scheduler's sampling start moves with every attempt: an undone
+        # move (or a trial of the goal pod) must not shift the next one's
+        start = self.sched.next_start
+        self.sched.delete(name)
+        self.evaluations += 1
+        d = self.sched.schedule(self.pods[name])
+        new = (d.node_index, d.containers, old[2], old[3], old[4], old[5])
+        if not d.bound or (new[0] == old[0] and _cards(new[1]) == _cards(old[1])):
+            # unbound cannot happen (its own place is free); the same cards: no move
+            self.sched.delete(name)
+            self.sched.adopt(name, *old[:5], namespace=old[5])
+            self.sched.next_start = start
+            return None
+        self.where[name] = new
+        return old + (start,)
+
+    def undo(self, name: str, old: tuple) -> None:
+        self.sched.delete(name)
+        self.sched.adopt(name, *old[:5], namespace=old[5])
+        self.sched.next_start = old[6]
+        self.where[name] = old[:6]
+
+    def zero_tenant(self) -> int:
+        return sum(1 for used, _, _ in self.sched.usage_by_card().values() if used == 0)
+
+    def scattered(self) -> int:
+        devmem = {c.id: c.devmem for n in self.cluster.nodes for c in n.cards}
+        return sum(devmem[cid] - mem for cid, (used, mem, _) in
+                   self.sched.usage_by_card().items() if used > 0)
+
+    def fits(self, pod: Pod) -> bool:
+        self.evaluations += 1
+        start = self.sched.next_start
+        d = self.sched.schedule(pod)
+        if d.bound:
+            self.sched.delete(pod.name)
+        self.sched.next_start = start
+        return d.bound
+
+
+def _cards(containers: Sequence[Sequence[Pick]]) -> tuple[str, ...]:
+    return tuple(sorted({p.uuid for picks in containers for p in picks}))
+
+
+def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None = None,
+                fit: Pod | None = None, budget: int | None = None,
+                max_moves: int = DEFAULT_MAX_MOVES,
+                max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> DefragPlan:
+    """The shortest sequence of moves reaching the goal (module docstring)."""
+    if free_cards is None and fit is None and budget is None:
+        raise ValueError("give a goal: free_cards, fit, or budget alone")
+    if free_cards is not None and fit is not None:
+        raise ValueError("give one goal: free_cards or fit")
+    world = _World(cluster, state)
+    names = sorted(world.pods)
+    zero0, scattered0 = world.zero_tenant(), world.scattered()
+    depth_limit = min(max_moves, budget) if budget is not None else max_moves
+    if free_cards is not None:
+        goal = f"free {free_cards} more card{'s' if free_cards != 1 else ''}"
+        reached = lambda: world.zero_tenant() >= zero0 + free_cards       # noqa: E731
+    elif fit is not None:
+        goal = f"make room for pod {fit.name}"
+        reached = lambda: world.fits(fit)                                  # noqa: E731
+    else:
+        goal = f"free as many cards as {budget} move{'s' if budget != 1 else ''} can"
+        reached = None
+    best: list = [world.zero_tenant(), []]       # for the budget goal: best found
+    path: list[tuple[str, tuple, Move]] = []
+    out_of_time = False
+
+    def search(depth: int) -> bool:
+        nonlocal out_of_time
+        if reached is not None and len(path) == depth:
+            return reached()
+        if reached is None and len(path) == depth:
+            z = world.zero_tenant()
+            if z > best[0]:
+                best[0], best[1] = z, [m for _, _, m in path]
+            return False
+        for name in names:
+            if any(name == n for n, _, _ in path):
+                continue
+            if world.evaluations >= max_evaluations:
+                out_of_time = True
+                return False
+            old = world.move(name)
+            if old is None:
+                continue
+            new = world.where[name]
+            path.append((name, old, Move(name, cluster.nodes[old[0]].name, _cards(old[1]),
+                                         cluster.nodes[new[0]].name, _cards(new[1]))))
+            found = search(depth)
+            if found:
+                return True
+            _, old, _ = path.pop()
+            world.undo(name, old)
+        return False
+
+    tried = 0
+    def plan(moves, done, method, shortest) -> DefragPlan:
+        after = _replayed(cluster, state, moves)
+        return DefragPlan(goal, list(moves), done, method, shortest, world.evaluations,
+                          zero0, after.zero_tenant(), scattered0, after.scattered())
+
+    if reached is not None and reached():
+        return plan([], True, "exact", 0)
+    for depth in range(1, depth_limit + 1):
+        if search(depth):
+            return plan([m for _, _, m in path], True, "exact", depth)
+        if out_of_time:
+            break
+        tried = depth
+    if reached is None and not out_of_time:
+        return plan(best[1], True, "exact", len(best[1]))
+    # greedy: the move freeing the most cards, then leaving the least scattered memory
+    moves: list[Move] = []
+    while len(moves) < depth_limit and not (reached is not None and reached()):
+        options = []
+        for name in names:
+            if any(m.pod == name for m in moves):
+                continue
+            old = world.move(name)
+            if old is None:
+                continue
+            new = world.where[name]
+            options.append((world.zero_tenant(), -world.scattered(), name,
+                            Move(name, cluster.nodes[old[0]].name, _cards(old[1]),
+                                 cluster.nodes[new[0]].name, _cards(new[1]))))
+            world.undo(name, old)
+        if not options:
+            break
+        *_, name, move = max(options, key=lambda o: o[:2])
+        world.move(name)
+        moves.append(move)
+    result = plan(moves, reached() if reached is not None else True, "greedy", tried + 1)
+    result.notes.append(f"every plan of up to {tried} move(s) was tried before the search "
+                        "went greedy")
+    return result
+
+
+def _replayed(cluster: Cluster, state: InitialState, moves: Sequence[Move]) -> _World:
+    """The moves replayed on a fresh scheduler, checked to land as planned."""
+    world = _World(cluster, state)
+    for m in moves:
+        assert world.move(m.pod) is not None, m
+        node, containers = world.where[m.pod][:2]
+        assert (cluster.nodes[node].name, _cards(containers)) == (m.to_node, m.to_cards), m
+    return world

@@ -1,0 +1,100 @@
+"""hamisim defrag: the fewest pod moves that free cards or make room for a pod.
+
+A what-if, not HAMi behaviour. A move evicts a running pod and lets HAMi place
+it again; the search's answer must be as short as the shortest plan a brute
+force finds (every sequence of up to three distinct pods, each replayed on a
+fresh scheduler), its after-figures must be those of the replay, and the
+greedy fallback must report the length it ruled out.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from hamisim.cli import main
+from hamisim.io.clusterfile import load_cluster
+from hamisim.io.initialstate import load_state
+from hamisim.io.traces import read_trace
+from hamisim.studies.defrag import _World, plan_defrag, pod_of
+
+EXAMPLE = Path(__file__).parents[1] / "workloads" / "defrag"
+
+
+@pytest.fixture(scope="module")
+def example():
+    cluster = load_cluster(EXAMPLE / "cluster.yaml")
+    return cluster, load_state(EXAMPLE / "state.yaml", cluster)
+
+
+def shortest_by_brute_force(cluster, state, reached, longest=3):
+    names = sorted(p.name for p in state.pods)
+    for k in range(longest + 1):
+        for seq in itertools.permutations(names, k):
+            world = _World(cluster, state)
+            if all(world.move(n) is not None for n in seq) and reached(world):
+                return k
+    return None
+
+
+@pytest.mark.parametrize("goal", ["free 1", "free 2", "free 3", "fit"])
+def test_the_plan_is_as_short_as_brute_force_finds(example, goal):
+    cluster, state = example
+    zero = _World(cluster, state).zero_tenant()
+    if goal == "fit":
+        pod = read_trace(EXAMPLE / "pending.csv").trace_pod(0).pod
+        plan = plan_defrag(cluster, state, fit=pod)
+        want = shortest_by_brute_force(cluster, state, lambda w: w.fits(pod))
+    else:
+        n = int(goal.split()[1])
+        plan = plan_defrag(cluster, state, free_cards=n)
+        want = shortest_by_brute_force(cluster, state, lambda w: w.zero_tenant() >= zero + n)
+    assert plan.reached and plan.method == "exact"
+    assert len(plan.moves) == plan.shortest_possible == want
+    assert plan.zero_tenant_before == zero
+    if goal != "fit":
+        assert plan.zero_tenant_after >= zero + int(goal.split()[1])
+
+
+def test_a_budget_frees_as_many_cards_as_its_moves_can(example):
+    cluster, state = example
+    plan = plan_defrag(cluster, state, budget=2)
+    best = max(_World(cluster, state).zero_tenant() if not seq else _after(cluster, state, seq)
+               for k in range(3) for seq in itertools.permutations(
+                   sorted(p.name for p in state.pods), k))
+    assert plan.zero_tenant_after == best and len(plan.moves) <= 2
+
+
+def _after(cluster, state, seq):
+    world = _World(cluster, state)
+    return world.zero_tenant() if all(world.move(n) is not None for n in seq) else -1
+
+
+def test_the_greedy_fallback_says_what_it_ruled_out(example):
+    cluster, state = example
+    plan = plan_defrag(cluster, state, free_cards=3, max_evaluations=10)
+    assert plan.method == "greedy" and plan.shortest_possible == 2
+    assert plan.reached and len(plan.moves) >= 3
+
+
+def test_a_running_pod_asks_for_what_it_holds(example):
+    _, state = example
+    pod = pod_of(next(p for p in state.pods if p.name == "serve-3"))
+    (c,) = pod.containers
+    assert c.limits == {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 5000,
+                        "nvidia.com/gpucores": 20}
+
+
+def test_cli(capsys):
+    args = ["defrag", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "state.yaml")]
+    assert main(args + ["--fit", str(EXAMPLE / "pending.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "a what-if, not HAMi behaviour" in out and "goal reached: shortest possible" in out
+    assert main(args + ["--free-cards", "8"]) == 1
+    assert "NOT reached" in capsys.readouterr().out
+    assert main(args + ["--budget", "1", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["moves"]) == 1
+    assert main(args) == 2
+    assert "defrag needs a goal" in capsys.readouterr().err
