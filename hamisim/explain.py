@@ -35,7 +35,6 @@ that found too few. Two entry points:
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import Counter
@@ -884,39 +883,14 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
     from hamisim.io.outputs import read_table
     from hamisim.sim.backend import make_scheduler
     from hamisim.sim.recorder import INITIAL_STATE_MESSAGE
-    from hamisim.studies.runs import _sha256, prepare, spec_from_summary
+    from hamisim.studies.runs import prepare_recorded
 
     folder = Path(run_dir)
-    summary_path = folder / "summary.json"
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(str(summary_path), None,
-                         f"cannot read the run's summary ({err.strerror or err}); is "
-                         f"{folder} a results folder of 'hamisim run'?") from None
-    except ValueError as err:
-        raise InputError(str(summary_path), None, f"not valid JSON: {err}") from None
-    inputs = summary.get("inputs", {}) if isinstance(summary, dict) else {}
-    if "cluster_path" not in inputs or "scheduler" not in summary:
-        raise InputError(str(summary_path), None, "this summary does not record where the "
-                         "run's inputs are (written by an older hamisim, or not by 'run'); "
-                         "run it again")
-    for key in ("cluster", "trace", "state"):
-        path = inputs.get(f"{key}_path")
-        if path is None:
-            continue
-        if not os.path.exists(path):
-            raise InputError(path, None, f"the run's {key} file is gone; explain replays the "
-                                         "run from its inputs")
-        if _sha256(path) != inputs.get(f"{key}_sha256"):
-            raise InputError(path, None, f"the run's {key} file changed since the run "
-                                         "(SHA-256 differs); explain needs the same inputs")
+    _, spec, prep = prepare_recorded(folder, "explain")
     events_path = next((p for p in (folder / "events.parquet", folder / "events.csv")
                         if p.exists()), None)
     if events_path is None:
         raise InputError(str(folder), None, "no events.parquet or events.csv in the folder")
-    spec = spec_from_summary(summary)
-    prep = prepare(spec)
     cluster = prep.cluster
     _hami_only(cluster)
     events = read_table(events_path)

@@ -445,6 +445,39 @@ def spec_from_summary(summary: dict) -> RunSpec:
         state=inputs.get("state_path"))
 
 
+def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, RunSpec, Prepared]:
+    """The summary, spec and prepared inputs of the run in results ``folder``,
+    read again from the files its summary records, which must be unchanged
+    (SHA-256); ``what`` names the command for the messages (``explain``)."""
+    folder = Path(folder)
+    summary_path = folder / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise InputError(str(summary_path), None,
+                         f"cannot read the run's summary ({err.strerror or err}); is "
+                         f"{folder} a results folder of 'hamisim run'?") from None
+    except ValueError as err:
+        raise InputError(str(summary_path), None, f"not valid JSON: {err}") from None
+    inputs = summary.get("inputs", {}) if isinstance(summary, dict) else {}
+    if "cluster_path" not in inputs or "scheduler" not in summary:
+        raise InputError(str(summary_path), None, "this summary does not record where the "
+                         "run's inputs are (written by an older hamisim, or not by 'run'); "
+                         "run it again")
+    for key in ("cluster", "trace", "state"):
+        path = inputs.get(f"{key}_path")
+        if path is None:
+            continue
+        if not os.path.exists(path):
+            raise InputError(path, None, f"the run's {key} file is gone; {what} replays the "
+                                         "run from its inputs")
+        if _sha256(path) != inputs.get(f"{key}_sha256"):
+            raise InputError(path, None, f"the run's {key} file changed since the run "
+                                         f"(SHA-256 differs); {what} needs the same inputs")
+    spec = spec_from_summary(summary)
+    return summary, spec, prepare(spec)
+
+
 def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parquet",
               title: str = "") -> Path:
     """Write a finished in-memory run: events, pods, timeseries (and per-group
