@@ -195,9 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "cards as --budget moves can. Every sequence of 1, 2, ... moves is tried up "
                     "to --max-moves (the first found is the shortest), then greedy; the plan "
                     "is replayed on a fresh scheduler before it is printed.")
-    df.add_argument("cluster", metavar="CLUSTER", help="cluster file (.yaml/.json)")
-    df.add_argument("state", metavar="STATE",
+    df.add_argument("cluster", metavar="CLUSTER", nargs="?", help="cluster file (.yaml/.json)")
+    df.add_argument("state", metavar="STATE", nargs="?",
                     help="the running pods (DESIGN §4.4, e.g. from 'hamisim import')")
+    df.add_argument("--run", metavar="DIR",
+                    help="instead of CLUSTER STATE: the cluster of this 'hamisim run' results "
+                         "folder and the pods running there at --at")
+    df.add_argument("--at", type=_nonnegative, metavar="T",
+                    help="with --run: the simulated time (s)")
     goal = df.add_mutually_exclusive_group()
     goal.add_argument("--free-cards", type=_positive_int, metavar="N",
                       help="free N more cards (no tenant)")
@@ -811,8 +816,19 @@ def cmd_defrag(args: argparse.Namespace) -> int:
         raise HamisimError("defrag needs a goal: --free-cards N, --fit PODS or --budget K")
     if args.pod is not None and args.fit is None:
         raise HamisimError("--pod needs --fit PODS")
-    cluster = load_cluster(args.cluster)
-    state = load_state(args.state, cluster)
+    requests = None
+    if args.run is not None:
+        if args.cluster is not None or args.at is None:
+            raise HamisimError("--run DIR takes --at T and no CLUSTER STATE")
+        from hamisim.studies.defrag import state_at
+        cluster, state, requests = state_at(args.run, args.at)
+        where = f"{args.run} at t={args.at:g} s"
+    else:
+        if args.cluster is None or args.state is None or args.at is not None:
+            raise HamisimError("defrag needs CLUSTER STATE, or --run DIR --at T")
+        cluster = load_cluster(args.cluster)
+        state = load_state(args.state, cluster)
+        where = args.cluster
     fit = None
     if args.fit is not None:
         trace = read_trace(args.fit)
@@ -823,21 +839,27 @@ def cmd_defrag(args: argparse.Namespace) -> int:
             raise InputError(args.fit, None, f"no pod named '{args.pod}'")
         fit = trace.trace_pod(names.index(args.pod) if args.pod else 0).pod
     plan = plan_defrag(cluster, state, free_cards=args.free_cards, fit=fit, budget=args.budget,
-                       max_moves=args.max_moves, max_evaluations=args.max_evaluations)
+                       requests=requests, max_moves=args.max_moves,
+                       max_evaluations=args.max_evaluations)
     if args.json:
         out = dataclasses.asdict(plan)
         print(json.dumps(out, indent=2, sort_keys=True))
         return EXIT_OK
-    print(f"hamisim defrag (a what-if, not HAMi behaviour): {args.cluster}, "
+    print(f"hamisim defrag (a what-if, not HAMi behaviour): {where}, "
           f"{len(state)} running pods; goal: {plan.goal}")
     if plan.reached and not plan.moves:
         print("  no move needed")
     for k, m in enumerate(plan.moves, 1):
         print(f"  {k}. move {m.pod}: {m.from_node} {', '.join(m.from_cards)} -> "
               f"{m.to_node} {', '.join(m.to_cards)}")
-    how = (f"shortest possible ({plan.evaluations:,} placements tried)" if plan.method == "exact"
-           else f"greedy; no plan of fewer than {plan.shortest_possible} moves exists "
-                f"({plan.evaluations:,} placements tried)")
+    tried = f"{plan.evaluations:,} placements tried"
+    if args.free_cards is None and fit is None:         # --budget alone
+        how = (f"the best of every plan of up to {args.budget} moves ({tried})"
+               if plan.method == "exact" else
+               f"greedy after every plan of up to {plan.shortest_possible - 1} moves ({tried})")
+    else:
+        how = (f"shortest possible ({tried})" if plan.method == "exact" else
+               f"greedy; no plan of fewer than {plan.shortest_possible} moves exists ({tried})")
     if not plan.reached:
         how += f"; --max-moves {args.max_moves} bounds the search"
     print(f"  goal {'reached' if plan.reached else 'NOT reached'}: {how}")

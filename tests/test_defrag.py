@@ -98,3 +98,28 @@ def test_cli(capsys):
     assert len(json.loads(capsys.readouterr().out)["moves"]) == 1
     assert main(args) == 2
     assert "defrag needs a goal" in capsys.readouterr().err
+
+
+def test_a_runs_state_at_a_time(tmp_path, capsys):
+    import warnings
+
+    import pandas as pd
+    workload = Path(__file__).parents[1] / "workloads" / "mutex-reserve"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", str(workload / "cluster.yaml"), str(workload / "trace-mutex.csv"),
+                     "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    from hamisim.studies.defrag import state_at
+    cluster, state, requests = state_at(tmp_path / "run", 7200.0)
+    pods = pd.read_parquet(tmp_path / "run" / "pods.parquet")
+    running = pods[(pods["bind"] <= 7200) & ~(pods["departure"] <= 7200)]
+    assert sorted(p.name for p in state.pods) == sorted(running["pod"])
+    # the requests are the trace's: the exclusive pods keep their mutex policy
+    exclusive = [n for n in requests if n.startswith("exclusive")]
+    assert exclusive and all(requests[n].annotations == {"hami.io/gpu-scheduler-policy": "mutex"}
+                             for n in exclusive)
+    capsys.readouterr()
+    assert main(["defrag", "--run", str(tmp_path / "run"), "--at", "7200",
+                 "--free-cards", "1"]) == 0
+    assert "goal reached: shortest possible" in capsys.readouterr().out
+    assert main(["defrag", "--run", str(tmp_path / "run")]) == 2

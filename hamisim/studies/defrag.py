@@ -27,16 +27,22 @@ state).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
 
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Pick
-from hamisim.io.initialstate import InitialPod, InitialState
+from hamisim.errors import HamisimError, InputError
+from hamisim.io.initialstate import InitialPod, InitialState, decode_devices
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
 from hamisim.sim.kernel import KernelScheduler
+from hamisim.studies.runs import prepare_recorded
 
-__all__ = ["Move", "DefragPlan", "plan_defrag", "pod_of", "DEFAULT_MAX_MOVES",
+__all__ = ["Move", "DefragPlan", "plan_defrag", "pod_of", "state_at", "DEFAULT_MAX_MOVES",
            "DEFAULT_MAX_EVALUATIONS"]
 
 DEFAULT_MAX_MOVES = 3
@@ -89,10 +95,52 @@ def pod_of(p: InitialPod) -> Pod:
                namespace=p.namespace)
 
 
+def state_at(folder: str | os.PathLike[str], time: float) -> \
+        tuple[Cluster, InitialState, dict[str, Pod]]:
+    """The cluster of the run in results ``folder``, the pods running on it at
+    simulated ``time`` (bound at or before it, not gone) with the placements its
+    pods table records, and their requests as its workload gives them (so
+    their own policy annotations count)."""
+    folder = Path(folder)
+    _, _, prep = prepare_recorded(folder, "defrag")
+    table = next((p for p in (folder / "pods.parquet", folder / "pods.csv") if p.exists()),
+                 None)
+    if table is None:
+        raise InputError(str(folder), None, "no pods.parquet or pods.csv in the folder")
+    pods = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
+    gone = pods["departure"].to_numpy(dtype=float)
+    running = pods[(pods["bind"].to_numpy(dtype=float) <= time) & ~(gone <= time)
+                   & pods["devices"].notna()]
+    cluster = prep.cluster
+    workload = prep.workload
+    requests = {name: workload.pod(i) for i, name in enumerate(workload.names)}
+    initial = {p.name: p for p in prep.state.pods} if prep.state is not None else {}
+    cards = {n.name: {c.id: c for c in n.cards} for n in cluster.nodes}
+    out_pods, out_requests = [], {}
+    for name, node, devices in zip(running["pod"], running["node"], running["devices"]):
+        containers = decode_devices(devices, None, cards[node], node)
+        if name in initial:
+            p = initial[name]
+            out_pods.append(p)
+            out_requests[name] = pod_of(p)
+            continue
+        pod = requests[name]
+        n_init = len(pod.init_containers) if len(containers) == len(pod.init_containers) \
+            + len(pod.containers) else 0
+        out_pods.append(InitialPod(name, node, containers, n_init, pod.cpu_milli,
+                                   pod.memory_mib, namespace=pod.namespace))
+        out_requests[name] = pod
+    return cluster, InitialState(out_pods, path=str(table)), out_requests
+
+
 class _World:
     """A scheduler holding the state, with moves that can be undone."""
 
-    def __init__(self, cluster: Cluster, state: InitialState) -> None:
+    def __init__(self, cluster: Cluster, state: InitialState,
+                 requests: Mapping[str, Pod] | None = None) -> None:
+        if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
+            raise HamisimError("defrag does not move pods on MIG cards yet (a move would have "
+                               "to re-place MIG instances)")
         self.cluster = cluster
         self.sched = KernelScheduler(cluster)
         state.adopt_into(self.sched, cluster)
@@ -100,7 +148,8 @@ class _World:
         self.where: dict[str, tuple] = {
             p.name: (index[p.node], p.containers, p.n_init, p.cpu_milli, p.memory_mib,
                      p.namespace) for p in state.pods}
-        self.pods = {p.name: pod_of(p) for p in state.pods}
+        requests = requests or {}
+        self.pods = {p.name: requests.get(p.name) or pod_of(p) for p in state.pods}
         self.evaluations = 0
 
     def move(self, name: str) -> tuple | None:
@@ -153,14 +202,17 @@ def _cards(containers: Sequence[Sequence[Pick]]) -> tuple[str, ...]:
 
 def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None = None,
                 fit: Pod | None = None, budget: int | None = None,
+                requests: Mapping[str, Pod] | None = None,
                 max_moves: int = DEFAULT_MAX_MOVES,
                 max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> DefragPlan:
-    """The shortest sequence of moves reaching the goal (module docstring)."""
+    """The shortest sequence of moves reaching the goal (module docstring).
+    ``requests``: the running pods as requests (default: rebuilt from their
+    allocations, :func:`pod_of`)."""
     if free_cards is None and fit is None and budget is None:
         raise ValueError("give a goal: free_cards, fit, or budget alone")
     if free_cards is not None and fit is not None:
         raise ValueError("give one goal: free_cards or fit")
-    world = _World(cluster, state)
+    world = _World(cluster, state, requests)
     names = sorted(world.pods)
     zero0, scattered0 = world.zero_tenant(), world.scattered()
     depth_limit = min(max_moves, budget) if budget is not None else max_moves
@@ -207,7 +259,7 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
 
     tried = 0
     def plan(moves, done, method, shortest) -> DefragPlan:
-        after = _replayed(cluster, state, moves)
+        after = _replayed(cluster, state, moves, requests)
         return DefragPlan(goal, list(moves), done, method, shortest, world.evaluations,
                           zero0, after.zero_tenant(), scattered0, after.scattered())
 
@@ -247,9 +299,10 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
     return result
 
 
-def _replayed(cluster: Cluster, state: InitialState, moves: Sequence[Move]) -> _World:
+def _replayed(cluster: Cluster, state: InitialState, moves: Sequence[Move],
+              requests: Mapping[str, Pod] | None = None) -> _World:
     """The moves replayed on a fresh scheduler, checked to land as planned."""
-    world = _World(cluster, state)
+    world = _World(cluster, state, requests)
     for m in moves:
         assert world.move(m.pod) is not None, m
         node, containers = world.where[m.pod][:2]
