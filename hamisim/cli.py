@@ -421,6 +421,12 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                    help="time series: one row per S simulated seconds (0 = a row per event "
                         "time; default: a row per event time up to 500,000 rows, then an "
                         "interval the run chooses and reports)")
+    p.add_argument("--defrag-every", type=_positive_seconds, metavar="S",
+                   help="what-if, not HAMi: a defragmenter every S simulated seconds moves "
+                        "running pods (evict; HAMi places them again), each move the one "
+                        "that empties the most cards")
+    p.add_argument("--defrag-moves", type=_positive_int, default=1, metavar="K",
+                   help="with --defrag-every: at most K moves per round (default: 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: only on a terminal)")
     _add_backend(p)
@@ -453,6 +459,9 @@ def _spec(args: argparse.Namespace, **overrides):
                                      f"{' and '.join(knobs)} "
                                      f"{'re-times' if len(knobs) == 1 else 're-time'} it: "
                                      "give one or the other")
+    if args.mode == "fill" and args.defrag_every is not None:
+        raise InputError(None, None, "--defrag-every applies to replay mode (fill mode has "
+                                     "no time for pods to move in)")
     if args.mode == "fill" and (knobs or args.as_traced):
         raise InputError(None, None, f"{(knobs or ['--as-traced'])[0]} applies to replay "
                                      "mode; fill mode submits pods one per second")
@@ -463,7 +472,8 @@ def _spec(args: argparse.Namespace, **overrides):
                   seed=args.seed, backend=args.backend, retry=args.retry,
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
                   node_tie_break=args.node_tie_break, progress=args.progress,
-                  check=getattr(args, "check", False), sample_interval=args.sample_interval)
+                  check=getattr(args, "check", False), sample_interval=args.sample_interval,
+                  defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves)
     fields.update(overrides)
     _warn_option_policies(args)
     return RunSpec(**fields)
@@ -517,6 +527,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                      f"{r['mig_slots_used_mean_pct']:.1f} of {r['mig_slots_total']:,} "
                      f"(peak {r['mig_slots_used_peak']:,}), stranded by geometry "
                      f"{r['mig_slots_stranded_mean_pct']:.1f}"))
+    if spec.defrag_interval is not None:
+        rows.append(("defragmenter (what-if, not HAMi)",
+                     f"{r.get('defrag_moves', 0):,} moves, every {spec.defrag_interval:g} s, "
+                     f"at most {spec.defrag_moves} per round"))
     queue = ""
     if spec.mode == "replay":
         queue = (", one attempt per pod (--retry none)" if spec.retry == "none" else

@@ -939,6 +939,20 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
             kube.gone(name)
             placed.pop(name, None)
             continue
+        if event == "move":             # the what-if defragmenter: evict, HAMi re-places
+            pod = pods[name]
+            sched.delete(name)
+            kube.gone(name)
+            d = sched.schedule(pod)
+            if not d.bound or d.devices != _text(devices):
+                raise InputError(str(events_path), None, f"events row {k} (move of {name}) "
+                                 "does not replay: the run's inputs or hamisim changed")
+            kube.bound(pod, d.node_index, float(time))
+            reserve = parse_card_policy(pod_gpu_policy(cluster.scheduler.gpu_scheduler_policy,
+                                                       pod.annotations)).reserve
+            placed[name] = (d.node_index, d.containers, len(pod.init_containers),
+                            pod.cpu_milli, pod.memory_mib, pod.namespace, reserve)
+            continue
         if event not in ("bind", "unschedulable"):
             continue
         if event == "bind" and _text(message) == INITIAL_STATE_MESSAGE:

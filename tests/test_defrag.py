@@ -123,3 +123,77 @@ def test_a_runs_state_at_a_time(tmp_path, capsys):
                  "--free-cards", "1"]) == 0
     assert "goal reached: shortest possible" in capsys.readouterr().out
     assert main(["defrag", "--run", str(tmp_path / "run")]) == 2
+
+
+# -- the periodic defragmenter in a replay (EngineConfig.defrag_interval) --------------
+def scattered_trace():
+    """Sixteen 7000 MiB pods pair up on the eight T4 cards (card binpack); the odd
+    ones leave at 50 s, one pod per card stays; a 2-card pod needing two empty
+    cards arrives at 100 s."""
+    from hamisim import Container, Pod
+    from hamisim.workload import Trace, TracePod
+    share = {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 7000, "nvidia.com/gpucores": 20}
+    pods = [TracePod(Pod(f"s{k:02d}", (Container(share),)), float(k),
+                     5000.0 if k % 2 == 0 else 50.0 - k) for k in range(16)]
+    whole = {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 15000, "nvidia.com/gpucores": 100}
+    pods.append(TracePod(Pod("train", (Container(whole),)), 100.0, 600.0))
+    return Trace.from_pods("scattered", pods)
+
+
+@pytest.mark.parametrize("backend", ["kernel", "reference"])
+def test_the_defragmenter_makes_room_for_a_whole_card_pod(example, backend):
+    from hamisim.sim.engine import EngineConfig, simulate
+    cluster, _ = example
+    plain = simulate(cluster, scattered_trace(), EngineConfig(backend=backend, progress=False))
+    moved = simulate(cluster, scattered_trace(), EngineConfig(
+        backend=backend, progress=False, defrag_interval=300.0, defrag_moves=2))
+    assert plain.pods.set_index("pod").loc["train", "bind"] == 5010.0   # waits for s00..
+    assert moved.pods.set_index("pod").loc["train", "bind"] == 300.0
+    moves = moved.events[moved.events["event"] == "move"]
+    assert list(moves["time"][:2]) == [300.0, 300.0] and moved.summary["defrag_moves"] == len(
+        moves)
+    assert moves["message"].str.startswith("defragmenter (a hamisim what-if): from ").all()
+    assert "defrag_moves" not in plain.summary
+
+
+def test_both_backends_move_the_same_pods(example):
+    from hamisim.sim.engine import EngineConfig, simulate
+    cluster, _ = example
+    runs = [simulate(cluster, scattered_trace(), EngineConfig(
+        backend=b, progress=False, defrag_interval=120.0, defrag_moves=3))
+        for b in ("kernel", "reference")]
+    assert runs[0].events.equals(runs[1].events)
+
+
+def test_the_defragmenter_is_refused_where_it_cannot_run(example, tmp_path, capsys):
+    from hamisim.errors import HamisimError
+    from hamisim.sim.compiled import unsupported
+    from hamisim.sim.engine import EngineConfig, simulate
+    cluster, _ = example
+    cfg = EngineConfig(defrag_interval=60.0)
+    assert unsupported(cluster, cfg, scattered_trace(), ()) == \
+        "the periodic defragmenter (a what-if)"
+    with pytest.raises(HamisimError, match="--check does not follow"):
+        simulate(cluster, scattered_trace(), EngineConfig(defrag_interval=60.0, check=True))
+    assert main(["run", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
+                 "--mode", "fill", "--defrag-every", "60", "--out", str(tmp_path / "r")]) == 2
+    assert "--defrag-every applies to replay mode" in capsys.readouterr().err
+
+
+def test_explain_replays_a_run_across_its_moves(tmp_path, capsys):
+    import warnings
+    workload = Path(__file__).parents[1] / "workloads" / "mutex-reserve"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", str(workload / "cluster.yaml"), str(workload / "trace-mutex.csv"),
+                     "--out", str(tmp_path / "run"), "--no-progress", "--defrag-every", "600",
+                     "--defrag-moves", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "defragmenter (what-if, not HAMi)" in out
+    import pandas as pd
+    events = pd.read_parquet(tmp_path / "run" / "events.parquet")
+    # the last attempt after the tenth move: replaying up to it goes across ten moves
+    tenth = events.index[events["event"] == "move"][9]
+    later = events.loc[tenth:]
+    pod = later.loc[later["event"].isin(["bind", "unschedulable"]), "pod"].iloc[-1]
+    assert main(["explain", "--run", str(tmp_path / "run"), "--pod", pod]) == 0

@@ -64,6 +64,8 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the {config.backend} backend"
     if config.check:
         return "--check"
+    if config.defrag_interval is not None:
+        return "the periodic defragmenter (a what-if)"
     if initial:
         return "an initial state"
     if not isinstance(workload, Trace):

@@ -47,6 +47,11 @@ class EngineConfig:
     #: backend, no ``check``, no initial state), python otherwise. Both give the
     #: identical run (tests/test_compiled_engine.py).
     engine: str = "auto"
+    #: what-if (not HAMi): every this many seconds a defragmenter moves up to
+    #: ``defrag_moves`` running pods, each the move that empties the most cards
+    #: (evict, and HAMi places the pod again); ``None`` = none (HAMi's behaviour)
+    defrag_interval: float | None = None
+    defrag_moves: int = 1
 
 
 def progress_bar(total: int | None, enabled: bool | None):

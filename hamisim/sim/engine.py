@@ -37,7 +37,9 @@ import numpy as np
 import simpy
 
 from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, devices_annotation, mig_allocations_annotation
+from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
 from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.queue import (
     ASSIGNED_POD_ADD,
@@ -92,7 +94,7 @@ class _PodState:
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "gen", "node", "usage", "cls", "first_attempt",
                  "bind_time", "devices", "mig", "preempted_by", "containers", "timestamp",
-                 "rejectors", "message", "tried")
+                 "rejectors", "message", "tried", "held")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -119,6 +121,7 @@ class _PodState:
         self.rejectors = 0              # the plugins that rejected the last attempt
         self.message: str | None = None # the last FailedScheduling text written
         self.tried = -1                 # Engine.changes at the last attempt
+        self.held: list | None = None   # its picks while bound (the defragmenter's undo)
 
 
 class _Timer(simpy.events.Event):
@@ -157,6 +160,16 @@ class _Engine:
                  sink: TableSink | None = None):
         self.cluster = cluster
         self.cfg = config
+        if config.defrag_interval is not None:
+            from hamisim.registry import is_research_policy
+            if not config.defrag_interval > 0 or config.defrag_moves < 1:
+                raise HamisimError("the defragmenter needs an interval > 0 and at least one "
+                                   "move")
+            if is_research_policy(cluster.scheduler.node_scheduler_policy):
+                raise HamisimError("the defragmenter moves pods under HAMi's policies, not "
+                                   "under a research node policy")
+            if config.check:
+                raise HamisimError("--check does not follow the defragmenter's moves")
         self.sched = make_scheduler(cluster, backend=config.backend, shapes=shapes,
                                     seed=config.seed)
         self.meter = ClusterMeter(cluster, shapes)
@@ -200,6 +213,7 @@ class _Engine:
         self.gpu_arrived = 0.0
         self.delays = array("d")                # queueing delay of every bound pod
         self.n_attempts = 0
+        self.n_defrag_moves = 0
         #: pending pods by status (scheduler_pending_pods{queue}) and attempts by
         #: kube-scheduler's result (scheduler_schedule_attempts_total{result})
         self.n_status = dict.fromkeys(("queued", "backoff", "unschedulable"), 0)
@@ -455,6 +469,7 @@ class _Engine:
         st.bind_time = now
         st.devices = devices = d.devices
         st.mig = d.mig_allocations
+        st.held = d.containers
         st.usage = usage = self._usage(st, d)
         self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
         self.n_pending -= 1
@@ -521,6 +536,7 @@ class _Engine:
         self.sched.delete(name)
         self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
                          namespace=st.pod.namespace)
+        st.held = None          # the defragmenter leaves pods with init containers alone
         per_card = collapsed_usage(app_only, 0)
         row = self.row_of
         st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
@@ -668,6 +684,88 @@ class _Engine:
         if st.gen == gen and st.status == "unschedulable" and not self._over():
             self._move(st)
 
+    # -- the periodic defragmenter (a what-if, not HAMi) ------------------
+    def _defrag_round(self, _arg=None) -> None:
+        """Up to ``defrag_moves`` moves, each the one that empties the most cards
+        (on ties the first pod by name); then the next round, unless nothing can
+        change any more and this round moved nothing."""
+        moved = 0
+        while moved < self.cfg.defrag_moves and self._defrag_move():
+            moved += 1
+        if moved:
+            self._sample()
+        if moved or not self._over():
+            self._at(self.cfg.defrag_interval, _ARRIVE, self._defrag_round)
+
+    def _movable(self) -> list[_PodState]:
+        """Running pods the defragmenter may move: on cards, no init containers,
+        no MIG instance, by name."""
+        return sorted((st for st in self.pods.values() if st.status == "running"
+                       and st.held is not None and st.usage[0] and st.mig is None
+                       and not st.pod.init_containers), key=lambda st: st.pod.name)
+
+    def _replace(self, st: _PodState) -> Decision | None:
+        """Evict ``st`` and let HAMi place it again; ``None`` (and nothing changed)
+        when it lands on the same cards."""
+        sched, start = self.sched, self.sched.next_start
+        sched.delete(st.pod.name)
+        d = sched.schedule(st.pod)
+        if not d.bound or (d.node_index == st.node and
+                           sorted(self._usage(st, d)[0]) == sorted(st.usage[0])):
+            self._restore(st, start)
+            return None
+        return d
+
+    def _restore(self, st: _PodState, start: int) -> None:
+        sched, pod = self.sched, st.pod
+        sched.delete(pod.name)
+        sched.adopt(pod.name, st.node, st.held, 0, pod.cpu_milli, pod.memory_mib,
+                    namespace=pod.namespace, reserve=self._reserves(pod))
+        sched.next_start = start
+
+    def _reserves(self, pod: Pod) -> bool:
+        return parse_card_policy(pod_gpu_policy(self.cluster.scheduler.gpu_scheduler_policy,
+                                                pod.annotations)).reserve
+
+    def _emptied(self, st: _PodState, d: Decision) -> int:
+        """Cards with no tenant after moving ``st`` as ``d``, minus before."""
+        used = self.meter.used
+        old = dict(zip(st.usage[0], st.usage[1]))
+        new = set(self._usage(st, d)[0])
+        freed = sum(1 for r, slots in old.items() if used[r] == slots and r not in new)
+        taken = sum(1 for r in new if used[r] - old.get(r, 0) == 0)
+        return freed - taken
+
+    def _defrag_move(self) -> bool:
+        """The best single move, if it empties a card: made and recorded."""
+        best, best_gain = None, 0
+        for st in self._movable():
+            start = self.sched.next_start
+            d = self._replace(st)
+            if d is None:
+                continue
+            gain = self._emptied(st, d)
+            self._restore(st, start)
+            if gain > best_gain:
+                best, best_gain = st, gain
+        if best is None:
+            return False
+        st, now = best, self.env.now
+        d = self._replace(st)
+        old = f"{self.cluster.nodes[st.node].name} {st.devices}"
+        self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
+        self.kube.gone(st.pod.name)
+        st.node, st.devices, st.held = d.node_index, d.devices, d.containers
+        st.usage = self._usage(st, d)
+        self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, 1)
+        self.kube.bound(st.pod, st.node, now)
+        self.n_defrag_moves += 1
+        self.rec.event(now, st.pod.name, "move", d.node, d.devices,
+                       f"defragmenter (a hamisim what-if): from {old}")
+        self._changed(ASSIGNED_POD_DELETE)
+        self._changed(ASSIGNED_POD_ADD)
+        return True
+
     # -- modes -----------------------------------------------------------
     def run_replay(self, trace: Iterable[TracePodLike], total: int | None) -> None:
         progress = progress_bar(total, self.cfg.progress)
@@ -678,6 +776,8 @@ class _Engine:
         else:
             _Timer(self.env, max(self.upcoming[1].arrival, 0.0), _ARRIVE, self._arrivals,
                    arg=(pods, progress))
+        if self.cfg.defrag_interval is not None:
+            self._at(self.cfg.defrag_interval, _ARRIVE, self._defrag_round)
         try:
             self.env.run()
         finally:
@@ -768,7 +868,8 @@ class _Engine:
         counts = RunCounts(self.n_arrived, self.n_pending, self.n_running, self.n_departed,
                            self.n_abandoned, self.n_attempts,
                            np.frombuffer(self.delays, dtype=np.float64), self.peak_time,
-                           getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected)
+                           getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected,
+                           self.n_defrag_moves)
         return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
                                self.node_groups, self.many_groups)
 

@@ -31,7 +31,7 @@ __all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS"
 EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
 #: The values of its ``event`` column.
 EVENT_KINDS = ("arrive", "bind", "unschedulable", "depart", "abandon", "preempt", "rejected",
-               "terminate")
+               "terminate", "move")
 #: ``message`` of the ``bind`` rows a run writes for the pods of its initial state.
 INITIAL_STATE_MESSAGE = "initial state"
 #: ``class`` of those pods in the pods table (their requests are not known)

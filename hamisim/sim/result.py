@@ -109,6 +109,8 @@ class RunCounts:
     preempted: int = 0
     #: pods HAMi's admission webhook refused (counted in abandoned)
     rejected: int = 0
+    #: what-if: pods the periodic defragmenter moved (EngineConfig.defrag_interval)
+    defrag_moves: int = 0
 
 
 def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
@@ -148,6 +150,8 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         summary["preempted"] = counts.preempted
     if counts.rejected:
         summary["rejected"] = counts.rejected
+    if counts.defrag_moves:
+        summary["defrag_moves"] = counts.defrag_moves
     if len(ts):
         summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
         summary["peak_time_s"] = float(counts.peak_time)

@@ -107,6 +107,10 @@ class RunSpec:
     #: time-series resolution, s: None = every event time up to MAX_EVENT_ROWS rows,
     #: then an interval chosen by the run; 0 = every event time, whatever the length
     sample_interval: float | None = None
+    #: what-if (not HAMi): the periodic defragmenter, every this many seconds at
+    #: most ``defrag_moves`` moves (EngineConfig.defrag_interval); None = none
+    defrag_interval: float | None = None
+    defrag_moves: int = 1
 
     @property
     def label(self) -> str:
@@ -290,7 +294,8 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
     cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
                        retry="none" if spec.mode == "fill" else spec.retry,
                        progress=spec.progress, check=spec.check,
-                       sample_interval=sample_interval(spec, prep.workload))
+                       sample_interval=sample_interval(spec, prep.workload),
+                       defrag_interval=spec.defrag_interval, defrag_moves=spec.defrag_moves)
     result = simulate(cluster, prep.workload, cfg, prep.shapes,
                       initial=prep.state.pods if prep.state is not None else (), sink=sink)
     s = cluster.scheduler
@@ -329,6 +334,9 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
     result.timings = {**prep.timings, **result.timings}
     if spec.resize:
         result.summary["inputs"]["resize"] = dict(spec.resize)
+    if spec.defrag_interval is not None:
+        result.summary["inputs"]["defrag"] = {"interval_s": spec.defrag_interval,
+                                              "moves": spec.defrag_moves}
     if spec.state is not None:
         result.summary["inputs"].update({
             "state": os.path.basename(spec.state), "state_sha256": _sha256(spec.state),
@@ -442,7 +450,9 @@ def spec_from_summary(summary: dict) -> RunSpec:
         backend=inputs["backend"], retry=inputs["retry"],
         percentage_of_nodes_to_score=sched["percentage_of_nodes_to_score"],
         node_tie_break=sched["node_tie_break"], progress=False,
-        state=inputs.get("state_path"))
+        state=inputs.get("state_path"),
+        defrag_interval=(inputs.get("defrag") or {}).get("interval_s"),
+        defrag_moves=(inputs.get("defrag") or {}).get("moves", 1))
 
 
 def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, RunSpec, Prepared]:
