@@ -187,7 +187,8 @@ def test_explain_replays_a_run_across_its_moves(tmp_path, capsys):
         warnings.simplefilter("ignore")
         assert main(["run", str(workload / "cluster.yaml"), str(workload / "trace-mutex.csv"),
                      "--out", str(tmp_path / "run"), "--no-progress", "--defrag-every", "600",
-                     "--defrag-moves", "2"]) == 0
+                     "--defrag-moves", "2", "--metrics-out", str(tmp_path / "m.om"),
+                     "--metrics-start", "0", "--metrics-interval", "300"]) == 0
     out = capsys.readouterr().out
     assert "defragmenter (what-if, not HAMi)" in out
     import pandas as pd
@@ -197,3 +198,16 @@ def test_explain_replays_a_run_across_its_moves(tmp_path, capsys):
     later = events.loc[tenth:]
     pod = later.loc[later["event"].isin(["bind", "unschedulable"]), "pod"].iloc[-1]
     assert main(["explain", "--run", str(tmp_path / "run"), "--pod", pod]) == 0
+    # the metrics file follows every pod to each place it held: its cards without a
+    # tenant are the time series' at every sample (the moves change which ones)
+    import numpy as np
+    ts = pd.read_parquet(tmp_path / "run" / "timeseries.parquet")
+    zero: dict[int, float] = {}
+    for line in (tmp_path / "m.om").read_text().splitlines():
+        if line.startswith("hamisim_gpu_zero_tenant_cards "):
+            _, value, stamp = line.rsplit(" ", 2)
+            zero[int(stamp)] = float(value)
+    grid = np.array(sorted(zero))
+    rows = np.searchsorted(ts["time"].to_numpy(), grid, side="right") - 1
+    assert len(grid) > 20 and [zero[t] for t in grid] == list(
+        ts["hami_gpu_zero_tenant"].to_numpy()[rows])

@@ -147,8 +147,38 @@ def write_run_metrics(path: str | os.PathLike[str], prep, timeseries: pd.DataFra
     table = os.path.join(os.fspath(folder), f"pods.{fmt}")
     pods = pd.read_parquet(table, columns=list(POD_COLUMNS_READ)) if fmt == "parquet" \
         else read_table(table)
-    return write_openmetrics(path, prep.cluster, timeseries, pods, start, interval,
-                             namespaces_of(prep.workload, prep.state))
+    events = os.path.join(os.fspath(folder), f"events.{fmt}")
+    if fmt == "parquet":
+        moves = pd.read_parquet(events, columns=["time", "pod", "event", "message"],
+                                filters=[("event", "==", "move")])
+    else:
+        moves = read_table(events)
+        moves = moves[moves["event"] == "move"]
+    return write_openmetrics(path, prep.cluster, timeseries, _split_moves(pods, moves), start,
+                             interval, namespaces_of(prep.workload, prep.state))
+
+
+def _split_moves(pods: pd.DataFrame, moves: pd.DataFrame) -> pd.DataFrame:
+    """The pods table with a row per placement of each pod the what-if
+    defragmenter moved (its events' ``move`` rows, whose message names the
+    place it left): a row until each move, then one from the last."""
+    if moves.empty:
+        return pods
+    moved = set(moves["pod"])
+    rows = []
+    first = {name: row for name, row in zip(pods["pod"], pods.to_dict("records"))
+             if name in moved}
+    for name, group in moves.sort_values("time", kind="stable").groupby("pod", sort=True):
+        row = first[name]
+        start = row["bind"]
+        for t, message in zip(group["time"], group["message"]):
+            node, devices = message.rsplit("from ", 1)[1].split(" ", 1)
+            rows.append({**row, "bind": start, "departure": t, "node": node,
+                         "devices": devices})
+            start = t
+        rows.append({**row, "bind": start})
+    return pd.concat([pods[~pods["pod"].isin(moved)], pd.DataFrame(rows, columns=pods.columns)],
+                     ignore_index=True)
 
 
 def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
