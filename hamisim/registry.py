@@ -10,7 +10,7 @@ need not import each other. Part of the model: knows no files and no time.
 from __future__ import annotations
 
 __all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy",
-           "RESERVE_TOKEN"]
+           "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy"]
 
 #: HAMi's node policies (``hami.io/node-scheduler-policy``).
 HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
@@ -32,3 +32,13 @@ def is_research_policy(policy: str | None) -> bool:
 #: other tenant until the pod leaves (HAMi issue #3038). :mod:`hamisim.hami.policy`
 #: reads it, :mod:`hamisim.research` documents it.
 RESERVE_TOKEN = "mutex-reserve"
+
+
+#: A node policy of the user's own, in Python: ``python:PATH.py:FUNCTION``
+#: (:mod:`hamisim.research.plugins`; not HAMi behaviour).
+PLUGIN_PREFIX = "python:"
+
+
+def is_plugin_policy(policy: str | None) -> bool:
+    """Whether ``policy`` (a ``node_scheduler_policy``) names a Python node policy."""
+    return policy is not None and policy.strip().startswith(PLUGIN_PREFIX)

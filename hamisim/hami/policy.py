@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from hamisim.errors import InputWarning
-from hamisim.registry import RESERVE_TOKEN, is_research_policy
+from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
 
 __all__ = [
     "GPU_POLICY_ANNOTATION", "NODE_POLICY_ANNOTATION", "WEIGHTS_ANNOTATION",
@@ -103,7 +103,7 @@ def policy_problem(policy: str, kind: str = "gpu", research_ok: bool = False) ->
     if kind == "node":
         if policy in ("binpack", "spread"):
             return None
-        if research_ok and is_research_policy(policy):
+        if research_ok and (is_research_policy(policy) or is_plugin_policy(policy)):
             return None
         spaced = " (HAMi compares the whole string, spaces included)" \
             if policy.strip() in ("binpack", "spread") else ""

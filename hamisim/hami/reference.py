@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster, Node
+from hamisim.errors import HamisimError
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
     NODE_INSUFFICIENT_DEVICE,
@@ -678,16 +679,37 @@ class _Cached:
     reserve: bool = False
 
 
+@dataclass(frozen=True)
+class NodeCandidate:
+    """A node HAMi's Filter passed for a pod, as a user's node policy sees it
+    (:mod:`hamisim.research.plugins`): the node, its cards' usage before the
+    pod, the cards HAMi's Fit picked for each container, HAMi's own node score
+    (the binpack score, §5.3) and the pod."""
+
+    index: int
+    node: Node
+    cards: tuple[CardUsage, ...]
+    picks: tuple[tuple[Pick, ...], ...]
+    hami_score: float
+    pod: Pod
+
+
 class ReferenceScheduler:
     """HAMi's scheduler on a cluster, one attempt at a time (the oracle).
 
     Usage is rebuilt from the pod cache at every attempt, as HAMi does.
+    ``node_score`` (not HAMi): a user's node policy, ``f(NodeCandidate) ->
+    float``, the highest wins (ties: the last in cluster order, or a draw
+    under the ``random`` tie-break); it ranks the nodes of the pods whose node
+    policy is the cluster's (a pod's own annotation keeps HAMi's ranking).
     """
 
     backend = "reference"
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster,
+                 node_score: Callable[[NodeCandidate], float] | None = None) -> None:
         self.cluster = cluster
+        self.node_score = node_score
         self.config = cluster.scheduler
         self.pods: dict[str, _Cached] = {}
         self.next_start = 0
@@ -866,12 +888,34 @@ class ReferenceScheduler:
                 node_reasons[node.name] = [res.reason]
         if not fits:
             return _failed(len(nodes), node_reasons, pod.name, rejected, window)
-        best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
+        if self.node_score is not None and node_policy == cfg.node_scheduler_policy:
+            best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
+        else:
+            best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
                                       pod.memory_mib, pod.namespace, policy.reserve)
         return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
                         pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
+
+
+    def _user_choice(self, fits: list, usage: list, pod: Pod, tie_break: str,
+                     tie_draw: float | None):
+        """The fitting node the user's node policy scores highest."""
+        scored = []
+        for i, res in fits:
+            cand = NodeCandidate(i, self.cluster.nodes[i], tuple(usage[i]),
+                                 tuple(tuple(c) for c in res.containers), float(res.score), pod)
+            score = float(self.node_score(cand))
+            if score != score:
+                raise HamisimError(f"the node policy {self.config.node_scheduler_policy} "
+                                   f"scored node {cand.node.name} NaN for pod {pod.name}")
+            scored.append((score, i, res))
+        top = max(s for s, _, _ in scored)
+        tied = [(i, res) for s, i, res in scored if s == top]
+        if tie_break == "random" and tie_draw is not None:
+            return tied[min(int(tie_draw * len(tied)), len(tied) - 1)]
+        return tied[-1]
 
 
 def _failed(n_nodes: int, node_reasons: dict[str, list[str]], pod: str,

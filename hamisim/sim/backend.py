@@ -44,7 +44,16 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
     Random's draws. Both are ignored for HAMi's own policies.
     """
-    from hamisim.registry import is_research_policy
+    from hamisim.registry import is_plugin_policy, is_research_policy
+    if is_plugin_policy(cluster.scheduler.node_scheduler_policy):
+        if backend != "reference":
+            raise HamisimError(
+                f"the Python node policy {cluster.scheduler.node_scheduler_policy} runs on the "
+                "readable backend: add --backend reference")
+        from hamisim.hami.reference import ReferenceScheduler
+        from hamisim.research.plugins import load_node_policy
+        return ReferenceScheduler(cluster, node_score=load_node_policy(
+            cluster.scheduler.node_scheduler_policy))
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
             raise HamisimError(

@@ -40,7 +40,7 @@ from hamisim.hami.policy import filter_error, reserves_cards
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
-from hamisim.registry import RESERVE_TOKEN, is_research_policy
+from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler
@@ -72,6 +72,8 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
+    if is_plugin_policy(cluster.scheduler.node_scheduler_policy):
+        return f"the Python node policy {cluster.scheduler.node_scheduler_policy}"
     if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
         return f"the what-if card policy {RESERVE_TOKEN}"
     if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):

@@ -1,0 +1,125 @@
+"""Users' own node policies in Python (``python:PATH.py:FUNCTION``; not HAMi behaviour).
+
+HAMi's Filter still decides which nodes fit and which cards each container
+gets; the user's function only ranks the fitting nodes. Checked against a
+brute force (every node tried alone for each pod), on the worked example
+(``workloads/policies/numa_pack.py``), and for the errors a user meets.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
+from hamisim.cli import main
+from hamisim.errors import HamisimError
+from hamisim.hami.reference import ReferenceScheduler
+from hamisim.research.plugins import load_node_policy
+from hamisim.sim.backend import make_scheduler
+
+EXAMPLE = Path(__file__).parents[1] / "workloads" / "policies" / "numa_pack.py"
+
+
+def cluster(policy: str, nodes: int = 4, numa=(0, 0, 1, 1)) -> Cluster:
+    return Cluster(tuple(Node(f"n{i}", tuple(
+        Card(f"G{i}-{k}", k, count=4, devmem=10000, numa=numa[k]) for k in range(4)),
+        cpu_milli=8000) for i in range(nodes)),
+        SchedulerConfig(node_scheduler_policy=policy, gpu_scheduler_policy="binpack"))
+
+
+def gpu_pod(name: str, gpus: int, mem: int, **ann) -> Pod:
+    return Pod(name, (Container({"nvidia.com/gpu": gpus, "nvidia.com/gpumem": mem}),),
+               annotations=ann, cpu_milli=1000)
+
+
+def test_a_users_policy_picks_its_best_fitting_node(tmp_path):
+    (tmp_path / "first.py").write_text("def score(c):\n    return -c.index\n")
+    policy = f"python:{tmp_path / 'first.py'}:score"
+    c = cluster(policy)
+    sched = make_scheduler(c, backend="reference")
+    bound: list = []
+    sizes = [(1, 6000), (2, 9000), (1, 3000), (4, 5000), (2, 8000), (1, 9500), (3, 4000)] * 2
+    for k, (gpus, mem) in enumerate(sizes):
+        pod = gpu_pod(f"p{k}", gpus, mem)
+        fitting = []
+        for i in range(len(c.nodes)):       # brute force: each node alone, on a copy
+            alone = ReferenceScheduler(c)
+            for name, node, containers in bound:
+                alone.adopt(name, node, containers, 0, 1000)
+            if alone.schedule(pod, only=i).bound:
+                fitting.append(i)
+        d = sched.schedule(pod)
+        assert d.node_index == (min(fitting) if fitting else -1), k
+        if d.bound:
+            bound.append((pod.name, d.node_index, d.containers))
+    assert len({n for _, n, _ in bound}) > 1          # the cluster filled up past one node
+
+
+def test_the_worked_example_keeps_cards_on_one_numa_node():
+    # n0 is fuller (binpack's choice) but its two cards with room sit on different
+    # NUMA nodes; n1 is empty
+    policy = f"python:{EXAMPLE}:score"
+    for name, want in (("binpack", "n0"), (policy, "n1")):
+        sched = make_scheduler(cluster(name, nodes=2), backend="reference")
+        for k, card in enumerate(("G0-1", "G0-3")):
+            d = sched.schedule(gpu_pod(f"fill{k}", 1, 9000, **{"nvidia.com/use-gpuuuid": card}))
+            assert d.node == "n0"
+        d = sched.schedule(gpu_pod("pair", 2, 9000))
+        assert d.node == want, name
+        numa = {c.numa for c in sched.cluster.nodes[d.node_index].cards
+                if c.id in {p.uuid for p in d.containers[0]}}
+        assert len(numa) == (2 if name == "binpack" else 1)
+
+
+def test_a_pods_own_node_policy_annotation_keeps_hamis_ranking(tmp_path):
+    (tmp_path / "first.py").write_text("def score(c):\n    return -c.index\n")
+    sched = make_scheduler(cluster(f"python:{tmp_path / 'first.py'}:score"), "reference")
+    assert sched.schedule(gpu_pod("x", 1, 1000)).node == "n0"
+    # binpack by annotation: the fullest node, n0 again; spread: an empty one, the last
+    assert sched.schedule(gpu_pod("y", 1, 1000, **{
+        "hami.io/node-scheduler-policy": "spread"})).node == "n3"
+
+
+@pytest.mark.parametrize("text, spec, problem", [
+    ("def score(c):\n    return 1\n", "python:{dir}/p.py", "expected python:PATH.py:FUNCTION"),
+    ("def score(c):\n    return 1\n", "python:{dir}/nope.py:score", "no such file"),
+    ("def score(c):\n    return 1\n", "python:{dir}/p.py:rank", "defines no function 'rank'"),
+    ("raise RuntimeError('boom')\n", "python:{dir}/p.py:score", "RuntimeError: boom"),
+])
+def test_bad_policies_say_what_is_wrong(tmp_path, text, spec, problem):
+    (tmp_path / "p.py").write_text(text)
+    with pytest.raises(HamisimError, match=problem):
+        load_node_policy(spec.format(dir=tmp_path))
+
+
+def test_the_cli_runs_it_on_the_reference_backend_only(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        nodes:
+          - {name_prefix: t4, replicas: 2, gpus: 2, card: {devmem: 15360, type: NVIDIA-T4}}
+        """))
+    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu,gpumem\n"
+                                    + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
+    (tmp_path / "nan.py").write_text("def score(c):\n    return float('nan')\n")
+    args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
+            f"python:{EXAMPLE}:score", "--out", str(tmp_path / "r"), "--no-progress"]
+    assert main(args) == 2
+    assert "add --backend reference" in capsys.readouterr().err
+    assert main(args + ["--backend", "reference"]) == 0
+    assert f"node=python:{EXAMPLE}:score" in capsys.readouterr().out
+    args[4] = f"python:{tmp_path / 'nan.py'}:score"
+    assert main(args + ["--backend", "reference"]) == 2
+    assert "scored node t4-0 NaN" in capsys.readouterr().err
+
+
+def test_the_planning_what_ifs_refuse_policies_they_do_not_place_with(tmp_path):
+    from hamisim.io.initialstate import InitialState
+    from hamisim.studies.defrag import plan_defrag
+    from hamisim.studies.scaleup import plan_scaleup
+    for policy in ("fgd", f"python:{EXAMPLE}:score"):
+        c = cluster(policy, nodes=1)
+        with pytest.raises(HamisimError, match="under HAMi's node policies"):
+            plan_defrag(c, InitialState([]), free_cards=1)
+        with pytest.raises(HamisimError, match="under HAMi's node policies"):
+            plan_scaleup(c, [], [])
