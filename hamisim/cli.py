@@ -880,6 +880,10 @@ def cmd_defrag(args: argparse.Namespace) -> int:
     print(f"  cards with no tenant: {plan.zero_tenant_before} -> {plan.zero_tenant_after}; "
           f"free memory on cards with a tenant: {plan.scattered_mib_before:,} -> "
           f"{plan.scattered_mib_after:,} MiB")
+    print(f"  fragmentation (FGD, over the typical shapes of the pods here"
+          f"{' and the pending one' if fit is not None else ''}): "
+          f"{plan.frag_before:.2f} -> {plan.frag_after:.2f} GPUs, of which stranded by "
+          f"placement {plan.stranded_before:.2f} -> {plan.stranded_after:.2f}")
     print("  each move evicts the pod; HAMi places it again as it places a new pod "
           "(the plan was replayed on a fresh scheduler)")
     return EXIT_OK if plan.reached else EXIT_EXPECTATION_FAILED

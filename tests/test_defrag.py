@@ -56,6 +56,8 @@ def test_the_plan_is_as_short_as_brute_force_finds(example, goal):
     assert plan.zero_tenant_before == zero
     if goal != "fit":
         assert plan.zero_tenant_after >= zero + int(goal.split()[1])
+    else:       # over the pending pod's shape too, the moves lower FGD fragmentation
+        assert 0 < plan.frag_after < plan.frag_before
 
 
 def test_a_budget_frees_as_many_cards_as_its_moves_can(example):

@@ -40,6 +40,8 @@ from hamisim.errors import HamisimError, InputError
 from hamisim.io.initialstate import InitialPod, InitialState, decode_devices
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
 from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.research.fragmentation import fragmentation
+from hamisim.shapes import typical_shapes
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.studies.runs import prepare_recorded
 
@@ -78,6 +80,12 @@ class DefragPlan:
     #: free memory (MiB) on cards that have a tenant: what a whole-card pod cannot use
     scattered_mib_before: int
     scattered_mib_after: int
+    #: FGD fragmentation, in GPUs, over the running pods' typical shapes (DESIGN §3),
+    #: and the part of it placements caused (stranded)
+    frag_before: float = 0.0
+    frag_after: float = 0.0
+    stranded_before: float = 0.0
+    stranded_after: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
@@ -183,6 +191,12 @@ class _World:
     def zero_tenant(self) -> int:
         return sum(1 for used, _, _ in self.sched.usage_by_card().values() if used == 0)
 
+    def fragmentation(self, shapes) -> tuple[float, float]:
+        """(FGD fragmentation, its stranded part), in GPUs, over ``shapes``."""
+        f = fragmentation(self.cluster, shapes, self.sched.usage_by_card(),
+                          self.sched.state.req_cpu.tolist())
+        return f.frag, f.stranded
+
     def scattered(self) -> int:
         devmem = {c.id: c.devmem for n in self.cluster.nodes for c in n.cards}
         return sum(devmem[cid] - mem for cid, (used, mem, _) in
@@ -217,6 +231,10 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
     world = _World(cluster, state, requests)
     names = sorted(world.pods)
     zero0, scattered0 = world.zero_tenant(), world.scattered()
+    # the fragmentation is measured over the running pods' shapes, and the pending one's
+    shapes = typical_shapes([*world.pods.values(), *([fit] if fit is not None else [])],
+                            cluster.scheduler)
+    frag0 = world.fragmentation(shapes)
     depth_limit = min(max_moves, budget) if budget is not None else max_moves
     if free_cards is not None:
         goal = f"free {free_cards} more card{'s' if free_cards != 1 else ''}"
@@ -262,8 +280,10 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
     tried = 0
     def plan(moves, done, method, shortest) -> DefragPlan:
         after = _replayed(cluster, state, moves, requests)
+        frag1 = after.fragmentation(shapes)
         return DefragPlan(goal, list(moves), done, method, shortest, world.evaluations,
-                          zero0, after.zero_tenant(), scattered0, after.scattered())
+                          zero0, after.zero_tenant(), scattered0, after.scattered(),
+                          frag0[0], frag1[0], frag0[1], frag1[1])
 
     if reached is not None and reached():
         return plan([], True, "exact", 0)
