@@ -123,3 +123,33 @@ def test_the_planning_what_ifs_refuse_policies_they_do_not_place_with(tmp_path):
             plan_defrag(c, InitialState([]), free_cards=1)
         with pytest.raises(HamisimError, match="under HAMi's node policies"):
             plan_scaleup(c, [], [])
+
+
+def test_a_users_card_policy_orders_the_cards_fit_tries(tmp_path):
+    # the highest index first: Fit takes the last cards, whatever HAMi's order
+    (tmp_path / "last.py").write_text("def score(card, request):\n    return card.index\n")
+    c = cluster("binpack", nodes=1)
+    c = Cluster(c.nodes, SchedulerConfig(gpu_scheduler_policy=f"python:{tmp_path}/last.py:score"))
+    sched = make_scheduler(c, backend="reference")
+    assert sched.schedule(gpu_pod("a", 1, 1000)).devices == "G0-3,NVIDIA,1000,0:;"
+    assert sched.schedule(gpu_pod("b", 2, 9500)).devices == \
+        "G0-2,NVIDIA,9500,0:G0-1,NVIDIA,9500,0:;"       # G0-3 has 9000 MiB free
+    # a pod naming HAMi's binpack keeps HAMi's order (the fullest card first)
+    d = sched.schedule(gpu_pod("c", 1, 500, **{"hami.io/gpu-scheduler-policy": "binpack"}))
+    assert d.devices.startswith("G0-")
+    with pytest.raises(HamisimError, match="add --backend reference"):
+        make_scheduler(c, backend="kernel")
+    from hamisim.sim.kernel import KernelScheduler
+    plain = KernelScheduler(cluster("binpack", nodes=1))
+    with pytest.raises(HamisimError, match="runs on the readable backend"):
+        plain.schedule(gpu_pod("d", 1, 500, **{
+            "hami.io/gpu-scheduler-policy": f"python:{tmp_path}/last.py:score"}))
+
+
+def test_the_card_example_spreads_over_empty_cards():
+    c = cluster("binpack", nodes=1)
+    c = Cluster(c.nodes, SchedulerConfig(
+        gpu_scheduler_policy=f"python:{EXAMPLE.with_name('coolest_card.py')}:score"))
+    sched = make_scheduler(c, backend="reference")
+    cards = [sched.schedule(gpu_pod(f"p{k}", 1, 2000)).devices.split(",")[0] for k in range(5)]
+    assert cards == ["G0-0", "G0-1", "G0-2", "G0-3", "G0-0"]

@@ -113,6 +113,8 @@ def policy_problem(policy: str, kind: str = "gpu", research_ok: bool = False) ->
         return (f"card policy {policy!r}: '{RESERVE_TOKEN}' is a hamisim what-if, not HAMi "
                 "v2.10 behaviour (HAMi ignores the token): read as 'mutex', and the pod's "
                 "cards take no other tenant until it leaves (HAMi issue #3038)")
+    if is_plugin_policy(policy):
+        return None             # a user's card policy (hamisim.research.plugins)
     unknown = unknown_tokens(policy)
     parsed = parse_card_policy(policy)
     if parsed.mode == MODE_CHAIN:

@@ -462,12 +462,15 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    registered_types: Sequence[str] = ("NVIDIA",),
                    trace: Tracer | None = None,
                    quota: Callable[[list[Pick]], bool] | None = None,
+                   card_order: Callable[[CardUsage, Request], float] | None = None,
                    ) -> tuple[bool, list[Pick], str]:
     """Score, sort (in place) and Fit one container's requests on a node.
 
     ``cards`` is the node's working list: it is re-sorted in place and the
     picks' usage is added to it, so the next container sees both.
-    Returns ``(fit, picks, reason)``.
+    ``card_order`` (not HAMi): a user's card policy, ``f(card, request) ->
+    float``; the cards are sorted by it (stable), so Fit, which walks the list
+    from its end, tries the highest first. Returns ``(fit, picks, reason)``.
     """
     for card in cards:
         card.score = card_score(card, requests, weights)
@@ -479,7 +482,10 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
             if trace is not None:
                 trace.request_failed(DEVICE_TYPE_NOT_FOUND)
             return False, [], DEVICE_TYPE_NOT_FOUND
-        sort_cards(cards, policy)
+        if card_order is None:
+            sort_cards(cards, policy)
+        else:
+            cards.sort(key=lambda c: float(card_order(c, k)))
         vendor_cards = [c for c in cards if k.type.upper() in c.type.upper()]
         if trace is not None:
             trace.sorted(cards, vendor_cards)
@@ -565,7 +571,8 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
                weights: tuple[int, int, int] = (1, 1, 1),
                pair_scores: Mapping[str, Mapping[str, int]] | None = None,
                trace: Tracer | None = None, quota: QuotaGate | None = None,
-               aligned: bool = True, corrected: bool = False) -> NodeFit:
+               aligned: bool = True, corrected: bool = False,
+               card_order: Callable[[CardUsage, Request], float] | None = None) -> NodeFit:
     """Evaluate a pod on a node whose cards carry the current usage.
 
     Init containers are fitted each on a fresh copy of the current usage (they
@@ -585,7 +592,7 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
             continue
         ok, picks, reason = fit_in_devices(
             copy.deepcopy(cards), [req], annotations, policy, weights, pair_scores, trace=trace,
-            quota=quota_check(quota, allocation, n_init, aligned))
+            quota=quota_check(quota, allocation, n_init, aligned), card_order=card_order)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -602,7 +609,7 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         ok, picks, reason = fit_in_devices(
             app, [req], annotations, policy, weights, pair_scores, trace=trace,
             quota=quota_check(quota, allocation if corrected else allocation[n_init:], n_init,
-                              aligned))
+                              aligned), card_order=card_order)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -702,14 +709,20 @@ class ReferenceScheduler:
     float``, the highest wins (ties: the last in cluster order, or a draw
     under the ``random`` tie-break); it ranks the nodes of the pods whose node
     policy is the cluster's (a pod's own annotation keeps HAMi's ranking).
+    ``card_order`` likewise orders the cards Fit tries (:func:`fit_in_devices`)
+    for the pods whose card policy is the cluster's.
     """
 
     backend = "reference"
 
     def __init__(self, cluster: Cluster,
-                 node_score: Callable[[NodeCandidate], float] | None = None) -> None:
+                 node_score: Callable[[NodeCandidate], float] | None = None,
+                 card_order: Callable[[CardUsage, Request], float] | None = None) -> None:
         self.cluster = cluster
         self.node_score = node_score
+        #: a user's card policy (:func:`fit_in_devices`), for pods whose card policy
+        #: is the cluster's
+        self.card_order = card_order
         self.config = cluster.scheduler
         self.pods: dict[str, _Cached] = {}
         self.next_start = 0
@@ -879,7 +892,9 @@ class ReferenceScheduler:
             res = score_node(usage[i], requests, n_init, pod.annotations, policy, weights,
                              node.pair_scores, trace=trace, quota=gate,
                              aligned=self._aligned[i],
-                             corrected=cfg.init_container_usage == "corrected")
+                             corrected=cfg.init_container_usage == "corrected",
+                             card_order=self.card_order
+                             if policy_text == cfg.gpu_scheduler_policy else None)
             if trace is not None:
                 trace.node_done(i, res)
             if res.fit:

@@ -1,4 +1,8 @@
-"""Users' own node policies, in Python (not HAMi behaviour).
+"""Users' own node and card policies, in Python (not HAMi behaviour).
+
+A ``gpu_scheduler_policy`` (``--gpu-policy``) ``python:PATH.py:FUNCTION`` orders
+the cards HAMi's Fit tries on each node (:func:`load_card_policy`); a node
+policy of that form ranks the nodes, as follows.
 
 A ``node_scheduler_policy`` (cluster file, or ``--node-policy``) of the form
 ``python:PATH.py:FUNCTION`` ranks the nodes HAMi's Filter passed with the
@@ -31,9 +35,20 @@ from hamisim.errors import HamisimError
 from hamisim.hami.reference import NodeCandidate
 from hamisim.registry import PLUGIN_PREFIX, is_plugin_policy
 
-__all__ = ["NodeCandidate", "load_node_policy"]
+__all__ = ["NodeCandidate", "load_node_policy", "load_card_policy"]
 
 _LOADED: dict[str, Callable[[NodeCandidate], float]] = {}
+
+
+def load_card_policy(policy: str) -> Callable:
+    """A card policy ``python:PATH.py:FUNCTION``: ``FUNCTION(card, request) ->
+    float`` orders the cards HAMi's Fit tries on a node, the highest first
+    (``card``: a :class:`~hamisim.hami.reference.CardUsage` with its usage and
+    HAMi's card ``score``; ``request``: the container's
+    :class:`~hamisim.pods.Request`, ``nums``, ``memreq``, ``coresreq``, ...).
+    Fit's checks are HAMi's; a pod with its own card policy annotation keeps
+    HAMi's order. Loaded as :func:`load_node_policy`."""
+    return load_node_policy(policy)
 
 
 def load_node_policy(policy: str) -> Callable[[NodeCandidate], float]:

@@ -45,15 +45,19 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     Random's draws. Both are ignored for HAMi's own policies.
     """
     from hamisim.registry import is_plugin_policy, is_research_policy
-    if is_plugin_policy(cluster.scheduler.node_scheduler_policy):
+    node_policy, card_policy = (cluster.scheduler.node_scheduler_policy,
+                                cluster.scheduler.gpu_scheduler_policy)
+    if is_plugin_policy(node_policy) or is_plugin_policy(card_policy):
         if backend != "reference":
-            raise HamisimError(
-                f"the Python node policy {cluster.scheduler.node_scheduler_policy} runs on the "
-                "readable backend: add --backend reference")
+            theirs = node_policy if is_plugin_policy(node_policy) else card_policy
+            raise HamisimError(f"the Python policy {theirs} runs on the readable backend: "
+                               "add --backend reference")
         from hamisim.hami.reference import ReferenceScheduler
-        from hamisim.research.plugins import load_node_policy
-        return ReferenceScheduler(cluster, node_score=load_node_policy(
-            cluster.scheduler.node_scheduler_policy))
+        from hamisim.research.plugins import load_card_policy, load_node_policy
+        return ReferenceScheduler(
+            cluster,
+            node_score=load_node_policy(node_policy) if is_plugin_policy(node_policy) else None,
+            card_order=load_card_policy(card_policy) if is_plugin_policy(card_policy) else None)
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
             raise HamisimError(

@@ -74,6 +74,8 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
     if is_plugin_policy(cluster.scheduler.node_scheduler_policy):
         return f"the Python node policy {cluster.scheduler.node_scheduler_policy}"
+    if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
+        return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
     if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
         return f"the what-if card policy {RESERVE_TOKEN}"
     if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):

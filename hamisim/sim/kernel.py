@@ -25,6 +25,7 @@ import numpy as np
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
 from hamisim.hami import policy as _policy
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
@@ -55,6 +56,7 @@ from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.queue import REJ_EXTENDER, REJ_FIT, REJ_STATIC
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import NO_PERCENTAGE, Pod, admit, pod_requests
+from hamisim.registry import is_plugin_policy
 from hamisim.shapes import ShapeCache
 from hamisim.sim.arrays import (
     REQ_FIELDS,
@@ -294,9 +296,11 @@ class KernelScheduler:
         weights = (1, 1, 1)
         node_spread = False
         if wants_gpu:
-            policy = parse_card_policy(pod_gpu_policy(cfg.gpu_scheduler_policy,
-                                                      pod.annotations),
-                                       numa_bind(pod.annotations))
+            text = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
+            if is_plugin_policy(text):
+                raise HamisimError(f"pod {pod.name}: the Python card policy {text} runs on "
+                                   "the readable backend: add --backend reference")
+            policy = parse_card_policy(text, numa_bind(pod.annotations))
             try:
                 weights = pod_weights(pod.annotations)
             except ValueError as err:

@@ -335,6 +335,8 @@ def _replayed(cluster: Cluster, state: InitialState, moves: Sequence[Move],
 def _hami_policies(cluster: Cluster) -> None:
     """defrag places pods with HAMi's own node policies on the kernel."""
     policy = cluster.scheduler.node_scheduler_policy
+    if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
+        policy = cluster.scheduler.gpu_scheduler_policy
     if is_research_policy(policy) or is_plugin_policy(policy):
         raise HamisimError(f"defrag places pods under HAMi's node policies (binpack, spread), "
                            f"not under {policy}")

@@ -259,6 +259,8 @@ def dry_run_verdicts(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequen
 def _hami_policies(cluster: Cluster) -> None:
     """scaleup places pods with HAMi's own node policies on the kernel."""
     policy = cluster.scheduler.node_scheduler_policy
+    if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
+        policy = cluster.scheduler.gpu_scheduler_policy
     if is_research_policy(policy) or is_plugin_policy(policy):
         raise HamisimError(f"scaleup places pods under HAMi's node policies (binpack, spread), "
                            f"not under {policy}")
