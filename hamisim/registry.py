@@ -10,7 +10,7 @@ need not import each other. Part of the model: knows no files and no time.
 from __future__ import annotations
 
 __all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy",
-           "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy"]
+           "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy", "not_hamis"]
 
 #: HAMi's node policies (``hami.io/node-scheduler-policy``).
 HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
@@ -42,3 +42,14 @@ PLUGIN_PREFIX = "python:"
 def is_plugin_policy(policy: str | None) -> bool:
     """Whether ``policy`` (a ``node_scheduler_policy``) names a Python node policy."""
     return policy is not None and policy.strip().startswith(PLUGIN_PREFIX)
+
+
+def not_hamis(node_policy: str | None, card_policy: str | None) -> str | None:
+    """The policy of the two that HAMi's kernel cannot place with (a research
+    node policy, a Python node or card policy), else ``None``: the what-ifs that
+    drive the kernel directly (defrag, scaleup) refuse such clusters."""
+    if is_research_policy(node_policy) or is_plugin_policy(node_policy):
+        return node_policy
+    if is_plugin_policy(card_policy):
+        return card_policy
+    return None

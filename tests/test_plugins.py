@@ -119,9 +119,9 @@ def test_the_planning_what_ifs_refuse_policies_they_do_not_place_with(tmp_path):
     from hamisim.studies.scaleup import plan_scaleup
     for policy in ("fgd", f"python:{EXAMPLE}:score"):
         c = cluster(policy, nodes=1)
-        with pytest.raises(HamisimError, match="under HAMi's node policies"):
+        with pytest.raises(HamisimError, match="under HAMi's own policies"):
             plan_defrag(c, InitialState([]), free_cards=1)
-        with pytest.raises(HamisimError, match="under HAMi's node policies"):
+        with pytest.raises(HamisimError, match="under HAMi's own policies"):
             plan_scaleup(c, [], [])
 
 

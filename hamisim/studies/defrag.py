@@ -39,7 +39,7 @@ from hamisim.hami.decision import Pick
 from hamisim.errors import HamisimError, InputError
 from hamisim.io.initialstate import InitialPod, InitialState, decode_devices
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
-from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.registry import not_hamis
 from hamisim.research.fragmentation import fragmentation
 from hamisim.shapes import typical_shapes
 from hamisim.sim.kernel import KernelScheduler
@@ -147,7 +147,11 @@ class _World:
 
     def __init__(self, cluster: Cluster, state: InitialState,
                  requests: Mapping[str, Pod] | None = None) -> None:
-        _hami_policies(cluster)
+        policy = not_hamis(cluster.scheduler.node_scheduler_policy,
+                           cluster.scheduler.gpu_scheduler_policy)
+        if policy is not None:
+            raise HamisimError(f"defrag places pods under HAMi's own policies, not under "
+                               f"{policy}")
         if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
             raise HamisimError("defrag does not move pods on MIG cards yet (a move would have "
                                "to re-place MIG instances)")
@@ -330,13 +334,3 @@ def _replayed(cluster: Cluster, state: InitialState, moves: Sequence[Move],
         node, containers = world.where[m.pod][:2]
         assert (cluster.nodes[node].name, _cards(containers)) == (m.to_node, m.to_cards), m
     return world
-
-
-def _hami_policies(cluster: Cluster) -> None:
-    """defrag places pods with HAMi's own node policies on the kernel."""
-    policy = cluster.scheduler.node_scheduler_policy
-    if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
-        policy = cluster.scheduler.gpu_scheduler_policy
-    if is_research_policy(policy) or is_plugin_policy(policy):
-        raise HamisimError(f"defrag places pods under HAMi's node policies (binpack, spread), "
-                           f"not under {policy}")

@@ -39,7 +39,7 @@ from hamisim.errors import HamisimError
 from hamisim.hami.decision import NODE_UNREGISTERED
 from hamisim.io.initialstate import InitialState
 from hamisim.pods import Pod
-from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.workload import Trace
 
@@ -171,7 +171,10 @@ def plan_scaleup(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[P
                  state: InitialState | None = None,
                  max_evaluations: int = DEFAULT_MAX_EVALUATIONS) -> ScaleUpPlan:
     """The cheapest additions that place every pod of ``pods`` (module docstring)."""
-    _hami_policies(cluster)
+    policy = not_hamis(cluster.scheduler.node_scheduler_policy,
+                       cluster.scheduler.gpu_scheduler_policy)
+    if policy is not None:
+        raise HamisimError(f"scaleup places pods under HAMi's own policies, not under {policy}")
     n_groups = len(groups)
     evaluations = 0
 
@@ -254,13 +257,3 @@ def dry_run_verdicts(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequen
             verdict[g.name] = "fits" if d.bound else d.message
             sched.delete(pod.name)          # the next pod sees an empty node again
     return out
-
-
-def _hami_policies(cluster: Cluster) -> None:
-    """scaleup places pods with HAMi's own node policies on the kernel."""
-    policy = cluster.scheduler.node_scheduler_policy
-    if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
-        policy = cluster.scheduler.gpu_scheduler_policy
-    if is_research_policy(policy) or is_plugin_policy(policy):
-        raise HamisimError(f"scaleup places pods under HAMi's node policies (binpack, spread), "
-                           f"not under {policy}")
