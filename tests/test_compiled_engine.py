@@ -104,7 +104,7 @@ def _note(run: SimResult) -> None:
         event("a pod held MIG instances")
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=200, deadline=None, suppress_health_check=SLOW)
 @given(data=st.data())
 def test_compiled_engine_equals_python_engine(data):
     cluster = _grouped(data.draw,

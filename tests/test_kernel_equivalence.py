@@ -111,7 +111,7 @@ def _mig_in_use(sched) -> dict[str, int]:
     return out
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=800, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(), data=st.data())
 def test_kernel_equals_reference(cluster, data):
     _check_sequence(data, cluster, max_steps=10)

@@ -44,7 +44,7 @@ def fill_pods(draw, name: str):
     return Pod(name, (Container(limits=limits),), (), ann, cpu, 0)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=110, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(min_nodes=8, max_nodes=30, max_cards=8), data=st.data())
 def test_fast_choice_on_filled_clusters(cluster, data):
     ref, ker = ReferenceScheduler(cluster), KernelScheduler(cluster)
@@ -112,7 +112,7 @@ def test_memory_percentage_boundaries():
     assert cases > 1000
 
 
-@settings(max_examples=75, deadline=None, suppress_health_check=SLOW)
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
 @given(cluster=clusters(min_nodes=1, max_nodes=300, max_cards=8), data=st.data())
 def test_ordered_index_equals_the_scan(cluster, data):
     """When every node is examined, the kernel answers from its ordered node
