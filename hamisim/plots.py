@@ -128,6 +128,8 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     fig, ax = plt.subplots(figsize=(9, 3.6))
     ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
+    ax.set_ylim(bottom=0, top=max(1.0, float(ts["pods_pending"].max()) * 1.05)
+                if len(ts) else 1.0)        # a count: no negative axis when none waited
     ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
     ax.grid(alpha=0.3)
