@@ -376,13 +376,17 @@ def _fraction(text: str) -> float:
 def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     many = {"action": "append"} if multi else {}
     p.add_argument("--gpu-policy", metavar="P", **many,
-                   help="card policy, e.g. spread, binpack, mutex,binpack,numa "
-                        "(overrides the cluster file; default: HAMi's spread)"
+                   help="card policy, e.g. spread, binpack, mutex,binpack,numa, or your own "
+                        "python:PATH.py:FUNCTION ordering the cards HAMi's Fit tries "
+                        "(--backend reference) (overrides the cluster file; default: HAMi's "
+                        "spread)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--node-policy", metavar="P", **many,
                    help="node policy: HAMi's binpack (default) or spread, or one of the FGD "
                         "paper's research policies random, dotprod, gpuclustering, gpupacking, "
-                        "bestfit, fgd (not HAMi behaviour)"
+                        "bestfit, fgd, or your own python:PATH.py:NAME (a function ranking "
+                        "HAMi's fitting nodes, or a ModelPolicy class on the paper's model; "
+                        "with --backend reference) (the last two: not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
@@ -442,10 +446,12 @@ def _add_check(p: argparse.ArgumentParser) -> None:
 
 def _warn_option_policies(args: argparse.Namespace) -> None:
     from hamisim.hami.policy import warn_policy
+    from hamisim.research.plugins import check_policy
     for option, kind in (("gpu_policy", "gpu"), ("node_policy", "node")):
         values = getattr(args, option, None)
         for value in [values] if isinstance(values, str) else values or []:
             warn_policy(f"--{option.replace('_', '-')}", value, kind, research_ok=True)
+            check_policy(f"--{option.replace('_', '-')}", None, value, kind)
 
 
 def _spec(args: argparse.Namespace, **overrides):
@@ -480,6 +486,7 @@ def _spec(args: argparse.Namespace, **overrides):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from hamisim.kube.queue import queue_label
     from hamisim.studies.runs import (
         default_cluster_path,
         default_timing_notice,
@@ -488,7 +495,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         prepare,
         run_to_folder,
     )
-    from hamisim.kube.queue import queue_label
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     metrics = _metrics_target(args)
     prep = prepare(spec)
@@ -535,7 +541,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if spec.mode == "replay":
         queue = (", one attempt per pod (--retry none)" if spec.retry == "none" else
                  f", {queue_label(prep.cluster.scheduler.kube_scheduler_version)}")
-    print(f"hamisim run: {label}, mode {spec.mode}{queue}, seed {spec.seed}")
+    print(f"hamisim run: {label}{_not_hamis(prep.cluster)}, mode {spec.mode}{queue}, "
+          f"seed {spec.seed}")
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
@@ -578,10 +585,22 @@ def _metrics_target(args: argparse.Namespace) -> str | None:
 
 def _label(spec, prep) -> str:
     """The run's policy label, as its summary will give it."""
-    from hamisim.registry import is_research_policy
+    from hamisim.research.plugins import on_research_model
     s = prep.cluster.scheduler
-    return (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
+    return (s.node_scheduler_policy if on_research_model(s.node_scheduler_policy)
             else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}")
+
+
+def _not_hamis(cluster) -> str:
+    """What the console says of a node or card policy that is not HAMi's."""
+    from hamisim.registry import is_plugin_policy
+    from hamisim.research.plugins import on_research_model
+    s = cluster.scheduler
+    if on_research_model(s.node_scheduler_policy):
+        return " (a research policy on the FGD paper's model, not HAMi behaviour)"
+    if is_plugin_policy(s.node_scheduler_policy) or is_plugin_policy(s.gpu_scheduler_policy):
+        return " (your Python policy on HAMi's Filter and Fit, not HAMi behaviour)"
+    return ""
 
 
 def _timing_line(t: dict[str, float], pods: int) -> str:
@@ -890,12 +909,17 @@ def cmd_defrag(args: argparse.Namespace) -> int:
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
+    from collections import Counter
+
     from hamisim.io.clusterfile import load_cluster
     from hamisim.io.initialstate import load_state
     from hamisim.io.traces import read_trace
-    from collections import Counter
-
-    from hamisim.studies.scaleup import dry_run_verdicts, node_groups, plan_scaleup, queue_order
+    from hamisim.studies.scaleup import (
+        dry_run_verdicts,
+        node_groups,
+        plan_scaleup,
+        queue_order,
+    )
     costs = {}
     for item in args.cost:
         group, sep, value = item.partition("=")

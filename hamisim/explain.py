@@ -802,11 +802,12 @@ def explain_pod(cluster: Cluster, pod: Pod, state=None,
 
 
 def _hami_only(cluster: Cluster) -> None:
-    from hamisim.registry import is_research_policy
+    from hamisim.research.plugins import on_research_model
     policy = cluster.scheduler.node_scheduler_policy
-    if is_research_policy(policy):
+    if on_research_model(policy):
         raise HamisimError(f"explain covers HAMi's own placement; node policy '{policy}' is a "
-                           "research policy of the FGD paper (no HAMi reasons to explain)")
+                           "research policy on the FGD paper's model (no HAMi reasons to "
+                           "explain)")
 
 
 def load_pod(path: str, name: str | None = None) -> Pod:

@@ -1,29 +1,36 @@
 """Users' own node and card policies, in Python (not HAMi behaviour).
 
-A ``gpu_scheduler_policy`` (``--gpu-policy``) ``python:PATH.py:FUNCTION`` orders
-the cards HAMi's Fit tries on each node (:func:`load_card_policy`); a node
-policy of that form ranks the nodes, as follows.
+``python:PATH.py:NAME`` (``PATH`` relative to the working directory) names a
+policy of one's own, at one of two levels:
 
-A ``node_scheduler_policy`` (cluster file, or ``--node-policy``) of the form
-``python:PATH.py:FUNCTION`` ranks the nodes HAMi's Filter passed with the
-user's ``FUNCTION(candidate) -> float`` instead of HAMi's binpack/spread
-comparator: the highest score wins, ties go to the last node in cluster order
-(or to a draw under ``node_tie_break: random``). HAMi still decides which
-nodes fit and which cards each container gets (its Fit, with the card
-policy); the function sees a :class:`~hamisim.hami.reference.NodeCandidate`
-(the node, its cards' usage before the pod, HAMi's picks, HAMi's own node
-score, the pod) and must not change it. ``PATH`` is relative to the working
-directory. A pod whose own ``hami.io/node-scheduler-policy`` annotation names
-another policy is ranked by that one, as HAMi would.
+* **On HAMi's model**, a function. As a ``gpu_scheduler_policy``
+  (``--gpu-policy``), ``NAME(card, request) -> float`` orders the cards HAMi's
+  Fit tries on each node (:func:`load_card_policy`). As a
+  ``node_scheduler_policy`` (cluster file, or ``--node-policy``),
+  ``NAME(candidate) -> float`` ranks the nodes HAMi's Filter passed instead of
+  HAMi's binpack/spread comparator: the highest score wins, ties go to the
+  last node in cluster order (or to a draw under ``node_tie_break: random``).
+  HAMi still decides which nodes fit and which cards each container gets (its
+  Fit, with the card policy); the function sees a
+  :class:`~hamisim.hami.reference.NodeCandidate` (the node, its cards' usage
+  before the pod, HAMi's picks, HAMi's own node score, the pod) and must not
+  change it. A pod whose own ``hami.io/node-scheduler-policy`` annotation
+  names another policy is ranked by that one, as HAMi would.
+* **On the FGD paper's model**, a :class:`~hamisim.research.policies.ModelPolicy`
+  subclass (or instance) as the node policy: it scores the nodes that fit on
+  the Open-Gpu-Share model and picks the winner's cards, replacing HAMi's
+  Filter, Fit and card policy altogether. The paper's six research policies
+  are such subclasses and run through the same interface
+  (:mod:`hamisim.research.policies`); subclass one to change one rule.
 
-This is the readable path: such runs use the reference backend (``--backend
-reference``) and the readable engine, a few milliseconds per attempt on
-small clusters. The compiled path is the one the FGD research policies take
-(:mod:`hamisim.research`): a policy id in ``hamisim.research.model``, its
-score in ``_research.pxi`` beside the kernel and its readable twin in
-``research/reference.py``, checked against each other by
-``tests/test_research_policies.py``; a Python policy that proves itself is
-ported the same way (README, "Your own node policy").
+Both run on the readable backend (``--backend reference``): a few
+milliseconds per attempt on small clusters, tens of milliseconds on the
+1,213-node openb cluster. The compiled path is the one the six research
+policies took: a policy id in :mod:`hamisim.research.model`, its score and
+card choice in ``_research.pxi`` beside the others, and the
+kernel-vs-reference property test of ``tests/test_research_policies.py``,
+which then holds the compiled port against the Python class (README, "Your
+own node and card policies").
 """
 from __future__ import annotations
 
@@ -31,13 +38,15 @@ import importlib.util
 import os
 from typing import Callable
 
-from hamisim.errors import HamisimError
+from hamisim.errors import HamisimError, InputError
 from hamisim.hami.reference import NodeCandidate
-from hamisim.registry import PLUGIN_PREFIX, is_plugin_policy
+from hamisim.registry import PLUGIN_PREFIX, is_plugin_policy, is_research_policy, plugin_parts
+from hamisim.research.policies import ModelPolicy
 
-__all__ = ["NodeCandidate", "load_node_policy", "load_card_policy"]
+__all__ = ["NodeCandidate", "ModelPolicy", "load_node_policy", "load_card_policy",
+           "load_model_policy", "on_research_model", "check_policy", "plugin_file"]
 
-_LOADED: dict[str, Callable[[NodeCandidate], float]] = {}
+_LOADED: dict[str, Callable[[NodeCandidate], float] | ModelPolicy] = {}
 
 
 def load_card_policy(policy: str) -> Callable:
@@ -48,21 +57,23 @@ def load_card_policy(policy: str) -> Callable:
     :class:`~hamisim.pods.Request`, ``nums``, ``memreq``, ``coresreq``, ...).
     Fit's checks are HAMi's; a pod with its own card policy annotation keeps
     HAMi's order. Loaded as :func:`load_node_policy`."""
-    return load_node_policy(policy)
+    fn = load_node_policy(policy)
+    if isinstance(fn, ModelPolicy):
+        raise HamisimError(f"card policy {policy!r} names a node policy of the Open-Gpu-Share "
+                           "model (a ModelPolicy); a card policy is a function (card, request)")
+    return fn
 
 
-def load_node_policy(policy: str) -> Callable[[NodeCandidate], float]:
-    """The function a ``python:PATH.py:FUNCTION`` policy names (loaded once per
-    string); raises :class:`HamisimError` saying what is wrong."""
+def load_node_policy(policy: str) -> Callable[[NodeCandidate], float] | ModelPolicy:
+    """What a ``python:PATH.py:NAME`` policy names, loaded once per string: a
+    function, or a :class:`ModelPolicy` (a subclass is instantiated); raises
+    :class:`HamisimError` saying what is wrong."""
     if not is_plugin_policy(policy):
         raise HamisimError(f"{policy!r} is not a Python node policy "
                            f"({PLUGIN_PREFIX}PATH.py:FUNCTION)")
     if policy in _LOADED:
         return _LOADED[policy]
-    body = policy.strip()[len(PLUGIN_PREFIX):]
-    path, sep, name = body.rpartition(":")
-    if not sep or not path.endswith(".py") or not name.isidentifier():
-        raise HamisimError(f"node policy {policy!r}: expected {PLUGIN_PREFIX}PATH.py:FUNCTION")
+    path, name = _split(policy)
     if not os.path.isfile(path):
         raise HamisimError(f"node policy {policy!r}: no such file: {path}")
     spec = importlib.util.spec_from_file_location(
@@ -74,7 +85,55 @@ def load_node_policy(policy: str) -> Callable[[NodeCandidate], float]:
         raise HamisimError(f"node policy {policy!r}: loading {path} failed: "
                            f"{type(exc).__name__}: {exc}") from None
     fn = getattr(module, name, None)
-    if not callable(fn):
+    if isinstance(fn, type) and issubclass(fn, ModelPolicy):
+        try:
+            fn = fn()
+        except Exception as exc:  # noqa: BLE001 - the user's class: say what failed
+            raise HamisimError(f"node policy {policy!r}: {name}() failed: "
+                               f"{type(exc).__name__}: {exc}") from None
+    if isinstance(fn, ModelPolicy) and not (vars(fn).get("name") or vars(type(fn)).get("name")):
+        fn.name = policy.strip()        # not the name of the built-in it may extend
+    if not callable(fn) and not isinstance(fn, ModelPolicy):
         raise HamisimError(f"node policy {policy!r}: {path} defines no function {name!r}")
     _LOADED[policy] = fn
     return fn
+
+
+def _split(policy: str) -> tuple[str, str]:
+    parts = plugin_parts(policy)
+    if parts is None:
+        raise HamisimError(f"node policy {policy!r}: expected {PLUGIN_PREFIX}PATH.py:FUNCTION")
+    return parts
+
+
+def plugin_file(policy: str) -> str:
+    """The file a ``python:PATH.py:NAME`` policy names (``PATH.py``)."""
+    return _split(policy)[0]
+
+
+def load_model_policy(policy: str) -> ModelPolicy | None:
+    """The :class:`~hamisim.research.policies.ModelPolicy` a
+    ``python:PATH.py:NAME`` node policy names (a subclass, instantiated once,
+    or an instance), or ``None`` when NAME is a function ranking HAMi's nodes."""
+    obj = load_node_policy(policy)
+    return obj if isinstance(obj, ModelPolicy) else None
+
+
+def on_research_model(policy: str | None) -> bool:
+    """Whether a node policy schedules on the Open-Gpu-Share model instead of
+    HAMi's: one of the six research policies, or a user's ModelPolicy."""
+    if is_research_policy(policy):
+        return True
+    return is_plugin_policy(policy) and load_model_policy(policy) is not None
+
+
+def check_policy(where: str, line: int | None, policy: str, kind: str = "node") -> None:
+    """Load a ``python:`` node (``kind="node"``) or card (``"gpu"``) policy now,
+    so that a missing file or name is reported at ``where`` (a file, with its
+    ``line``, or an option) before anything runs; other policy strings pass."""
+    if not is_plugin_policy(policy):
+        return
+    try:
+        (load_card_policy if kind == "gpu" else load_node_policy)(policy)
+    except HamisimError as exc:
+        raise InputError(where, line, str(exc)) from None

@@ -40,6 +40,7 @@ from hamisim.research.model import (
     research_request,
     shape_arrays,
 )
+from hamisim.research.policies import BUILTIN, ModelPolicy
 from hamisim.research.reference import ResearchReferenceCore
 from hamisim.shapes import Shape
 
@@ -66,18 +67,25 @@ class ResearchScheduler:
     the seeded generator identically.
     """
 
-    def __init__(self, cluster: Cluster, policy: str, shapes: Sequence[Shape] = (),
+    def __init__(self, cluster: Cluster, policy: str | ModelPolicy, shapes: Sequence[Shape] = (),
                  seed: int = 0, backend: str = "kernel") -> None:
-        name = policy.strip().lower()
-        if name not in POLICY_CODES:
-            raise HamisimError(f"unknown research policy {policy!r} (expected one of "
-                               f"{', '.join(RESEARCH_POLICIES)})")
         if backend not in ("kernel", "reference"):
             raise HamisimError(f"unknown backend {backend!r} (expected kernel or reference)")
+        if isinstance(policy, ModelPolicy):
+            # a user's policy object: the readable core runs it through the interface
+            if backend != "reference":
+                raise HamisimError(f"the Python node policy {policy!r} runs on the readable "
+                                   "backend: add --backend reference")
+            self.model_policy, name, self.code = policy, repr(policy), -1
+        else:
+            name = policy.strip().lower()
+            if name not in POLICY_CODES:
+                raise HamisimError(f"unknown research policy {policy!r} (expected one of "
+                                   f"{', '.join(RESEARCH_POLICIES)})")
+            self.model_policy, self.code = BUILTIN[name], POLICY_CODES[name]
         self.cluster = cluster
         self.config = cluster.scheduler
         self.policy = name
-        self.code = POLICY_CODES[name]
         self.backend = backend
         self.seed = seed
         self.rng = np.random.default_rng(seed)
@@ -116,6 +124,7 @@ class ResearchScheduler:
             self.core = _core.ResearchCore(*args)
         else:
             self.core = ResearchReferenceCore(*args)
+            self.core.node_names, self.core.type_names = self.node_names, self.type_names
         self.next_start = 0
         self._wanted = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score,
                                                   self.n_nodes)
@@ -217,10 +226,18 @@ class ResearchScheduler:
         tok = self.type_filter(req.use_gputype, req.nouse_gputype)
         code, core = self.code, self.core
         spec = self._spec_id(req, tok) if code == P_FGD else -1
+        policy = code if self.backend == "kernel" else self.model_policy
         cls = pod_class(req.k, req.milli, self.max_cards)
-        n_tied = core.attempt(code, req.cpu_milli, req.score_cpu, req.memory_mib, req.k,
-                              req.milli, tok, spec, cls, req.no_requests, self.next_start,
-                              self._wanted)
+        try:
+            n_tied = core.attempt(policy, req.cpu_milli, req.score_cpu, req.memory_mib, req.k,
+                                  req.milli, tok, spec, cls, req.no_requests, self.next_start,
+                                  self._wanted)
+        except Exception as exc:
+            if self.code >= 0:
+                raise
+            # a user's policy failed: say which and on which pod, not where in hamisim
+            raise HamisimError(f"node policy {self.policy} failed scoring pod {pod.name}: "
+                               f"{type(exc).__name__}: {exc}") from None
         self.next_start = core.next_start
         if n_tied == 0:
             nodes = np.array(core.np_rej_node[:core.n_rejected], dtype=np.int64)
@@ -231,18 +248,31 @@ class ResearchScheduler:
                                                                 bits_histogram(bits)),
                             reasons_factory=lambda: self._node_reasons(nodes, bits),
                             rejectors=REJ_FIT)
-        if n_tied > 1 and (self.tie_random or code == P_RANDOM):
+        if n_tied > 1 and (self.tie_random or self.model_policy.random_ties):
             j = int(self.rng.integers(n_tied))
         else:
             j = n_tied - 1      # hamisim's node_tie_break "last"
         node = int(core.np_tied[j])
-        draw = 0
-        if code == P_RANDOM and req.k == 1 and req.milli < MILLI:
-            n_fit = core.count_fit(node, req.milli, tok)
-            draw = int(self.rng.integers(n_fit)) if n_fit > 1 else 0
-        got = core.choose(code, node, req.k, req.milli, tok, draw)
-        if got != req.k:   # pragma: no cover - the filter guarantees the cards
-            raise AssertionError("research kernel: chosen node no longer fits")
+        if self.backend == "kernel":
+            draw = 0
+            if code == P_RANDOM and req.k == 1 and req.milli < MILLI:
+                n_fit = core.count_fit(node, req.milli, tok)
+                draw = int(self.rng.integers(n_fit)) if n_fit > 1 else 0
+            got = core.choose(code, node, req.k, req.milli, tok, draw)
+        else:
+            try:
+                got = core.choose(self.model_policy, node, req.k, req.milli, tok, self._draw)
+            except Exception as exc:
+                if self.code >= 0:
+                    raise
+                raise HamisimError(f"node policy {self.policy} failed choosing cards for pod "
+                                   f"{pod.name}: {type(exc).__name__}: {exc}") from None
+        if got != req.k:
+            if self.code >= 0:   # pragma: no cover - the filter guarantees the cards
+                raise AssertionError("research kernel: chosen node no longer fits")
+            raise HamisimError(
+                f"node policy {self.policy}: cards() placed pod {pod.name} on positions that "
+                f"are not {req.k} distinct fitting cards of node {self.node_names[node]}")
         pos = tuple(core.np_pick[:got].tolist())
         containers = self._containers(node, pos, req)
         b = _Bound(node, pos, (req.milli,) * got, req.cpu_milli, req.memory_mib, cls,
@@ -251,6 +281,10 @@ class ResearchScheduler:
         self._pods[pod.name] = b
         return Decision(pod.name, self.node_names[node], containers, node_index=node,
                         pad_empty=self._pad_empty[node] if got else True)
+
+    def _draw(self, n: int) -> int:
+        """A seeded uniform draw in ``range(n)``; none for ``n <= 1``."""
+        return int(self.rng.integers(n)) if n > 1 else 0
 
     def _containers(self, node: int, pos: tuple[int, ...], req: ResearchRequest
                     ) -> list[list[Pick]]:

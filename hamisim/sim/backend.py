@@ -39,7 +39,9 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     """A fresh scheduler (empty pod cache) for ``cluster`` on ``backend``.
 
     When the cluster's ``node_scheduler_policy`` is one of the FGD paper's
-    research policies (:data:`hamisim.research.model.RESEARCH_POLICIES`) the result
+    research policies (:data:`hamisim.research.model.RESEARCH_POLICIES`), or a
+    user's :class:`~hamisim.research.policies.ModelPolicy` named
+    ``python:PATH.py:NAME`` (reference backend only), the result
     is a :class:`hamisim.research.scheduler.ResearchScheduler`: ``shapes`` are then the
     typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
     Random's draws. Both are ignored for HAMi's own policies.
@@ -47,6 +49,27 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     from hamisim.registry import is_plugin_policy, is_research_policy
     node_policy, card_policy = (cluster.scheduler.node_scheduler_policy,
                                 cluster.scheduler.gpu_scheduler_policy)
+    research_model = None
+    if is_plugin_policy(node_policy):
+        from hamisim.research.plugins import load_model_policy
+        research_model = load_model_policy(node_policy)
+    if is_research_policy(node_policy) or research_model is not None:
+        if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
+            raise HamisimError(
+                f"the research policy {node_policy} models no "
+                "ResourceQuota: remove the cluster file's 'quotas' to compare it")
+        if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
+            raise HamisimError(
+                f"the research policy {node_policy} models no MIG "
+                "placement: compare it on a cluster without 'mode: mig' cards")
+        if backend not in BACKENDS:
+            raise HamisimError(
+                f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+        from hamisim.research.scheduler import ResearchScheduler
+        if backend == "kernel" and research_model is None:
+            _kernel_module()
+        return ResearchScheduler(cluster, research_model or node_policy,
+                                 shapes=shapes, seed=seed, backend=backend)
     if is_plugin_policy(node_policy) or is_plugin_policy(card_policy):
         if backend != "reference":
             theirs = node_policy if is_plugin_policy(node_policy) else card_policy
@@ -58,23 +81,6 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
             cluster,
             node_score=load_node_policy(node_policy) if is_plugin_policy(node_policy) else None,
             card_order=load_card_policy(card_policy) if is_plugin_policy(card_policy) else None)
-    if is_research_policy(cluster.scheduler.node_scheduler_policy):
-        if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
-            raise HamisimError(
-                f"the research policy {cluster.scheduler.node_scheduler_policy} models no "
-                "ResourceQuota: remove the cluster file's 'quotas' to compare it")
-        if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
-            raise HamisimError(
-                f"the research policy {cluster.scheduler.node_scheduler_policy} models no MIG "
-                "placement: compare it on a cluster without 'mode: mig' cards")
-        if backend not in BACKENDS:
-            raise HamisimError(
-                f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
-        from hamisim.research.scheduler import ResearchScheduler
-        if backend == "kernel":
-            _kernel_module()
-        return ResearchScheduler(cluster, cluster.scheduler.node_scheduler_policy,
-                                 shapes=shapes, seed=seed, backend=backend)
     if backend == "reference":
         from hamisim.hami.reference import ReferenceScheduler
         return ReferenceScheduler(cluster)

@@ -161,11 +161,11 @@ class _Engine:
         self.cluster = cluster
         self.cfg = config
         if config.defrag_interval is not None:
-            from hamisim.registry import is_research_policy
+            from hamisim.research.plugins import on_research_model
             if not config.defrag_interval > 0 or config.defrag_moves < 1:
                 raise HamisimError("the defragmenter needs an interval > 0 and at least one "
                                    "move")
-            if is_research_policy(cluster.scheduler.node_scheduler_policy):
+            if on_research_model(cluster.scheduler.node_scheduler_policy):
                 raise HamisimError("the defragmenter moves pods under HAMi's policies, not "
                                    "under a research node policy")
             if config.check:

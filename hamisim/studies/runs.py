@@ -33,7 +33,7 @@ from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.plots import plot_compare, plot_fill_curves, plot_placement, plot_run
-from hamisim.registry import is_research_policy
+from hamisim.research.plugins import on_research_model
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink
@@ -327,7 +327,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload),
                      "description": describe_workload(prep)},
         "typical_shapes": len(prep.shapes),
-        "label": (s.node_scheduler_policy if is_research_policy(s.node_scheduler_policy)
+        "label": (s.node_scheduler_policy if on_research_model(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
         "results": result.summary,
     }
@@ -676,7 +676,7 @@ def _run_names(specs: Sequence[RunSpec], scheduler) -> list[str]:
     for spec in specs:
         node = spec.node_policy or scheduler.node_scheduler_policy
         card = spec.gpu_policy or scheduler.gpu_scheduler_policy
-        label = node if is_research_policy(node) else f"node={node} card={card}"
+        label = node if on_research_model(node) else f"node={node} card={card}"
         base = f"{_slug(label)}-seed{spec.seed}"
         name = next(n for k in itertools.count(1)
                     if (n := base + (f"-{k}" if k > 1 else "")) not in seen)
