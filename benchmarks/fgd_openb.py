@@ -12,6 +12,8 @@ and the acceptance checks, and writes figures and tables to --out.
     python benchmarks/fgd_openb.py                       # default trace, 6 x 10 runs
     python benchmarks/fgd_openb.py --variants all        # + cpu050 gpushare40 gpuspec10 multigpu20
     python benchmarks/fgd_openb.py --hami                # + HAMi node x card policies
+    python benchmarks/fgd_openb.py --policy python:workloads/policies/packing_bestfit.py:PackingThenBestFit
+                                                         # + your own policy (readable backend)
 
 Exit status 0 when every check passes, 1 otherwise.
 """
@@ -53,11 +55,15 @@ def _one(job: tuple) -> tuple[pd.DataFrame, float]:
                    trace=str(openb / f"openb_pod_list_{variant}.csv"), mode="fill",
                    fill_to=130.0, seed=seed, node_policy=node_policy, gpu_policy=gpu_policy,
                    percentage_of_nodes_to_score=100, progress=False)
-    if node_policy not in POLICIES:             # HAMi policies keep HAMi's node tie rule
+    if node_policy.startswith("python:"):       # a user's policy runs on the readable backend
+        spec = dataclasses.replace(spec, backend="reference")
+    elif node_policy not in POLICIES:           # HAMi policies keep HAMi's node tie rule
         spec = dataclasses.replace(spec, node_tie_break="last")
     t0 = time.perf_counter()
     res = run(spec)
     label = node_policy if node_policy in POLICIES else res.summary["label"]
+    if node_policy.startswith("python:"):
+        label = node_policy.rsplit(":", 1)[-1]    # the class or function name, for legends
     table = curves(res.timeseries, label, seed)
     table.insert(0, "variant", variant)
     return table, time.perf_counter() - t0
@@ -132,6 +138,9 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--hami", action="store_true",
                     help="also run HAMi's node x card policies on the default trace")
+    ap.add_argument("--policy", action="append", default=[], metavar="P",
+                    help="also run this node policy on the default trace, e.g. your own "
+                         "python:PATH.py:NAME (repeat for several)")
     ap.add_argument("--out", default="fgd-openb-results")
     args = ap.parse_args()
     variants = VARIANTS if args.variants == ["all"] else args.variants
@@ -139,6 +148,7 @@ def main() -> int:
     jobs = [(v, p, None, s) for v in variants for p in POLICIES for s in seeds]
     if args.hami:
         jobs += [("default", n, g, s) for n, g in HAMI for s in seeds]
+    jobs += [("default", p, None, s) for p in args.policy for s in seeds]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -163,7 +173,8 @@ def main() -> int:
     hami = table[(table.variant == "default") & ~table.policy.isin(list(POLICIES))]
     if len(hami):
         med = median_at(hami)
-        print("\n== HAMi policies on the same protocol, default trace: median unallocated GPU % ==")
+        print("\n== HAMi's and your policies on the same protocol, default trace: median "
+              "unallocated GPU % ==")
         print(med.loc[CHECK_AT].T.to_string(float_format=lambda v: f"{v:6.2f}"))
     print(f"\n{sum(all_ok)}/{len(all_ok)} checks pass; figures and curves.csv in {out}/")
     return 0 if all(all_ok) else 1

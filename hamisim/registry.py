@@ -10,7 +10,8 @@ need not import each other. Part of the model: knows no files and no time.
 from __future__ import annotations
 
 __all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy",
-           "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy", "not_hamis"]
+           "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy", "plugin_parts",
+           "not_hamis"]
 
 #: HAMi's node policies (``hami.io/node-scheduler-policy``).
 HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
@@ -34,14 +35,23 @@ def is_research_policy(policy: str | None) -> bool:
 RESERVE_TOKEN = "mutex-reserve"
 
 
-#: A node policy of the user's own, in Python: ``python:PATH.py:FUNCTION``
+#: A node or card policy of the user's own, in Python: ``python:PATH.py:NAME``
 #: (:mod:`hamisim.research.plugins`; not HAMi behaviour).
 PLUGIN_PREFIX = "python:"
 
 
 def is_plugin_policy(policy: str | None) -> bool:
-    """Whether ``policy`` (a ``node_scheduler_policy``) names a Python node policy."""
+    """Whether ``policy`` (a node or card policy) names a Python policy."""
     return policy is not None and policy.strip().startswith(PLUGIN_PREFIX)
+
+
+def plugin_parts(policy: str) -> tuple[str, str] | None:
+    """``(PATH.py, NAME)`` of a ``python:PATH.py:NAME`` policy; ``None`` when the
+    text after the prefix is not of that form."""
+    path, sep, name = policy.strip()[len(PLUGIN_PREFIX):].rpartition(":")
+    if not sep or not path.endswith(".py") or not name.isidentifier():
+        return None
+    return path, name
 
 
 def not_hamis(node_policy: str | None, card_policy: str | None) -> str | None:

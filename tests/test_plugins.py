@@ -113,6 +113,25 @@ def test_the_cli_runs_it_on_the_reference_backend_only(tmp_path, capsys):
     assert "scored node t4-0 NaN" in capsys.readouterr().err
 
 
+def test_a_policy_file_that_is_not_there_is_a_located_error(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        scheduler:
+          node_scheduler_policy: python:nowhere.py:score
+        nodes:
+          - {name_prefix: t4, replicas: 1, gpus: 1, card: {devmem: 15360, type: NVIDIA-T4}}
+        """))
+    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu\np0,0,30,1\n")
+    run = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--backend", "reference",
+           "--out", str(tmp_path / "r"), "--no-progress"]
+    assert main(run) == 2
+    assert f"{tmp_path / 'c.yaml'}:2: scheduler: policy 'python:nowhere.py:score': no such file: " \
+           "nowhere.py" in capsys.readouterr().err
+    (tmp_path / "p.py").write_text("def score(c):\n    return 0\n")
+    assert main(run + ["--node-policy", f"python:{tmp_path / 'p.py'}:rank"]) == 2
+    assert capsys.readouterr().err.startswith("hamisim: --node-policy: node policy ")
+    assert not (tmp_path / "r").exists()
+
+
 def test_the_planning_what_ifs_refuse_policies_they_do_not_place_with(tmp_path):
     from hamisim.io.initialstate import InitialState
     from hamisim.studies.defrag import plan_defrag

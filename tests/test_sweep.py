@@ -252,6 +252,18 @@ def test_cell_ids_hash_contents_not_paths(inputs, tmp_path):
     assert not set(changed) & set(ids)
 
 
+def test_a_python_policys_file_is_part_of_the_cell_id(inputs, tmp_path):
+    # an edited policy file must not be answered from the cells of the old one
+    policy = tmp_path / "mine.py"
+    policy.write_text("def score(c):\n    return 0\n")
+    path = make_inputs(tmp_path / "in", f"cluster: cluster.yaml\nworkload: {{trace: trace.csv}}\n"
+                       f"policies: {{node_scheduler_policy: 'python:{policy}:score'}}\n")
+    before = [c.id for c in load_sweep(path).cells]
+    assert [c.id for c in load_sweep(path).cells] == before
+    policy.write_text("def score(c):\n    return -c.index\n")
+    assert not set(c.id for c in load_sweep(path).cells) & set(before)
+
+
 def test_extending_a_sweep_runs_only_the_new_cells(reference, inputs, tmp_path):
     out = tmp_path / "out"
     import shutil
@@ -422,6 +434,8 @@ def sweep_error(tmp_path: Path, text: str) -> InputError:
      "metrics_interval: 0\n", 4, "'metrics_interval' must be a positive number"),
     ("cluster: cluster.yaml\nmetrics_start: 2026-11-30T00:00:00Z\n", 2,
      "add metrics to 'cell_outputs'"),
+    ("cluster: cluster.yaml\npolicies:\n  node_scheduler_policy: python:nowhere.py:f\n", 3,
+     "no such file: nowhere.py"),
 ])
 def test_sweep_file_errors_are_located(tmp_path, text, line, needle):
     err = sweep_error(tmp_path, text)

@@ -123,6 +123,7 @@ from hamisim.mig import (
     nvml_table_for,
     register_profiles,
 )
+from hamisim.registry import PLUGIN_PREFIX, is_plugin_policy, plugin_parts
 from hamisim.topology import MAX_NVLINKS, TEMPLATES, GpuPlace, NicPlace, ServerTopology
 
 __all__ = [
@@ -286,7 +287,21 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         v = doc.get(key)
         if v is not None and isinstance(v.scalar, str):
             warn_policy(f"{v.path}:{v.line}", v.scalar, kind, research_ok=True)
+            _check_plugin_file(v)
     return config
+
+
+def _check_plugin_file(v: Value) -> None:
+    """A ``python:PATH.py:NAME`` policy's form and file, located here; what the
+    file defines is checked when the scheduler loads it (hamisim.research.plugins)."""
+    if not is_plugin_policy(v.scalar):
+        return
+    parts = plugin_parts(v.scalar)
+    if parts is None:
+        raise v.error(f"policy {v.scalar!r}: expected {PLUGIN_PREFIX}PATH.py:NAME")
+    if not os.path.isfile(parts[0]):
+        raise v.error(f"policy {v.scalar!r}: no such file: {parts[0]} (the path is relative "
+                      "to the working directory)")
 
 
 def _allowlist(doc: Doc) -> tuple[AllowedMigProfiles, ...]:

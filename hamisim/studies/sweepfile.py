@@ -56,7 +56,8 @@ from hamisim.hami.policy import warn_policy
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import MAX_REPLICAS
 from hamisim.io.documents import Doc, Value, load_mapping
-from hamisim.registry import is_research_policy
+from hamisim.registry import is_plugin_policy
+from hamisim.research.plugins import check_policy, on_research_model, plugin_file
 
 __all__ = [
     "InputFile", "Cell", "make_cell", "ClusterAxis", "Sweep", "load_sweep",
@@ -131,7 +132,7 @@ class Cell:
     @property
     def label(self) -> str:
         """The policy label of tables and plots (``node=<p> card=<p>``)."""
-        if is_research_policy(self.node_policy):
+        if on_research_model(self.node_policy):
             return str(self.node_policy)
         return f"node={self.node_policy or 'default'} card={self.gpu_policy or 'default'}"
 
@@ -160,6 +161,10 @@ def _identity(c: Cell | dict) -> dict[str, Any]:
         "node_tie_break", "seed", "backend")}
     ident["cluster_sha256"] = get("cluster").sha256
     ident["trace_sha256"] = get("trace").sha256
+    for key in ("node_policy", "gpu_policy"):
+        # a user's Python policy: a changed file is a new cell (not the modules it imports)
+        if is_plugin_policy(get(key)):
+            ident[f"{key}_sha256"] = _sha256(plugin_file(get(key)))
     ident["hamisim_version"] = __version__
     return ident
 
@@ -596,12 +601,14 @@ def _node_policy(v: Value, what: str) -> str:
     # HAMi ranks nodes like binpack under any other string; hamisim does the
     # same and says so (README: policies HAMi ignores are not errors)
     warn_policy(f"{v.path}:{v.line}", text, "node", research_ok=True)
+    check_policy(v.path, v.line, text, "node")
     return text
 
 
 def _card_policy(v: Value, what: str) -> str:
     text = v.as_str(what, nonempty=True)
     warn_policy(f"{v.path}:{v.line}", text, "gpu")
+    check_policy(v.path, v.line, text, "gpu")
     return text
 
 
