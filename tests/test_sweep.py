@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -323,14 +324,19 @@ def crash_always(victim_replicas: int, task):
     return run_cell_task(task)
 
 
-def test_a_cell_whose_worker_dies_is_run_again(reference, inputs, tmp_path):
+def test_a_cell_whose_worker_dies_is_run_again(reference, inputs, tmp_path, monkeypatch):
     sweep = load_sweep(inputs)
     markers = tmp_path / "markers"
     markers.mkdir()
     logs: list[str] = []
     task = functools.partial(crash_once, str(markers), 2)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     with CellRunner(tmp_path / "out", workers=2, task=task, log=logs.append) as runner:
         stats = runner.run(sweep.cells)
+        assert [p.name[:14] for p in temp.iterdir()] == ["hamisim-sweep-"]
+    assert not list(temp.iterdir())     # killed workers' input copies are gone too
     assert stats.ran == N_CELLS and stats.failed == 0
     victims = {c.id for c in sweep.cells if c.replicas == 2}
     assert {p.name for p in markers.iterdir()} == victims   # each lost a worker once

@@ -309,6 +309,7 @@ class CellRunner:
         self._executor: cf.Executor | None = None
         self._client = None
         self._bytes: dict[str, bytes] = {}
+        self._tmp_root: str | None = None
 
     # -- executors ----------------------------------------------------------
     def __enter__(self) -> CellRunner:
@@ -324,7 +325,11 @@ class CellRunner:
         return self._executor
 
     def _local_pool(self) -> cf.Executor:
-        return process_pool(self.workers)
+        if self._tmp_root is None:
+            # the workers' input copies live here; close() removes it, also when
+            # a worker was killed and could not remove its own
+            self._tmp_root = tempfile.mkdtemp(prefix="hamisim-sweep-")
+        return process_pool(self.workers, self._tmp_root)
 
     def _dask_executor(self) -> cf.Executor:
         try:
@@ -386,6 +391,9 @@ class CellRunner:
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._tmp_root is not None:
+            shutil.rmtree(self._tmp_root, ignore_errors=True)
+            self._tmp_root = None
 
     # -- cells ----------------------------------------------------------------
     def finished(self, cell: Cell) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+import tempfile
 import threading
 import warnings
 from typing import Any
@@ -21,8 +22,11 @@ from hamisim.errors import InputWarning
 __all__ = ["process_pool", "cpu_count"]
 
 
-def process_pool(workers: int) -> cf.ProcessPoolExecutor:
-    """A pool of ``workers`` processes set up as the module docstring says."""
+def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExecutor:
+    """A pool of ``workers`` processes set up as the module docstring says.
+    With ``tmp_root`` the workers make their temporary files under that folder,
+    which the caller removes when it is done: a worker that is killed cannot
+    remove its own."""
     methods = multiprocessing.get_all_start_methods()
     # Nothing is preloaded in the fork server: Python 3.11's fork server starts
     # with the working directory first on sys.path, so from a source checkout it
@@ -33,7 +37,7 @@ def process_pool(workers: int) -> cf.ProcessPoolExecutor:
     else:                                       # pragma: no cover - Windows
         ctx = multiprocessing.get_context("spawn")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                  initializer=_init_worker)
+                                  initializer=_init_worker, initargs=(tmp_root,))
 
 
 def cpu_count() -> int:
@@ -44,8 +48,10 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init_worker() -> None:
+def _init_worker(tmp_root: str | None = None) -> None:
     """Set up a pool worker (see the module docstring)."""
+    if tmp_root is not None:
+        tempfile.tempdir = tmp_root
     # Ctrl-C reaches the whole process group: the submitting process alone
     # handles it (and stops the workers), so workers print no tracebacks
     signal.signal(signal.SIGINT, signal.SIG_IGN)
