@@ -145,10 +145,18 @@ Modules
 -------
 * :mod:`hamisim.research.model`: the Open-Gpu-Share resource model (a HAMi pod
   as ``k`` cards of ``milli`` each, pod classes, typical shapes as arrays);
+* :mod:`hamisim.research.policies`: the node-policy interface on this model
+  (:class:`~hamisim.research.policies.ModelPolicy`: a score per fitting node,
+  the winner's cards) and the six policies above as its subclasses, every
+  score and card choice in plain Python; a user's own subclass is named
+  ``python:PATH.py:CLASS`` (:mod:`hamisim.research.plugins`);
 * :mod:`hamisim.research.reference`: the readable twin of the compiled
-  ``ResearchCore`` (every score and card choice in plain Python);
+  ``ResearchCore``: the model's state and filter, each attempt scored and
+  placed through the interface;
 * :mod:`hamisim.research.scheduler`: :class:`ResearchScheduler`, the backend
-  that runs either core behind the same interface as HAMi's schedulers.
+  that runs either core behind the same interface as HAMi's schedulers;
+* :mod:`hamisim.research.plugins`: users' own policies in Python, on HAMi's
+  model or on this one.
 
 Policy names are listed in :mod:`hamisim.registry`, so that HAMi's policy
 parsing can tell a research name from a HAMi one without importing this package.
