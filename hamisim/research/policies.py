@@ -145,7 +145,8 @@ class ModelPolicy:
 
     Override :meth:`score`; override :meth:`cards` to place the pod's cards
     otherwise than on the tightest fitting ones. A subclass must be
-    deterministic but for ``draw``.
+    deterministic but for ``draw``, and keep no state between calls: one
+    instance serves every run of a process.
     """
 
     #: the name summaries and plots give the policy (default: the class name)

@@ -68,8 +68,8 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
         from hamisim.research.scheduler import ResearchScheduler
         if backend == "kernel" and research_model is None:
             _kernel_module()
-        return ResearchScheduler(cluster, research_model or node_policy,
-                                 shapes=shapes, seed=seed, backend=backend)
+        policy = node_policy if research_model is None else research_model
+        return ResearchScheduler(cluster, policy, shapes=shapes, seed=seed, backend=backend)
     if is_plugin_policy(node_policy) or is_plugin_policy(card_policy):
         if backend != "reference":
             theirs = node_policy if is_plugin_policy(node_policy) else card_policy
