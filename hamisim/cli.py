@@ -24,7 +24,13 @@ EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INVARIANT, EXIT_INTERRUPTED = 3, 130
 
 
-def _add_backend(p: argparse.ArgumentParser) -> None:
+def _add_backend(p: argparse.ArgumentParser, python_policies: bool = False) -> None:
+    if python_policies:
+        p.add_argument("--backend", choices=BACKENDS, default=None,
+                       help="placement engine: the compiled kernel (default) or the readable "
+                            "pure-Python reference; both take identical decisions (default "
+                            "with a python: policy: reference, the only one that runs it)")
+        return
     p.add_argument("--backend", choices=BACKENDS, default="kernel",
                    help="placement engine: the compiled kernel (default) or the readable "
                         "pure-Python reference; both take identical decisions")
@@ -433,7 +439,7 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                    help="with --defrag-every: at most K moves per round (default: 1)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: only on a terminal)")
-    _add_backend(p)
+    _add_backend(p, python_policies=True)
     _add_check(p)
 
 
@@ -493,6 +499,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         describe_cluster,
         describe_workload,
         prepare,
+        run_backend,
         run_to_folder,
     )
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
@@ -501,6 +508,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     notice = default_timing_notice(prep)
     if notice:
         print(f"hamisim run: {notice}", flush=True)
+    if spec.backend is None and run_backend(spec, prep) == "reference":
+        print("hamisim run: the Python policy runs on the readable backend (--backend "
+              "reference; the kernel cannot call Python)", flush=True)
     label = _label(spec, prep)
     result = run_to_folder(spec, prep, args.out, args.format, title=label)
     out = args.out

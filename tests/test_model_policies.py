@@ -213,13 +213,15 @@ def test_the_cli_says_it_is_not_hamis_and_labels_the_run(tmp_path, capsys):
     args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
             f"python:{EXAMPLE}:PackingThenBestFit", "--out", str(tmp_path / "r"),
             "--no-progress"]
-    assert main(args) == 2
+    assert main(args + ["--backend", "kernel"]) == 2
     assert "add --backend reference" in capsys.readouterr().err
-    assert main(args + ["--backend", "reference"]) == 0
+    assert main(args) == 0                  # no --backend: the readable one, said so
     out = capsys.readouterr().out
+    assert "the Python policy runs on the readable backend" in out
     assert (f"hamisim run: python:{EXAMPLE}:PackingThenBestFit (a research policy on the FGD "
             "paper's model, not HAMi behaviour)") in out
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["inputs"]["backend"] == "reference"
     assert summary["label"] == f"python:{EXAMPLE}:PackingThenBestFit"
     assert summary["results"]["bound"] == 8
     # packing: two 40 % pods per card, so four cards

@@ -94,7 +94,7 @@ def test_bad_policies_say_what_is_wrong(tmp_path, text, spec, problem):
         load_node_policy(spec.format(dir=tmp_path))
 
 
-def test_the_cli_runs_it_on_the_reference_backend_only(tmp_path, capsys):
+def test_the_cli_runs_it_on_the_reference_backend(tmp_path, capsys):
     (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
         nodes:
           - {name_prefix: t4, replicas: 2, gpus: 2, card: {devmem: 15360, type: NVIDIA-T4}}
@@ -104,9 +104,9 @@ def test_the_cli_runs_it_on_the_reference_backend_only(tmp_path, capsys):
     (tmp_path / "nan.py").write_text("def score(c):\n    return float('nan')\n")
     args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
             f"python:{EXAMPLE}:score", "--out", str(tmp_path / "r"), "--no-progress"]
-    assert main(args) == 2
+    assert main(args + ["--backend", "kernel"]) == 2
     assert "add --backend reference" in capsys.readouterr().err
-    assert main(args + ["--backend", "reference"]) == 0
+    assert main(args) == 0                  # no --backend: the readable one
     assert f"node=python:{EXAMPLE}:score" in capsys.readouterr().out
     args[4] = f"python:{tmp_path / 'nan.py'}:score"
     assert main(args + ["--backend", "reference"]) == 2

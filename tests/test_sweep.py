@@ -261,6 +261,7 @@ def test_a_python_policys_file_is_part_of_the_cell_id(inputs, tmp_path):
                        f"policies: {{node_scheduler_policy: 'python:{policy}:score'}}\n")
     before = [c.id for c in load_sweep(path).cells]
     assert [c.id for c in load_sweep(path).cells] == before
+    assert {c.backend for c in load_sweep(path).cells} == {"reference"}   # none asked for
     policy.write_text("def score(c):\n    return -c.index\n")
     assert not set(c.id for c in load_sweep(path).cells) & set(before)
 

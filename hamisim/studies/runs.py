@@ -33,6 +33,7 @@ from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.plots import plot_compare, plot_fill_curves, plot_placement, plot_run
+from hamisim.registry import default_backend
 from hamisim.research.plugins import on_research_model
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
@@ -97,7 +98,7 @@ class RunSpec:
     n_pods: int | None = None             # re-timing: pods drawn (with replacement)
     fill_to: float = 130.0
     seed: int = 0
-    backend: str = "kernel"
+    backend: str | None = "kernel"        # None: the kernel, or reference for a Python policy
     percentage_of_nodes_to_score: int | None = None
     node_tie_break: str | None = None
     retry: str = "backoff"
@@ -282,6 +283,13 @@ def _workload_error(spec: RunSpec, trace_path: str, what: str, hint: str = ""):
         raise InputError(trace_path, None, f"{what}: {text}{hint}") from None
 
 
+def run_backend(spec: RunSpec, prep: Prepared) -> str:
+    """The backend the run takes: ``spec.backend``, or when that is ``None``
+    the readable one for a Python policy and the kernel otherwise."""
+    s = prep.cluster.scheduler
+    return spec.backend or default_backend(s.node_scheduler_policy, s.gpu_scheduler_policy)
+
+
 def run(spec: RunSpec = RunSpec()) -> SimResult:
     """One simulation; ``result.summary`` also records the inputs."""
     return run_prepared(spec, prepare(spec))
@@ -291,7 +299,8 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
     """The simulation of :func:`run` on inputs already :func:`prepare` d; ``sink``
     receives the events and pods tables as the run goes (see :func:`run_to_folder`)."""
     cluster, trace_path, timing = prep.cluster, prep.trace_path, prep.timing
-    cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=spec.backend,
+    backend = run_backend(spec, prep)
+    cfg = EngineConfig(mode=spec.mode, seed=spec.seed, backend=backend,
                        retry="none" if spec.mode == "fill" else spec.retry,
                        progress=spec.progress, check=spec.check,
                        sample_interval=sample_interval(spec, prep.workload),
@@ -314,7 +323,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
             "max_lifetime_s": timing.max_lifetime if retimed else None,
             "n_pods": timing.n_pods if retimed else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
-            "seed": spec.seed, "backend": spec.backend, "retry": cfg.retry,
+            "seed": spec.seed, "backend": backend, "retry": cfg.retry,
             # where the inputs were read from, for `hamisim explain --run`
             "cluster_path": os.path.abspath(spec.cluster or str(default_cluster_path())),
             "trace_path": os.path.abspath(trace_path),
@@ -593,6 +602,14 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
     notice = default_timing_notice(first) if announce else None
     if notice:
         announce(notice + (" (each seed draws its own)" if len(specs) > 1 else ""))
+    s = first.cluster.scheduler
+    readable = sorted({p for spec in specs if spec.backend is None
+                       for p in (spec.node_policy or s.node_scheduler_policy,
+                                 spec.gpu_policy or s.gpu_scheduler_policy)
+                       if default_backend(p, None) == "reference"})
+    if readable and announce:
+        announce(f"{', '.join(readable)} runs on the readable backend (--backend reference); "
+                 "the other policies on the kernel")
     names = _run_names(specs, first.cluster.scheduler)
     fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:

@@ -25,7 +25,8 @@ A *sweep file* (``.yaml``, ``.yml`` or ``.json``; DESIGN §4.5) names the axes::
       gpu_scheduler_policy: [spread, "mutex,binpack"]
       # or a list of {node_scheduler_policy: ..., gpu_scheduler_policy: ...} combinations
     seeds: 3                         # seeds 0, 1, 2; or a list of seeds
-    backend: kernel                  # kernel | reference
+    backend: kernel                  # kernel | reference (default: kernel; reference for
+                                     # the cells with a python: policy)
     cell_outputs: [timeseries]       # per-cell tables besides summary.json: timeseries, events,
                                      # metrics ([] = summary.json only)
     # metrics_start: 2026-11-30T00:00:00Z  # with metrics: the wall-clock time of simulated
@@ -56,7 +57,7 @@ from hamisim.hami.policy import warn_policy
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import MAX_REPLICAS
 from hamisim.io.documents import Doc, Value, load_mapping
-from hamisim.registry import is_plugin_policy
+from hamisim.registry import default_backend, is_plugin_policy
 from hamisim.research.plugins import check_policy, on_research_model, plugin_file
 
 __all__ = [
@@ -208,7 +209,7 @@ class _Grid:
     workloads: list[dict[str, Any]]
     policies: list[dict[str, Any]]
     seeds: list[int]
-    backend: str
+    backend: str | None          # None: per cell, the kernel unless a policy is in Python
     cell_outputs: frozenset[str]
     metrics: tuple[float, float] | None = None
 
@@ -222,8 +223,10 @@ class _Grid:
                 sizes = list(cl.replicas) or [None]
             for r, trace, wl, pol, seed in itertools.product(
                     sizes, self.traces, self.workloads, self.policies, self.seeds):
+                backend = self.backend or default_backend(pol.get("node_policy"),
+                                                          pol.get("gpu_policy"))
                 out.append(make_cell(cluster=cl.file, group=cl.group, replicas=r, trace=trace,
-                                     seed=seed, backend=self.backend,
+                                     seed=seed, backend=backend,
                                      **resolve_workload(wl, trace.format), **pol))
         return out
 
@@ -295,8 +298,8 @@ def parse_grid(doc: Doc, path: str, *, single: bool) -> _Grid:
                                    line=wl_doc.key_line(key)) from None
     policies = _policies(doc.get("policies"), single=single)
     seeds = _seeds(doc.get("seeds"))
-    backend = doc.optional_str("backend", "kernel")
-    if backend not in ("kernel", "reference"):
+    backend = doc.optional_str("backend")
+    if backend not in (None, "kernel", "reference"):
         raise doc.get("backend").error(f"'backend' must be 'kernel' or 'reference', got "
                                        f"{backend!r}")
     outputs = frozenset({"timeseries"})
