@@ -298,6 +298,16 @@ def _styles(labels: Sequence[str]) -> dict[str, dict]:
             for p, lab in zip(parts, labels)}
 
 
+def _legend_title(labels: Sequence[str]) -> str | None:
+    """What colour and line style mean, for the labels :func:`_styles` styled."""
+    hami = sum("card=" in lab for lab in labels)
+    if hami == len(labels):
+        return "colour: card policy, style: node policy"
+    if hami == 0:           # research policies (FGD's model): one colour each
+        return None
+    return "colour: card policy, or a policy on FGD's model; style: node policy"
+
+
 def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill: bool,
                  context: str = "") -> Path:
     """The runs of a comparison over time, per policy the median over seeds with a
@@ -352,8 +362,8 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
         ax.set_title(_title("Unallocated GPU vs arrived workload\n(median over seeds, "
                             "25–75 % band)", context), fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right",
-                  title="colour: card policy, style: node policy", title_fontsize=8)
+        ax.legend(fontsize=8, loc="upper right", title=_legend_title(list(series)),
+                  title_fontsize=8)
         return _save(fig, path)
     axes[0].set(ylabel="cards with a tenant (%)", ylim=(0, 100))
     axes[1].set(ylabel="stranded GPU (% of GPUs)")
@@ -362,7 +372,7 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
     axes[2].set_ylim(bottom=0)
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, loc="best", title="colour: card policy, style: node policy",
+    axes[0].legend(fontsize=8, loc="best", title=_legend_title(list(series)),
                    title_fontsize=8)
     axes[0].set_title(_title("Policies compared over time (median over seeds, 25–75 % band)",
                              context), fontsize=10)
