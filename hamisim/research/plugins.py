@@ -23,14 +23,24 @@ policy of one's own, at one of two levels:
   are such subclasses and run through the same interface
   (:mod:`hamisim.research.policies`); subclass one to change one rule.
 
-Both run on the readable backend (``--backend reference``): on the
+Both run on the readable backend (``--backend reference``, which ``run``,
+``compare`` and sweeps take for them when no backend is asked for): on the
 1,213-node openb cluster about 2 ms per attempt for GpuPacking's or BestFit's
-rules in Python, 60 ms for FGD's (the compiled kernel: microseconds). The compiled path is the one the six research
-policies took: a policy id in :mod:`hamisim.research.model`, its score and
-card choice in ``_research.pxi`` beside the others, and the
-kernel-vs-reference property test of ``tests/test_research_policies.py``,
-which then holds the compiled port against the Python class (README, "Your
-own node and card policies").
+rules in Python, 60 ms for FGD's (the compiled kernel: microseconds). The
+compiled path is the one the six research policies took, in three steps:
+
+1. move the class into :mod:`hamisim.research.policies`, add it to
+   ``BUILTIN`` and its name to ``registry.RESEARCH_NODE_POLICIES`` (its
+   position there is its policy code, :data:`hamisim.research.model.POLICY_CODES`);
+2. port its score and card choice into ``_research.pxi`` (``ResearchCore``'s
+   attempt and choose switch on the code; ``RESEARCH_CODES`` must list it,
+   which :class:`~hamisim.research.scheduler.ResearchScheduler` checks);
+3. ``tests/test_research_policies.py`` draws every name of
+   ``RESEARCH_POLICIES``, so its kernel-vs-reference property test then holds
+   the compiled port to the Python class, decision for decision.
+
+A HAMi-model function goes the same way into ``hami/reference.py`` and the
+kernel's node score (README, "Your own node and card policies").
 """
 from __future__ import annotations
 
