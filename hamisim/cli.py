@@ -383,16 +383,15 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     many = {"action": "append"} if multi else {}
     p.add_argument("--gpu-policy", metavar="P", **many,
                    help="card policy, e.g. spread, binpack, mutex,binpack,numa, or your own "
-                        "python:PATH.py:FUNCTION ordering the cards HAMi's Fit tries "
-                        "(--backend reference) (overrides the cluster file; default: HAMi's "
-                        "spread)"
+                        "python:PATH.py:FUNCTION ordering the cards HAMi's Fit tries (readable "
+                        "backend) (overrides the cluster file; default: HAMi's spread)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--node-policy", metavar="P", **many,
                    help="node policy: HAMi's binpack (default) or spread, or one of the FGD "
                         "paper's research policies random, dotprod, gpuclustering, gpupacking, "
                         "bestfit, fgd, or your own python:PATH.py:NAME (a function ranking "
                         "HAMi's fitting nodes, or a ModelPolicy class on the paper's model; "
-                        "with --backend reference) (the last two: not HAMi behaviour)"
+                        "readable backend) (the last two: not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
@@ -919,17 +918,12 @@ def cmd_defrag(args: argparse.Namespace) -> int:
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
-    from collections import Counter
-
     from hamisim.io.clusterfile import load_cluster
     from hamisim.io.initialstate import load_state
     from hamisim.io.traces import read_trace
-    from hamisim.studies.scaleup import (
-        dry_run_verdicts,
-        node_groups,
-        plan_scaleup,
-        queue_order,
-    )
+    from collections import Counter
+
+    from hamisim.studies.scaleup import dry_run_verdicts, node_groups, plan_scaleup, queue_order
     costs = {}
     for item in args.cost:
         group, sep, value = item.partition("=")

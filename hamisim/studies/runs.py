@@ -608,8 +608,11 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
                                  spec.gpu_policy or s.gpu_scheduler_policy)
                        if default_backend(p, None) == "reference"})
     if readable and announce:
-        announce(f"{', '.join(readable)} runs on the readable backend (--backend reference); "
-                 "the other policies on the kernel")
+        others = any(spec.backend is not None or default_backend(
+            spec.node_policy or s.node_scheduler_policy,
+            spec.gpu_policy or s.gpu_scheduler_policy) == "kernel" for spec in specs)
+        announce(f"{', '.join(readable)} runs on the readable backend (--backend reference)"
+                 + ("; the other policies on the kernel" if others else ""))
     names = _run_names(specs, first.cluster.scheduler)
     fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:
