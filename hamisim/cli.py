@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--list", action="store_true", help="list the bundled scenarios and exit")
     sc.add_argument("--state", metavar="STATE",
                     help="initial state: pods running before the first step (DESIGN §4.4)")
-    _add_backend(sc)
+    _add_backend(sc, python_policies=True)
     _add_check(sc)
     sc.set_defaults(func=cmd_scenario)
 

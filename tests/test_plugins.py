@@ -165,6 +165,25 @@ def test_a_users_card_policy_orders_the_cards_fit_tries(tmp_path):
             "hami.io/gpu-scheduler-policy": f"python:{tmp_path}/last.py:score"}))
 
 
+def test_a_scenario_with_a_python_policy_takes_the_readable_backend(tmp_path, capsys):
+    (tmp_path / "last.py").write_text("def score(card, request):\n    return card.index\n")
+    (tmp_path / "s.yaml").write_text(textwrap.dedent(f"""\
+        scheduler: {{gpu_scheduler_policy: "python:{tmp_path}/last.py:score"}}
+        nodes:
+          - name: n1
+            devices:
+              - {{id: GPU-A, devmem: 15360, type: NVIDIA-Tesla T4}}
+              - {{id: GPU-B, devmem: 15360, type: NVIDIA-Tesla T4}}
+        steps:
+          - create: {{name: p, gpu: 1, gpumem: 1000}}
+          - expect: {{p: GPU-B}}
+        """))
+    assert main(["scenario", str(tmp_path / "s.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["scenario", str(tmp_path / "s.yaml"), "--backend", "kernel"]) == 2
+    assert "add --backend reference" in capsys.readouterr().err
+
+
 def test_the_card_example_spreads_over_empty_cards():
     c = cluster("binpack", nodes=1)
     c = Cluster(c.nodes, SchedulerConfig(

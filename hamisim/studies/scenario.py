@@ -22,6 +22,7 @@ from hamisim.io.scenariofile import (
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.hami.reference import aligned_usage
 from hamisim.pods import AdmissionDenied, Pod
+from hamisim.registry import default_backend
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
 
@@ -85,7 +86,7 @@ def _same_cards(expected: str, actual: str) -> bool:
     return sorted(expected.split(",")) == sorted(actual.split(","))
 
 
-def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = False
+def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool = False
                  ) -> ScenarioResult:
     """Run every step in order on a fresh scheduler.
 
@@ -99,7 +100,10 @@ def run_scenario(scenario: Scenario, backend: str = "kernel", check: bool = Fals
     pods of the scenario's initial state are adopted before the first step.
     ``check=True`` verifies the invariants of :mod:`hamisim.sim.checker` after
     every event (raising :class:`hamisim.sim.checker.InvariantError`).
+    ``backend=None``: the kernel, or the readable backend for a Python policy.
     """
+    s = scenario.cluster.scheduler
+    backend = backend or default_backend(s.node_scheduler_policy, s.gpu_scheduler_policy)
     sched = make_scheduler(scenario.cluster, backend=backend)
     kube = KubeScheduler(scenario.cluster, sched, lambda n: 0)
     at = ["the initial state"]
