@@ -193,6 +193,9 @@ def test_explain_replays_a_run_across_its_moves(tmp_path, capsys):
                      "--metrics-start", "0", "--metrics-interval", "300"]) == 0
     out = capsys.readouterr().out
     assert "defragmenter (what-if, not HAMi)" in out
+    notes = json.loads((tmp_path / "run" / "summary.json").read_text())["not_hami"]
+    assert notes == ["a defragmenter moves running pods every 600 s (a what-if; HAMi never "
+                     "moves a running pod)"]
     import pandas as pd
     events = pd.read_parquet(tmp_path / "run" / "events.parquet")
     # the last attempt after the tenth move: replaying up to it goes across ten moves

@@ -222,6 +222,11 @@ def test_the_cli_says_it_is_not_hamis_and_labels_the_run(tmp_path, capsys):
             "paper's model, not HAMi behaviour)") in out
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["inputs"]["backend"] == "reference"
+    assert summary["not_hami"] == [f"node policy python:{EXAMPLE}:PackingThenBestFit: a "
+                                   "research policy on the FGD paper's model (it places cards "
+                                   "itself; HAMi's card policy plays no part)"]
+    report = (tmp_path / "r" / "report.html").read_text()
+    assert "<dt>not HAMi behaviour</dt><dd>node policy python:" in report
     assert summary["label"] == f"python:{EXAMPLE}:PackingThenBestFit"
     assert summary["results"]["bound"] == 8
     # packing: two 40 % pods per card, so four cards

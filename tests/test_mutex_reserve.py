@@ -49,6 +49,14 @@ def test_the_token_reads_as_mutex_and_reserves():
     assert "what-if, not HAMi" in policy_problem("mutex-reserve")
 
 
+def test_a_runs_summary_and_report_name_the_what_if():
+    from hamisim.studies.runs import not_hami_notes
+    assert not_hami_notes(two_cards("mutex,binpack")) == []          # HAMi's own
+    assert not_hami_notes(two_cards("mutex-reserve,binpack")) == [
+        "card policy mutex-reserve,binpack: mutex-reserve keeps a card to its pod until it "
+        "leaves (a what-if, HAMi issue #3038)"]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_reserved_card_takes_no_other_tenant_until_its_pod_leaves(backend):
     s = backend(two_cards())

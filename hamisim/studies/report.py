@@ -186,6 +186,7 @@ def _run(folder: Path) -> tuple[str, str]:
         ("cluster", s.get("cluster", {}).get("description")),
         ("workload", s.get("workload", {}).get("description")),
         ("policies", s.get("label")),
+        ("not HAMi behaviour", "; ".join(s.get("not_hami") or []) or None),
         ("mode", inputs.get("mode")), ("seed", inputs.get("seed")),
         ("timing", inputs.get("timing")), ("backend", inputs.get("backend")),
         ("kube-scheduler", s.get("scheduler", {}).get("kube_scheduler_version")),

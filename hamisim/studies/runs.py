@@ -33,7 +33,8 @@ from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.plots import plot_compare, plot_fill_curves, plot_placement, plot_run
-from hamisim.registry import default_backend
+from hamisim.hami.policy import policy_contains
+from hamisim.registry import RESERVE_TOKEN, default_backend, is_plugin_policy
 from hamisim.research.plugins import on_research_model
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
@@ -283,6 +284,31 @@ def _workload_error(spec: RunSpec, trace_path: str, what: str, hint: str = ""):
         raise InputError(trace_path, None, f"{what}: {text}{hint}") from None
 
 
+def not_hami_notes(cluster: Cluster, defrag_interval: float | None = None) -> list[str]:
+    """What in a run is not HAMi v2.10 behaviour (research or Python policies,
+    what-ifs), one phrase each; empty for HAMi's own policies."""
+    s = cluster.scheduler
+    node, card = s.node_scheduler_policy, s.gpu_scheduler_policy
+    if on_research_model(node):
+        notes = [f"node policy {node}: a research policy on the FGD paper's model (it places "
+                 "cards itself; HAMi's card policy plays no part)"]
+    else:
+        notes = []
+        if is_plugin_policy(node):
+            notes.append(f"node policy {node}: your Python policy ranking the nodes HAMi's "
+                         "Filter passed")
+        if is_plugin_policy(card):
+            notes.append(f"card policy {card}: your Python policy ordering the cards HAMi's "
+                         "Fit tries")
+        elif policy_contains(card, RESERVE_TOKEN):
+            notes.append(f"card policy {card}: {RESERVE_TOKEN} keeps a card to its pod until "
+                         "it leaves (a what-if, HAMi issue #3038)")
+    if defrag_interval is not None:
+        notes.append(f"a defragmenter moves running pods every {defrag_interval:g} s "
+                     "(a what-if; HAMi never moves a running pod)")
+    return notes
+
+
 def run_backend(spec: RunSpec, prep: Prepared) -> str:
     """The backend the run takes: ``spec.backend``, or when that is ``None``
     the readable one for a Python policy and the kernel otherwise."""
@@ -338,6 +364,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if on_research_model(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
+        "not_hami": not_hami_notes(cluster, spec.defrag_interval),
         "results": result.summary,
     }
     result.timings = {**prep.timings, **result.timings}
