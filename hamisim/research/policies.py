@@ -89,7 +89,7 @@ class ModelNode:
 
     @property
     def free_cpu(self) -> int:
-        return self._core.cpu_cap[self.index] - self._core.cpu_req[self.index]
+        return self._core.free_cpu(self.index)
 
     @property
     def free_memory(self) -> int | None:

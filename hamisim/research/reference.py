@@ -20,8 +20,11 @@ __all__ = ["ResearchReferenceCore"]
 
 
 class ResearchReferenceCore:
-    """Plain-Python twin of :class:`hamisim._core.ResearchCore` (same methods,
-    same results, no caches): the readable statement of every rule."""
+    """Plain-Python twin of :class:`hamisim._core.ResearchCore` (its state,
+    filter, ``attempt`` and ``choose``, same results, no caches): the readable
+    statement of every rule. ``attempt`` and ``choose`` take a policy code or a
+    :class:`ModelPolicy`; ``choose`` takes the draw as a callable ``draw(n)``
+    where the compiled core takes the one draw."""
 
     def __init__(self, node_start, card_type, card_usable, cpu_cap, mem_cap, n_types,
                  sh_cpu, sh_milli, sh_k, sh_w, sh_type_ok, spec_cap: int = 16) -> None:
@@ -74,9 +77,6 @@ class ResearchReferenceCore:
 
     def free_cpu(self, i: int) -> int:
         return self.cpu_cap[i] - self.cpu_req[i]
-
-    def gpu_left(self, i: int) -> int:
-        return sum(self.left[r] for r in self.cards(i))
 
     # -- filter ------------------------------------------------------------
     def fit_bits(self, i, cpu, mem, k, milli, tok) -> int:
@@ -145,22 +145,18 @@ class ResearchReferenceCore:
         self.np_tied[:len(tied)] = tied
         return self.n_tied
 
-    def count_fit(self, node, milli, type_ok) -> int:
-        return sum(1 for r in self.cards(node)
-                   if type_ok[self.card_type[r]] and self.left[r] >= milli)
-
-    def choose(self, policy, node, k, milli, type_ok, draw=0) -> int:
+    def choose(self, policy, node, k, milli, type_ok, draw) -> int:
         """Cards for the last attempted pod on ``node``, by the policy's card
-        choice; ``draw`` is a callable ``draw(n)`` or the one draw to use."""
+        choice; ``draw(n)`` is the scheduler's seeded draw in ``range(n)``."""
         tok = [bool(x) for x in type_ok]
         self.n_pick = 0
         if k <= 0:
             return 0
         pod = self.last_pod
         assert pod is not None and (pod.k, pod.milli) == (k, milli), "choose without attempt"
-        draw_fn = draw if callable(draw) else (lambda n: int(draw))
-        chosen = list(self.policy_of(policy).cards(ModelNode(self, node, tok), pod, draw_fn))
-        fitting = set(ModelNode(self, node, tok).fitting(milli))
+        view = ModelNode(self, node, tok)
+        chosen = list(self.policy_of(policy).cards(view, pod, draw))
+        fitting = set(view.fitting(milli))
         if len(chosen) != k or len(set(chosen)) != k or not fitting.issuperset(chosen):
             return -1
         self.np_pick[:k] = chosen
