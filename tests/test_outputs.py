@@ -56,6 +56,26 @@ def test_summary_records_inputs(inputs):
     assert list(table.index) == [0] and table.loc[0, "pods"] == 60
 
 
+def test_the_run_says_which_engine_ran(inputs, capsys):
+    """summary.json, the console and report.html name the engine, and for the
+    Python engine what kept the compiled one from running the inputs."""
+    fast = run(spec(inputs, seed=1))
+    assert fast.summary["inputs"]["engine"] == "compiled"
+    assert "engine_reason" not in fast.summary["inputs"]
+    slow = run(spec(inputs, seed=1, check=True))        # --check runs on the Python engine
+    assert slow.summary["inputs"]["engine"] == "python"
+    assert "--check" in slow.summary["inputs"]["engine_reason"]
+    # the same run either way
+    assert fast.summary["results"] == slow.summary["results"]
+    out = inputs / "out"
+    assert main(["run", str(inputs / "cluster.yaml"), str(inputs / "trace.csv"), "--check",
+                 "--out", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("engine"))
+    assert "python" in line and "--check" in line
+    assert json.loads((out / "summary.json").read_text())["inputs"]["engine"] == "python"
+    assert "compiled engine does not run --check" in (out / "report.html").read_text()
+
+
 def test_failed_write_leaves_no_folder(inputs, monkeypatch):
     import hamisim.studies.runs as study
 

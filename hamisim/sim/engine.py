@@ -71,7 +71,7 @@ from hamisim.sim.recorder import (
 from hamisim.sim.result import RunCounts, SimResult, assemble_result
 from hamisim.workload import Trace
 
-__all__ = ["EngineConfig", "SimResult", "simulate", "quiet_gc", "EVENT_COLUMNS"]
+__all__ = ["EngineConfig", "SimResult", "simulate", "choose_engine", "quiet_gc", "EVENT_COLUMNS"]
 
 # SimPy orders events at equal times by priority: departures, then arrivals and
 # timers, then the scheduling pass.
@@ -895,13 +895,14 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
         raise ValueError(f"unknown mode {config.mode!r} (replay or fill)")
     if config.engine not in ENGINES:
         raise ValueError(f"unknown engine {config.engine!r} ({', '.join(ENGINES)})")
-    if config.engine != "python":
+    engine, why = choose_engine(cluster, config, workload, initial)
+    if engine == "compiled":
         from hamisim.sim import compiled
-        why = compiled.unsupported(cluster, config, workload, initial)
-        if why is None:
-            return compiled.simulate_compiled(cluster, workload, config, shapes, sink)
-        if config.engine == "compiled":
-            raise ValueError(f"the compiled engine does not run {why}")
+        result = compiled.simulate_compiled(cluster, workload, config, shapes, sink)
+        result.engine, result.engine_reason = engine, None
+        return result
+    if config.engine == "compiled":
+        raise ValueError(f"the compiled engine does not run {why}")
     if isinstance(workload, Trace):
         total = len(workload) if total is None else total
         workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
@@ -917,4 +918,20 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
             eng.checker.finish()
         result = eng.result()
     result.timings = {"simulate": perf_counter() - started, "decisions": eng.decision_time}
+    result.engine, result.engine_reason = engine, why
     return result
+
+
+def choose_engine(cluster: Cluster, config: EngineConfig, workload,
+                  initial: Sequence = ()) -> tuple[str, str | None]:
+    """Which engine :func:`simulate` runs these inputs on: ``("compiled", None)``,
+    or ``("python", reason)`` with what keeps the compiled twin from running them
+    (``config.engine == "python"``: it was asked for). ``config.engine ==
+    "compiled"`` still names the reason; :func:`simulate` then refuses the run."""
+    if config.engine == "python":
+        return "python", "the Python engine was asked for (engine: python)"
+    from hamisim.sim import compiled
+    why = compiled.unsupported(cluster, config, workload, initial)
+    if why is None:
+        return "compiled", None
+    return "python", f"the compiled engine does not run {why}"

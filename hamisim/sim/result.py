@@ -45,6 +45,11 @@ class SimResult:
     #: seconds spent: ``simulate`` in all, ``decisions`` inside the scheduler's
     #: ``schedule`` (the rest is the engine's own work); not part of the results
     timings: dict[str, float] = field(default_factory=dict)
+    #: which engine ran: ``compiled`` (hamisim.sim.compiled) or ``python``
+    #: (hamisim.sim.engine); both give the identical run
+    engine: str = ""
+    #: with the Python engine, why (what the compiled one does not run)
+    engine_reason: str | None = None
 
     def summary_table(self) -> pd.DataFrame:
         """The headline figures (``summary["results"]`` when present) as one row

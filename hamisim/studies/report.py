@@ -189,6 +189,7 @@ def _run(folder: Path) -> tuple[str, str]:
         ("not HAMi behaviour", "; ".join(s.get("not_hami") or []) or None),
         ("mode", inputs.get("mode")), ("seed", inputs.get("seed")),
         ("timing", inputs.get("timing")), ("backend", inputs.get("backend")),
+        ("engine", _engine(inputs)),
         ("kube-scheduler", s.get("scheduler", {}).get("kube_scheduler_version")),
         ("hamisim", s.get("hamisim_version")),
         ("cluster file sha256", inputs.get("cluster_sha256")),
@@ -206,6 +207,16 @@ def _run(folder: Path) -> tuple[str, str]:
     if len(classes):
         parts += ["<h2>By pod class</h2>", _table(classes)]
     return title, "\n".join(parts)
+
+
+def _engine(inputs: dict) -> str | None:
+    """The engine that ran the replay, and why when it was the Python one."""
+    engine = inputs.get("engine")
+    if not engine:
+        return None                     # a results folder from before hamisim named it
+    reason = inputs.get("engine_reason")
+    name = "compiled" if engine == "compiled" else "Python (the readable twin)"
+    return f"{name}: {reason}" if reason else name
 
 
 def _compare(folder: Path) -> tuple[str, str]:

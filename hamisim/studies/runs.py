@@ -350,6 +350,10 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
             "n_pods": timing.n_pods if retimed else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
             "seed": spec.seed, "backend": backend, "retry": cfg.retry,
+            # which engine ran (both give the identical run) and, for the Python
+            # one, what kept the compiled engine from running it
+            "engine": result.engine,
+            **({"engine_reason": result.engine_reason} if result.engine_reason else {}),
             # where the inputs were read from, for `hamisim explain --run`
             "cluster_path": os.path.abspath(spec.cluster or str(default_cluster_path())),
             "trace_path": os.path.abspath(trace_path),
