@@ -11,7 +11,7 @@ The public API::
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from hamisim._version import __version__
 
 from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
 from hamisim.errors import HamisimError, InputError, SchedulerError

@@ -15,7 +15,7 @@ import warnings
 from time import perf_counter
 from typing import Sequence
 
-from hamisim import __version__
+from hamisim._version import __version__
 from hamisim.errors import HamisimError, InputError
 from hamisim.sim.backend import BACKENDS
 

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hamisim"
 
 #: Parts of the package and the parts each may import (besides itself).
 MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes", "hamisim.topology",
-         "hamisim.mig",
+         "hamisim.mig", "hamisim._version",
          "hamisim.workload", "hamisim.registry"}
 ALLOWED = {
     "model": {"model"},
@@ -68,6 +68,7 @@ def modules() -> dict[str, Path]:
 def imports_of(name: str, path: Path, known: set[str]) -> tuple[set[str], set[str]]:
     """(hamisim modules, top-level third-party or stdlib packages) ``name`` imports."""
     ours, theirs = set(), set()
+    root = False
     is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -80,6 +81,11 @@ def imports_of(name: str, path: Path, known: set[str]) -> tuple[set[str], set[st
             else:
                 target = node.module or ""
             targets = [target] + [f"{target}.{a.name}" for a in node.names]
+            if target == "hamisim" and any(f"hamisim.{a.name}" not in known
+                                           and a.name != "_core" for a in node.names):
+                # a name of the package root's API (`from hamisim import
+                # __version__`) runs hamisim/__init__.py, which loads the backends
+                root = True
         else:
             continue
         for t in targets:
@@ -89,7 +95,8 @@ def imports_of(name: str, path: Path, known: set[str]) -> tuple[set[str], set[st
                 theirs.add(t.split(".")[0])
     ours.discard(name)
     # importing a parent package (hamisim, hamisim.io) is not a dependency on its modules
-    return {t for t in ours if not name.startswith(t + ".") and t != "hamisim"}, theirs
+    ours = {t for t in ours if not name.startswith(t + ".") and t != "hamisim"}
+    return ours | ({"hamisim"} if root else set()), theirs
 
 
 MODULES = modules()
@@ -152,6 +159,18 @@ def test_the_rules_catch_a_violation(tmp_path):
     source.write_text("def f():\n    from hamisim.io import traces\n    import matplotlib\n")
     ours, theirs = imports_of("hamisim.sim.engine", source, set(MODULES))
     assert "hamisim.io.traces" in ours and "matplotlib" in theirs
+
+
+def test_a_name_from_the_package_root_counts_as_importing_it(tmp_path):
+    """`from hamisim import __version__` runs the root's imports (the backends):
+    a part below the root names the version from hamisim._version instead."""
+    source = tmp_path / "kubeimport.py"
+    source.write_text("from hamisim import __version__\nfrom hamisim import _core\n")
+    ours, _ = imports_of("hamisim.io.kubeimport", source, set(MODULES))
+    assert "hamisim" in ours
+    source.write_text("from hamisim._version import __version__\nfrom hamisim.io import traces\n")
+    ours, _ = imports_of("hamisim.io.kubeimport", source, set(MODULES))
+    assert "hamisim" not in ours
 
 
 def test_hypothesis_keeps_its_files_outside_the_checkout():

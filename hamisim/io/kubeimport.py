@@ -69,7 +69,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from hamisim import __version__
+from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
 from hamisim.errors import InputError
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value

@@ -24,7 +24,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from hamisim import __version__
+from hamisim._version import __version__
 from hamisim.cluster import Cluster
 from hamisim.errors import InputError
 from hamisim.io.bundled import workloads_dir

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from hamisim import __version__
+from hamisim._version import __version__
 from hamisim.errors import HamisimError, InputError
 from hamisim.io.outputs import FORMATS, atomic_folder, write_json, write_table
 from hamisim.studies.sweepfile import (

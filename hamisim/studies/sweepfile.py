@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from hamisim import __version__
+from hamisim._version import __version__
 from hamisim.errors import InputError
 from hamisim.hami.policy import warn_policy
 from hamisim.io.bundled import workloads_dir
