@@ -20,6 +20,7 @@ from hamisim.kube.preemption import (
     pick_candidate,
     select_victims,
 )
+from hamisim.io.scenariofile import CreateStep, DeleteStep, ExpectStep, Scenario
 from hamisim.pods import Container, Pod
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.studies.scenario import run_scenario
@@ -282,3 +283,29 @@ def test_a_deleted_pod_keeps_its_cards_for_its_grace_period():
     # the compiled engine leaves such traces to the Python engine
     with pytest.raises(ValueError, match="grace period"):
         simulate(cluster, Trace.from_pods("t", [first, second]), EngineConfig(engine="compiled"))
+
+
+def _scenario(cluster, *steps):
+    return Scenario(cluster, list(steps), "scenario")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_deleted_pending_preemptor_gives_up_its_nomination(backend):
+    """kube-scheduler's PriorityQueue.Delete clears a deleted pending pod's
+    nomination: the CPU it was counted for on its nominated node is free for
+    the next pod at once."""
+    cluster = Cluster((_node("n1"),))
+    result = run_scenario(_scenario(
+        cluster,
+        CreateStep(_pod("low", 3000, termination_grace_period=30), 0),
+        # preempts low (terminating for 30 s) and is nominated to n1
+        CreateStep(_pod("high", 2000, priority=10), 1),
+        DeleteStep("high", 2),
+        # 3000m (low, terminating) + 1000m fit in 4000m once high's 2000m is gone
+        CreateStep(_pod("small", 1000, mem=1000), 3),
+        ExpectStep({"high": "deleted", "small": "GPU-n1", "low": "GPU-n1"}, 4)),
+        backend, check=True)
+    assert result.ok, [x for x in result.expectations if not x.ok]
+    assert [(e.pod, e.event) for e in result.events if e.step == 1] == [
+        ("high", "unschedulable"), ("low", "preempt")]
+

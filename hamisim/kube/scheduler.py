@@ -133,7 +133,9 @@ class KubeScheduler:
             self.on_node[r.node][name] = v
 
     def gone(self, name: str) -> None:
-        """``name`` left: departed, deleted, preempted or abandoned."""
+        """``name`` left: departed, deleted, preempted or abandoned. A pending
+        pod deleted must come here too: kube-scheduler's ``PriorityQueue.Delete``
+        clears its nomination, whose CPU and memory other pods stop counting."""
         self.nominated.pop(name, None)
         r = self.running.pop(name, None)
         if r is None:

@@ -164,6 +164,7 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             messages[pod.name] = str(err)
             state[pod.name] = EXPECT_REJECTED
             pending.pop(pod.name, None)
+            kube.gone(pod.name)           # as the engine's _abandon: no nomination left
             if checker is not None:
                 checker.abandon(pod.name)
             return
@@ -238,6 +239,8 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             events.append(ScenarioEvent(i, step.pod_name, "delete"))
             at[0] = f"step {i}"
             if pending.pop(step.pod_name, None) is not None:
+                # kube-scheduler's PriorityQueue.Delete clears its nomination too
+                kube.gone(step.pod_name)
                 state[step.pod_name] = EXPECT_DELETED
                 if checker is not None:
                     checker.abandon(step.pod_name)
