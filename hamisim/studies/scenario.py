@@ -199,17 +199,27 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             if post is not None and post.victims:
                 node = scenario.cluster.nodes[post.nominate].name
                 for v in post.victims:
+                    # a victim already terminating keeps its deadline; kube-scheduler
+                    # <= 1.34 records the event again, 1.35+ skips it (preempt_victim)
+                    action = kube.preempt_victim(v.name, v.name in terminating)
+                    if action == "skip":
+                        continue
                     events.append(ScenarioEvent(
                         step, v.name, "preempt", node,
                         message=f"Preempted by pod {pod.name} on node {node}"))
-                    kube.terminating(v.name)
-                    leave(v.name, step)
+                    if action == "delete":
+                        leave(v.name, step)
 
     def leave(name: str, step: int) -> None:
-        """A running pod is deleted: gone now, or at the end of its grace period."""
-        if name not in terminating and grace_of.get(name, 0) <= 0:
-            init_end.pop(name, None)
+        """A running pod is deleted: gone now, or at the end of its grace period.
+        A pod already terminating is left alone: a second DELETE cannot restart
+        or lengthen a graceful deletion under way (kube-apiserver only shortens
+        it, and the pod's own period is no shorter)."""
+        if name in terminating:
+            return
         grace = grace_of.get(name, 0)
+        if grace <= 0:
+            init_end.pop(name, None)
         if grace > 0:
             terminating[name] = clock[0] + grace
             return
