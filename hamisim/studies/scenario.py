@@ -33,7 +33,9 @@ __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario
 @dataclass(frozen=True)
 class ScenarioEvent:
     """One row of a scenario run: ``bind``, ``unschedulable``, ``delete``,
-    ``preempt`` (a running pod deleted by kube-scheduler's preemption),
+    ``preempt`` (a running pod deleted by kube-scheduler's preemption; with
+    kube-scheduler <= 1.34 again for a victim already terminating, whose
+    deadline stands),
     ``rejected`` (HAMi's admission webhook refused to create the pod) or
     ``gone`` (a deleted pod's grace period ended)."""
 
@@ -218,11 +220,10 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
         if name in terminating:
             return
         grace = grace_of.get(name, 0)
-        if grace <= 0:
-            init_end.pop(name, None)
         if grace > 0:
             terminating[name] = clock[0] + grace
             return
+        init_end.pop(name, None)
         sched.delete(name)
         kube.gone(name)
         state[name] = EXPECT_DELETED
