@@ -935,6 +935,12 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
     node_index = {n.name: i for i, n in enumerate(cluster.nodes)}
     draw = None
     for k, (time, name, event, node, devices, message) in enumerate(rows):
+        if event == "preempt" and name in pods and pods[name].termination_grace_period > 0:
+            # deleted with a grace period: it holds its node and cards until
+            # its depart row, carrying preemption's DisruptionTarget condition
+            # (a repeated row, kube-scheduler <= 1.34, changes nothing else)
+            kube.terminating(name)
+            continue
         if event in ("depart", "abandon", "preempt"):
             sched.delete(name)
             kube.gone(name)

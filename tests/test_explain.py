@@ -370,3 +370,34 @@ def test_explain_shows_a_better_linked_set(tmp_path, capsys):
     assert pl["best"]["cards"] == ["GPU-box-0", "GPU-box-1"]
     assert pl["best"]["needed"] == [{"card": "GPU-box-0", "verdict": "not visited",
                                      "detail": "Fit stopped before it"}]
+
+
+def test_explain_replays_a_victim_through_its_grace_period(tmp_path):
+    """A victim with a grace period holds its CPU and card until its depart
+    row, not from its preempt row: high's attempts in between fail in the
+    replay as in the run (not eligible: a terminating pod on its node)."""
+    (tmp_path / "c.yaml").write_text(
+        "nodes:\n"
+        "  - {name: n1, cpu_milli: 4000, devices: [{id: GPU-n1, devmem: 16000, "
+        "type: NVIDIA-Tesla T4}]}\n"
+        "  - {name: n2, cpu_milli: 1000}\n")
+    (tmp_path / "t.csv").write_text(
+        "name,arrival,duration,gpu,gpumem,cpu_milli,priority,termination_grace_period\n"
+        "low,0,1000,1,4000,3000,0,30\n"
+        "blip,0.5,9.5,0,,100,0,0\n"          # its departure at 10 s retries high
+        "high,1,10,1,4000,2000,10,0\n")
+    out = tmp_path / "run"
+    assert main(["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--out", str(out),
+                 "--format", "csv"]) == 0
+    ev = pd.read_csv(out / "events.csv")
+    low = ev[ev["pod"] == "low"]
+    assert list(zip(low["time"], low["event"]))[-2:] == [(1.0, "preempt"), (31.0, "depart")]
+    tries = ev[(ev["pod"] == "high") & (ev["event"] == "unschedulable") & (ev["time"] > 1.0)]
+    assert len(tries) and tries["message"].str.endswith(
+        "not eligible due to a terminating pod on the nominated node.").all()
+    from hamisim.explain import explain_run
+    exp = explain_run(out, "high")                   # its last failed attempt
+    assert exp.message == tries["message"].iloc[-1]
+    bound = explain_run(out, "high", attempt=-1)     # and its bind at 31 s
+    bind = ev[(ev["pod"] == "high") & (ev["event"] == "bind")].iloc[0]
+    assert bind["time"] == 31.0 and bound.decision.node == "n1"

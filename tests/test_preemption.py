@@ -20,6 +20,7 @@ from hamisim.kube.preemption import (
     pick_candidate,
     select_victims,
 )
+from hamisim.io.scenariofile import CreateStep, DeleteStep, ExpectStep, Scenario, WaitStep
 from hamisim.pods import Container, Pod
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.studies.scenario import run_scenario
@@ -282,3 +283,116 @@ def test_a_deleted_pod_keeps_its_cards_for_its_grace_period():
     # the compiled engine leaves such traces to the Python engine
     with pytest.raises(ValueError, match="grace period"):
         simulate(cluster, Trace.from_pods("t", [first, second]), EngineConfig(engine="compiled"))
+
+
+def _scenario(cluster, *steps):
+    return Scenario(cluster, list(steps), "scenario")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_deleted_pending_preemptor_gives_up_its_nomination(backend):
+    """kube-scheduler's PriorityQueue.Delete clears a deleted pending pod's
+    nomination: the CPU it was counted for on its nominated node is free for
+    the next pod at once."""
+    cluster = Cluster((_node("n1"),))
+    result = run_scenario(_scenario(
+        cluster,
+        CreateStep(_pod("low", 3000, termination_grace_period=30), 0),
+        # preempts low (terminating for 30 s) and is nominated to n1
+        CreateStep(_pod("high", 2000, priority=10), 1),
+        DeleteStep("high", 2),
+        # 3000m (low, terminating) + 1000m fit in 4000m once high's 2000m is gone
+        CreateStep(_pod("small", 1000, mem=1000), 3),
+        ExpectStep({"high": "deleted", "small": "GPU-n1", "low": "GPU-n1"}, 4)),
+        backend, check=True)
+    assert result.ok, [x for x in result.expectations if not x.ok]
+    assert [(e.pod, e.event) for e in result.events if e.step == 1] == [
+        ("high", "unschedulable"), ("low", "preempt")]
+
+
+@pytest.mark.parametrize("version, repeated", [("1.32", True), ("1.35", False)])
+def test_a_scenario_preempting_a_terminating_pod_keeps_its_deadline(version, repeated):
+    """A second preemption of a pod already terminating cannot lengthen its
+    deletion (kube-apiserver only ever shortens a grace period): it leaves
+    30 s after the first. kube-scheduler <= 1.34 still sends its calls and
+    records the Preempted event again; 1.35+ skips such a victim."""
+    cluster = Cluster((_node("n1"),), SchedulerConfig(kube_scheduler_version=version))
+    result = run_scenario(_scenario(
+        cluster,
+        CreateStep(_pod("low", 3000, termination_grace_period=30), 0),
+        CreateStep(_pod("high1", 2000, priority=10), 1),      # preempts low at 0 s
+        WaitStep(20.0, 2),
+        # n1: low's 3000m + high1's nominated 2000m; without low both fit
+        CreateStep(_pod("high2", 2000, priority=10), 3),
+        WaitStep(10.0, 4),                                    # 30 s: low's grace ends
+        ExpectStep({"low": "deleted", "high1": "GPU-n1", "high2": "GPU-n1"}, 5)),
+        "kernel", check=True)
+    assert result.ok, [x for x in result.expectations if not x.ok]
+    low = [(e.step, e.event, e.message) for e in result.events if e.pod == "low"]
+    assert low[0] == (0, "bind", None)
+    assert low[1:] == [(1, "preempt", "Preempted by pod high1 on node n1")] + (
+        [(3, "preempt", "Preempted by pod high2 on node n1")] if repeated else []) + [
+        (4, "gone", None)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("version, repeated", [("1.32", True), ("1.35", False)])
+def test_a_replay_preempting_a_terminating_victim_lets_its_grace_period_run(
+        backend, version, repeated):
+    """high2 preempts low while low is still terminating for high1: low keeps
+    its first deadline (31 s), is counted preempted once, by high1."""
+    cluster = Cluster((_node("n1"),), SchedulerConfig(kube_scheduler_version=version))
+    pods = [TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, 1000.0),
+            TracePod(_pod("high1", 2000, priority=10), 1.0, 100.0),
+            TracePod(_pod("high2", 2000, priority=10), 5.0, 100.0)]
+    res = _replay(cluster, pods, backend)
+    ev = res.events
+    low = ev[(ev.pod == "low") & ~ev.event.isin(["arrive", "bind"])]
+    assert list(zip(low.time, low.event)) == [(1.0, "preempt")] + (
+        [(5.0, "preempt")] if repeated else []) + [(31.0, "depart")]
+    binds = ev[ev.event == "bind"]
+    assert list(zip(binds.time, binds.pod))[1:] == [(31.0, "high1"), (31.0, "high2")]
+    assert res.summary["preempted"] == 1
+    assert res.pods.set_index("pod").loc["low", "preempted_by"] == "high1"
+
+
+@pytest.mark.parametrize("version, marked", [("1.32", True), ("1.35", False)])
+def test_preempting_a_pod_its_trace_deleted_leaves_its_deletion_alone(version, marked):
+    """low is terminating because its trace deleted it (1.0 s + 30 s). high's
+    dry run still takes it (every lower-priority pod counts, terminating or
+    not), but its deletion stands: it leaves at 31 s and was not preempted.
+    kube-scheduler <= 1.34 still patches its DisruptionTarget condition and
+    records the event, so high then waits as for its own victim (not
+    eligible); 1.35+ skips it and high keeps re-running preemption."""
+    cluster = Cluster((_node("n1"), Node("n2", cpu_milli=1000)),
+                      SchedulerConfig(kube_scheduler_version=version))
+    pods = [TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, None, 1.0),
+            # a CPU-only pod on n2 whose departure at 10 s retries high
+            TracePod(Pod("blip", (Container(),), cpu_milli=100), 0.5, 9.5),
+            TracePod(_pod("high", 2000, priority=10), 2.0, 10.0)]
+    res = _replay(cluster, pods)
+    ev = res.events
+    low = ev[(ev.pod == "low") & ~ev.event.isin(["arrive", "bind"])]
+    assert list(zip(low.time, low.event)) == [(1.0, "terminate")] + (
+        [(2.0, "preempt")] if marked else []) + [(31.0, "depart")]
+    high = ev[ev.pod == "high"]
+    assert high[high.event == "bind"].time.tolist() == [31.0]
+    later = high[(high.event == "unschedulable") & (high.time > 2.0)].message
+    waits = later.str.endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+    assert len(later) and (waits.all() if marked else not waits.any())
+    assert "preempted" not in res.summary
+    assert res.pods.set_index("pod")["preempted_by"].isna().all()
+
+
+def test_a_victims_own_deletion_does_not_cut_its_grace_period_short():
+    """low, preempted at 1 s with 30 s of grace, is deleted by its trace at
+    10 s: the second DELETE asks for the pod's own period, which is no
+    shorter, so kube-apiserver leaves the deletion as it is (31 s)."""
+    cluster = Cluster((_node("n1"),))
+    pods = [TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, None, 10.0),
+            TracePod(_pod("high", 2000, priority=10), 1.0, 100.0)]
+    ev = _replay(cluster, pods).events
+    low = ev[(ev.pod == "low") & ~ev.event.isin(["arrive", "bind"])]
+    assert list(zip(low.time, low.event)) == [(1.0, "preempt"), (31.0, "depart")]
+    assert ev[(ev.pod == "high") & (ev.event == "bind")].time.tolist() == [31.0]

@@ -100,6 +100,9 @@ class KubeScheduler:
         # kube-scheduler 1.34+: DynamicResources' PostFilter runs first
         self.dra = self.kube and kube_minor(cluster.scheduler.kube_scheduler_version) >= 34
         self.draw_offset = draw_offset
+        #: kube-scheduler <= 1.34 still sends its preemption calls to a victim
+        #: that is already being deleted; 1.35+ skips it (see preempt_victim)
+        self.recalls_deleting = kube_minor(cluster.scheduler.kube_scheduler_version) <= 34
         self.n_nodes = len(cluster.nodes)
         self.names = [n.name for n in cluster.nodes]
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -123,17 +126,60 @@ class KubeScheduler:
         self.requested[node][1] += pod.memory_mib
         self.priorities[pod.priority] += 1
 
-    def terminating(self, name: str) -> None:
-        """``name`` was deleted but holds its node until its grace period ends."""
+    def terminating(self, name: str) -> bool:
+        """``name`` carries preemption's ``DisruptionTarget`` condition and is
+        being deleted: a pod nominated to its node and of higher priority is
+        not eligible to preempt (``podTerminatingByPreemption``). A pod deleted
+        otherwise (its trace's deletion, a scenario's ``delete``) is not marked.
+        Returns whether the mark is new (the condition's patch is a pod update)."""
         r = self.running.get(name)
-        if r is not None and not r.victim.terminating:
-            v = Victim(r.victim.name, r.victim.priority, r.victim.start, r.victim.cpu_milli,
-                       r.victim.memory_mib, terminating=True)
-            r.victim = v
-            self.on_node[r.node][name] = v
+        if r is None or r.victim.terminating:
+            return False
+        v = Victim(r.victim.name, r.victim.priority, r.victim.start, r.victim.cpu_milli,
+                   r.victim.memory_mib, terminating=True)
+        r.victim = v
+        self.on_node[r.node][name] = v
+        return True
+
+    def preempt_victim(self, name: str, deleting: bool) -> str:
+        """What kube-scheduler's ``prepareCandidate`` does to the victim ``name``
+        of a preemption; ``deleting``: its deletion is already under way (an
+        earlier preemption, or its own deletion, with a grace period not over).
+        Every driver of preemption (the engine, a scenario) applies the answer:
+
+        * ``"delete"``: not being deleted. kube-scheduler patches its
+          ``DisruptionTarget`` condition (marked here, see :meth:`terminating`),
+          deletes it and records the ``Preempted`` event: the caller writes a
+          ``preempt`` row, counts the pod preempted (once in its life) and
+          begins its deletion (gone at once, or terminating for its grace
+          period, an assigned-pod update).
+        * ``"update"`` / ``"event"``: already being deleted, kube-scheduler
+          <= 1.34 (it calls ``PreemptPod`` for every victim). kube-apiserver
+          ignores the second DELETE (a graceful deletion can only be shortened,
+          and the pod's own period is no shorter), so the deadline stands, and
+          the pod is not counted again nor its ``preempted_by`` changed; the
+          event is recorded again: the caller writes a ``preempt`` row.
+          ``"update"``: the condition was not set yet (the pod was deleted by
+          its own deletion): the patch is an assigned-pod update, and it now
+          counts as terminating by preemption (marked here).
+        * ``"skip"``: already being deleted, kube-scheduler 1.35+ (and
+          1.34.0-1.34.1, before the revert) skips such a victim: no call, no
+          event, nothing for the caller to do.
+
+        kube-scheduler's dry run itself does consider terminating pods (every
+        pod of lower priority on the node), so they can be chosen again.
+        """
+        if not deleting:
+            self.terminating(name)
+            return "delete"
+        if not self.recalls_deleting:
+            return "skip"
+        return "update" if self.terminating(name) else "event"
 
     def gone(self, name: str) -> None:
-        """``name`` left: departed, deleted, preempted or abandoned."""
+        """``name`` left: departed, deleted, preempted or abandoned. A pending
+        pod deleted must come here too: kube-scheduler's ``PriorityQueue.Delete``
+        clears its nomination, whose CPU and memory other pods stop counting."""
         self.nominated.pop(name, None)
         r = self.running.pop(name, None)
         if r is None:

@@ -444,9 +444,7 @@ class _Engine:
                     if cleared is not None:
                         self._own_update(cleared)
                 for v in post.victims:
-                    self.pods[v.name].preempted_by = st.pod.name
-                    self._terminate(v.name, "preempt",
-                                    f"Preempted by pod {st.pod.name} on node {node}")
+                    self._preempt(v.name, st.pod.name, node)
         return d
 
     def _usage(self, st: _PodState, d: Decision) -> tuple:
@@ -547,6 +545,24 @@ class _Engine:
         self._changed(ASSIGNED_POD_UPDATE)      # HAMi sees room on that card now
         self._sample()
 
+    def _preempt(self, name: str, preemptor: str, node: str) -> None:
+        """kube-scheduler's preemption deletes the running pod ``name``
+        (:meth:`hamisim.kube.scheduler.KubeScheduler.preempt_victim` says what
+        happens to a pod whose deletion is already under way: its deadline
+        stands, it is counted and attributed once; with kube-scheduler <= 1.34
+        a ``preempt`` row is written again, and a pod deleted by its trace now
+        counts as terminating by preemption, an assigned-pod update)."""
+        vst = self.pods[name]
+        message = f"Preempted by pod {preemptor} on node {node}"
+        action = self.kube.preempt_victim(name, vst.status == "terminating")
+        if action == "delete":
+            vst.preempted_by = preemptor
+            self._terminate(name, "preempt", message)
+        elif action != "skip":
+            self.rec.event(self.env.now, name, "preempt", node, message=message)
+            if action == "update":
+                self._changed(ASSIGNED_POD_UPDATE)      # its DisruptionTarget condition
+
     def _deletion(self, name: str) -> None:
         """The trace deletes the pod: a pending one is abandoned, a running one
         terminates (within its grace period, keeping its cards until then)."""
@@ -557,16 +573,18 @@ class _Engine:
         ``preempt`` (a victim of kube-scheduler's preemption). With a
         ``termination_grace_period`` it keeps its node, cards and CPU until the
         period ends (HAMi and kube-scheduler both keep a terminating pod until
-        it is gone), else it leaves at once."""
+        it is gone), else it leaves at once. A pod already terminating is left
+        alone: a second DELETE cannot restart or lengthen a graceful deletion
+        under way (kube-apiserver only shortens it, and the pod's own period is
+        no shorter), so it leaves when its first period ends."""
         st = self.pods.get(name)
-        if st is None or st.status == "gone":
+        if st is None or st.status in ("gone", "terminating"):
             return
         grace = st.pod.termination_grace_period
         if st.status == "running" and grace > 0:
             self._set_status(st, "terminating")
             if event == "preempt":
                 self.n_preempted += 1
-                self.kube.terminating(name)
             self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
                            message=message)
             self._at_live(grace, _DEPART, self._delete, name)

@@ -33,7 +33,9 @@ __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario
 @dataclass(frozen=True)
 class ScenarioEvent:
     """One row of a scenario run: ``bind``, ``unschedulable``, ``delete``,
-    ``preempt`` (a running pod deleted by kube-scheduler's preemption),
+    ``preempt`` (a running pod deleted by kube-scheduler's preemption; with
+    kube-scheduler <= 1.34 again for a victim already terminating, whose
+    deadline stands),
     ``rejected`` (HAMi's admission webhook refused to create the pod) or
     ``gone`` (a deleted pod's grace period ended)."""
 
@@ -164,6 +166,7 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             messages[pod.name] = str(err)
             state[pod.name] = EXPECT_REJECTED
             pending.pop(pod.name, None)
+            kube.gone(pod.name)           # as the engine's _abandon: no nomination left
             if checker is not None:
                 checker.abandon(pod.name)
             return
@@ -198,20 +201,29 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             if post is not None and post.victims:
                 node = scenario.cluster.nodes[post.nominate].name
                 for v in post.victims:
+                    # a victim already terminating keeps its deadline; kube-scheduler
+                    # <= 1.34 records the event again, 1.35+ skips it (preempt_victim)
+                    action = kube.preempt_victim(v.name, v.name in terminating)
+                    if action == "skip":
+                        continue
                     events.append(ScenarioEvent(
                         step, v.name, "preempt", node,
                         message=f"Preempted by pod {pod.name} on node {node}"))
-                    kube.terminating(v.name)
-                    leave(v.name, step)
+                    if action == "delete":
+                        leave(v.name, step)
 
     def leave(name: str, step: int) -> None:
-        """A running pod is deleted: gone now, or at the end of its grace period."""
-        if name not in terminating and grace_of.get(name, 0) <= 0:
-            init_end.pop(name, None)
+        """A running pod is deleted: gone now, or at the end of its grace period.
+        A pod already terminating is left alone: a second DELETE cannot restart
+        or lengthen a graceful deletion under way (kube-apiserver only shortens
+        it, and the pod's own period is no shorter)."""
+        if name in terminating:
+            return
         grace = grace_of.get(name, 0)
         if grace > 0:
             terminating[name] = clock[0] + grace
             return
+        init_end.pop(name, None)
         sched.delete(name)
         kube.gone(name)
         state[name] = EXPECT_DELETED
@@ -238,6 +250,8 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             events.append(ScenarioEvent(i, step.pod_name, "delete"))
             at[0] = f"step {i}"
             if pending.pop(step.pod_name, None) is not None:
+                # kube-scheduler's PriorityQueue.Delete clears its nomination too
+                kube.gone(step.pod_name)
                 state[step.pod_name] = EXPECT_DELETED
                 if checker is not None:
                     checker.abandon(step.pod_name)
