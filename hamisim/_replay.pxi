@@ -1180,7 +1180,9 @@ cdef class ReplayCore:
     cdef int _terminate(self, int k, int kind, object message) except -1:
         # engine._terminate for a preemption's victim (kind E_PREEMPT): without a
         # termination grace period (the only case this engine runs, see
-        # compiled.unsupported) it leaves at once
+        # compiled.unsupported) it leaves at once. With grace periods, a victim
+        # that stays must get terminating[k] = 1 (KubeScheduler.terminating):
+        # _post_filter's "terminating pod on the nominated node" reads it
         return self._remove(k, kind, message)
 
     cdef int _remove(self, int k, int kind, object message) except -1:

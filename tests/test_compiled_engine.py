@@ -65,6 +65,10 @@ def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trac
             memory_mib=draw(st.sampled_from([0, 0, 1024, 3000])),
             priority=draw(st.sampled_from([-3, -3, 0, 0, 7, 100])),
             preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])))
+        if draw(st.integers(0, 2)) == 0:
+            # CPU/memory alone: the dry run's victims are all the pod needs
+            pod = dataclasses.replace(pod, containers=(Container(),), init_containers=(),
+                                      annotations={})
         out.append(tp._replace(pod=pod))
     return cluster, Trace.from_pods("contended", out)
 
@@ -117,10 +121,11 @@ def _note(run: SimResult) -> None:
         event("abandoned")
     if (ev == "preempt").any():
         event("a pod was preempted")
-    if run.events.message.str.contains("preemption: ", regex=False).any() and \
-            not run.events.message.str.contains("Preemption is not helpful|No preemption "
-                                                "victims|preemptionPolicy=Never").all():
-        event("a dry run with other reasons")
+    if run.events.message.dropna().str.contains(
+            "preemption: .*(?:Insufficient|expected at least one victim)").any():
+        event("a dry run without a candidate")
+    if (run.events.event == "preempt").sum() > 1:
+        event("several preemptions")
     if run.pods is not None and run.pods.mig_allocations.notna().any():
         event("a pod held MIG instances")
 
