@@ -68,7 +68,7 @@ cdef enum:
     TK_FILTER_ERROR = 2
     # DefaultPreemption's outcome of a failed attempt (ReplayCore._post_filter)
     PF_UNIFORM = 0          # nobody to preempt: the text follows from the counts
-    PF_NOMINATED = 1        # victims chosen, the pod nominated (no preemption: text)
+    PF_NOMINATED = 1        # victims chosen, the pod nominated (no `preemption:` text)
     PF_HIST = 2             # no candidate: the dry run's reasons
     PF_NOT_HELPFUL = 3      # no potential node at all
     PF_ERRORS = 4           # every dry run ended in "expected at least one victim"
@@ -1297,8 +1297,8 @@ cdef class ReplayCore:
 
     # -- kube-scheduler: nominations and DefaultPreemption (hamisim.kube.scheduler,
     # hamisim.kube.preemption; engine._attempt carries out the outcome) -----------
-    def _init_kube(self, Py_ssize_t n, priority, bint preemption, t_never, draw_offset,
-                   preempt_message, victim_message):
+    cdef int _init_kube(self, Py_ssize_t n, priority, bint preemption, t_never, draw_offset,
+                        preempt_message, victim_message) except -1:
         cdef int n_nodes = self.core.table.n_nodes
         self.preemption = preemption
         self.t_never = np.zeros(len(self.t_spec), dtype=np.uint8) if t_never is None \
@@ -1333,6 +1333,7 @@ cdef class ReplayCore:
         self.pf_cleared = np.zeros(max(n, 1), dtype=np.int32)
         self.n_best = self.n_cleared = self.pf_n_errors = 0
         self.pf_node = -1
+        return 0
 
     cdef int _kube_bound(self, int k, int node) except -1:
         # KubeScheduler.bound: the pod runs on `node` (its nomination ends)

@@ -40,11 +40,11 @@ from hamisim.cluster import Cluster
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.policy import filter_error, reserves_cards
 from hamisim.kube.filters import kube_minor
-from hamisim.kube.queue import queueing_hints
+from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import histogram_message
 from hamisim.kube.preemption import NO_VICTIMS, NOT_HELPFUL, TERMINATING, aggregate_errors, \
     no_victim_error
-from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
+from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
