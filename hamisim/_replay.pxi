@@ -16,9 +16,11 @@
 # reason histogram is formatted by hamisim.sim.kernel, once per failure; the
 # message of a pod refused at admission or by a Filter error names the pod),
 # batches of rows handed to the sink, the random tie-break draws (numpy's
-# generator, drawn in blocks), the progress bar.
+# generator, drawn in blocks), the progress bar; for DefaultPreemption (whose
+# dry run is C: _post_filter) the dry run's random offset, drawn only when a
+# lower-priority pod runs on a potential node, and the victims' message.
 
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, realloc, free, qsort
 from libc.stdint cimport int8_t
 from libc.math cimport NAN, ldexp, floor, ceil, nextafter
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -58,12 +60,19 @@ cdef enum:
     E_UNSCHEDULABLE = 2
     E_DEPART = 3
     E_ABANDON = 4
-    E_PREEMPT = 5           # (the Python engine's; this engine runs no preemption)
+    E_PREEMPT = 5
     E_REJECTED = 6
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
     TK_FILTER_ERROR = 2
+    # DefaultPreemption's outcome of a failed attempt (ReplayCore._post_filter)
+    PF_UNIFORM = 0          # nobody to preempt: the text follows from the counts
+    PF_NOMINATED = 1        # victims chosen, the pod nominated (no `preemption:` text)
+    PF_HIST = 2             # no candidate: the dry run's reasons
+    PF_NOT_HELPFUL = 3      # no potential node at all
+    PF_ERRORS = 4           # every dry run ended in "expected at least one victim"
+    PF_TERMINATING = 5      # a lower-priority pod still terminates on its nominated node
     REPLAY_BATCH = 65536    # rows per batch (hamisim.sim.recorder.BATCH_ROWS)
     DRAW_BLOCK = 4096       # tie-break draws fetched at a time
 
@@ -82,6 +91,38 @@ ctypedef struct QItem:
     int64_t neg_priority
     double timestamp
     int64_t order
+
+
+ctypedef struct VItem:
+    # a running pod as preemption ranks it (kube-scheduler's MoreImportantPod:
+    # higher priority, then earlier start in whole seconds; hamisim: bind order)
+    int64_t neg_priority
+    double start
+    int64_t seq
+    int32_t pod
+
+
+cdef int _vitem_cmp(const void* a, const void* b) noexcept nogil:
+    cdef const VItem* x = <const VItem*>a
+    cdef const VItem* y = <const VItem*>b
+    if x.neg_priority != y.neg_priority:
+        return -1 if x.neg_priority < y.neg_priority else 1
+    if x.start != y.start:
+        return -1 if x.start < y.start else 1
+    if x.seq != y.seq:
+        return -1 if x.seq < y.seq else 1
+    return 0
+
+
+cdef inline int _fit_bits(int64_t pcpu, int64_t pmem, int64_t alloc_cpu, int64_t alloc_mem,
+                          int64_t req_cpu, int64_t req_mem) noexcept nogil:
+    # hamisim.kube.fit.resource_fit_reasons as bits (1 cpu, 2 memory; -1 = unconstrained)
+    cdef int bits = 0
+    if pcpu > 0 and alloc_cpu != -1 and pcpu > alloc_cpu - req_cpu:
+        bits |= 1
+    if pmem > 0 and alloc_mem != -1 and pmem > alloc_mem - req_mem:
+        bits |= 2
+    return bits
 
 
 cdef inline bint _timer_less(const RTimer* a, const RTimer* b) noexcept nogil:
@@ -277,6 +318,36 @@ cdef class ReplayCore:
     cdef double g_time
     cdef bint g_has_time
     cdef readonly object g_times, g_rows          # array.array('d'), array.array('q')
+    # -- kube-scheduler's own books (hamisim.kube.scheduler.KubeScheduler) ---------
+    cdef bint preemption                   # DefaultPreemption is on (scheduler.preemption)
+    cdef const uint8_t[::1] t_never        # per template: preemptionPolicy Never
+    cdef object draw_offset, preempt_message, victim_message
+    # priorities as ranks (0 = lowest); running pods per rank, the lowest rank
+    # running (n_ranks: none): "nobody to preempt" is one comparison
+    cdef int32_t[::1] prio_rank
+    cdef int64_t[::1] rank_count
+    cdef int n_ranks, low_rank
+    # running pods: start order, terminating flag, per node a linked list
+    cdef int64_t[::1] bind_seq
+    cdef int64_t bind_counter
+    cdef uint8_t[::1] terminating
+    cdef int32_t[::1] on_prev, on_next, on_head, on_tail
+    # nominations, in the order kube-scheduler's map got them (a linked list)
+    cdef int32_t[::1] nom_node, nom_prev, nom_next
+    cdef int32_t nom_head, nom_tail, n_nom
+    cdef int32_t[::1] preemptor            # the pod whose preemption deleted it, -1
+    cdef readonly int64_t n_preempted
+    cdef readonly object np_pd_preempted
+    cdef int32_t[::1] pd_preempted
+    # PostFilter scratch: node marks and loads, potential nodes, victims, results
+    cdef uint8_t[::1] pf_mark
+    cdef int64_t[::1] pf_cpu, pf_mem
+    cdef int32_t[::1] pf_nodes, pf_cleared, pf_errs
+    cdef VItem* vic_cur
+    cdef VItem* vic_best
+    cdef Py_ssize_t vic_cap
+    cdef int n_best, n_cleared, pf_node, pf_n_errors
+    cdef int64_t pf_n_cpu, pf_n_mem, pf_n_novict, pf_n_dry
 
     def __cinit__(self):
         self.timers = NULL
@@ -285,6 +356,8 @@ cdef class ReplayCore:
         self.slot_rows = self.slot_used = self.slot_mem = self.slot_cores = NULL
         self.free_slots = NULL
         self.text = NULL
+        self.vic_cur = self.vic_best = NULL
+        self.vic_cap = 0
 
     def __dealloc__(self):
         free(self.timers)
@@ -296,6 +369,8 @@ cdef class ReplayCore:
         free(self.slot_cores)
         free(self.free_slots)
         free(self.text)
+        free(self.vic_cur)
+        free(self.vic_best)
 
     def __init__(self, Core core, MeterCore meter, *, arrival, duration, deletion, template,
                  priority, pod_class, t_spec, t_kind, t_wants_gpu, t_node_spread,
@@ -305,7 +380,8 @@ cdef class ReplayCore:
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
-                 mp_name=(), pl_place=(), mig_annotation=None):
+                 mp_name=(), pl_place=(), mig_annotation=None, bint preemption=False,
+                 t_never=None, draw_offset=None, preempt_message=None, victim_message=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -432,6 +508,10 @@ cdef class ReplayCore:
         self.pd_devs = []
         self.pd_migs = []
         self.pd_n = 0
+        self.np_pd_preempted = np.full(REPLAY_BATCH, -1, dtype=np.int32)
+        self.pd_preempted = self.np_pd_preempted
+        self._init_kube(n, priority, preemption, t_never, draw_offset, preempt_message,
+                        victim_message)
         self.np_s_class = np.zeros(n, dtype=np.int32)
         self.np_s_node = np.zeros(n, dtype=np.int32)
         self.np_s_arrival = np.zeros(n)
@@ -670,6 +750,7 @@ cdef class ReplayCore:
         self.pd_node[row] = self.node[k]
         self.pd_attempts[row] = self.attempts[k]
         self.pd_end[row] = end
+        self.pd_preempted[row] = self.preemptor[k]
         self.pd_devs.append(self.slot_devices[sl] if sl >= 0 else None)
         self.pd_migs.append(self.slot_mig[sl][2] if sl >= 0 and self.slot_mig[sl] is not None
                             else None)
@@ -809,7 +890,7 @@ cdef class ReplayCore:
 
     cdef int _attempt(self, int k) except -1:
         cdef double now = self.now, draw = 0.0, started
-        cdef int node
+        cdef int node, nominated, pf
         if self.t_kind[self.tmpl[k]] == TK_ADMISSION:
             # refused by HAMi's admission webhook: never created, never scheduled
             self._abandon(k, self.pod_error(k), E_REJECTED)
@@ -825,10 +906,17 @@ cdef class ReplayCore:
             self.tried[k] = self.changes
         started = _clock()
         message = None
-        node = self._decide(k, draw)
+        nominated = self.nom_node[k]
+        pf = PF_UNIFORM
+        node = self._schedule_kube(k, draw)
         if node < 0:
-            message = self.fail_message(self.tmpl[k]) if node == -1 else self.pod_error(k)
-            if node == -2:
+            if node == -1:
+                if self.preemption:
+                    pf = self._post_filter(k)
+                message = self.fail_message(self.tmpl[k]) if pf == PF_UNIFORM \
+                    else self._post_filter_message(k, pf)
+            else:
+                message = self.pod_error(k)
                 self.rej_last = 0           # an error: no plugin rejected it
         self.decision_time += _clock() - started
         if node >= 0:
@@ -841,7 +929,9 @@ cdef class ReplayCore:
         if not self.retry:
             self._abandon(k, "not retried (retry: none)")
         else:
-            self._unschedulable(k, self.rej_last, message)
+            self._unschedulable(k, self.rej_last, message, self.nom_node[k] != nominated)
+        if pf == PF_NOMINATED:
+            self._preempt_victims(k)
         return 0
 
     cdef int _decide(self, int k, double draw) except -3:
@@ -879,6 +969,15 @@ cdef class ReplayCore:
                 j = n - 1
             best = <int>core.tied[j]
         node = <int>core.window[best]
+        self._hold(k, node)
+        return node
+
+    cdef int _hold(self, int k, int node) except -1:
+        # the chosen node's usage (the kernel's picks) in a new slot, applied
+        cdef int t = self.tmpl[k]
+        cdef Core core = self.core
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef bint wants_gpu = self.t_wants_gpu[t]
         if self.n_free == 0:
             self._grow_slots()
         self.n_free -= 1
@@ -893,7 +992,7 @@ cdef class ReplayCore:
                     raise AssertionError("kernel: chosen node no longer fits")
             self._take_picks(k, node, spec.n_cont, self.t_n_init[t])
         self._kernel_apply(k, node, 1)
-        return node
+        return 0
 
     cdef int _take_picks(self, int k, int node, int n_cont, int n_init) except -1:
         # the pod's collapsed usage (hamisim.hami.reference.collapsed_usage) and its
@@ -1050,6 +1149,7 @@ cdef class ReplayCore:
         self.row_delay_sum += delay
         self.row_delay_n += 1
         self.message[k] = None              # only a pending pod's text is compared
+        self._kube_bound(k, node)
         self._event(E_BIND, k, node, self.slot_devices[self.slot[k]], None)
         if self.deletion[k] != self.deletion[k] and duration == duration:
             self.live += 1
@@ -1058,6 +1158,7 @@ cdef class ReplayCore:
         return 0
 
     cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
+        self._kube_gone(k)
         self._u_remove(k)
         self.message[k] = None
         if self.tried[k] != self.changes:
@@ -1072,20 +1173,35 @@ cdef class ReplayCore:
         self._done(k, self.now)
         return 0
 
-    # -- departures (engine._delete, engine._remove) -------------------------------
+    # -- departures (engine._delete, engine._terminate, engine._remove) ------------
     cdef int _delete(self, int k) except -1:
+        return self._remove(k, E_DEPART, None)
+
+    cdef int _terminate(self, int k, int kind, object message) except -1:
+        # engine._terminate for a preemption's victim (kind E_PREEMPT): without a
+        # termination grace period (the only case this engine runs, see
+        # compiled.unsupported) it leaves at once. With grace periods, a victim
+        # that stays must get terminating[k] = 1 (KubeScheduler.terminating):
+        # _post_filter's "terminating pod on the nominated node" reads it
+        return self._remove(k, kind, message)
+
+    cdef int _remove(self, int k, int kind, object message) except -1:
+        # `k` leaves: E_DEPART (duration over, deleted) or E_PREEMPT (a victim)
         cdef int st = self.status[k], node, sl
         if st == S_GONE or st == S_NEW:
             return 0
         if st == S_RUNNING:
             node = self.node[k]
             self._kernel_apply(k, node, -1)
+            self._kube_gone(k)
             self._meter_apply(k, node, -1)
             self._set_status(k, S_GONE)
             self.gen[k] += 1
             self.n_running -= 1
             self.n_departed += 1
-            self._event(E_DEPART, k, node, None, None)
+            if kind == E_PREEMPT:
+                self.n_preempted += 1
+            self._event(kind, k, node, None, message)
             self._done(k, self.now)
             sl = self.slot[k]
             self.slot_devices[sl] = None
@@ -1100,12 +1216,13 @@ cdef class ReplayCore:
         return 0
 
     # -- kube-scheduler's queue (engine._unschedulable ... engine._leftover) ------
-    cdef int _unschedulable(self, int k, int rejectors, object message) except -1:
+    cdef int _unschedulable(self, int k, int rejectors, object message,
+                            bint renominated=False) except -1:
         cdef double now = self.now, when
         cdef bint written
         self.timestamp[k] = now
         # kube-scheduler writes the PodScheduled condition only when it changes
-        written = message != self.message[k]
+        written = message != self.message[k] or renominated
         self.message[k] = message
         if not rejectors:
             self._to_backoff(k)
@@ -1176,6 +1293,382 @@ cdef class ReplayCore:
     cdef int _leftover(self, int k, int gen) except -1:
         if self.gen[k] == gen and self.status[k] == S_UNSCHEDULABLE and not self._over():
             self._move(k)
+        return 0
+
+    # -- kube-scheduler: nominations and DefaultPreemption (hamisim.kube.scheduler,
+    # hamisim.kube.preemption; engine._attempt carries out the outcome) -----------
+    cdef int _init_kube(self, Py_ssize_t n, priority, bint preemption, t_never, draw_offset,
+                        preempt_message, victim_message) except -1:
+        cdef int n_nodes = self.core.table.n_nodes
+        self.preemption = preemption
+        self.t_never = np.zeros(len(self.t_spec), dtype=np.uint8) if t_never is None \
+            else np.ascontiguousarray(t_never, dtype=np.uint8)
+        self.draw_offset = draw_offset
+        self.preempt_message = preempt_message
+        self.victim_message = victim_message
+        levels, rank = np.unique(np.asarray(priority, dtype=np.int64), return_inverse=True)
+        self.prio_rank = np.ascontiguousarray(rank, dtype=np.int32)
+        self.n_ranks = len(levels)
+        self.rank_count = np.zeros(max(self.n_ranks, 1), dtype=np.int64)
+        self.low_rank = self.n_ranks
+        self.bind_seq = np.zeros(n, dtype=np.int64)
+        self.bind_counter = 0
+        self.terminating = np.zeros(n, dtype=np.uint8)
+        self.on_prev = np.full(n, -1, dtype=np.int32)
+        self.on_next = np.full(n, -1, dtype=np.int32)
+        self.on_head = np.full(max(n_nodes, 1), -1, dtype=np.int32)
+        self.on_tail = np.full(max(n_nodes, 1), -1, dtype=np.int32)
+        self.nom_node = np.full(n, -1, dtype=np.int32)
+        self.nom_prev = np.full(n, -1, dtype=np.int32)
+        self.nom_next = np.full(n, -1, dtype=np.int32)
+        self.nom_head = self.nom_tail = -1
+        self.n_nom = 0
+        self.preemptor = np.full(n, -1, dtype=np.int32)
+        self.n_preempted = 0
+        self.pf_mark = np.zeros(max(n_nodes, 1), dtype=np.uint8)
+        self.pf_cpu = np.zeros(max(n_nodes, 1), dtype=np.int64)
+        self.pf_mem = np.zeros(max(n_nodes, 1), dtype=np.int64)
+        self.pf_nodes = np.zeros(max(n_nodes, 1), dtype=np.int32)
+        self.pf_errs = np.zeros(max(n_nodes, 1), dtype=np.int32)
+        self.pf_cleared = np.zeros(max(n, 1), dtype=np.int32)
+        self.n_best = self.n_cleared = self.pf_n_errors = 0
+        self.pf_node = -1
+        return 0
+
+    cdef int _kube_bound(self, int k, int node) except -1:
+        # KubeScheduler.bound: the pod runs on `node` (its nomination ends)
+        cdef int r = self.prio_rank[k], tail = self.on_tail[node]
+        self._unnominate(k)
+        self.bind_counter += 1
+        self.bind_seq[k] = self.bind_counter
+        self.on_prev[k] = tail
+        self.on_next[k] = -1
+        if tail >= 0:
+            self.on_next[tail] = k
+        else:
+            self.on_head[node] = k
+        self.on_tail[node] = k
+        self.rank_count[r] += 1
+        if r < self.low_rank:
+            self.low_rank = r
+        return 0
+
+    cdef int _kube_gone(self, int k) except -1:
+        # KubeScheduler.gone: the pod left (running) or was abandoned (pending)
+        cdef int node, p, q, r
+        self._unnominate(k)
+        if self.status[k] != S_RUNNING:
+            return 0
+        node = self.node[k]
+        p = self.on_prev[k]
+        q = self.on_next[k]
+        if p >= 0:
+            self.on_next[p] = q
+        else:
+            self.on_head[node] = q
+        if q >= 0:
+            self.on_prev[q] = p
+        else:
+            self.on_tail[node] = p
+        self.on_prev[k] = self.on_next[k] = -1
+        self.terminating[k] = 0
+        r = self.prio_rank[k]
+        self.rank_count[r] -= 1
+        if r == self.low_rank and self.rank_count[r] == 0:
+            while self.low_rank < self.n_ranks and self.rank_count[self.low_rank] == 0:
+                self.low_rank += 1
+        return 0
+
+    cdef inline void _nominate(self, int k, int node) noexcept:
+        # kube-scheduler's nominator map: a pod nominated again keeps its place
+        if self.nom_node[k] < 0:
+            self.nom_prev[k] = self.nom_tail
+            self.nom_next[k] = -1
+            if self.nom_tail >= 0:
+                self.nom_next[self.nom_tail] = k
+            else:
+                self.nom_head = k
+            self.nom_tail = k
+            self.n_nom += 1
+        self.nom_node[k] = node
+
+    cdef inline void _unnominate(self, int k) noexcept:
+        cdef int p, q
+        if self.nom_node[k] < 0:
+            return
+        p = self.nom_prev[k]
+        q = self.nom_next[k]
+        if p >= 0:
+            self.nom_next[p] = q
+        else:
+            self.nom_head = q
+        if q >= 0:
+            self.nom_prev[q] = p
+        else:
+            self.nom_tail = p
+        self.nom_prev[k] = self.nom_next[k] = -1
+        self.nom_node[k] = -1
+        self.n_nom -= 1
+
+    cdef int _nominated_load(self, int k, int sign) noexcept:
+        # KubeScheduler._nominated_load into the kernel's requested CPU/memory
+        # (KernelScheduler.schedule's `nominated=`): the pods nominated to a node
+        # with at least `k`'s priority, `k` excluded. Returns how many.
+        cdef int j = self.nom_head, applied = 0, t
+        cdef int32_t p = self.priority[k]
+        while j >= 0:
+            if j != k and self.priority[j] >= p:
+                t = self.tmpl[j]
+                self.core._apply_c(self.nom_node[j], NULL, NULL, NULL, NULL, 0,
+                                   self.t_cpu[t], self.t_mem[t], sign)
+                applied += 1
+            j = self.nom_next[j]
+        return applied
+
+    cdef int _schedule_kube(self, int k, double draw) except -3:
+        # KubeScheduler.schedule: a nominated pod tries its node alone first;
+        # nominated pods' CPU/memory count for kube-scheduler's filter meanwhile
+        cdef int node, loaded
+        if self.n_nom == 0:
+            return self._decide(k, draw)
+        loaded = self._nominated_load(k, 1)
+        try:
+            if self.nom_node[k] >= 0 and self.t_kind[self.tmpl[k]] == TK_OK and \
+                    self._decide_only(k, self.nom_node[k]):
+                return self.nom_node[k]
+            return self._decide(k, draw)
+        finally:
+            if loaded:
+                self._nominated_load(k, -1)
+
+    cdef bint _decide_only(self, int k, int node) except -1:
+        # KernelScheduler._only: kube-scheduler's filters and HAMi on `node`;
+        # on success the pod holds its cards there
+        cdef int t = self.tmpl[k]
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef Core core = self.core
+        cdef const Cards* c = &core.table.c
+        if spec.p.gate != NULL and spec.p.gate[node] != 0:
+            return False
+        if _fit_bits(self.t_cpu[t], self.t_mem[t], c.alloc_cpu[node], c.alloc_mem[node],
+                     c.req_cpu[node], c.req_mem[node]):
+            return False
+        if self.t_wants_gpu[t]:
+            core._fit_pod(spec)
+            if core._place_c(spec, node) != ST_FIT:
+                return False
+        self._hold(k, node)
+        return True
+
+    cdef int _vic_room(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap = self.vic_cap
+        cdef VItem* a
+        cdef VItem* b
+        if need <= cap:
+            return 0
+        while cap < need:
+            cap = max(2 * cap, 64)
+        a = <VItem*>realloc(self.vic_cur, cap * sizeof(VItem))
+        if a == NULL:
+            raise MemoryError()
+        self.vic_cur = a
+        b = <VItem*>realloc(self.vic_best, cap * sizeof(VItem))
+        if b == NULL:
+            raise MemoryError()
+        self.vic_best = b
+        self.vic_cap = cap
+        return 0
+
+    cdef int _post_filter(self, int k) except -1:
+        # KubeScheduler._post_filter and hamisim.kube.preemption.preempt, on the
+        # kernel's buffers of the failed attempt; applies the nominations and
+        # leaves the victims (vic_best[:n_best]) for _preempt_victims
+        cdef int t = self.tmpl[k], nominated = self.nom_node[k], i, j, v, n_pot = 0
+        cdef int n_nodes = self.core.table.n_nodes, start, wanted, n_lower, nv, n_cand
+        cdef int32_t p = self.priority[k]
+        cdef int64_t pcpu = self.t_cpu[t], pmem = self.t_mem[t], sum_cpu, sum_mem
+        cdef int64_t base_cpu, base_mem, top, best_top = 0, psum, best_sum = 0
+        cdef double earliest, best_earliest = 0.0
+        cdef bint any_lower, better
+        cdef int bits
+        cdef Core core = self.core
+        cdef const Cards* c = &core.table.c
+        cdef VItem* tmp
+        self.n_best = self.n_cleared = self.pf_n_errors = 0
+        if self.t_never[t]:
+            return PF_UNIFORM               # the first check: nothing else is read
+        if nominated < 0 and self.low_rank >= self.prio_rank[k]:
+            return PF_UNIFORM               # nobody to preempt anywhere
+        # the nodes' statuses: 1 Unschedulable (potential), 2 ...AndUnresolvable
+        for j in range(core.n_rejected):
+            self.pf_mark[core.rej_node[j]] = 2 if core.rej_bits[j] >> 2 else 1
+        for j in range(core.n_window):
+            self.pf_mark[core.window[j]] = 1
+        if nominated >= 0 and self.pf_mark[nominated] != 2:
+            v = self.on_head[nominated]
+            while v >= 0:
+                if self.terminating[v] and self.priority[v] < p:
+                    for j in range(n_nodes):
+                        self.pf_mark[j] = 0
+                    return PF_TERMINATING
+                v = self.on_next[v]
+        any_lower = False
+        for i in range(n_nodes):
+            if self.pf_mark[i] == 1:
+                self.pf_nodes[n_pot] = i
+                n_pot += 1
+                if not any_lower and self.low_rank < self.prio_rank[k]:
+                    v = self.on_head[i]
+                    while v >= 0:
+                        if self.priority[v] < p:
+                            any_lower = True
+                            break
+                        v = self.on_next[v]
+            self.pf_mark[i] = 0
+        if n_pot == 0:
+            self._unnominate(k)
+            return PF_NOT_HELPFUL
+        start = <int>self.draw_offset(n_pot) if any_lower else 0
+        # calculateNumCandidates
+        wanted = n_pot * 10 // 100
+        if wanted < 100:
+            wanted = 100
+        if wanted > n_pot:
+            wanted = n_pot
+        # the CPU/memory of the pods nominated to each node that count for `k`
+        j = self.nom_head
+        while j >= 0:
+            if j != k and self.priority[j] >= p:
+                self.pf_cpu[self.nom_node[j]] += self.t_cpu[self.tmpl[j]]
+                self.pf_mem[self.nom_node[j]] += self.t_mem[self.tmpl[j]]
+            j = self.nom_next[j]
+        self.pf_n_cpu = self.pf_n_mem = self.pf_n_novict = self.pf_n_dry = 0
+        n_cand = 0
+        for j in range(n_pot):
+            i = self.pf_nodes[(start + j) % n_pot]
+            # SelectVictimsOnNode: every pod of lower priority removed
+            n_lower = 0
+            sum_cpu = sum_mem = 0
+            v = self.on_head[i]
+            while v >= 0:
+                if self.priority[v] < p:
+                    self._vic_room(n_lower + 1)
+                    self.vic_cur[n_lower].neg_priority = -<int64_t>self.priority[v]
+                    self.vic_cur[n_lower].start = floor(self.bind_time[v])
+                    self.vic_cur[n_lower].seq = self.bind_seq[v]
+                    self.vic_cur[n_lower].pod = v
+                    n_lower += 1
+                    sum_cpu += self.t_cpu[self.tmpl[v]]
+                    sum_mem += self.t_mem[self.tmpl[v]]
+                v = self.on_next[v]
+            if n_lower == 0:
+                self.pf_n_novict += 1
+                self.pf_n_dry += 1
+                continue
+            base_cpu = c.req_cpu[i] + self.pf_cpu[i]
+            base_mem = c.req_mem[i] + self.pf_mem[i]
+            bits = _fit_bits(pcpu, pmem, c.alloc_cpu[i], c.alloc_mem[i],
+                             base_cpu - sum_cpu, base_mem - sum_mem)
+            if bits:
+                self.pf_n_cpu += bits & 1
+                self.pf_n_mem += bits >> 1
+                self.pf_n_dry += 1
+                continue
+            # reprieve, most important first; who must go stays removed
+            qsort(self.vic_cur, n_lower, sizeof(VItem), _vitem_cmp)
+            nv = 0
+            for v in range(n_lower):
+                sum_cpu -= self.t_cpu[self.tmpl[self.vic_cur[v].pod]]
+                sum_mem -= self.t_mem[self.tmpl[self.vic_cur[v].pod]]
+                if _fit_bits(pcpu, pmem, c.alloc_cpu[i], c.alloc_mem[i],
+                             base_cpu - sum_cpu, base_mem - sum_mem):
+                    sum_cpu += self.t_cpu[self.tmpl[self.vic_cur[v].pod]]
+                    sum_mem += self.t_mem[self.tmpl[self.vic_cur[v].pod]]
+                    self.vic_cur[nv] = self.vic_cur[v]
+                    nv += 1
+            if nv == 0:
+                # "expected at least one victim pod": kept by node, after the loop
+                self.pf_errs[self.pf_n_errors] = i
+                self.pf_n_errors += 1
+                continue
+            # pickOneNodeForPreemption, one candidate at a time (ties: the first)
+            top = -self.vic_cur[0].neg_priority
+            psum = 0
+            earliest = INFINITY
+            for v in range(nv):
+                psum += -self.vic_cur[v].neg_priority + 2147483648
+                if -self.vic_cur[v].neg_priority == top and self.vic_cur[v].start < earliest:
+                    earliest = self.vic_cur[v].start
+            if n_cand == 0:
+                better = True
+            elif top != best_top:
+                better = top < best_top
+            elif psum != best_sum:
+                better = psum < best_sum
+            elif nv != self.n_best:
+                better = nv < self.n_best
+            else:
+                better = earliest > best_earliest
+            if better:
+                tmp = self.vic_best
+                self.vic_best = self.vic_cur
+                self.vic_cur = tmp
+                self.n_best = nv
+                self.pf_node = i
+                best_top, best_sum, best_earliest = top, psum, earliest
+            n_cand += 1
+            if n_cand >= wanted:
+                break
+        j = self.nom_head
+        while j >= 0:
+            self.pf_cpu[self.nom_node[j]] = 0
+            self.pf_mem[self.nom_node[j]] = 0
+            j = self.nom_next[j]
+        if n_cand == 0:
+            self.n_best = 0
+            if self.pf_n_errors:
+                return PF_ERRORS            # the nomination stays
+            self._unnominate(k)
+            return PF_HIST
+        # lower-priority pods nominated to the node lose it; `k` is nominated
+        j = self.nom_head
+        while j >= 0:
+            v = self.nom_next[j]
+            if self.nom_node[j] == self.pf_node and self.priority[j] < p:
+                self.pf_cleared[self.n_cleared] = j
+                self.n_cleared += 1
+                self._unnominate(j)
+            j = v
+        self._nominate(k, self.pf_node)
+        return PF_NOMINATED
+
+    cdef object _post_filter_message(self, int k, int pf):
+        # the FailedScheduling text when DefaultPreemption's verdict is not the
+        # uniform one (compiled._preempt_message formats it)
+        errors = None
+        if pf == PF_ERRORS:
+            errors = [self.pf_errs[j] for j in range(self.pf_n_errors)]
+        return self.preempt_message(self.tmpl[k], pf, self.pf_n_cpu, self.pf_n_mem,
+                                    self.pf_n_novict, self.pf_n_dry, errors)
+
+    cdef int _preempt_victims(self, int k) except -1:
+        # engine._attempt after a nomination: the cleared pods' status update,
+        # then the victims deleted, most important first
+        cdef int j, v, node = self.pf_node, n = self.n_best
+        for j in range(self.n_cleared):
+            v = self.pf_cleared[j]
+            if self.hints and self.u_list[v] == U_EXTENDER:
+                self._move(v)               # engine._own_update
+        self.n_cleared = 0
+        if n == 0:
+            return 0
+        message = self.victim_message(k, node)
+        # vic_best is PostFilter scratch: copy the victims out before any call
+        victims = [self.vic_best[j].pod for j in range(n)]
+        self.n_best = 0
+        for v in victims:
+            self.preemptor[v] = k
+            self._terminate(v, E_PREEMPT, message)
         return 0
 
     # -- the loop (SimPy's step, engine._on_timer, engine._settle) ------------------

@@ -45,13 +45,32 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
             deletion = t + draw(st.sampled_from([0.0, 0.25, 3.0, 30.0, 1000.0]))
         label = draw(st.sampled_from([None, None, None, "", "train", "serve"]))
         out.append(TracePod(pod, t, duration, deletion, j + 2, label))
-    if cluster.scheduler.preemption:
-        # the compiled engine runs traces where nobody can preempt: pods above
-        # the lowest priority opt out (the queue still orders by priority)
-        lowest = min(tp.pod.priority for tp in out)
-        out = [tp._replace(pod=dataclasses.replace(tp.pod, preemption_policy="Never"))
-               if tp.pod.priority > lowest else tp for tp in out]
     return Trace.from_pods("random", out)
+
+
+@st.composite
+def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trace]:
+    """Small nodes and CPU/memory-hungry pods at several priorities (negative
+    ones too), most of them allowed to preempt: DefaultPreemption finds
+    victims, nominates, clears nominations, and often finds none."""
+    nodes = tuple(dataclasses.replace(
+        n, cpu_milli=draw(st.sampled_from([3000, 4000, 6000, None])),
+        memory_mib=draw(st.sampled_from([4096, 8192, None]))) for n in cluster.nodes)
+    cluster = dataclasses.replace(cluster, nodes=nodes, scheduler=dataclasses.replace(
+        cluster.scheduler, preemption=draw(st.integers(0, 5)) != 0))
+    out = []
+    for tp in draw(traces(cluster, max_pods)).pods:
+        pod = dataclasses.replace(
+            tp.pod, cpu_milli=draw(st.sampled_from([0, 500, 1500, 2000, 3000])),
+            memory_mib=draw(st.sampled_from([0, 0, 1024, 3000])),
+            priority=draw(st.sampled_from([-3, -3, 0, 0, 7, 100])),
+            preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])))
+        if draw(st.integers(0, 2)) == 0:
+            # CPU/memory alone: the dry run's victims are all the pod needs
+            pod = dataclasses.replace(pod, containers=(Container(),), init_containers=(),
+                                      annotations={})
+        out.append(tp._replace(pod=pod))
+    return cluster, Trace.from_pods("contended", out)
 
 
 @st.composite
@@ -100,6 +119,13 @@ def _note(run: SimResult) -> None:
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
+    if (ev == "preempt").any():
+        event("a pod was preempted")
+    if run.events.message.dropna().str.contains(
+            "preemption: .*(?:Insufficient|expected at least one victim)").any():
+        event("a dry run without a candidate")
+    if (run.events.event == "preempt").sum() > 1:
+        event("several preemptions")
     if run.pods is not None and run.pods.mig_allocations.notna().any():
         event("a pod held MIG instances")
 
@@ -133,6 +159,56 @@ def test_compiled_engine_equals_python_engine_sampled_window(data):
     _note(assert_same_run(cluster, trace, data.draw(configs())))
 
 
+@settings(max_examples=120, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_preemption(data):
+    """Priorities and DefaultPreemption: the same victims, nominations (the
+    nominated node tried alone, nominated pods' CPU/memory counted, lower ones
+    cleared), dry-run offsets and FailedScheduling texts."""
+    cluster, trace = data.draw(contended(
+        data.draw(clusters(max_nodes=4, max_cards=4, with_quotas=False))))
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+def _preemption_cluster() -> Cluster:
+    card = lambda i: Card(f"gpu-{i}", 0, count=4, devmem=10240, devcore=100,  # noqa: E731
+                          type="NVIDIA-A100")
+    return Cluster((Node("a", (card("a"),), cpu_milli=4000),
+                    Node("b", (card("b"),), cpu_milli=4000)))
+
+
+def test_preemptions_and_nominations_are_the_same_run():
+    """Two nodes full of low-priority pods. A mid-priority pod preempts one and
+    is nominated; before its retry a high-priority pod preempts on that same
+    node (the fewest victims) and clears the nomination, a second one finds
+    the first one's nomination counted there and preempts on the other node;
+    the mid pod is nominated again and preempts on the other node. A pod short
+    of cards alone reprieves every pod ("expected at least one victim")."""
+    def cpu(name, milli, prio, t, d=None):
+        return TracePod(Pod(name, (Container({}),), cpu_milli=milli, priority=prio), t, d)
+    pods_ = [cpu(f"low{i}", 2000, -1, 0.0) for i in range(4)]
+    pods_ += [cpu("mid", 2000, 5, 10.0, 50.0), cpu("hi0", 4000, 10, 10.5, 50.0),
+              cpu("hi1", 2000, 10, 10.5, 50.0),
+              TracePod(Pod("big", (Container({"nvidia.com/gpu": 2}),), priority=10), 20.0, 5.0)]
+    cluster, trace = _preemption_cluster(), Trace.from_pods("preempt", pods_)
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    run = assert_same_run(cluster, trace, EngineConfig(seed=3))
+    ev = run.events
+    preempted = ev[ev.event == "preempt"]
+    assert run.summary["preempted"] == len(preempted) == 4       # mid twice
+    assert set(run.pods.preempted_by.dropna()) == {"mid", "hi0", "hi1"}
+    assert preempted.message.str.fullmatch(r"Preempted by pod (mid|hi0|hi1) on node [ab]").all()
+    mid = ev[ev.pod == "mid"]
+    assert list(mid.event) == ["arrive", "unschedulable", "unschedulable", "bind", "depart"]
+    assert mid.time.iloc[3] > ev[(ev.pod == "hi0") & (ev.event == "bind")].time.iloc[0]
+    big = ev[(ev.pod == "big") & (ev.event == "unschedulable")].message
+    # only node a has a pod of lower priority (mid); once it is gone, none
+    assert big.iloc[0].endswith('preemption: expected at least one victim pod on node "a"')
+    assert big.iloc[-1].endswith("preemption: 0/2 nodes are available: 2 No preemption "
+                                 "victims found for incoming pod.")
+
+
 def test_several_instances_on_one_mig_card_of_a_small_node():
     """One container with four MIG instances on a node of one card: the compiled
     engine counts them per card (its per-pod slots are as wide as a node's cards)."""
@@ -161,14 +237,16 @@ def test_a_long_saturated_replay_is_the_same_run():
     # Thousands of retries, flushes and wake-ups on a full cluster: the queue's
     # bookkeeping (backoff, unschedulable set, live timers) over a long run.
     whole = (Container({"nvidia.com/gpu": 1}),)
-    # (priorities order the queue; pods above the lowest do not preempt)
+    # priorities order the queue; pods short of a card alone find no victim
+    # (CPU and memory fit with every pod in place): DefaultPreemption's error
     pods_ = [TracePod(Pod(f"p{k}", whole, priority=k % 3,
-                          preemption_policy="Never" if k % 3 else "PreemptLowerPriority"),
+                          preemption_policy="Never" if k % 5 == 0 else "PreemptLowerPriority"),
                       0.7 * k, 5.0 + k % 7, None if k % 11 else 0.7 * k + 40.0)
              for k in range(600)]
     events = assert_same_run(_one_card_cluster(), Trace.from_pods("busy", pods_),
                              EngineConfig()).events
     assert (events.event == "unschedulable").sum() > 1000
+    assert events.message.str.endswith('expected at least one victim pod on node "n"').any()
 
 
 def test_tables_over_several_batches_are_the_same_run():

@@ -197,21 +197,24 @@ def test_a_nominated_pods_cpu_is_counted_for_lower_priority_pods():
     assert (1.5, "sneaky", "unschedulable") in rows and (2.0, "high", "bind") in rows
 
 
-def test_preempting_traces_run_on_the_python_engine():
+def test_preempting_traces_run_on_both_engines():
     cluster = Cluster((_node("n1"),))
     trace = Trace.from_pods("t", [TracePod(_pod("low", 3000), 0.0, 100.0),
                                   TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
     auto = simulate(cluster, trace, EngineConfig())
     python = simulate(cluster, trace, EngineConfig(engine="python"))
     assert auto.events.equals(python.events)
-    with pytest.raises(ValueError, match="may preempt"):
-        simulate(cluster, trace, EngineConfig(engine="compiled"))
-    # pods above the lowest priority that opt out leave it to the compiled engine
-    polite = Trace.from_pods("t", [
-        TracePod(_pod("low", 3000), 0.0, 100.0),
-        TracePod(_pod("high", 2000, priority=10, preemption_policy="Never"), 1.0, 10.0)])
-    assert simulate(cluster, polite, EngineConfig(engine="compiled")).events.equals(
-        simulate(cluster, polite, EngineConfig(engine="python")).events)
+    assert (python.events.event == "preempt").sum() == 1
+    assert simulate(cluster, trace, EngineConfig(engine="compiled")).events.equals(
+        python.events)
+    # victims with a grace period terminate: the compiled engine leaves that to Python
+    graceful = Trace.from_pods("t", [
+        TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, 100.0),
+        TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
+    with pytest.raises(ValueError, match="preemption of pods with a termination grace"):
+        simulate(cluster, graceful, EngineConfig(engine="compiled"))
+    assert simulate(cluster, graceful, EngineConfig()).events.equals(
+        simulate(cluster, graceful, EngineConfig(engine="python")).events)
 
 
 def test_the_dry_run_offset_is_seeded():

@@ -19,8 +19,10 @@ in a heap ordered as SimPy orders events (time, priority, insertion). SimPy
 remains the clock: one SimPy process runs the core up to the next event of any
 other process in the environment, so other processes can be added to a run;
 alone, the core runs from start to end in one step. What stays in Python is
-per batch (rows handed to the sink), per failure (kube-scheduler's message) or
-per block (random tie-break draws).
+per batch (rows handed to the sink), per failure (kube-scheduler's message),
+per block (random tie-break draws) and per DefaultPreemption dry run that can
+find victims (its random offset; the dry run itself, the nominations and the
+victims' deletion are compiled).
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ from hamisim.cluster import Cluster
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.policy import filter_error, reserves_cards
 from hamisim.kube.filters import kube_minor
+from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
+from hamisim.kube.fiterror import histogram_message
+from hamisim.kube.preemption import NO_VICTIMS, NOT_HELPFUL, TERMINATING, aggregate_errors, \
+    no_victim_error
 from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
@@ -80,8 +86,9 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the what-if card policy {RESERVE_TOKEN}"
     if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
         return "ResourceQuota (the cluster file's quotas)"
-    if cluster.scheduler.preemption and _may_preempt(workload):
-        return "a trace whose pods may preempt others (priorities differ)"
+    if cluster.scheduler.preemption and _may_preempt(workload) and \
+            any(t.termination_grace_period for t in workload.templates):
+        return "preemption of pods with a termination grace period"
     if any(t.termination_grace_period for t in workload.templates) and \
             np.isfinite(workload.deletion).any():
         return "deletions with a termination grace period"
@@ -184,8 +191,19 @@ class _Tables:
             core.np_pd_first[:n], core.np_pd_bind[:n], core.np_pd_node[:n],
             np.array(core.pd_devs, dtype=object), core.np_pd_attempts[:n],
             core.np_pd_end[:n], self.end_time,
+            preempted_by=_preemptors(self.names, core.np_pd_preempted[:n]),
             mig_allocations=np.array(core.pd_migs, dtype=object)
             if any(m is not None for m in core.pd_migs) else None)
+
+
+def _preemptors(names: pa.Array, preemptor: np.ndarray) -> np.ndarray | None:
+    """The pods table's ``preempted_by`` (None when no pod of the batch was a victim)."""
+    hit = preemptor >= 0
+    if not hit.any():
+        return None
+    col = np.full(len(preemptor), None, dtype=object)
+    col[hit] = np.array(names.take(preemptor[hit]).to_pylist(), dtype=object)
+    return col
 
 
 def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
@@ -198,7 +216,8 @@ def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
 def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
     """``fail_message(t)``: kube-scheduler's FailedScheduling text for the attempt
     of a pod of template ``t`` that just failed, with DefaultPreemption's verdict
-    (this engine runs only traces where nobody can preempt: see unsupported)."""
+    when nobody could be preempted (ReplayCore decided so in C; other verdicts
+    are :func:`_preempt_message`'s)."""
     policies = [t.preemption_policy for t in trace.templates]
     preemption = sched.config.preemption
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
@@ -212,6 +231,44 @@ def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
         return full_message(message, uniform_postfix(n_nodes, sched.potential_nodes(),
                                                      policies[t], dra))
     return fail_message
+
+
+# ReplayCore's PostFilter outcomes (PF_* in _replay.pxi)
+_PF_NOMINATED, _PF_HIST, _PF_NOT_HELPFUL, _PF_ERRORS, _PF_TERMINATING = 1, 2, 3, 4, 5
+
+
+def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
+    """``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``:
+    the FailedScheduling text of a failed attempt whose PostFilter dry run
+    ReplayCore made (as :func:`hamisim.kube.preemption.preempt` and
+    :func:`hamisim.kube.scheduler.with_dra` word it): the counts of the dry
+    run's reasons, or the nodes where it found no victim."""
+    dra = kube_minor(sched.config.kube_scheduler_version) >= 34
+    names = sched.state.node_names
+    n_nodes = sched.state.n_nodes
+    wants = [bool(w) for w in wants_gpu]
+
+    def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
+                        n_dry: int, errors) -> str:
+        message = sched.failure_message(wants[t])
+        if outcome == _PF_NOMINATED:
+            return message                  # a nomination: no preemption text
+        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
+            return full_message(message, "preemption: " + aggregate_errors(
+                [no_victim_error(names[i]) for i in errors]))
+        if outcome == _PF_TERMINATING:
+            text = "preemption: " + TERMINATING
+        elif outcome == _PF_NOT_HELPFUL:
+            text = "preemption: " + histogram_message(n_nodes, {NOT_HELPFUL: n_nodes})
+        else:
+            hist = {}
+            for reason, n in ((INSUFFICIENT_CPU, n_cpu), (INSUFFICIENT_MEMORY, n_mem),
+                              (NO_VICTIMS, n_novict), (NOT_HELPFUL, n_nodes - n_dry)):
+                if n:
+                    hist[reason] = n
+            text = "preemption: " + histogram_message(n_nodes, hist)
+        return full_message(message, f"{NO_CLAIMS}, {text}" if dra else text)
+    return preempt_message
 
 
 def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
@@ -271,6 +328,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         state = sched.state
         random_ties = cluster.scheduler.node_tie_break == "random"
         rng = np.random.default_rng(config.seed)
+        # the dry run's offsets: their own stream, as in the Python engine
+        offsets = np.random.default_rng([config.seed, 1])
         bar = progress_bar(len(order), config.progress)
         try:
             templates = _templates(sched, trace)
@@ -305,7 +364,14 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 progress=bar.update if bar is not None else None,
                 on_events=tables.events, on_pods=tables.pods,
                 mp_name=state.mp_name, pl_place=state.pl_place,
-                mig_annotation=encode_mig_allocations)
+                mig_annotation=encode_mig_allocations,
+                preemption=bool(cluster.scheduler.preemption),
+                t_never=np.array([t.preemption_policy == "Never" for t in trace.templates],
+                                 dtype=np.uint8),
+                draw_offset=lambda n: int(offsets.integers(n)),
+                preempt_message=_preempt_message(sched, templates["t_wants_gpu"]),
+                victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
+                                               f"{cluster.nodes[node].name}")
             core_ref.append(core)
             env = simpy.Environment()
             env.process(_replay_process(env, core))
@@ -327,7 +393,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             rec.set_group_rows(core.g_times, core.g_rows)
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
-                           core.peak_time, rejected=core.n_rejected)
+                           core.peak_time, preempted=core.n_preempted,
+                           rejected=core.n_rejected)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
