@@ -1,9 +1,10 @@
 """Figures of a run (PNG, matplotlib's Agg backend, no display needed)."""
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import matplotlib
 
@@ -12,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-__all__ = ["plot_run", "plot_compare", "plot_fill_curves"]
+__all__ = ["plot_run", "run_figures", "draw", "FigureJob", "plot_compare", "plot_fill_curves",
+           "plot_placement"]
 
 _PNG = {"dpi": 130, "metadata": {"Software": None}}
 
@@ -66,9 +68,68 @@ FRAGMENTATION_NOTE = (
 
 def _caption(fig, text: str, lines: int) -> tuple[float, float, float, float]:
     """Write ``text`` under the axes; returns the rect that tight_layout may fill."""
-    fig.text(0.01, 0.01, text, fontsize=7.5, wrap=True, va="bottom", ha="left", color="0.25")
+    artist = fig.text(0.01, 0.01, text, fontsize=7.5, wrap=True, va="bottom", ha="left",
+                      color="0.25")
+    # matplotlib wraps at draw time; this finds its very line breaks with a few
+    # measurements per line instead of one per word (each costs ~0.3 ms)
+    artist._get_wrapped_text = functools.partial(_wrapped_text, artist)
     height = fig.get_figheight()            # a caption line is about 0.15 in
     return (0, (0.15 * lines + 0.12) / height, 1, 1)
+
+
+def _wrapped_text(artist) -> str:
+    """What matplotlib's ``Text._get_wrapped_text`` returns for ``artist``.
+
+    matplotlib measures ``words[:i]`` for i = 2, 3, ... until the line is too wide,
+    one text layout per word; a long caption took ~0.3 s a figure. The width grows
+    with every word, so the first too-wide ``i`` is the same when found from a
+    guess (the characters that fit at the widths measured so far) by stepping to
+    it: two or three measurements a line. Falls back to matplotlib's own wrapping
+    where its internals differ from those this relies on.
+    """
+    if not artist.get_wrap() or artist.get_usetex():
+        return artist.get_text()
+    try:
+        limit = artist._get_wrap_line_width()
+        width_of = artist._get_rendered_text_width
+        px_per_char = artist.get_fontsize() * artist.get_figure(root=True).dpi / 72 * 0.5
+    except AttributeError:                          # pragma: no cover - another matplotlib
+        return type(artist)._get_wrapped_text(artist)
+    widths: dict[str, int] = {}
+
+    def too_wide(words: list[str], i: int) -> bool:
+        nonlocal px_per_char
+        line = " ".join(words[:i])
+        if line not in widths:
+            widths[line] = width_of(line)
+            px_per_char = max(widths[line], 1) / max(len(line), 1)
+        return widths[line] > limit
+
+    lines = []
+    for paragraph in artist.get_text().split("\n"):   # the user's line breaks stay
+        words = paragraph.split(" ")
+        while words:
+            n = len(words)
+            if n == 1:
+                lines.append(words.pop())
+                continue
+            # the guess: the most words whose characters fit at the current width
+            chars, i = len(words[0]), 1
+            while i < n and (chars + 1 + len(words[i])) * px_per_char <= limit:
+                chars += 1 + len(words[i])
+                i += 1
+            i = min(max(i, 2), n)
+            if too_wide(words, i):                  # step down to the first too-wide i
+                while i > 2 and too_wide(words, i - 1):
+                    i -= 1
+                cut = i - 1
+            else:                                   # step up past the last that fits
+                while i < n and not too_wide(words, i + 1):
+                    i += 1
+                cut = i
+            lines.append(" ".join(words[:cut]))
+            words = words[cut:]
+    return "\n".join(lines)
 
 
 def _save_with(fig, path: Path, rect) -> Path:
@@ -85,21 +146,90 @@ def _title(main: str, context: str, width: int = 105) -> str:
     return "\n".join(lines)
 
 
+class FigureJob(NamedTuple):
+    """One figure of a run, to draw with :func:`draw`: ``fn(*args)`` saves it and
+    returns its path (or ``None`` when there is nothing to show). ``weight`` is its
+    rough relative cost, so a pool can start the dearest first. The arguments hold
+    only the columns the figure reads, so a job pickles small."""
+
+    name: str
+    weight: int
+    fn: Callable[..., Path | None]
+    args: tuple
+
+
+def draw(job: FigureJob) -> Path | None:
+    """Draw and save one figure (in this process or a pool worker)."""
+    return job.fn(*job.args)
+
+
+def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
+                title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
+                groups_ts: pd.DataFrame | None = None,
+                group_runs: Sequence[tuple[int, str]] | None = None,
+                mig_ts: pd.DataFrame | None = None) -> list[FigureJob]:
+    """The figures :func:`plot_run` draws, as jobs in its order (arguments as there).
+    ``folder`` is created; the jobs only write their own files into it, so they may
+    run in any order or side by side and give the same files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    axis = ["time"] + (["hami_gpu_total", "gpu_arrived"] if fill else [])
+    util = axis + [c for c in _UTILISATION_COLUMNS if c in ts]
+    jobs = [FigureJob("utilisation.png", 4, _plot_utilisation,
+                      (_columns(ts, util), folder / "utilisation.png", fill, title, context)),
+            FigureJob("pending.png", 2, _plot_pending,
+                      (_columns(ts, axis + ["pods_pending"]), folder / "pending.png", fill,
+                       title, context))]
+    if occupancy is not None and occupancy.size:
+        jobs.append(FigureJob("occupancy.png", 3, _plot_occupancy,
+                              (occupancy, folder / "occupancy.png", title, context, peak,
+                               group_runs, fill)))
+    if groups_ts is not None and len(groups_ts):
+        jobs.append(FigureJob("groups.png", 8, _plot_groups,
+                              (groups_ts, _columns(ts, axis), folder / "groups.png", fill, title,
+                               context)))
+    if mig_ts is not None and len(mig_ts) and not fill:
+        jobs.append(FigureJob("mig.png", 3, _plot_mig,
+                              (mig_ts, _columns(ts, ["time"]), folder / "mig.png", title,
+                               context)))
+    if fill:
+        jobs.append(FigureJob("fill.png", 2, _plot_fill,
+                              (_columns(ts, axis + ["unallocated_gpu"]), folder / "fill.png",
+                               title, context)))
+    return jobs
+
+
 def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
              title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
              groups_ts: pd.DataFrame | None = None,
              group_runs: Sequence[tuple[int, str]] | None = None,
              mig_ts: pd.DataFrame | None = None) -> list[Path]:
     """The figures of one run: utilisation and fragmentation, pending pods, card
-    occupancy at the peak, per-group utilisation (several groups) and the fill curve.
+    occupancy at the peak, per-group utilisation (several groups) and the fill curve,
+    drawn one after the other in this process (:func:`run_figures` gives them as jobs).
 
     ``title`` names the policies, ``context`` the workload and cluster (one line);
     ``peak`` is (time s, cards with a tenant) of the occupancy snapshot;
     ``group_runs`` the first row of each group's block in ``occupancy``, whose nodes are
     ordered by group.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
+    jobs = run_figures(ts, occupancy, folder, fill, title, context=context, peak=peak,
+                       groups_ts=groups_ts, group_runs=group_runs, mig_ts=mig_ts)
+    return [p for p in map(draw, jobs) if p is not None]
+
+
+#: the time-series columns the utilisation figure reads (those present)
+_UTILISATION_COLUMNS = ("hami_gpu_allocated", "hami_gpu_total", "hami_gpu_core_allocated_ratio",
+                        "hami_gpu_memory_allocated_bytes", "hami_gpu_memory_total_bytes",
+                        "stranded_pct_of_capacity", "unfit_gpu", "frag_pct_of_capacity")
+
+
+def _columns(ts: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """``ts`` with only ``names`` (once each, those present): what a job pickles."""
+    return ts[[c for c in dict.fromkeys(names) if c in ts]]
+
+
+def _plot_utilisation(ts: pd.DataFrame, path: Path, fill: bool, title: str,
+                      context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
     head = title or "GPU utilisation and fragmentation"
     fig, ax = plt.subplots(figsize=(9, 5.4))
@@ -123,8 +253,11 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     rect = _caption(fig, FRAGMENTATION_NOTE, 3)
-    out.append(_save_with(fig, folder / "utilisation.png", rect))
+    return _save_with(fig, path, rect)
 
+
+def _plot_pending(ts: pd.DataFrame, path: Path, fill: bool, title: str, context: str) -> Path:
+    x, xlabel = _time_axis(ts, fill)
     fig, ax = plt.subplots(figsize=(9, 3.6))
     ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
@@ -133,31 +266,22 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
     ax.grid(alpha=0.3)
-    out.append(_save(fig, folder / "pending.png"))
+    return _save(fig, path)
 
-    if occupancy is not None and occupancy.size:
-        out.append(_plot_occupancy(occupancy, folder / "occupancy.png", title, context, peak,
-                                   group_runs, fill))
-    if groups_ts is not None and len(groups_ts):
-        path = _plot_groups(groups_ts, ts, folder / "groups.png", fill, title, context)
-        if path is not None:
-            out.append(path)
-    if mig_ts is not None and len(mig_ts) and not fill:
-        out.append(_plot_mig(mig_ts, ts, folder / "mig.png", title, context))
 
-    if fill:
-        fig, ax = plt.subplots(figsize=(8, 5.2))
-        unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
-        ax.plot(*_thin(x, unalloc), label="unallocated GPU")
-        ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
-                label="ideal")
-        ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
-        ax.set_title(_title("Unallocated GPU as the workload arrives"
-                            + (f" ({title})" if title else ""), context, 95), fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend()
-        out.append(_save(fig, folder / "fill.png"))
-    return out
+def _plot_fill(ts: pd.DataFrame, path: Path, title: str, context: str) -> Path:
+    x, xlabel = _time_axis(ts, True)
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
+    ax.plot(*_thin(x, unalloc), label="unallocated GPU")
+    ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
+            label="ideal")
+    ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
+    ax.set_title(_title("Unallocated GPU as the workload arrives"
+                        + (f" ({title})" if title else ""), context, 95), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
 
 
 def _when(seconds: float, fill: bool) -> str:
@@ -208,8 +332,9 @@ def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bo
                  title: str, context: str) -> Path | None:
     """One panel per node group with GPUs: cards with a tenant, memory allocated,
     stranded and unfit GPU, each as % of the group's GPUs."""
-    names = [g for g in dict.fromkeys(groups_ts["group"])
-             if groups_ts.loc[groups_ts["group"] == g, "hami_gpu_total"].iloc[0] > 0]
+    # each group's rows in their order, split once (not a string comparison per group)
+    parts = {name: g for name, g in groups_ts.groupby("group", sort=False)}
+    names = [name for name, g in parts.items() if g["hami_gpu_total"].iloc[0] > 0]
     if len(names) < 2:
         return None
     cols = min(3, len(names))
@@ -220,7 +345,7 @@ def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bo
     scale, xlabel = _time_axis(ts, fill)
     factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
     for ax, name in zip(axes.flat, names):
-        g = groups_ts[groups_ts["group"] == name]
+        g = parts[name]
         t = np.append(g["time"].to_numpy(), end)
         gpus = g["hami_gpu_total"].to_numpy(dtype=float)
         series = {
