@@ -491,6 +491,12 @@ def _spec(args: argparse.Namespace, **overrides):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from hamisim.studies.workers import FIGURE_MODULES, cpu_count, start_fork_server
+    # the figures are drawn on worker processes at the end; their fork server
+    # loads matplotlib now, on another core, while this one reads and simulates
+    figure_workers = cpu_count()
+    if figure_workers > 1:
+        start_fork_server(FIGURE_MODULES)
     from hamisim.kube.queue import queue_label
     from hamisim.studies.runs import (
         default_cluster_path,
@@ -511,7 +517,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("hamisim run: the Python policy runs on the readable backend (--backend "
               "reference; the kernel cannot call Python)", flush=True)
     label = _label(spec, prep)
-    result = run_to_folder(spec, prep, args.out, args.format, title=label)
+    result = run_to_folder(spec, prep, args.out, args.format, title=label,
+                           figure_workers=figure_workers)
     out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     r = result.summary["results"]

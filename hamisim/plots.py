@@ -6,17 +6,30 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 __all__ = ["plot_run", "run_figures", "draw", "FigureJob", "plot_compare", "plot_fill_curves",
            "plot_placement"]
 
 _PNG = {"dpi": 130, "metadata": {"Software": None}}
+
+
+@functools.cache
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on first use: a process that
+    only builds figure jobs (``hamisim run`` hands them to worker processes whose
+    fork server loaded matplotlib while the run went) never pays for it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    return matplotlib.pyplot
+
+
+def __getattr__(name: str):
+    if name == "plt":                   # ``from hamisim.plots import plt``: pyplot, loaded
+        return _pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _time_axis(ts: pd.DataFrame, fill: bool) -> tuple[np.ndarray, str]:
@@ -53,7 +66,7 @@ def _thin(x, y, bins: int = 1200) -> tuple[np.ndarray, np.ndarray]:
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, **_PNG)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -135,7 +148,7 @@ def _wrapped_text(artist) -> str:
 def _save_with(fig, path: Path, rect) -> Path:
     fig.tight_layout(rect=rect)
     fig.savefig(path, **_PNG)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -232,7 +245,7 @@ def _plot_utilisation(ts: pd.DataFrame, path: Path, fill: bool, title: str,
                       context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
     head = title or "GPU utilisation and fragmentation"
-    fig, ax = plt.subplots(figsize=(9, 5.4))
+    fig, ax = _pyplot().subplots(figsize=(9, 5.4))
     # drawn last of the three: where memory or cores are as allocated, it stays visible
     ax.plot(*_thin(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]),
             label="cards with a tenant", zorder=3)
@@ -258,7 +271,7 @@ def _plot_utilisation(ts: pd.DataFrame, path: Path, fill: bool, title: str,
 
 def _plot_pending(ts: pd.DataFrame, path: Path, fill: bool, title: str, context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+    fig, ax = _pyplot().subplots(figsize=(9, 3.6))
     ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
     ax.set_ylim(bottom=0, top=max(1.0, float(ts["pods_pending"].max()) * 1.05)
@@ -271,7 +284,7 @@ def _plot_pending(ts: pd.DataFrame, path: Path, fill: bool, title: str, context:
 
 def _plot_fill(ts: pd.DataFrame, path: Path, title: str, context: str) -> Path:
     x, xlabel = _time_axis(ts, True)
-    fig, ax = plt.subplots(figsize=(8, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
     ax.plot(*_thin(x, unalloc), label="unallocated GPU")
     ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
@@ -296,7 +309,7 @@ def _when(seconds: float, fill: bool) -> str:
 def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
                     peak: tuple[float, int] | None, group_runs, fill: bool) -> Path:
     n_nodes, width = occupancy.shape
-    fig, ax = plt.subplots(figsize=(9, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(9, 5.2))
     im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1)
     when = ""
@@ -339,7 +352,7 @@ def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bo
         return None
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
+    fig, axes = _pyplot().subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
                              squeeze=False, sharex=True, sharey=True)
     end = ts["time"].iloc[-1] if len(ts) else 0.0
     scale, xlabel = _time_axis(ts, fill)
@@ -388,11 +401,11 @@ MIG_NOTE = (
 def _plot_mig(mig_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, title: str,
               context: str) -> Path:
     """MIG slices in use and stranded over time, per card type (% of its slices)."""
-    fig, ax = plt.subplots(figsize=(9, 4.6))
+    fig, ax = _pyplot().subplots(figsize=(9, 4.6))
     end = ts["time"].iloc[-1] if len(ts) else 0.0
     scale, xlabel = _time_axis(ts, False)
     factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (ctype, g) in enumerate(mig_ts.groupby("card_type", sort=False)):
         t = np.append(g["time"].to_numpy(), max(end, g["time"].iloc[-1])) / factor
         total = float(g["mig_slots_total"].iloc[0]) or 1.0
@@ -416,7 +429,7 @@ def _styles(labels: Sequence[str]) -> dict[str, dict]:
     parts = [dict(p.split("=", 1) for p in lab.split() if "=" in p) for lab in labels]
     cards = list(dict.fromkeys(p.get("card", lab) for p, lab in zip(parts, labels)))
     nodes = list(dict.fromkeys(p.get("node", "") for p in parts))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     dashes = ["-", "--", ":", "-."]
     return {lab: {"color": colours[cards.index(p.get("card", lab)) % len(colours)],
                   "ls": dashes[nodes.index(p.get("node", "")) % len(dashes)]}
@@ -445,10 +458,10 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
     """
     styles = _styles(list(series))
     if fill:
-        fig, axes = plt.subplots(figsize=(8, 5))
+        fig, axes = _pyplot().subplots(figsize=(8, 5))
         panels = [(axes, "unallocated")]
     else:
-        fig, axes = plt.subplots(3, 1, figsize=(9, 9.5), sharex=True)
+        fig, axes = _pyplot().subplots(3, 1, figsize=(9, 9.5), sharex=True)
         panels = list(zip(axes, ("allocated", "stranded", "pending")))
     xlabel = ""
     for label, frames in series.items():
@@ -516,7 +529,7 @@ def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
     ``reference`` (index: arrived percent, columns: policy) adds published
     medians as markers in each policy's colour.
     """
-    fig, ax = plt.subplots(figsize=(8, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     labels = list(dict.fromkeys(curves["policy"]))
     styles = _styles(labels)
     top = 0.0
@@ -558,7 +571,7 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     sizes = sorted({int(k) for r in rows for k in r.get("placement_by_gpus", {})})
     styles = _styles(policies)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 5.4),
+    fig, axes = _pyplot().subplots(1, 3, figsize=(13, 5.4),
                              gridspec_kw={"width_ratios": [2, 2, 1.2]})
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(sizes))

@@ -8,6 +8,7 @@ import pytest
 
 from hamisim import plots
 from hamisim.cli import main
+from hamisim.studies import workers
 
 CLUSTER = """\
 nodes:
@@ -40,6 +41,9 @@ def texts(fig) -> dict:
 
 @pytest.fixture
 def captured(monkeypatch):
+    # 'hamisim run' draws on worker processes where there are several CPUs: here,
+    # in this process, where the figures can be captured
+    monkeypatch.setattr(workers, "cpu_count", lambda: 1)
     seen = {}
     real_save, real_save_with = plots._save, plots._save_with
 

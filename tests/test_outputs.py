@@ -46,6 +46,19 @@ def test_rerun_is_byte_identical(inputs, fmt):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
+def test_figures_drawn_on_worker_processes_are_the_same_files(inputs):
+    """hamisim run draws its figures on a pool while it writes the tables: the
+    folder holds the same bytes as one drawn in this process."""
+    result = run(spec(inputs, seed=3))
+    a = write_run(result, inputs / "a", "parquet")
+    b = write_run(result, inputs / "b", "parquet", figure_workers=2)
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert len([n for n in names if str(n).startswith("figures/")]) >= 3
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
 def test_summary_records_inputs(inputs):
     res = run(spec(inputs, gpu_policy="binpack", seed=5))
     s = json.loads(json.dumps(res.summary))
@@ -57,13 +70,31 @@ def test_summary_records_inputs(inputs):
 
 
 def test_failed_write_leaves_no_folder(inputs, monkeypatch):
-    import hamisim.studies.runs as study
+    from hamisim import plots
 
     def broken(*a, **k):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(study, "plot_run", broken)
+    monkeypatch.setattr(plots, "draw", broken)
     with pytest.raises(RuntimeError):
         write_run(run(spec(inputs)), inputs / "out", "csv")
+    assert not (inputs / "out").exists()
+    assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
+
+
+def test_a_figure_failing_on_a_worker_leaves_no_folder(inputs, monkeypatch):
+    """The worker's error reaches the caller, after the other figures stopped."""
+    import os
+
+    import hamisim.studies.runs as study
+    from hamisim.plots import FigureJob
+    real = study._figures
+
+    def with_a_broken_one(*args, **kwargs):     # os.remove pickles: it runs on a worker
+        return real(*args, **kwargs) + [FigureJob("broken.png", 9, os.remove,
+                                                  (str(inputs / "no-such-file"),))]
+    monkeypatch.setattr(study, "_figures", with_a_broken_one)
+    with pytest.raises(FileNotFoundError, match="no-such-file"):
+        write_run(run(spec(inputs)), inputs / "out", "csv", figure_workers=2)
     assert not (inputs / "out").exists()
     assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
 

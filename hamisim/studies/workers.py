@@ -15,11 +15,16 @@ import signal
 import tempfile
 import threading
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 from hamisim.errors import InputWarning
 
-__all__ = ["process_pool", "cpu_count"]
+__all__ = ["process_pool", "cpu_count", "start_fork_server", "FIGURE_MODULES"]
+
+#: what drawing a figure needs, for :func:`start_fork_server` (no hamisim module:
+#: see :func:`process_pool` on the fork server's path)
+FIGURE_MODULES = ("numpy", "pandas", "pyarrow", "matplotlib.pyplot",
+                  "matplotlib.backends.backend_agg")
 
 
 def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExecutor:
@@ -38,6 +43,20 @@ def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExe
         ctx = multiprocessing.get_context("spawn")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                   initializer=_init_worker, initargs=(tmp_root,))
+
+
+def start_fork_server(preload: Sequence[str] = ()) -> bool:
+    """Start the fork server that :func:`process_pool` forks its workers from, now,
+    importing ``preload`` in it (modules outside hamisim): the server imports them
+    on another core while the caller goes on, and every worker forked from it later
+    starts with them loaded. Returns False where there is no fork server. A server
+    already running is kept as it is (its workers import what they need)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False                            # pragma: no cover - Windows
+    from multiprocessing import forkserver
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    forkserver.ensure_running()
+    return True
 
 
 def cpu_count() -> int:
