@@ -6,8 +6,12 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Mapping, NamedTuple, Sequence
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["plot_run", "run_figures", "draw", "FigureJob", "plot_compare", "plot_fill_curves",
            "plot_placement"]
@@ -32,11 +36,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _time_axis(ts: pd.DataFrame, fill: bool) -> tuple[np.ndarray, str]:
+def _time_axis(ts: pd.DataFrame | Columns, fill: bool) -> tuple[np.ndarray, str]:
     if fill:
-        cap = ts["hami_gpu_total"].iloc[0]
-        return 100.0 * ts["gpu_arrived"].to_numpy() / cap, "arrived workload (% of GPU capacity)"
-    t = ts["time"].to_numpy()
+        cap = np.asarray(ts["hami_gpu_total"])[0]
+        return (100.0 * np.asarray(ts["gpu_arrived"]) / cap,
+                "arrived workload (% of GPU capacity)")
+    t = np.asarray(ts["time"])
     span = t[-1] - t[0] if len(t) else 0
     if span > 3 * 86400:
         return t / 86400, "time (days)"
@@ -159,11 +164,16 @@ def _title(main: str, context: str, width: int = 105) -> str:
     return "\n".join(lines)
 
 
+#: the columns of a table a figure reads, as numpy arrays (``Series.to_numpy()``)
+Columns = Mapping[str, np.ndarray]
+
+
 class FigureJob(NamedTuple):
     """One figure of a run, to draw with :func:`draw`: ``fn(*args)`` saves it and
     returns its path (or ``None`` when there is nothing to show). ``weight`` is its
     rough relative cost, so a pool can start the dearest first. The arguments hold
-    only the columns the figure reads, so a job pickles small."""
+    only the columns the figure reads, as numpy arrays: a job pickles small, and a
+    worker drawing it needs numpy and matplotlib, not pandas."""
 
     name: str
     weight: int
@@ -186,9 +196,9 @@ def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fi
     run in any order or side by side and give the same files."""
     folder.mkdir(parents=True, exist_ok=True)
     axis = ["time"] + (["hami_gpu_total", "gpu_arrived"] if fill else [])
-    util = axis + [c for c in _UTILISATION_COLUMNS if c in ts]
     jobs = [FigureJob("utilisation.png", 4, _plot_utilisation,
-                      (_columns(ts, util), folder / "utilisation.png", fill, title, context)),
+                      (_columns(ts, axis + list(_UTILISATION_COLUMNS)),
+                       folder / "utilisation.png", fill, title, context)),
             FigureJob("pending.png", 2, _plot_pending,
                       (_columns(ts, axis + ["pods_pending"]), folder / "pending.png", fill,
                        title, context))]
@@ -198,12 +208,12 @@ def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fi
                                group_runs, fill)))
     if groups_ts is not None and len(groups_ts):
         jobs.append(FigureJob("groups.png", 8, _plot_groups,
-                              (groups_ts, _columns(ts, axis), folder / "groups.png", fill, title,
-                               context)))
+                              (_split(groups_ts, "group", _GROUP_COLUMNS), _columns(ts, axis),
+                               folder / "groups.png", fill, title, context)))
     if mig_ts is not None and len(mig_ts) and not fill:
         jobs.append(FigureJob("mig.png", 3, _plot_mig,
-                              (mig_ts, _columns(ts, ["time"]), folder / "mig.png", title,
-                               context)))
+                              (_split(mig_ts, "card_type", _MIG_COLUMNS), _columns(ts, ["time"]),
+                               folder / "mig.png", title, context)))
     if fill:
         jobs.append(FigureJob("fill.png", 2, _plot_fill,
                               (_columns(ts, axis + ["unallocated_gpu"]), folder / "fill.png",
@@ -236,12 +246,23 @@ _UTILISATION_COLUMNS = ("hami_gpu_allocated", "hami_gpu_total", "hami_gpu_core_a
                         "stranded_pct_of_capacity", "unfit_gpu", "frag_pct_of_capacity")
 
 
-def _columns(ts: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
-    """``ts`` with only ``names`` (once each, those present): what a job pickles."""
-    return ts[[c for c in dict.fromkeys(names) if c in ts]]
+_GROUP_COLUMNS = ("time", "hami_gpu_total", "hami_gpu_allocated_pct",
+                  "hami_gpu_memory_allocated_bytes", "hami_gpu_memory_total_bytes",
+                  "stranded_gpu", "unfit_gpu")
+_MIG_COLUMNS = ("time", "mig_slots_total", "mig_slots_used", "mig_slots_stranded")
 
 
-def _plot_utilisation(ts: pd.DataFrame, path: Path, fill: bool, title: str,
+def _columns(ts: pd.DataFrame, names: Sequence[str]) -> Columns:
+    """``names`` of ``ts`` (once each, those present) as numpy arrays: what a job pickles."""
+    return {c: ts[c].to_numpy() for c in dict.fromkeys(names) if c in ts}
+
+
+def _split(table: pd.DataFrame, key: str, names: Sequence[str]) -> list[tuple[str, Columns]]:
+    """Per value of ``key``, in order of first appearance, its rows' ``names``."""
+    return [(value, _columns(rows, names)) for value, rows in table.groupby(key, sort=False)]
+
+
+def _plot_utilisation(ts: Columns, path: Path, fill: bool, title: str,
                       context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
     head = title or "GPU utilisation and fragmentation"
@@ -269,20 +290,20 @@ def _plot_utilisation(ts: pd.DataFrame, path: Path, fill: bool, title: str,
     return _save_with(fig, path, rect)
 
 
-def _plot_pending(ts: pd.DataFrame, path: Path, fill: bool, title: str, context: str) -> Path:
+def _plot_pending(ts: Columns, path: Path, fill: bool, title: str, context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
     fig, ax = _pyplot().subplots(figsize=(9, 3.6))
     ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
     ax.set_ylim(bottom=0, top=max(1.0, float(ts["pods_pending"].max()) * 1.05)
-                if len(ts) else 1.0)        # a count: no negative axis when none waited
+                if len(x) else 1.0)         # a count: no negative axis when none waited
     ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
     ax.grid(alpha=0.3)
     return _save(fig, path)
 
 
-def _plot_fill(ts: pd.DataFrame, path: Path, title: str, context: str) -> Path:
+def _plot_fill(ts: Columns, path: Path, title: str, context: str) -> Path:
     x, xlabel = _time_axis(ts, True)
     fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
@@ -341,32 +362,33 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
     return _save_with(fig, path, rect)
 
 
-def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bool,
+def _plot_groups(groups: Sequence[tuple[str, Columns]], ts: Columns, path: Path, fill: bool,
                  title: str, context: str) -> Path | None:
-    """One panel per node group with GPUs: cards with a tenant, memory allocated,
-    stranded and unfit GPU, each as % of the group's GPUs."""
-    # each group's rows in their order, split once (not a string comparison per group)
-    parts = {name: g for name, g in groups_ts.groupby("group", sort=False)}
-    names = [name for name, g in parts.items() if g["hami_gpu_total"].iloc[0] > 0]
+    """One panel per node group with GPUs (``groups``: each group's time series, in
+    cluster order): cards with a tenant, memory allocated, stranded and unfit GPU,
+    each as % of the group's GPUs."""
+    parts = dict(groups)
+    names = [name for name, g in groups if g["hami_gpu_total"][0] > 0]
     if len(names) < 2:
         return None
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
     fig, axes = _pyplot().subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
                              squeeze=False, sharex=True, sharey=True)
-    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    times = ts["time"]
+    end = times[-1] if len(times) else 0.0
     scale, xlabel = _time_axis(ts, fill)
-    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
     for ax, name in zip(axes.flat, names):
         g = parts[name]
-        t = np.append(g["time"].to_numpy(), end)
-        gpus = g["hami_gpu_total"].to_numpy(dtype=float)
+        t = np.append(g["time"], end)
+        gpus = np.asarray(g["hami_gpu_total"], dtype=float)
         series = {
-            "cards with a tenant": g["hami_gpu_allocated_pct"].to_numpy(),
-            "memory allocated": 100 * g["hami_gpu_memory_allocated_bytes"].to_numpy()
-            / np.maximum(g["hami_gpu_memory_total_bytes"].to_numpy(), 1),
-            "stranded": 100 * g["stranded_gpu"].to_numpy() / gpus,
-            "unfit": 100 * g["unfit_gpu"].to_numpy() / gpus,
+            "cards with a tenant": g["hami_gpu_allocated_pct"],
+            "memory allocated": 100 * g["hami_gpu_memory_allocated_bytes"]
+            / np.maximum(g["hami_gpu_memory_total_bytes"], 1),
+            "stranded": 100 * g["stranded_gpu"] / gpus,
+            "unfit": 100 * g["unfit_gpu"] / gpus,
         }
         styles = {"stranded": {"ls": "--", "color": "tab:red"},
                   "unfit": {"ls": ":", "color": "tab:purple"}}
@@ -398,19 +420,21 @@ MIG_NOTE = (
     "instances' positions leave it unusable until one of them leaves.")
 
 
-def _plot_mig(mig_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, title: str,
+def _plot_mig(card_types: Sequence[tuple[str, Columns]], ts: Columns, path: Path, title: str,
               context: str) -> Path:
-    """MIG slices in use and stranded over time, per card type (% of its slices)."""
+    """MIG slices in use and stranded over time, per card type (``card_types``: each
+    type's time series; % of its slices)."""
     fig, ax = _pyplot().subplots(figsize=(9, 4.6))
-    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    times = ts["time"]
+    end = times[-1] if len(times) else 0.0
     scale, xlabel = _time_axis(ts, False)
-    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
     colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
-    for k, (ctype, g) in enumerate(mig_ts.groupby("card_type", sort=False)):
-        t = np.append(g["time"].to_numpy(), max(end, g["time"].iloc[-1])) / factor
-        total = float(g["mig_slots_total"].iloc[0]) or 1.0
-        used = 100 * g["mig_slots_used"].to_numpy() / total
-        stranded = 100 * g["mig_slots_stranded"].to_numpy() / total
+    for k, (ctype, g) in enumerate(card_types):
+        t = np.append(g["time"], max(end, g["time"][-1])) / factor
+        total = float(g["mig_slots_total"][0]) or 1.0
+        used = 100 * g["mig_slots_used"] / total
+        stranded = 100 * g["mig_slots_stranded"] / total
         c = colours[k % len(colours)]
         ax.step(*_thin(t, np.append(used, used[-1])), where="post", color=c,
                 label=f"{ctype}: slices in use ({int(total):,} slices)")

@@ -21,10 +21,10 @@ from hamisim.errors import InputWarning
 
 __all__ = ["process_pool", "cpu_count", "start_fork_server", "FIGURE_MODULES"]
 
-#: what drawing a figure needs, for :func:`start_fork_server` (no hamisim module:
-#: see :func:`process_pool` on the fork server's path)
-FIGURE_MODULES = ("numpy", "pandas", "pyarrow", "matplotlib.pyplot",
-                  "matplotlib.backends.backend_agg")
+#: what drawing a figure needs (:class:`hamisim.plots.FigureJob` s carry numpy
+#: arrays, not pandas), for :func:`start_fork_server`; no hamisim module: see
+#: :func:`process_pool` on the fork server's path
+FIGURE_MODULES = ("numpy", "matplotlib.pyplot", "matplotlib.backends.backend_agg")
 
 
 def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExecutor:
