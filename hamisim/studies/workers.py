@@ -22,9 +22,9 @@ from hamisim.errors import InputWarning
 __all__ = ["process_pool", "cpu_count", "start_fork_server", "FIGURE_MODULES"]
 
 #: what drawing a figure needs (:class:`hamisim.plots.FigureJob` s carry numpy
-#: arrays, not pandas), for :func:`start_fork_server`; no hamisim module: see
-#: :func:`process_pool` on the fork server's path
-FIGURE_MODULES = ("numpy", "matplotlib.pyplot", "matplotlib.backends.backend_agg")
+#: arrays, not pandas), for :func:`start_fork_server`
+FIGURE_MODULES = ("numpy", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
+                  "hamisim.plots")
 
 
 def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExecutor:
@@ -47,16 +47,29 @@ def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExe
 
 def start_fork_server(preload: Sequence[str] = ()) -> bool:
     """Start the fork server that :func:`process_pool` forks its workers from, now,
-    importing ``preload`` in it (modules outside hamisim): the server imports them
-    on another core while the caller goes on, and every worker forked from it later
-    starts with them loaded. Returns False where there is no fork server. A server
-    already running is kept as it is (its workers import what they need)."""
+    importing ``preload`` in it: the server imports them on another core while the
+    caller goes on, and every worker forked from it later starts with them loaded.
+    hamisim's own modules are left out where the server would find another hamisim
+    than this one (see :func:`process_pool`). Returns False where there is no fork
+    server. A server already running is kept as it is (its workers import what they
+    need)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False                            # pragma: no cover - Windows
     from multiprocessing import forkserver
+    if not _server_imports_this_hamisim():
+        preload = [m for m in preload if m.split(".")[0] != "hamisim"]
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
     forkserver.ensure_running()
     return True
+
+
+def _server_imports_this_hamisim() -> bool:
+    """Whether ``import hamisim`` in the fork server finds this hamisim: its path is
+    this process's but starts with the working directory, so it differs only where
+    the working directory holds a hamisim/ of its own (a source checkout)."""
+    local = os.path.join(os.getcwd(), "hamisim")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return not os.path.exists(local) or os.path.realpath(local) == os.path.realpath(here)
 
 
 def cpu_count() -> int:
