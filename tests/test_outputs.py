@@ -151,3 +151,19 @@ def test_compare_fill_on_openb_writes_table_and_overlay(tmp_path):
     table = (out / "compare.csv").read_text().splitlines()
     assert len(table) == 1 + 4
     assert (out / "figures" / "compare.png").stat().st_size > 10_000
+
+
+def test_the_figure_fork_server_preloads_hamisim_only_where_it_finds_this_one(tmp_path,
+                                                                              monkeypatch):
+    """The fork server's path starts with the working directory: a hamisim/ there
+    that is not this one (a checkout) must not be preloaded into the workers."""
+    from pathlib import Path
+
+    import hamisim
+    from hamisim.studies import workers
+    monkeypatch.chdir(tmp_path)
+    assert workers._server_imports_this_hamisim()
+    (tmp_path / "hamisim").mkdir()
+    assert not workers._server_imports_this_hamisim()
+    monkeypatch.chdir(Path(hamisim.__file__).parent.parent)
+    assert workers._server_imports_this_hamisim()
