@@ -494,9 +494,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from hamisim.studies.workers import FIGURE_MODULES, cpu_count, start_fork_server
     # the figures are drawn on worker processes at the end; their fork server
     # loads matplotlib now, on another core, while this one reads and simulates
+    # (without a fork server, workers would each start Python afresh: drawn here)
     figure_workers = cpu_count()
-    if figure_workers > 1:
-        start_fork_server(FIGURE_MODULES)
+    if figure_workers < 2 or not start_fork_server(FIGURE_MODULES):
+        figure_workers = 1
     from hamisim.kube.queue import queue_label
     from hamisim.studies.runs import (
         default_cluster_path,
