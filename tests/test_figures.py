@@ -43,7 +43,7 @@ def texts(fig) -> dict:
 def captured(monkeypatch):
     # 'hamisim run' draws on worker processes where there are several CPUs: here,
     # in this process, where the figures can be captured
-    monkeypatch.setattr(workers, "cpu_count", lambda: 1)
+    monkeypatch.setattr(workers, "idle_cpus", lambda: 1)
     seen = {}
     real_save, real_save_with = plots._save, plots._save_with
 

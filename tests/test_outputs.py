@@ -167,3 +167,13 @@ def test_the_figure_fork_server_preloads_hamisim_only_where_it_finds_this_one(tm
     assert not workers._server_imports_this_hamisim()
     monkeypatch.chdir(Path(hamisim.__file__).parent.parent)
     assert workers._server_imports_this_hamisim()
+
+
+@pytest.mark.parametrize("load,idle", [(0.0, 2), (0.9, 2), (1.2, 1), (7.5, 1)])
+def test_figure_workers_only_on_idle_cpus(monkeypatch, load, idle):
+    """hamisim run draws on worker processes only where CPUs are idle: on busy
+    ones they would cost their start and gain nothing."""
+    from hamisim.studies import workers
+    monkeypatch.setattr(workers, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert workers.idle_cpus() == idle

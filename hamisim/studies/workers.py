@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from hamisim.errors import InputWarning
 
-__all__ = ["process_pool", "cpu_count", "start_fork_server", "FIGURE_MODULES"]
+__all__ = ["process_pool", "cpu_count", "idle_cpus", "start_fork_server", "FIGURE_MODULES"]
 
 #: what drawing a figure needs (:class:`hamisim.plots.FigureJob` s carry numpy
 #: arrays, not pandas), for :func:`start_fork_server`
@@ -70,6 +70,17 @@ def _server_imports_this_hamisim() -> bool:
     local = os.path.join(os.getcwd(), "hamisim")
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return not os.path.exists(local) or os.path.realpath(local) == os.path.realpath(here)
+
+
+def idle_cpus() -> int:
+    """The CPUs this process may use less those other work keeps busy (the
+    one-minute load average, rounded down), at least 1: where the CPUs are busy,
+    worker processes cost their start and gain no time."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):           # pragma: no cover - Windows
+        return cpu_count()
+    return max(1, cpu_count() - int(load))
 
 
 def cpu_count() -> int:
