@@ -169,11 +169,17 @@ def test_the_figure_fork_server_preloads_hamisim_only_where_it_finds_this_one(tm
     assert workers._server_imports_this_hamisim()
 
 
-@pytest.mark.parametrize("load,idle", [(0.0, 2), (0.9, 2), (1.2, 1), (7.5, 1)])
-def test_figure_workers_only_on_idle_cpus(monkeypatch, load, idle):
-    """hamisim run draws on worker processes only where CPUs are idle: on busy
-    ones they would cost their start and gain nothing."""
+@pytest.mark.parametrize("running,idle", [(1, 2), (2, 1), (8, 1)])
+def test_figure_workers_only_on_idle_cpus(tmp_path, monkeypatch, running, idle):
+    """hamisim run draws on worker processes only where CPUs are idle now (the
+    kernel's count of running threads, this one included): on busy ones they
+    would cost their start and gain nothing."""
     from hamisim.studies import workers
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"3.61 4.61 5.10 {running}/134 26781\n")
+    monkeypatch.setattr(workers, "_LOADAVG", str(loadavg))
     monkeypatch.setattr(workers, "cpu_count", lambda: 2)
-    monkeypatch.setattr(workers.os, "getloadavg", lambda: (load, 0.0, 0.0))
     assert workers.idle_cpus() == idle
+    loadavg.write_text("no such fields\n")             # elsewhere: the load average
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (running - 0.5, 0.0, 0.0))
+    assert workers.idle_cpus() == max(1, 2 - int(running - 0.5))

@@ -14,6 +14,7 @@ import os
 import signal
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, Sequence
 
@@ -73,14 +74,34 @@ def _server_imports_this_hamisim() -> bool:
 
 
 def idle_cpus() -> int:
-    """The CPUs this process may use less those other work keeps busy (the
-    one-minute load average, rounded down), at least 1: where the CPUs are busy,
-    worker processes cost their start and gain no time."""
+    """The CPUs this process may use less those other work keeps busy right now, at
+    least 1: where the CPUs are busy, worker processes cost their start and gain
+    no time."""
+    return max(1, cpu_count() - _running_elsewhere())
+
+
+#: the kernel's load figures; the fourth field is "running/total" threads right now
+_LOADAVG = "/proc/loadavg"
+
+
+def _running_elsewhere() -> int:
+    """Threads other than this one running or waiting for a CPU now: the least of a
+    few looks a millisecond apart, so that a passing one does not count (not the
+    one-minute load average, which this program's own previous runs raise);
+    the one-minute load average where the kernel gives no such count."""
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):           # pragma: no cover - Windows
-        return cpu_count()
-    return max(1, cpu_count() - int(load))
+        counts = []
+        for k in range(3):
+            if k:
+                time.sleep(0.001)
+            with open(_LOADAVG) as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]) - 1)
+        return max(0, min(counts))
+    except (OSError, ValueError, IndexError):
+        try:
+            return int(os.getloadavg()[0])
+        except (AttributeError, OSError):       # pragma: no cover - Windows
+            return 0
 
 
 def cpu_count() -> int:
