@@ -60,7 +60,18 @@ def start_fork_server(preload: Sequence[str] = ()) -> bool:
     if not _server_imports_this_hamisim():
         preload = [m for m in preload if m.split(".")[0] != "hamisim"]
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
-    forkserver.ensure_running()
+    # Ctrl-C reaches the whole process group, and the server installs its own
+    # "ignore" only after its imports: started with SIGINT ignored (which exec
+    # keeps, and Python then leaves alone) it never prints a traceback from them
+    previous = (signal.getsignal(signal.SIGINT)
+                if threading.current_thread() is threading.main_thread() else None)
+    if previous is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     return True
 
 
