@@ -581,8 +581,11 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
         if result.occupancy is not None:
             np.save(folder / "occupancy.npy", result.occupancy)
         write_json(result.summary, folder / "summary.json")
-        for job in jobs:
-            draw(job) if drawing is None else drawing[job.name].result()
+        for job in jobs:                # in order; a worker's error is raised here
+            if drawing is None:
+                draw(job)
+            else:
+                drawing[job.name].result()
     write_report(folder)        # embeds the PNGs as written: nothing is drawn twice
 
 
