@@ -67,8 +67,8 @@ def run_once(args: list[str], out: Path) -> dict:
         sys.exit(f"hamisim run failed ({proc.returncode}):\n{stderr}")
     split = next((ln.strip() for ln in stdout.splitlines() if ln.strip().startswith("time ")),
                  "")
-    return {"wall": wall, "cpu": cpu + helpers, "cpu_main": cpu, "rss": usage.ru_maxrss / 1024, "helper_rss": helper_rss,
-            "split": split}
+    return {"wall": wall, "cpu": cpu + helpers, "cpu_main": cpu, "rss": usage.ru_maxrss / 1024,
+            "helper_rss": helper_rss, "split": split}
 
 
 def main() -> None:

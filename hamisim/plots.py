@@ -374,7 +374,7 @@ def _plot_groups(groups: Sequence[tuple[str, Columns]], ts: Columns, path: Path,
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
     fig, axes = _pyplot().subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
-                             squeeze=False, sharex=True, sharey=True)
+                                   squeeze=False, sharex=True, sharey=True)
     times = ts["time"]
     end = times[-1] if len(times) else 0.0
     scale, xlabel = _time_axis(ts, fill)
@@ -596,7 +596,7 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
     sizes = sorted({int(k) for r in rows for k in r.get("placement_by_gpus", {})})
     styles = _styles(policies)
     fig, axes = _pyplot().subplots(1, 3, figsize=(13, 5.4),
-                             gridspec_kw={"width_ratios": [2, 2, 1.2]})
+                                   gridspec_kw={"width_ratios": [2, 2, 1.2]})
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(sizes))
     for j, policy in enumerate(policies):
