@@ -34,10 +34,12 @@ def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExe
     which the caller removes when it is done: a worker that is killed cannot
     remove its own."""
     methods = multiprocessing.get_all_start_methods()
-    # Nothing is preloaded in the fork server: Python 3.11's fork server starts
+    # This preloads nothing in the fork server: Python 3.11's fork server starts
     # with the working directory first on sys.path, so from a source checkout it
     # would import the uncompiled hamisim/ folder instead of the installed
-    # package; the workers import hamisim on the caller's path.
+    # package; the workers import hamisim on the caller's path. (A server that
+    # start_fork_server started may hold modules: hamisim's only where that
+    # path finds this hamisim.)
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
     else:                                       # pragma: no cover - Windows
