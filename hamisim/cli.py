@@ -491,6 +491,14 @@ def _spec(args: argparse.Namespace, **overrides):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from hamisim.studies.workers import FIGURE_MODULES, idle_cpus, start_fork_server
+    # the figures are drawn on worker processes at the end, where CPUs are idle;
+    # their fork server loads matplotlib now, on another core, while this one
+    # reads and simulates (without a fork server, workers would each start Python
+    # afresh; on busy CPUs they gain nothing: then they are drawn here)
+    figure_workers = idle_cpus()
+    if figure_workers < 2 or not start_fork_server(FIGURE_MODULES):
+        figure_workers = 1
     from hamisim.kube.queue import queue_label
     from hamisim.studies.runs import (
         default_cluster_path,
@@ -511,7 +519,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("hamisim run: the Python policy runs on the readable backend (--backend "
               "reference; the kernel cannot call Python)", flush=True)
     label = _label(spec, prep)
-    result = run_to_folder(spec, prep, args.out, args.format, title=label)
+    result = run_to_folder(spec, prep, args.out, args.format, title=label,
+                           figure_workers=figure_workers)
     out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     r = result.summary["results"]
@@ -562,7 +571,8 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"({len(result.timeseries):,} rows; --sample-interval sets it, 0 = every event)")
     print(f"results written to {out}/ (report.html, events, pods, timeseries, summary.json, "
           "figures/)")
-    print("  " + _timing_line(result.timings, r["pods"]))
+    print("  " + _timing_line(result.timings, r["pods"])
+          + (" (figures drawn on worker processes)" if figure_workers > 1 else ""))
     if metrics is not None:
         from hamisim.studies.openmetrics import write_run_metrics
         started = perf_counter()

@@ -1,27 +1,47 @@
 """Figures of a run (PNG, matplotlib's Agg backend, no display needed)."""
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
-import matplotlib
+from typing import TYPE_CHECKING
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
 
-__all__ = ["plot_run", "plot_compare", "plot_fill_curves"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["plot_run", "run_figures", "draw", "FigureJob", "plot_compare", "plot_fill_curves",
+           "plot_placement"]
 
 _PNG = {"dpi": 130, "metadata": {"Software": None}}
 
 
-def _time_axis(ts: pd.DataFrame, fill: bool) -> tuple[np.ndarray, str]:
+@functools.cache
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on first use: a process that
+    only builds figure jobs (``hamisim run`` hands them to worker processes whose
+    fork server loaded matplotlib while the run went) never pays for it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    return matplotlib.pyplot
+
+
+def __getattr__(name: str):
+    if name == "plt":                   # ``from hamisim.plots import plt``: pyplot, loaded
+        return _pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _time_axis(ts: pd.DataFrame | Columns, fill: bool) -> tuple[np.ndarray, str]:
     if fill:
-        cap = ts["hami_gpu_total"].iloc[0]
-        return 100.0 * ts["gpu_arrived"].to_numpy() / cap, "arrived workload (% of GPU capacity)"
-    t = ts["time"].to_numpy()
+        cap = np.asarray(ts["hami_gpu_total"])[0]
+        return (100.0 * np.asarray(ts["gpu_arrived"]) / cap,
+                "arrived workload (% of GPU capacity)")
+    t = np.asarray(ts["time"])
     span = t[-1] - t[0] if len(t) else 0
     if span > 3 * 86400:
         return t / 86400, "time (days)"
@@ -51,7 +71,7 @@ def _thin(x, y, bins: int = 1200) -> tuple[np.ndarray, np.ndarray]:
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, **_PNG)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -66,15 +86,74 @@ FRAGMENTATION_NOTE = (
 
 def _caption(fig, text: str, lines: int) -> tuple[float, float, float, float]:
     """Write ``text`` under the axes; returns the rect that tight_layout may fill."""
-    fig.text(0.01, 0.01, text, fontsize=7.5, wrap=True, va="bottom", ha="left", color="0.25")
+    artist = fig.text(0.01, 0.01, text, fontsize=7.5, wrap=True, va="bottom", ha="left",
+                      color="0.25")
+    # matplotlib wraps at draw time; this finds its very line breaks with a few
+    # measurements per line instead of one per word (each costs ~0.3 ms)
+    artist._get_wrapped_text = functools.partial(_wrapped_text, artist)
     height = fig.get_figheight()            # a caption line is about 0.15 in
     return (0, (0.15 * lines + 0.12) / height, 1, 1)
+
+
+def _wrapped_text(artist) -> str:
+    """What matplotlib's ``Text._get_wrapped_text`` returns for ``artist``.
+
+    matplotlib measures ``words[:i]`` for i = 2, 3, ... until the line is too wide,
+    one text layout per word; a long caption took ~0.3 s a figure. The width grows
+    with every word, so the first too-wide ``i`` is the same when found from a
+    guess (the characters that fit at the widths measured so far) by stepping to
+    it: two or three measurements a line. Falls back to matplotlib's own wrapping
+    where its internals differ from those this relies on.
+    """
+    if not artist.get_wrap() or artist.get_usetex():
+        return artist.get_text()
+    try:
+        limit = artist._get_wrap_line_width()
+        width_of = artist._get_rendered_text_width
+        px_per_char = artist.get_fontsize() * artist.get_figure(root=True).dpi / 72 * 0.5
+    except AttributeError:                          # pragma: no cover - another matplotlib
+        return type(artist)._get_wrapped_text(artist)
+    widths: dict[str, int] = {}
+
+    def too_wide(words: list[str], i: int) -> bool:
+        nonlocal px_per_char
+        line = " ".join(words[:i])
+        if line not in widths:
+            widths[line] = width_of(line)
+            px_per_char = max(widths[line], 1) / max(len(line), 1)
+        return widths[line] > limit
+
+    lines = []
+    for paragraph in artist.get_text().split("\n"):   # the user's line breaks stay
+        words = paragraph.split(" ")
+        while words:
+            n = len(words)
+            if n == 1:
+                lines.append(words.pop())
+                continue
+            # the guess: the most words whose characters fit at the current width
+            chars, i = len(words[0]), 1
+            while i < n and (chars + 1 + len(words[i])) * px_per_char <= limit:
+                chars += 1 + len(words[i])
+                i += 1
+            i = min(max(i, 2), n)
+            if too_wide(words, i):                  # step down to the first too-wide i
+                while i > 2 and too_wide(words, i - 1):
+                    i -= 1
+                cut = i - 1
+            else:                                   # step up past the last that fits
+                while i < n and not too_wide(words, i + 1):
+                    i += 1
+                cut = i
+            lines.append(" ".join(words[:cut]))
+            words = words[cut:]
+    return "\n".join(lines)
 
 
 def _save_with(fig, path: Path, rect) -> Path:
     fig.tight_layout(rect=rect)
     fig.savefig(path, **_PNG)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
 
 
@@ -85,24 +164,109 @@ def _title(main: str, context: str, width: int = 105) -> str:
     return "\n".join(lines)
 
 
+#: the columns of a table a figure reads, as numpy arrays (``Series.to_numpy()``)
+Columns = Mapping[str, np.ndarray]
+
+
+class FigureJob(NamedTuple):
+    """One figure of a run, to draw with :func:`draw`: ``fn(*args)`` saves it and
+    returns its path (or ``None`` when there is nothing to show). ``weight`` is its
+    rough relative cost, so a pool can start the dearest first. The arguments hold
+    only the columns the figure reads, as numpy arrays: a job pickles small, and a
+    worker drawing it needs numpy and matplotlib, not pandas."""
+
+    name: str
+    weight: int
+    fn: Callable[..., Path | None]
+    args: tuple
+
+
+def draw(job: FigureJob) -> Path | None:
+    """Draw and save one figure (in this process or a pool worker)."""
+    return job.fn(*job.args)
+
+
+def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
+                title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
+                groups_ts: pd.DataFrame | None = None,
+                group_runs: Sequence[tuple[int, str]] | None = None,
+                mig_ts: pd.DataFrame | None = None) -> list[FigureJob]:
+    """The figures :func:`plot_run` draws, as jobs in its order (arguments as there).
+    ``folder`` is created; the jobs only write their own files into it, so they may
+    run in any order or side by side and give the same files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    axis = ["time"] + (["hami_gpu_total", "gpu_arrived"] if fill else [])
+    jobs = [FigureJob("utilisation.png", 4, _plot_utilisation,
+                      (_columns(ts, axis + list(_UTILISATION_COLUMNS)),
+                       folder / "utilisation.png", fill, title, context)),
+            FigureJob("pending.png", 2, _plot_pending,
+                      (_columns(ts, axis + ["pods_pending"]), folder / "pending.png", fill,
+                       title, context))]
+    if occupancy is not None and occupancy.size:
+        jobs.append(FigureJob("occupancy.png", 3, _plot_occupancy,
+                              (occupancy, folder / "occupancy.png", title, context, peak,
+                               group_runs, fill)))
+    if groups_ts is not None and len(groups_ts):
+        jobs.append(FigureJob("groups.png", 8, _plot_groups,
+                              (_split(groups_ts, "group", _GROUP_COLUMNS), _columns(ts, axis),
+                               folder / "groups.png", fill, title, context)))
+    if mig_ts is not None and len(mig_ts) and not fill:
+        jobs.append(FigureJob("mig.png", 3, _plot_mig,
+                              (_split(mig_ts, "card_type", _MIG_COLUMNS), _columns(ts, ["time"]),
+                               folder / "mig.png", title, context)))
+    if fill:
+        jobs.append(FigureJob("fill.png", 2, _plot_fill,
+                              (_columns(ts, axis + ["unallocated_gpu"]), folder / "fill.png",
+                               title, context)))
+    return jobs
+
+
 def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill: bool,
              title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
              groups_ts: pd.DataFrame | None = None,
              group_runs: Sequence[tuple[int, str]] | None = None,
              mig_ts: pd.DataFrame | None = None) -> list[Path]:
     """The figures of one run: utilisation and fragmentation, pending pods, card
-    occupancy at the peak, per-group utilisation (several groups) and the fill curve.
+    occupancy at the peak, per-group utilisation (several groups) and the fill curve,
+    drawn one after the other in this process (:func:`run_figures` gives them as jobs).
 
     ``title`` names the policies, ``context`` the workload and cluster (one line);
     ``peak`` is (time s, cards with a tenant) of the occupancy snapshot;
     ``group_runs`` the first row of each group's block in ``occupancy``, whose nodes are
     ordered by group.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
+    jobs = run_figures(ts, occupancy, folder, fill, title, context=context, peak=peak,
+                       groups_ts=groups_ts, group_runs=group_runs, mig_ts=mig_ts)
+    return [p for p in map(draw, jobs) if p is not None]
+
+
+#: the time-series columns the utilisation figure reads (those present)
+_UTILISATION_COLUMNS = ("hami_gpu_allocated", "hami_gpu_total", "hami_gpu_core_allocated_ratio",
+                        "hami_gpu_memory_allocated_bytes", "hami_gpu_memory_total_bytes",
+                        "stranded_pct_of_capacity", "unfit_gpu", "frag_pct_of_capacity")
+
+
+_GROUP_COLUMNS = ("time", "hami_gpu_total", "hami_gpu_allocated_pct",
+                  "hami_gpu_memory_allocated_bytes", "hami_gpu_memory_total_bytes",
+                  "stranded_gpu", "unfit_gpu")
+_MIG_COLUMNS = ("time", "mig_slots_total", "mig_slots_used", "mig_slots_stranded")
+
+
+def _columns(ts: pd.DataFrame, names: Sequence[str]) -> Columns:
+    """``names`` of ``ts`` (once each, those present) as numpy arrays: what a job pickles."""
+    return {c: ts[c].to_numpy() for c in dict.fromkeys(names) if c in ts}
+
+
+def _split(table: pd.DataFrame, key: str, names: Sequence[str]) -> list[tuple[str, Columns]]:
+    """Per value of ``key``, in order of first appearance, its rows' ``names``."""
+    return [(value, _columns(rows, names)) for value, rows in table.groupby(key, sort=False)]
+
+
+def _plot_utilisation(ts: Columns, path: Path, fill: bool, title: str,
+                      context: str) -> Path:
     x, xlabel = _time_axis(ts, fill)
     head = title or "GPU utilisation and fragmentation"
-    fig, ax = plt.subplots(figsize=(9, 5.4))
+    fig, ax = _pyplot().subplots(figsize=(9, 5.4))
     # drawn last of the three: where memory or cores are as allocated, it stays visible
     ax.plot(*_thin(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]),
             label="cards with a tenant", zorder=3)
@@ -123,41 +287,35 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     rect = _caption(fig, FRAGMENTATION_NOTE, 3)
-    out.append(_save_with(fig, folder / "utilisation.png", rect))
+    return _save_with(fig, path, rect)
 
-    fig, ax = plt.subplots(figsize=(9, 3.6))
+
+def _plot_pending(ts: Columns, path: Path, fill: bool, title: str, context: str) -> Path:
+    x, xlabel = _time_axis(ts, fill)
+    fig, ax = _pyplot().subplots(figsize=(9, 3.6))
     ax.step(*_thin(x, ts["pods_pending"]), where="post", color="tab:red")
     ax.set(xlabel=xlabel, ylabel="pending pods")
     ax.set_ylim(bottom=0, top=max(1.0, float(ts["pods_pending"].max()) * 1.05)
-                if len(ts) else 1.0)        # a count: no negative axis when none waited
+                if len(x) else 1.0)         # a count: no negative axis when none waited
     ax.set_title(_title("Pods waiting to be scheduled" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
     ax.grid(alpha=0.3)
-    out.append(_save(fig, folder / "pending.png"))
+    return _save(fig, path)
 
-    if occupancy is not None and occupancy.size:
-        out.append(_plot_occupancy(occupancy, folder / "occupancy.png", title, context, peak,
-                                   group_runs, fill))
-    if groups_ts is not None and len(groups_ts):
-        path = _plot_groups(groups_ts, ts, folder / "groups.png", fill, title, context)
-        if path is not None:
-            out.append(path)
-    if mig_ts is not None and len(mig_ts) and not fill:
-        out.append(_plot_mig(mig_ts, ts, folder / "mig.png", title, context))
 
-    if fill:
-        fig, ax = plt.subplots(figsize=(8, 5.2))
-        unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
-        ax.plot(*_thin(x, unalloc), label="unallocated GPU")
-        ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
-                label="ideal")
-        ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
-        ax.set_title(_title("Unallocated GPU as the workload arrives"
-                            + (f" ({title})" if title else ""), context, 95), fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend()
-        out.append(_save(fig, folder / "fill.png"))
-    return out
+def _plot_fill(ts: Columns, path: Path, title: str, context: str) -> Path:
+    x, xlabel = _time_axis(ts, True)
+    fig, ax = _pyplot().subplots(figsize=(8, 5.2))
+    unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
+    ax.plot(*_thin(x, unalloc), label="unallocated GPU")
+    ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
+            label="ideal")
+    ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
+    ax.set_title(_title("Unallocated GPU as the workload arrives"
+                        + (f" ({title})" if title else ""), context, 95), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
 
 
 def _when(seconds: float, fill: bool) -> str:
@@ -172,7 +330,7 @@ def _when(seconds: float, fill: bool) -> str:
 def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
                     peak: tuple[float, int] | None, group_runs, fill: bool) -> Path:
     n_nodes, width = occupancy.shape
-    fig, ax = plt.subplots(figsize=(9, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(9, 5.2))
     im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
                    vmin=0, vmax=1)
     when = ""
@@ -204,31 +362,33 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
     return _save_with(fig, path, rect)
 
 
-def _plot_groups(groups_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, fill: bool,
+def _plot_groups(groups: Sequence[tuple[str, Columns]], ts: Columns, path: Path, fill: bool,
                  title: str, context: str) -> Path | None:
-    """One panel per node group with GPUs: cards with a tenant, memory allocated,
-    stranded and unfit GPU, each as % of the group's GPUs."""
-    names = [g for g in dict.fromkeys(groups_ts["group"])
-             if groups_ts.loc[groups_ts["group"] == g, "hami_gpu_total"].iloc[0] > 0]
+    """One panel per node group with GPUs (``groups``: each group's time series, in
+    cluster order): cards with a tenant, memory allocated, stranded and unfit GPU,
+    each as % of the group's GPUs."""
+    parts = dict(groups)
+    names = [name for name, g in groups if g["hami_gpu_total"][0] > 0]
     if len(names) < 2:
         return None
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
-                             squeeze=False, sharex=True, sharey=True)
-    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    fig, axes = _pyplot().subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
+                                   squeeze=False, sharex=True, sharey=True)
+    times = ts["time"]
+    end = times[-1] if len(times) else 0.0
     scale, xlabel = _time_axis(ts, fill)
-    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
     for ax, name in zip(axes.flat, names):
-        g = groups_ts[groups_ts["group"] == name]
-        t = np.append(g["time"].to_numpy(), end)
-        gpus = g["hami_gpu_total"].to_numpy(dtype=float)
+        g = parts[name]
+        t = np.append(g["time"], end)
+        gpus = np.asarray(g["hami_gpu_total"], dtype=float)
         series = {
-            "cards with a tenant": g["hami_gpu_allocated_pct"].to_numpy(),
-            "memory allocated": 100 * g["hami_gpu_memory_allocated_bytes"].to_numpy()
-            / np.maximum(g["hami_gpu_memory_total_bytes"].to_numpy(), 1),
-            "stranded": 100 * g["stranded_gpu"].to_numpy() / gpus,
-            "unfit": 100 * g["unfit_gpu"].to_numpy() / gpus,
+            "cards with a tenant": g["hami_gpu_allocated_pct"],
+            "memory allocated": 100 * g["hami_gpu_memory_allocated_bytes"]
+            / np.maximum(g["hami_gpu_memory_total_bytes"], 1),
+            "stranded": 100 * g["stranded_gpu"] / gpus,
+            "unfit": 100 * g["unfit_gpu"] / gpus,
         }
         styles = {"stranded": {"ls": "--", "color": "tab:red"},
                   "unfit": {"ls": ":", "color": "tab:purple"}}
@@ -260,19 +420,21 @@ MIG_NOTE = (
     "instances' positions leave it unusable until one of them leaves.")
 
 
-def _plot_mig(mig_ts: pd.DataFrame, ts: pd.DataFrame, path: Path, title: str,
+def _plot_mig(card_types: Sequence[tuple[str, Columns]], ts: Columns, path: Path, title: str,
               context: str) -> Path:
-    """MIG slices in use and stranded over time, per card type (% of its slices)."""
-    fig, ax = plt.subplots(figsize=(9, 4.6))
-    end = ts["time"].iloc[-1] if len(ts) else 0.0
+    """MIG slices in use and stranded over time, per card type (``card_types``: each
+    type's time series; % of its slices)."""
+    fig, ax = _pyplot().subplots(figsize=(9, 4.6))
+    times = ts["time"]
+    end = times[-1] if len(times) else 0.0
     scale, xlabel = _time_axis(ts, False)
-    factor = (ts["time"].iloc[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for k, (ctype, g) in enumerate(mig_ts.groupby("card_type", sort=False)):
-        t = np.append(g["time"].to_numpy(), max(end, g["time"].iloc[-1])) / factor
-        total = float(g["mig_slots_total"].iloc[0]) or 1.0
-        used = 100 * g["mig_slots_used"].to_numpy() / total
-        stranded = 100 * g["mig_slots_stranded"].to_numpy() / total
+    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (ctype, g) in enumerate(card_types):
+        t = np.append(g["time"], max(end, g["time"][-1])) / factor
+        total = float(g["mig_slots_total"][0]) or 1.0
+        used = 100 * g["mig_slots_used"] / total
+        stranded = 100 * g["mig_slots_stranded"] / total
         c = colours[k % len(colours)]
         ax.step(*_thin(t, np.append(used, used[-1])), where="post", color=c,
                 label=f"{ctype}: slices in use ({int(total):,} slices)")
@@ -291,7 +453,7 @@ def _styles(labels: Sequence[str]) -> dict[str, dict]:
     parts = [dict(p.split("=", 1) for p in lab.split() if "=" in p) for lab in labels]
     cards = list(dict.fromkeys(p.get("card", lab) for p, lab in zip(parts, labels)))
     nodes = list(dict.fromkeys(p.get("node", "") for p in parts))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     dashes = ["-", "--", ":", "-."]
     return {lab: {"color": colours[cards.index(p.get("card", lab)) % len(colours)],
                   "ls": dashes[nodes.index(p.get("node", "")) % len(dashes)]}
@@ -320,10 +482,10 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
     """
     styles = _styles(list(series))
     if fill:
-        fig, axes = plt.subplots(figsize=(8, 5))
+        fig, axes = _pyplot().subplots(figsize=(8, 5))
         panels = [(axes, "unallocated")]
     else:
-        fig, axes = plt.subplots(3, 1, figsize=(9, 9.5), sharex=True)
+        fig, axes = _pyplot().subplots(3, 1, figsize=(9, 9.5), sharex=True)
         panels = list(zip(axes, ("allocated", "stranded", "pending")))
     xlabel = ""
     for label, frames in series.items():
@@ -391,7 +553,7 @@ def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
     ``reference`` (index: arrived percent, columns: policy) adds published
     medians as markers in each policy's colour.
     """
-    fig, ax = plt.subplots(figsize=(8, 5.2))
+    fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     labels = list(dict.fromkeys(curves["policy"]))
     styles = _styles(labels)
     top = 0.0
@@ -433,8 +595,8 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     sizes = sorted({int(k) for r in rows for k in r.get("placement_by_gpus", {})})
     styles = _styles(policies)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 5.4),
-                             gridspec_kw={"width_ratios": [2, 2, 1.2]})
+    fig, axes = _pyplot().subplots(1, 3, figsize=(13, 5.4),
+                                   gridspec_kw={"width_ratios": [2, 2, 1.2]})
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(sizes))
     for j, policy in enumerate(policies):

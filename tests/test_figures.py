@@ -8,6 +8,7 @@ import pytest
 
 from hamisim import plots
 from hamisim.cli import main
+from hamisim.studies import workers
 
 CLUSTER = """\
 nodes:
@@ -40,6 +41,9 @@ def texts(fig) -> dict:
 
 @pytest.fixture
 def captured(monkeypatch):
+    # 'hamisim run' draws on worker processes where there are several CPUs: here,
+    # in this process, where the figures can be captured
+    monkeypatch.setattr(workers, "idle_cpus", lambda: 1)
     seen = {}
     real_save, real_save_with = plots._save, plots._save_with
 
@@ -100,3 +104,22 @@ def test_compare_figure_has_allocation_fragmentation_and_pending_panels(files, c
                               "pending pods"]
     assert "trace.csv" in fig["titles"][0] and "cluster.yaml" in fig["titles"][0]
     assert set(fig["legends"]) >= {"node=binpack card=binpack", "node=binpack card=spread"}
+
+
+@pytest.mark.parametrize("width,dpi", [(3, 100), (5.5, 130), (9, 130), (12.6, 130), (20, 72)])
+def test_captions_break_where_matplotlib_breaks_them(width, dpi):
+    """Captions find their line breaks in a few measurements; the lines are
+    matplotlib's own, for any figure width and resolution."""
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    fig = plt.figure(figsize=(width, 4), dpi=dpi)
+    for text in (plots.FRAGMENTATION_NOTE, plots.MIG_NOTE, "two\nlines", "word",
+                 "a-very-long-word-that-fits-on-no-line-at-all-" * 8 + " then short words"):
+        plots._caption(fig, text, 3)
+    fig.canvas.draw()                   # the texts get their renderer
+    wrapped = [t._get_wrapped_text() for t in fig.texts]
+    plt.close(fig)
+    assert wrapped == [Text._get_wrapped_text(t) for t in fig.texts]
+    assert wrapped[0].count("\n") >= (2 if width < 12 else 1)      # the note was wrapped
+    assert wrapped[2] == "two\nlines" and wrapped[3] == "word"

@@ -145,3 +145,27 @@ def test_ctrl_c_during_the_swap_is_ignored(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert [p.name for p in target.iterdir()] == ["new.txt"]
+
+
+def test_ctrl_c_while_the_figure_fork_server_loads(tmp_path):
+    """hamisim run starts the figure workers' fork server first thing, and it loads
+    matplotlib for a second or more: Ctrl-C to the whole process group then (as a
+    terminal sends it) leaves the caller to handle it, with no traceback from the
+    server's imports."""
+    script = ("import sys, time\n"
+              "from hamisim.studies.workers import FIGURE_MODULES, start_fork_server\n"
+              "start_fork_server(FIGURE_MODULES)\n"
+              "print('started', file=sys.stderr, flush=True)\n"
+              "try:\n    time.sleep(60)\n"
+              "except KeyboardInterrupt:\n    print('interrupted', file=sys.stderr)\n"
+              "    sys.exit(130)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint, start_new_session=True)
+    seen = wait_for(proc, b"started")
+    time.sleep(0.3)                     # past the server's Python start, inside its imports
+    os.killpg(proc.pid, signal.SIGINT)                  # the whole group, server included
+    _, rest = proc.communicate(timeout=120)
+    err = (seen + rest).decode("utf-8", "replace")
+    assert proc.returncode == 130 and "interrupted" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]

@@ -46,6 +46,19 @@ def test_rerun_is_byte_identical(inputs, fmt):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
+def test_figures_drawn_on_worker_processes_are_the_same_files(inputs):
+    """hamisim run draws its figures on a pool while it writes the tables: the
+    folder holds the same bytes as one drawn in this process."""
+    result = run(spec(inputs, seed=3))
+    a = write_run(result, inputs / "a", "parquet")
+    b = write_run(result, inputs / "b", "parquet", figure_workers=2)
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert len([n for n in names if str(n).startswith("figures/")]) >= 3
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
 def test_summary_records_inputs(inputs):
     res = run(spec(inputs, gpu_policy="binpack", seed=5))
     s = json.loads(json.dumps(res.summary))
@@ -77,13 +90,31 @@ def test_the_run_says_which_engine_ran(inputs, capsys):
 
 
 def test_failed_write_leaves_no_folder(inputs, monkeypatch):
-    import hamisim.studies.runs as study
+    from hamisim import plots
 
     def broken(*a, **k):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(study, "plot_run", broken)
+    monkeypatch.setattr(plots, "draw", broken)
     with pytest.raises(RuntimeError):
         write_run(run(spec(inputs)), inputs / "out", "csv")
+    assert not (inputs / "out").exists()
+    assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
+
+
+def test_a_figure_failing_on_a_worker_leaves_no_folder(inputs, monkeypatch):
+    """The worker's error reaches the caller, after the other figures stopped."""
+    import os
+
+    import hamisim.studies.runs as study
+    from hamisim.plots import FigureJob
+    real = study._figures
+
+    def with_a_broken_one(*args, **kwargs):     # os.remove pickles: it runs on a worker
+        return real(*args, **kwargs) + [FigureJob("broken.png", 9, os.remove,
+                                                  (str(inputs / "no-such-file"),))]
+    monkeypatch.setattr(study, "_figures", with_a_broken_one)
+    with pytest.raises(FileNotFoundError, match="no-such-file"):
+        write_run(run(spec(inputs)), inputs / "out", "csv", figure_workers=2)
     assert not (inputs / "out").exists()
     assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
 
@@ -140,3 +171,35 @@ def test_compare_fill_on_openb_writes_table_and_overlay(tmp_path):
     table = (out / "compare.csv").read_text().splitlines()
     assert len(table) == 1 + 4
     assert (out / "figures" / "compare.png").stat().st_size > 10_000
+
+
+def test_the_figure_fork_server_preloads_hamisim_only_where_it_finds_this_one(tmp_path,
+                                                                              monkeypatch):
+    """The fork server's path starts with the working directory: a hamisim/ there
+    that is not this one (a checkout) must not be preloaded into the workers."""
+    from pathlib import Path
+
+    import hamisim
+    from hamisim.studies import workers
+    monkeypatch.chdir(tmp_path)
+    assert workers._server_imports_this_hamisim()
+    (tmp_path / "hamisim").mkdir()
+    assert not workers._server_imports_this_hamisim()
+    monkeypatch.chdir(Path(hamisim.__file__).parent.parent)
+    assert workers._server_imports_this_hamisim()
+
+
+@pytest.mark.parametrize("running,idle", [(1, 2), (2, 1), (8, 1)])
+def test_figure_workers_only_on_idle_cpus(tmp_path, monkeypatch, running, idle):
+    """hamisim run draws on worker processes only where CPUs are idle now (the
+    kernel's count of running threads, this one included): on busy ones they
+    would cost their start and gain nothing."""
+    from hamisim.studies import workers
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"3.61 4.61 5.10 {running}/134 26781\n")
+    monkeypatch.setattr(workers, "_LOADAVG", str(loadavg))
+    monkeypatch.setattr(workers, "cpu_count", lambda: 2)
+    assert workers.idle_cpus() == idle
+    loadavg.write_text("no such fields\n")             # elsewhere: the load average
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (running - 0.5, 0.0, 0.0))
+    assert workers.idle_cpus() == max(1, 2 - int(running - 0.5))

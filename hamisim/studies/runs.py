@@ -9,6 +9,7 @@ This is the layer behind ``hamisim run``, ``hamisim compare`` and
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
 import hashlib
@@ -19,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,6 @@ from hamisim.io.clusterfile import cluster_from_path
 from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
-from hamisim.plots import plot_compare, plot_fill_curves, plot_placement, plot_run
 from hamisim.hami.policy import policy_contains
 from hamisim.registry import RESERVE_TOKEN, default_backend, is_plugin_policy
 from hamisim.research.plugins import on_research_model
@@ -529,23 +529,32 @@ def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, R
 
 
 def write_run(result: SimResult, out: str | os.PathLike[str], fmt: str = "parquet",
-              title: str = "") -> Path:
+              title: str = "", *, figure_workers: int = 1) -> Path:
     """Write a finished in-memory run: events, pods, timeseries (and per-group
-    timeseries_groups), summary.json and figures/, atomically."""
+    timeseries_groups), summary.json and figures/, atomically (``figure_workers`` as
+    in :func:`run_to_folder`)."""
     with atomic_folder(out) as tmp:
         write_table(result.events, tmp, "events", fmt)
         if result.pods is not None:
             write_table(result.pods, tmp, "pods", fmt)
-        _write_rest(result, tmp, fmt, title)
+        _write_rest(result, tmp, fmt, title, figure_workers)
     return Path(out)
 
 
 def run_to_folder(spec: RunSpec, prep: Prepared, out: str | os.PathLike[str],
-                  fmt: str = "parquet", title: str = "") -> SimResult:
+                  fmt: str = "parquet", title: str = "", *,
+                  figure_workers: int = 1) -> SimResult:
     """Run and write the results folder, the events and pods tables streamed to it
     in batches as the run goes (memory flat in the number of pods); the folder
     appears whole at the end, or not at all. The result's ``events`` and ``pods``
-    are ``None``; ``timings["write"]`` is the time spent writing."""
+    are ``None``; ``timings["write"]`` is the time spent writing.
+
+    ``figure_workers`` > 1 draws the figures on that many worker processes (at most
+    one per figure, :func:`~hamisim.studies.workers.process_pool`) while this one
+    writes the tables; the files are the same as drawn here. The workers come from
+    the fork server: started early with
+    :data:`~hamisim.studies.workers.FIGURE_MODULES` preloaded (``hamisim run`` does
+    so before it reads its inputs), they start with matplotlib loaded."""
     with atomic_folder(out) as tmp:
         sink = TableFiles(tmp, fmt)
         try:
@@ -553,24 +562,53 @@ def run_to_folder(spec: RunSpec, prep: Prepared, out: str | os.PathLike[str],
         finally:
             sink.close()
         started = perf_counter()
-        _write_rest(result, tmp, fmt, title)
+        _write_rest(result, tmp, fmt, title, figure_workers)
         result.timings["write"] = sink.seconds + perf_counter() - started
         result.timings["simulate"] -= sink.seconds
     return result
 
 
-def _write_rest(result: SimResult, folder: Path, fmt: str, title: str) -> None:
-    write_table(result.timeseries, folder, "timeseries", fmt)
-    if result.group_timeseries is not None:
-        write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
-    if result.mig_timeseries is not None:
-        write_table(result.mig_timeseries, folder, "timeseries_mig", fmt)
-    if result.occupancy is not None:
-        np.save(folder / "occupancy.npy", result.occupancy)
-    write_json(result.summary, folder / "summary.json")
-    _figures(result.summary, result.timeseries, result.occupancy, result.group_timeseries,
-             folder / "figures", title, result.mig_timeseries)
-    write_report(folder)
+def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
+                figure_workers: int = 1) -> None:
+    from hamisim.plots import draw
+    jobs = _figures(result.summary, result.timeseries, result.occupancy,
+                    result.group_timeseries, folder / "figures", title, result.mig_timeseries)
+    with _figure_pool(figure_workers, len(jobs)) as pool:
+        # the dearest figures first, so that the last one to finish is a cheap one
+        drawing = None if pool is None else {
+            job.name: pool.submit(draw, job) for job in sorted(jobs, key=lambda j: -j.weight)}
+        write_table(result.timeseries, folder, "timeseries", fmt)
+        if result.group_timeseries is not None:
+            write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
+        if result.mig_timeseries is not None:
+            write_table(result.mig_timeseries, folder, "timeseries_mig", fmt)
+        if result.occupancy is not None:
+            np.save(folder / "occupancy.npy", result.occupancy)
+        write_json(result.summary, folder / "summary.json")
+        for job in jobs:                # in order; a worker's error is raised here
+            if drawing is None:
+                draw(job)
+            else:
+                drawing[job.name].result()
+    write_report(folder)        # embeds the PNGs as written: nothing is drawn twice
+
+
+@contextlib.contextmanager
+def _figure_pool(workers: int, jobs: int) -> Iterator[cf.ProcessPoolExecutor | None]:
+    """A pool for a run's figures, or None to draw them in this process (one worker
+    or one figure). On any exception (Ctrl-C included) the figures not started are
+    dropped and those being drawn finish before it propagates, so no worker writes
+    into a results folder that is being removed."""
+    if min(workers, jobs) < 2:
+        yield None
+        return
+    pool = process_pool(min(workers, jobs))
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
@@ -587,17 +625,19 @@ def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
 
 
 def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path,
-             title: str = "", mig_ts: pd.DataFrame | None = None) -> list[Path]:
-    """The figures of a run, titled with its policies, workload and cluster."""
+             title: str = "", mig_ts: pd.DataFrame | None = None) -> list:
+    """The figures of a run, titled with its policies, workload and cluster, as
+    :class:`~hamisim.plots.FigureJob` s (:func:`~hamisim.plots.draw` draws one)."""
+    from hamisim.plots import run_figures
     fill = summary.get("inputs", {}).get("mode") == "fill"
     results = summary.get("results", {})
     context = _context(summary)
     peak = (results["peak_time_s"], results["peak_gpu_allocated"]) \
         if "peak_time_s" in results else None
     runs = [tuple(r) for r in summary.get("cluster", {}).get("group_runs", [])]
-    return plot_run(ts, occupancy, folder, fill, title or summary.get("label", ""),
-                    context=context, peak=peak, groups_ts=groups_ts, group_runs=runs,
-                    mig_ts=mig_ts)
+    return run_figures(ts, occupancy, folder, fill, title or summary.get("label", ""),
+                       context=context, peak=peak, groups_ts=groups_ts, group_runs=runs,
+                       mig_ts=mig_ts)
 
 
 #: the columns a comparison reports, by mode: what matters in a replay (waits,
@@ -644,6 +684,7 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
             spec.gpu_policy or s.gpu_scheduler_policy) == "kernel" for spec in specs)
         announce(f"{', '.join(readable)} runs on the readable backend (--backend reference)"
                  + ("; the other policies on the kernel" if others else ""))
+    from hamisim.plots import plot_compare, plot_fill_curves, plot_placement
     names = _run_names(specs, first.cluster.scheduler)
     fill = specs[0].mode == "fill"
     with atomic_folder(out) as tmp:
@@ -738,6 +779,7 @@ def _run_names(specs: Sequence[RunSpec], scheduler) -> list[str]:
 
 def _plot_compare_folder(folder: Path) -> list[Path]:
     """Redraw a comparison's figure from its runs' time series (and curves)."""
+    from hamisim.plots import plot_compare, plot_fill_curves
     figures = folder / "figures"
     figures.mkdir(exist_ok=True)
     curves_path = _table_path(folder, "curves")
@@ -777,8 +819,10 @@ def plot_folder(folder: str | os.PathLike[str]) -> list[Path]:
     groups_ts = read_table(groups_path) if groups_path is not None else None
     mig_path = _table_path(folder, "timeseries_mig")
     mig_ts = read_table(mig_path) if mig_path is not None else None
-    return _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures",
+    from hamisim.plots import draw
+    jobs = _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures",
                     mig_ts=mig_ts)
+    return [p for p in map(draw, jobs) if p is not None]
 
 
 def _context(summary: dict) -> str:

@@ -14,12 +14,18 @@ import os
 import signal
 import tempfile
 import threading
+import time
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 from hamisim.errors import InputWarning
 
-__all__ = ["process_pool", "cpu_count"]
+__all__ = ["process_pool", "cpu_count", "idle_cpus", "start_fork_server", "FIGURE_MODULES"]
+
+#: what drawing a figure needs (:class:`hamisim.plots.FigureJob` s carry numpy
+#: arrays, not pandas), for :func:`start_fork_server`
+FIGURE_MODULES = ("numpy", "matplotlib.pyplot", "matplotlib.backends.backend_agg",
+                  "hamisim.plots")
 
 
 def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExecutor:
@@ -28,16 +34,87 @@ def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExe
     which the caller removes when it is done: a worker that is killed cannot
     remove its own."""
     methods = multiprocessing.get_all_start_methods()
-    # Nothing is preloaded in the fork server: Python 3.11's fork server starts
+    # This preloads nothing in the fork server: Python 3.11's fork server starts
     # with the working directory first on sys.path, so from a source checkout it
     # would import the uncompiled hamisim/ folder instead of the installed
-    # package; the workers import hamisim on the caller's path.
+    # package; the workers import hamisim on the caller's path. (A server that
+    # start_fork_server started may hold modules: hamisim's only where that
+    # path finds this hamisim.)
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
     else:                                       # pragma: no cover - Windows
         ctx = multiprocessing.get_context("spawn")
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                   initializer=_init_worker, initargs=(tmp_root,))
+
+
+def start_fork_server(preload: Sequence[str] = ()) -> bool:
+    """Start the fork server that :func:`process_pool` forks its workers from, now,
+    importing ``preload`` in it: the server imports them on another core while the
+    caller goes on, and every worker forked from it later starts with them loaded.
+    hamisim's own modules are left out where the server would find another hamisim
+    than this one (see :func:`process_pool`). Returns False where there is no fork
+    server. A server already running is kept as it is (its workers import what they
+    need)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False                            # pragma: no cover - Windows
+    from multiprocessing import forkserver
+    if not _server_imports_this_hamisim():
+        preload = [m for m in preload if m.split(".")[0] != "hamisim"]
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    # Ctrl-C reaches the whole process group, and the server installs its own
+    # "ignore" only after its imports: started with SIGINT ignored (which exec
+    # keeps, and Python then leaves alone) it never prints a traceback from them
+    previous = (signal.getsignal(signal.SIGINT)
+                if threading.current_thread() is threading.main_thread() else None)
+    if previous is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return True
+
+
+def _server_imports_this_hamisim() -> bool:
+    """Whether ``import hamisim`` in the fork server finds this hamisim: its path is
+    this process's but starts with the working directory, so it differs only where
+    the working directory holds a hamisim/ of its own (a source checkout)."""
+    local = os.path.join(os.getcwd(), "hamisim")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return not os.path.exists(local) or os.path.realpath(local) == os.path.realpath(here)
+
+
+def idle_cpus() -> int:
+    """The CPUs this process may use less those other work keeps busy right now, at
+    least 1: where the CPUs are busy, worker processes cost their start and gain
+    no time."""
+    return max(1, cpu_count() - _running_elsewhere())
+
+
+#: the kernel's load figures; the fourth field is "running/total" threads right now
+_LOADAVG = "/proc/loadavg"
+
+
+def _running_elsewhere() -> int:
+    """Threads other than this one running or waiting for a CPU now: the least of a
+    few looks a millisecond apart, so that a passing one does not count (not the
+    one-minute load average, which this program's own previous runs raise);
+    the one-minute load average where the kernel gives no such count."""
+    try:
+        counts = []
+        for k in range(3):
+            if k:
+                time.sleep(0.001)
+            with open(_LOADAVG) as fh:
+                counts.append(int(fh.read().split()[3].split("/")[0]) - 1)
+        return max(0, min(counts))
+    except (OSError, ValueError, IndexError):
+        try:
+            return int(os.getloadavg()[0])
+        except (AttributeError, OSError):       # pragma: no cover - Windows
+            return 0
 
 
 def cpu_count() -> int:
