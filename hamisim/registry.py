@@ -56,9 +56,13 @@ def plugin_parts(policy: str) -> tuple[str, str] | None:
 
 def default_backend(node_policy: str | None, card_policy: str | None) -> str:
     """The backend a run takes when none is asked for: the readable one for a
-    Python policy (the kernel cannot call it), else the compiled kernel."""
-    return "reference" if is_plugin_policy(node_policy) or is_plugin_policy(card_policy) \
-        else "kernel"
+    Python policy the kernel cannot call (a card policy, a per-candidate or
+    ModelPolicy node policy), else the compiled kernel (a vectorised node
+    policy included, :func:`hamisim.research.plugins.runs_compiled`)."""
+    if not (is_plugin_policy(node_policy) or is_plugin_policy(card_policy)):
+        return "kernel"
+    from hamisim.research.plugins import runs_compiled
+    return "kernel" if runs_compiled(node_policy, card_policy) else "reference"
 
 
 def not_hamis(node_policy: str | None, card_policy: str | None) -> str | None:

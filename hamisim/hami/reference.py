@@ -33,6 +33,7 @@ from hamisim.hami.decision import (
 )
 from hamisim.hami.gosort import go_sort
 from hamisim.hami.mig import MIG_MODE, select_candidate
+from hamisim.hami.noderows import choose_row, is_vectorised, reference_rows
 from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate, usage_totals
 from hamisim.hami.policy import (
     KEY_BINPACK,
@@ -716,7 +717,8 @@ class ReferenceScheduler:
 
     Usage is rebuilt from the pod cache at every attempt, as HAMi does.
     ``node_score`` (not HAMi): a user's node policy, ``f(NodeCandidate) ->
-    float``, the highest wins (ties: the last in cluster order, or a draw
+    float``, or a vectorised one (:func:`hamisim.hami.noderows.vectorised`,
+    ``f(NodeRows) -> scores``, called once per attempt), the highest wins (ties: the last in cluster order, or a draw
     under the ``random`` tie-break); it ranks the nodes of the pods whose node
     policy is the cluster's (a pod's own annotation keeps HAMi's ranking).
     ``card_order`` likewise orders the cards Fit tries (:func:`fit_in_devices`)
@@ -914,7 +916,14 @@ class ReferenceScheduler:
         if not fits:
             return _failed(len(nodes), node_reasons, pod.name, rejected, window)
         if self.node_score is not None and node_policy == cfg.node_scheduler_policy:
-            best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
+            if is_vectorised(self.node_score):
+                rows = reference_rows(fits, usage, nodes, requested)
+                draw = tie_draw if cfg.node_tie_break == "random" else None
+                best = fits[choose_row(self.node_score(rows), len(fits), draw,
+                                       cfg.node_scheduler_policy,
+                                       [nodes[i].name for i, _ in fits])]
+            else:
+                best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
         else:
             best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best
