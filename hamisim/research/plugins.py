@@ -77,6 +77,7 @@ from hamisim.research.policies import ModelPolicy
 
 __all__ = ["NodeCandidate", "NodeRows", "ModelPolicy", "vectorised", "load_node_policy",
            "load_card_policy", "load_model_policy", "load_vectorised", "runs_compiled",
+           "default_backend",
            "on_research_model", "check_policy", "plugin_file"]
 
 _LOADED: dict[str, Callable[[NodeCandidate], float] | ModelPolicy] = {}
@@ -157,6 +158,14 @@ def runs_compiled(node_policy: str | None, card_policy: str | None) -> bool:
         return is_vectorised(load_node_policy(node_policy))
     except HamisimError:
         return True
+
+
+def default_backend(node_policy: str | None, card_policy: str | None) -> str:
+    """The backend a run takes when none is asked for: the readable one for a
+    Python policy the kernel cannot call (a card policy, a per-candidate or
+    ModelPolicy node policy), else the compiled kernel (a vectorised node
+    policy included)."""
+    return "kernel" if runs_compiled(node_policy, card_policy) else "reference"
 
 
 def _split(policy: str) -> tuple[str, str]:

@@ -45,6 +45,11 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     is a :class:`hamisim.research.scheduler.ResearchScheduler`: ``shapes`` are then the
     typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
     Random's draws. Both are ignored for HAMi's own policies.
+
+    A ``python:PATH.py:NAME`` function ranking HAMi's nodes runs on the
+    reference backend, or on the kernel when it is vectorised
+    (:func:`hamisim.hami.noderows.vectorised`); a Python card policy on the
+    reference only. The kernel refuses the others with a reason.
     """
     from hamisim.registry import is_plugin_policy, is_research_policy
     node_policy, card_policy = (cluster.scheduler.node_scheduler_policy,
