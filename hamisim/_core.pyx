@@ -1464,8 +1464,7 @@ cdef class Core:
                        bint node_spread, bint sample_only, bint want_ties) noexcept nogil:
         cdef const Cards* c = &self.table.c
         cdef int n = c.n_nodes
-        cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
-        cdef Node nv
+        cdef int step, i, nfeas = 0, examined = 0, split = 0, bits
         self.n_rejected = 0
         self.rej_union = 0
         self.n_window = 0
