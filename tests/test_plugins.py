@@ -218,13 +218,17 @@ def test_a_vectorised_policy_decides_alike_on_the_kernel_and_the_reference(clust
                                                                            data):
     """The kernel's rows (filled in C) equal the reference's (built from its
     objects), column for column, and both backends take the same decisions,
-    ties and random tie-breaks included."""
+    ties and random tie-breaks included; ``record``'s per-candidate twin on
+    the reference (one call per node) takes them too."""
     import dataclasses
 
     policy = f"python:{POLICIES}:{name}"
     cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy=policy))
     ref, ker = make_scheduler(cluster, "reference"), make_scheduler(cluster, "kernel")
+    each = make_scheduler(dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=f"python:{POLICIES}:ties_each")),
+        "reference") if name == "record" else None
     assert ker.backend == "kernel" and ker.ranker is not None
     seen = load_node_policy(f"python:{POLICIES}:record").__globals__["SEEN"]
     card_ids = [c.id for n in cluster.nodes for c in n.cards]
@@ -232,8 +236,9 @@ def test_a_vectorised_policy_decides_alike_on_the_kernel_and_the_reference(clust
     for step in range(data.draw(st.integers(1, 20), label="steps")):
         if names and data.draw(st.integers(0, 4)) == 0:
             gone = data.draw(st.sampled_from(names))
-            ref.delete(gone)
-            ker.delete(gone)
+            for sched in (ref, ker, each):
+                if sched is not None:
+                    sched.delete(gone)
             continue
         if data.draw(st.integers(0, 2)):
             # a plain GPU pod, most of which fit somewhere: rows to rank
@@ -254,6 +259,8 @@ def test_a_vectorised_policy_decides_alike_on_the_kernel_and_the_reference(clust
         want_seen, seen[:] = list(seen), []
         got = _decide(ker, pod, tie_draw, **kube)
         assert got == want, (step, pod)
+        if each is not None:
+            assert _decide(each, pod, tie_draw, **kube) == want, (step, pod)
         assert len(seen) == len(want_seen), step
         for a, b in zip(seen, want_seen):
             for col in a:

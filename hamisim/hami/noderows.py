@@ -81,18 +81,18 @@ def is_vectorised(fn: object) -> bool:
 
 
 def choose_row(scores: object, n: int, draw: float | None, policy: str,
-               names: Sequence[str] | None = None) -> int:
+               name_of: Callable[[int], str] | None = None) -> int:
     """The winning row of ``n`` scored rows: the highest score, the last of
     those tied, or ``tied[int(draw * len(tied))]`` when ``draw`` (in [0, 1))
     is given. Raises :class:`HamisimError` on a wrong shape or a NaN score
-    (``names``: the rows' node names, for the message)."""
+    (``name_of(row)``: the row's node name, for the message)."""
     s = np.asarray(scores, dtype=np.float64)
     if s.shape != (n,):
         raise HamisimError(f"the node policy {policy} returned {s.shape} scores "
                            f"for {n} nodes (one float per row)")
     nan = np.flatnonzero(np.isnan(s))
     if len(nan):
-        where = names[int(nan[0])] if names is not None else f"row {int(nan[0])}"
+        where = name_of(int(nan[0])) if name_of is not None else f"row {int(nan[0])}"
         raise HamisimError(f"the node policy {policy} scored node {where} NaN")
     tied = np.flatnonzero(s == s.max())
     if draw is None or draw < 0:
@@ -120,17 +120,8 @@ class RowRanker:
     def choose(self, n: int, draw: float) -> int:
         """The winning row of the ``n`` rows the kernel filled (``draw < 0``: no draw)."""
         rows = NodeRows(n, {name: col[:n] for name, col in self._cols})
-        scores = self.fn(rows)
-        names = [self.node_names[i] for i in self._index[:n].tolist()] \
-            if _has_nan(scores) else None
-        return choose_row(scores, n, draw, self.policy, names)
-
-
-def _has_nan(scores: object) -> bool:
-    try:
-        return bool(np.isnan(np.asarray(scores, dtype=np.float64)).any())
-    except (TypeError, ValueError):
-        return False
+        return choose_row(self.fn(rows), n, draw, self.policy,
+                          lambda r: self.node_names[int(self._index[r])])
 
 
 def reference_rows(fits: Sequence, usage: Sequence, nodes: Sequence,

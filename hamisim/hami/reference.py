@@ -921,7 +921,7 @@ class ReferenceScheduler:
                 draw = tie_draw if cfg.node_tie_break == "random" else None
                 best = fits[choose_row(self.node_score(rows), len(fits), draw,
                                        cfg.node_scheduler_policy,
-                                       [nodes[i].name for i, _ in fits])]
+                                       lambda r: nodes[fits[r][0]].name)]
             else:
                 best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
         else:

@@ -30,3 +30,12 @@ def mixed(nodes):
     return (nodes.hami_score - nodes.gpumem_free / 1e4 + nodes.gpucores_free / 100
             + nodes.cards - nodes.gpucores / 1e3 + nodes.gpumem / 1e6 - nodes.index / 1e3
             + cpu + mem)
+
+
+def ties_each(candidate):
+    """``ties`` per candidate (the reference's one call per node)."""
+    picked = {p.uuid for picks in candidate.picks for p in picks}
+    numas = {c.numa for c in candidate.cards if c.id in picked}
+    tenants = sum(c.used for c in candidate.cards)
+    used_cards = sum(1 for c in candidate.cards if c.used > 0)
+    return float(min(tenants, 2) + (len(numas) <= 1) - (used_cards > 1))
