@@ -12,6 +12,7 @@ F32 = npt.NDArray[np.float32]
 CODES: dict[str, int]           # policy codes, request columns and flags
 REASON_ORDER: tuple[str, ...]   # reason code -> HAMi reason key (== outcome.REASONS)
 ST_NAMES: dict[str, int]        # node status codes: FIT, FIT_FAILED, INSUFFICIENT, ...
+ROW_COLUMNS: tuple[tuple[str, ...], tuple[str, ...]]   # Core.rank_attempt: int, float columns
 
 Pick3 = tuple[int, int, int]    # (node-local card position: int, mem: int64_t, cores: int64_t)
 
@@ -55,6 +56,7 @@ class PodSpec:
     """One attempt's encoded request (hamisim.sim.arrays.encode_pod)."""
 
     n_cont: int                 # int
+    user_rank: bool             # bint: the cluster's vectorised Python node policy ranks it
     def __init__(
         self,
         req: I64,               # int64_t[n_cont, 5]: nums, memreq, pct, coresreq, flags
@@ -148,6 +150,16 @@ class Core:
         node_spread: bool,      # bint
         sample_only: bool = ...,  # bint
         want_ties: bool = ...,  # bint: list every tied fitting node (random tie-break)
+    ) -> int: ...               # int: window position of the chosen node, -1 = none
+    np_rows_i: I64              # int64_t[9, n_nodes]: rank_attempt's integer columns
+    np_rows_f: Any              # double[3, n_nodes]: its float columns (hamisim.hami.noderows)
+    def rank_attempt(
+        self,
+        pod: PodSpec,
+        start: int,             # int
+        wanted: int,            # int
+        ranker: Any,            # hamisim.hami.noderows.RowRanker: .choose(n_rows, draw) -> row
+        draw: float = ...,      # double: random tie-break draw, < 0 = none
     ) -> int: ...               # int: window position of the chosen node, -1 = none
     def place(self, pod: PodSpec, node: int) -> int: ...   # int status
     def failure_groups(

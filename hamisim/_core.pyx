@@ -17,6 +17,7 @@ Float32: card and node scores are computed in C ``float``, one operation at a
 time in Go's order; setup.py forbids FMA contraction (``-ffp-contract=off``).
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX
+from libc.math cimport INFINITY
 from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
@@ -92,6 +93,27 @@ REASON_ORDER = (
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
             "MIG_READD": ST_MIG_READD}
+
+# Core.rank_attempt's row columns (not HAMi): hamisim.hami.noderows.INT_COLUMNS
+# and FLOAT_COLUMNS, in this order (kernel.py checks them at import).
+cdef enum:
+    RW_INDEX = 0
+    RW_CARDS = 1
+    RW_GPUMEM = 2
+    RW_GPUMEM_FREE = 3
+    RW_GPUCORES = 4
+    RW_GPUCORES_FREE = 5
+    RW_TENANTS = 6
+    RW_USED_CARDS = 7
+    RW_PICK_NUMAS = 8
+    RW_NI = 9
+    RW_HAMI_SCORE = 0
+    RW_CPU_FREE = 1
+    RW_MEMORY_FREE = 2
+    RW_NF = 3
+ROW_COLUMNS = (("index", "cards", "gpumem", "gpumem_free", "gpucores", "gpucores_free",
+                "tenants", "used_cards", "pick_numas"),
+               ("hami_score", "cpu_free", "memory_free"))
 
 
 # ---------------------------------------------------------------------------
@@ -988,6 +1010,9 @@ cdef class PodSpec:
     cdef Pod p
     cdef list _keep
     cdef readonly int n_cont
+    #: not HAMi: the cluster's vectorised Python node policy ranks this pod's
+    #: nodes (Core.rank_attempt), i.e. the pod names no node policy of its own
+    cdef public bint user_rank
 
     def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
                  bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
@@ -1148,6 +1173,13 @@ cdef class Core:
     cdef public bint use_index
     cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
     cdef readonly int n_evaluated     # nodes fully scored by the last attempt
+    # rank_attempt's rows (a vectorised Python node policy, not HAMi): per
+    # fitting window node, the columns of hamisim.hami.noderows (column-major:
+    # one contiguous column per row of these arrays) and its window position
+    cdef int64_t[:, ::1] rows_i
+    cdef double[:, ::1] rows_f
+    cdef int64_t[::1] rows_pos
+    cdef readonly object np_rows_i, np_rows_f
 
     def __init__(self, CardTable table, int max_containers=4):
         self.table = table
@@ -1194,6 +1226,11 @@ cdef class Core:
         self.tied = self.np_tied
         self.fits = np.zeros(n, dtype=np.int64)
         self.ascore = np.zeros(n, dtype=np.int64)
+        self.np_rows_i = np.zeros((RW_NI, n), dtype=np.int64)
+        self.np_rows_f = np.zeros((RW_NF, n), dtype=np.float64)
+        self.rows_i = self.np_rows_i
+        self.rows_f = self.np_rows_f
+        self.rows_pos = np.zeros(n, dtype=np.int64)
         cdef int slots = 1
         while slots < 2 * n:
             slots <<= 1
@@ -1427,8 +1464,7 @@ cdef class Core:
                        bint node_spread, bint sample_only, bint want_ties) noexcept nogil:
         cdef const Cards* c = &self.table.c
         cdef int n = c.n_nodes
-        cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
-        cdef Node nv
+        cdef int step, i, nfeas = 0, examined = 0, split = 0, bits
         self.n_rejected = 0
         self.rej_union = 0
         self.n_window = 0
@@ -1502,8 +1538,14 @@ cdef class Core:
             return
         if self._fast_choose(pod, node_spread, want_ties):
             return
+        self._evaluate_all(pod, node_spread)
+
+    cdef void _evaluate_all(self, const Pod* pod, bint node_spread) noexcept nogil:
         # No node fits (or NaN scores): every window node's full evaluation,
         # for the reason histograms.
+        cdef const Cards* c = &self.table.c
+        cdef int j, i, st
+        cdef Node nv
         self.placed = -1
         for j in range(self.n_window):
             i = <int>self.window[j]
@@ -1523,6 +1565,97 @@ cdef class Core:
             self.status[j] = st
         if self.n_fit:
             self._choose_node(node_spread)
+
+    # -- a vectorised Python node policy (not HAMi) ---------------------
+    def rank_attempt(self, PodSpec pod, int start, int wanted, ranker, double draw=-1.0):
+        """:meth:`attempt` for a GPU pod whose nodes a vectorised Python node
+        policy ranks (:mod:`hamisim.hami.noderows`): kube-scheduler's sampling,
+        HAMi's Filter on every window node that may fit, one row per fitting
+        node in ``np_rows_i`` / ``np_rows_f``, then ``ranker.choose(n_rows,
+        draw)`` (a :class:`~hamisim.hami.noderows.RowRanker`) names the winning
+        row. Returns the winner's window position (``tied`` holds it alone),
+        or -1 when no node fits (the failure buffers are then complete, as
+        after :meth:`attempt`). ``draw < 0``: no random tie-break."""
+        self._fit_pod(pod)
+        return self._rank_attempt(&pod.p, start, wanted, ranker, draw)
+
+    cdef int _rank_attempt(self, const Pod* pod, int start, int wanted, object ranker,
+                           double draw) except -2:
+        cdef int n, r
+        with nogil:
+            self._attempt(pod, start, wanted, True, False, True, False)
+            n = self._rank_rows(pod)
+        if n == 0:
+            return -1
+        r = ranker.choose(n, draw)
+        if not 0 <= r < n:
+            raise IndexError(r)
+        self.best = <int>self.rows_pos[r]
+        self.n_fit = n
+        self.tied[0] = self.best
+        self.n_tied = 1
+        return self.best
+
+    cdef int _rank_rows(self, const Pod* pod) noexcept nogil:
+        # HAMi's Filter on the sampled window (no choice): a row per fitting
+        # node; none fits -> the full evaluation for the failure buffers.
+        cdef const Cards* c = &self.table.c
+        cdef const Scratch* s = &self.s
+        cdef int j, i, p, q, ci, t, r = 0, k, npick, distinct
+        cdef int64_t gm, gmf, gc, gcf, ten, uc, x
+        cdef Node nv
+        for j in range(self.n_window):
+            i = <int>self.window[j]
+            if not _passes(pod, &self.agg[i]):
+                continue            # NodeAgg's necessary conditions fail: cannot fit
+            _node_view(c, i, &nv)
+            self.n_evaluated += 1
+            if nv.k == 0 or _score_node(&nv, pod, &self.s) != ST_FIT:
+                self.placed = -1
+                continue
+            self.placed = i
+            gm = gmf = gc = gcf = ten = uc = 0
+            for p in range(nv.k):
+                gm += nv.devmem[p]
+                gmf += nv.devmem[p] - nv.usedmem[p]
+                gc += nv.devcore[p]
+                gcf += nv.devcore[p] - nv.usedcores[p]
+                ten += nv.used[p]
+                uc += nv.used[p] > 0
+            # distinct NUMA nodes of the picks (a handful: quadratic is fine)
+            distinct = 0
+            for ci in range(pod.n_cont):
+                npick = s.out_n[ci]
+                for t in range(npick):
+                    x = nv.numa[s.out_pos[ci * s.cap_p + t]]
+                    k = 0
+                    for q in range(ci + 1):
+                        for p in range(s.out_n[q] if q < ci else t):
+                            if nv.numa[s.out_pos[q * s.cap_p + p]] == x:
+                                k = 1
+                                break
+                        if k:
+                            break
+                    distinct += k == 0
+            self.rows_pos[r] = j
+            self.rows_i[RW_INDEX, r] = i
+            self.rows_i[RW_CARDS, r] = nv.k
+            self.rows_i[RW_GPUMEM, r] = gm
+            self.rows_i[RW_GPUMEM_FREE, r] = gmf
+            self.rows_i[RW_GPUCORES, r] = gc
+            self.rows_i[RW_GPUCORES_FREE, r] = gcf
+            self.rows_i[RW_TENANTS, r] = ten
+            self.rows_i[RW_USED_CARDS, r] = uc
+            self.rows_i[RW_PICK_NUMAS, r] = distinct
+            self.rows_f[RW_HAMI_SCORE, r] = <double>s.node_score
+            self.rows_f[RW_CPU_FREE, r] = (INFINITY if c.alloc_cpu[i] == -1
+                                          else <double>(c.alloc_cpu[i] - c.req_cpu[i]))
+            self.rows_f[RW_MEMORY_FREE, r] = (INFINITY if c.alloc_mem[i] == -1
+                                             else <double>(c.alloc_mem[i] - c.req_mem[i]))
+            r += 1
+        if r == 0:
+            self._evaluate_all(pod, False)
+        return r
 
     # -- the fast choice ------------------------------------------------
     cdef bint _index_choose(self, const Pod* pod, bint spread) noexcept nogil:

@@ -225,6 +225,9 @@ cdef class ReplayCore:
     cdef double backoff_period, leftover_period
     cdef int wanted
     cdef public int next_start
+    #: not HAMi: the cluster's vectorised Python node policy (a
+    #: hamisim.hami.noderows.RowRanker) for templates whose spec.user_rank is set
+    cdef public object ranker
     # callbacks
     cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
     # -- per pod state (arrival order) -----------------------------------
@@ -950,8 +953,13 @@ cdef class ReplayCore:
             self.next_start = core.next_start
             return -2
         wants_gpu = self.t_wants_gpu[t]
-        core._attempt(&spec.p, self.next_start, self.wanted, wants_gpu, self.t_node_spread[t],
-                      False, self.random_ties)
+        if spec.user_rank and self.ranker is not None:
+            # KernelScheduler._choose: the user's policy picks the winner (tied holds it)
+            core._rank_attempt(&spec.p, self.next_start, self.wanted, self.ranker,
+                               draw if self.random_ties else -1.0)
+        else:
+            core._attempt(&spec.p, self.next_start, self.wanted, wants_gpu,
+                          self.t_node_spread[t], False, self.random_ties)
         self.next_start = core.next_start
         best = core.best
         if best < 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __all__ = ["HAMI_NODE_POLICIES", "RESEARCH_NODE_POLICIES", "is_research_policy",
            "RESERVE_TOKEN", "PLUGIN_PREFIX", "is_plugin_policy", "plugin_parts",
-           "default_backend", "not_hamis"]
+           "not_hamis"]
 
 #: HAMi's node policies (``hami.io/node-scheduler-policy``).
 HAMI_NODE_POLICIES: tuple[str, ...] = ("binpack", "spread")
@@ -52,13 +52,6 @@ def plugin_parts(policy: str) -> tuple[str, str] | None:
     if not sep or not path.endswith(".py") or not name.isidentifier():
         return None
     return path, name
-
-
-def default_backend(node_policy: str | None, card_policy: str | None) -> str:
-    """The backend a run takes when none is asked for: the readable one for a
-    Python policy (the kernel cannot call it), else the compiled kernel."""
-    return "reference" if is_plugin_policy(node_policy) or is_plugin_policy(card_policy) \
-        else "kernel"
 
 
 def not_hamis(node_policy: str | None, card_policy: str | None) -> str | None:

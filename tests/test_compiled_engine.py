@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -209,6 +210,24 @@ def test_preemptions_and_nominations_are_the_same_run():
                                  "victims found for incoming pod.")
 
 
+VECTOR_POLICIES = Path(__file__).parent / "data" / "policies" / "vector_rank.py"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_a_vectorised_node_policy(data):
+    """A vectorised Python node policy (not HAMi) runs in the compiled engine
+    (no fallback), called once per attempt as by the kernel scheduler."""
+    cluster = data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False))
+    policy = f"python:{VECTOR_POLICIES}:{data.draw(st.sampled_from(['ties', 'mixed']))}"
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=policy))
+    trace = data.draw(traces(cluster))
+    config = data.draw(configs())
+    assert unsupported(cluster, config, trace, ()) is None
+    _note(assert_same_run(cluster, trace, config))
+
+
 def test_several_instances_on_one_mig_card_of_a_small_node():
     """One container with four MIG instances on a node of one card: the compiled
     engine counts them per card (its per-pod slots are as wide as a node's cards)."""
@@ -279,6 +298,13 @@ def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
     fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy="fgd"))
     assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())
+    for name, why in (("ties", None), ("score_each", "the Python node policy")):
+        path = VECTOR_POLICIES if name == "ties" else \
+            Path(__file__).parents[1] / "workloads" / "policies" / "numa_pack.py"
+        mine = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+            cluster.scheduler, node_scheduler_policy=f"python:{path}:{name}"))
+        got = unsupported(mine, EngineConfig(), trace, ())
+        assert got == why if why is None else got.startswith(why), name
     with pytest.raises(ValueError, match="does not run the reference backend"):
         simulate(cluster, trace, EngineConfig(backend="reference", engine="compiled"))
     with pytest.raises(ValueError, match="does not run --check"):

@@ -7,10 +7,15 @@ brute force (every node tried alone for each pod), on the worked example
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from strategies import SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.cli import main
@@ -103,11 +108,12 @@ def test_the_cli_runs_it_on_the_reference_backend(tmp_path, capsys):
                                     + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
     (tmp_path / "nan.py").write_text("def score(c):\n    return float('nan')\n")
     args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
-            f"python:{EXAMPLE}:score", "--out", str(tmp_path / "r"), "--no-progress"]
+            f"python:{EXAMPLE}:score_each", "--out", str(tmp_path / "r"), "--no-progress"]
     assert main(args + ["--backend", "kernel"]) == 2
     assert "add --backend reference" in capsys.readouterr().err
     assert main(args) == 0                  # no --backend: the readable one
-    assert f"node=python:{EXAMPLE}:score" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"node=python:{EXAMPLE}:score_each" in out and "readable backend" in out
     args[4] = f"python:{tmp_path / 'nan.py'}:score"
     assert main(args + ["--backend", "reference"]) == 2
     assert "scored node t4-0 NaN" in capsys.readouterr().err
@@ -191,3 +197,124 @@ def test_the_card_example_spreads_over_empty_cards():
     sched = make_scheduler(c, backend="reference")
     cards = [sched.schedule(gpu_pod(f"p{k}", 1, 2000)).devices.split(",")[0] for k in range(5)]
     assert cards == ["G0-0", "G0-1", "G0-2", "G0-3", "G0-0"]
+
+
+# -- vectorised node policies (one call per attempt, both backends) ----------
+POLICIES = Path(__file__).parent / "data" / "policies" / "vector_rank.py"
+
+
+def _decide(sched, pod, tie_draw, **kube):
+    try:
+        return sched.schedule(pod, tie_draw, **kube), None
+    except ValueError as exc:
+        return None, (type(exc), str(exc))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=SLOW)
+@given(cluster=clusters(min_nodes=3, max_nodes=6, max_cards=6),
+       name=st.sampled_from(["record", "record", "mixed"]),
+       data=st.data())
+def test_a_vectorised_policy_decides_alike_on_the_kernel_and_the_reference(cluster, name,
+                                                                           data):
+    """The kernel's rows (filled in C) equal the reference's (built from its
+    objects), column for column, and both backends take the same decisions,
+    ties and random tie-breaks included; ``record``'s per-candidate twin on
+    the reference (one call per node) takes them too."""
+    import dataclasses
+
+    policy = f"python:{POLICIES}:{name}"
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=policy))
+    ref, ker = make_scheduler(cluster, "reference"), make_scheduler(cluster, "kernel")
+    each = make_scheduler(dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=f"python:{POLICIES}:ties_each")),
+        "reference") if name == "record" else None
+    assert ker.backend == "kernel" and ker.ranker is not None
+    seen = load_node_policy(f"python:{POLICIES}:record").__globals__["SEEN"]
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    names: list[str] = []
+    for step in range(data.draw(st.integers(1, 20), label="steps")):
+        if names and data.draw(st.integers(0, 4)) == 0:
+            gone = data.draw(st.sampled_from(names))
+            for sched in (ref, ker, each):
+                if sched is not None:
+                    sched.delete(gone)
+            continue
+        if data.draw(st.integers(0, 2)):
+            # a plain GPU pod, most of which fit somewhere: rows to rank
+            pod = gpu_pod(f"pod-{step}", data.draw(st.integers(1, 2)),
+                          data.draw(st.sampled_from([500, 1000, 4000, 8000])),
+                          **data.draw(st.sampled_from([{}, {}, {"nvidia.com/numa-bind": "true"},
+                                                       {"hami.io/node-scheduler-policy":
+                                                        "spread"}])))
+        else:
+            pod = data.draw(pods(f"pod-{step}", card_ids, what_ifs=True), label="pod")
+        tie_draw = data.draw(st.none() | st.floats(0, 1, exclude_max=True), label="tie")
+        kube = {}
+        if data.draw(st.integers(0, 4)) == 0:
+            kube["nominated"] = {data.draw(st.integers(0, len(cluster.nodes) - 1)): (
+                data.draw(st.sampled_from([0, 500, 4000])), data.draw(st.sampled_from([0, 1024])))}
+        seen.clear()
+        want = _decide(ref, pod, tie_draw, **kube)
+        want_seen, seen[:] = list(seen), []
+        got = _decide(ker, pod, tie_draw, **kube)
+        assert got == want, (step, pod)
+        if each is not None:
+            assert _decide(each, pod, tie_draw, **kube) == want, (step, pod)
+        assert len(seen) == len(want_seen), step
+        for a, b in zip(seen, want_seen):
+            for col in a:
+                np.testing.assert_array_equal(a[col], b[col], err_msg=f"{step} {col}")
+        if want[0] is not None and want[0].bound:
+            names.append(pod.name)
+            event("ranked" if want_seen else "bound without the policy")
+            if want_seen and len(want_seen[0]["index"]) > 1:
+                event("several fitting nodes")
+                if tie_draw is not None and cluster.scheduler.node_tie_break == "random":
+                    event("several fitting nodes, random tie-break")
+        assert ker.usage_by_card() == ref.usage_by_card(), step
+        assert ker.next_start == ref.next_start, step
+
+
+def test_the_worked_example_ranks_alike_vectorised_and_per_candidate():
+    # score (vectorised) on the kernel and on the reference, score_each (one call
+    # per node) on the reference: the same node for every pod of a mixed sequence
+    runs = [make_scheduler(cluster(f"python:{EXAMPLE}:{fn}", nodes=6), backend)
+            for fn, backend in (("score", "kernel"), ("score", "reference"),
+                                ("score_each", "reference"))]
+    assert runs[0].backend == "kernel"
+    chosen = []
+    for k, (gpus, mem) in enumerate([(2, 9000), (1, 3000), (2, 4000), (1, 9500), (3, 2000),
+                                     (2, 6000), (1, 1000), (4, 3000)] * 2):
+        pod = gpu_pod(f"p{k}", gpus, mem)
+        nodes = {s.schedule(pod).node for s in runs}
+        assert len(nodes) == 1, (k, nodes)
+        chosen.append(nodes.pop())
+    assert len(set(chosen)) > 1
+
+
+def test_a_vectorised_policy_runs_on_the_kernel_by_default(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        nodes:
+          - {name_prefix: t4, replicas: 3, gpus: 2, card: {devmem: 15360, type: NVIDIA-T4}}
+        """))
+    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu,gpumem\n"
+                                    + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
+    (tmp_path / "first.py").write_text(
+        "import numpy as np\nfrom hamisim.research.plugins import vectorised\n\n"
+        "@vectorised\ndef score(nodes):\n    return -nodes.index\n\n"
+        "@vectorised\ndef nan(nodes):\n    return np.full(len(nodes), np.nan)\n\n"
+        "@vectorised\ndef short(nodes):\n    return [1.0]\n")
+    args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
+            f"python:{tmp_path / 'first.py'}:score", "--out", str(tmp_path / "r"),
+            "--no-progress"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "readable backend" not in out and f"node=python:{tmp_path / 'first.py'}:score" in out
+    import pandas as pd
+    assert set(pd.read_parquet(tmp_path / "r" / "pods.parquet").node) == {"t4-0"}  # lowest index
+    for fn, problem in (("nan", "scored node t4-0 NaN"), ("short", r"returned \(1,\) scores")):
+        args[4] = f"python:{tmp_path / 'first.py'}:{fn}"
+        for backend in ("kernel", "reference"):
+            assert main(args + ["--backend", backend]) == 2
+            assert re.search(problem, capsys.readouterr().err), (fn, backend)

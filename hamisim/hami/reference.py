@@ -12,7 +12,6 @@ operation is done in that type, left to right as in Go.
 """
 from __future__ import annotations
 
-import copy
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from hamisim.hami.decision import (
 )
 from hamisim.hami.gosort import go_sort
 from hamisim.hami.mig import MIG_MODE, select_candidate
+from hamisim.hami.noderows import choose_row, is_vectorised, reference_rows
 from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate, usage_totals
 from hamisim.hami.policy import (
     KEY_BINPACK,
@@ -102,6 +102,16 @@ class CardUsage:
     #: what-if (not HAMi): pods holding the card under ``mutex-reserve``
     #: (:data:`hamisim.registry.RESERVE_TOKEN`); such a card takes no other tenant
     reserved: int = 0
+
+    def copy(self) -> "CardUsage":
+        """A working copy for one Fit pass: what Fit and the usage updates
+        change (the counters, ``score``, the MIG placements in use) is the
+        copy's own; the rest is immutable and shared. Much cheaper than
+        ``copy.deepcopy``, which dominated the reference backend's attempts."""
+        new = object.__new__(CardUsage)
+        new.__dict__.update(self.__dict__)
+        new.mig_in_use = list(self.mig_in_use)
+        return new
 
 
 # ---------------------------------------------------------------------------
@@ -591,12 +601,13 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
             allocation.append([])
             continue
         ok, picks, reason = fit_in_devices(
-            copy.deepcopy(cards), [req], annotations, policy, weights, pair_scores, trace=trace,
-            quota=quota_check(quota, allocation, n_init, aligned), card_order=card_order)
+            [c.copy() for c in cards], [req], annotations, policy, weights, pair_scores,
+            trace=trace, quota=quota_check(quota, allocation, n_init, aligned),
+            card_order=card_order)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
-    app = copy.deepcopy(cards)
+    app = [c.copy() for c in cards]
     score = node_base_score(app)
     if trace is not None:
         trace.node_score(score)
@@ -706,7 +717,8 @@ class ReferenceScheduler:
 
     Usage is rebuilt from the pod cache at every attempt, as HAMi does.
     ``node_score`` (not HAMi): a user's node policy, ``f(NodeCandidate) ->
-    float``, the highest wins (ties: the last in cluster order, or a draw
+    float``, or a vectorised one (:func:`hamisim.hami.noderows.vectorised`,
+    ``f(NodeRows) -> scores``, called once per attempt), the highest wins (ties: the last in cluster order, or a draw
     under the ``random`` tie-break); it ranks the nodes of the pods whose node
     policy is the cluster's (a pod's own annotation keeps HAMi's ranking).
     ``card_order`` likewise orders the cards Fit tries (:func:`fit_in_devices`)
@@ -904,7 +916,14 @@ class ReferenceScheduler:
         if not fits:
             return _failed(len(nodes), node_reasons, pod.name, rejected, window)
         if self.node_score is not None and node_policy == cfg.node_scheduler_policy:
-            best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
+            if is_vectorised(self.node_score):
+                rows = reference_rows(fits, usage, nodes, requested)
+                draw = tie_draw if cfg.node_tie_break == "random" else None
+                best = fits[choose_row(self.node_score(rows), len(fits), draw,
+                                       cfg.node_scheduler_policy,
+                                       lambda r: nodes[fits[r][0]].name)]
+            else:
+                best = self._user_choice(fits, usage, pod, cfg.node_tie_break, tie_draw)
         else:
             best = _choose_node(fits, node_policy, cfg.node_tie_break, tie_draw, trace)
         i, res = best

@@ -23,7 +23,28 @@ policy of one's own, at one of two levels:
   are such subclasses and run through the same interface
   (:mod:`hamisim.research.policies`); subclass one to change one rule.
 
-Both run on the readable backend (``--backend reference``, which ``run``,
+**Vectorised node policies** (HAMi's model) run at the kernel's speed: mark the
+function with :func:`vectorised` and it is called once per attempt with a
+:class:`~hamisim.hami.noderows.NodeRows`, one row per node HAMi's Filter
+passed (cluster order), read-only numpy columns ``index``, ``hami_score``,
+``cards``, ``gpumem``/``gpumem_free``, ``gpucores``/``gpucores_free``,
+``tenants``, ``used_cards``, ``cpu_free``/``memory_free`` (``inf`` where the
+node declares none) and ``pick_numas`` (NUMA nodes HAMi's picks span); it
+returns one score per row (highest wins, ties as above; NaN is an error)::
+
+    from hamisim.research.plugins import vectorised
+
+    @vectorised
+    def score(nodes):
+        return 1000.0 * (nodes.pick_numas <= 1) - nodes.tenants
+
+The kernel filters and fits in C, fills the columns and calls the function
+once; the reference backend builds the same rows, so both decide alike. Such a
+policy runs on the default (kernel) backend and in the compiled replay engine
+(``benchmarks/python_policy.py`` measures it against a run without a policy).
+
+The per-candidate function, the card policy and the ModelPolicy run on the
+readable backend (``--backend reference``, which ``run``,
 ``compare`` and sweeps take for them when no backend is asked for): on the
 1,213-node openb cluster about 2 ms per attempt for GpuPacking's or BestFit's
 rules in Python, 60 ms for FGD's (the compiled kernel: microseconds). The
@@ -49,12 +70,15 @@ import os
 from typing import Callable
 
 from hamisim.errors import HamisimError, InputError
+from hamisim.hami.noderows import NodeRows, is_vectorised, vectorised
 from hamisim.hami.reference import NodeCandidate
 from hamisim.registry import PLUGIN_PREFIX, is_plugin_policy, is_research_policy, plugin_parts
 from hamisim.research.policies import ModelPolicy
 
-__all__ = ["NodeCandidate", "ModelPolicy", "load_node_policy", "load_card_policy",
-           "load_model_policy", "on_research_model", "check_policy", "plugin_file"]
+__all__ = ["NodeCandidate", "NodeRows", "ModelPolicy", "vectorised", "load_node_policy",
+           "load_card_policy", "load_model_policy", "load_vectorised", "runs_compiled",
+           "default_backend",
+           "on_research_model", "check_policy", "plugin_file"]
 
 _LOADED: dict[str, Callable[[NodeCandidate], float] | ModelPolicy] = {}
 
@@ -107,6 +131,41 @@ def load_node_policy(policy: str) -> Callable[[NodeCandidate], float] | ModelPol
         raise HamisimError(f"node policy {policy!r}: {path} defines no function {name!r}")
     _LOADED[policy] = fn
     return fn
+
+
+def load_vectorised(policy: str) -> Callable[[NodeRows], object]:
+    """The vectorised node policy ``python:PATH.py:NAME`` names (a function
+    marked with :func:`vectorised`); raises :class:`HamisimError` for any other
+    policy, which runs on the readable backend only."""
+    fn = load_node_policy(policy)
+    if not is_vectorised(fn):
+        raise HamisimError(f"the Python node policy {policy} runs on the readable backend "
+                           "(add --backend reference), or mark it @vectorised "
+                           "(hamisim.research.plugins) to run it on the compiled kernel")
+    return fn
+
+
+def runs_compiled(node_policy: str | None, card_policy: str | None) -> bool:
+    """Whether the compiled kernel can place with these policies: no Python
+    card policy, and a Python node policy only if it is vectorised. A policy
+    that does not load counts as compiled-capable here (loading it later
+    reports the error)."""
+    if is_plugin_policy(card_policy):
+        return False
+    if not is_plugin_policy(node_policy):
+        return True
+    try:
+        return is_vectorised(load_node_policy(node_policy))
+    except HamisimError:
+        return True
+
+
+def default_backend(node_policy: str | None, card_policy: str | None) -> str:
+    """The backend a run takes when none is asked for: the readable one for a
+    Python policy the kernel cannot call (a card policy, a per-candidate or
+    ModelPolicy node policy), else the compiled kernel (a vectorised node
+    policy included)."""
+    return "kernel" if runs_compiled(node_policy, card_policy) else "reference"
 
 
 def _split(policy: str) -> tuple[str, str]:

@@ -45,6 +45,11 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
     is a :class:`hamisim.research.scheduler.ResearchScheduler`: ``shapes`` are then the
     typical pod shapes FGD scores with, ``seed`` seeds its tie-breaks and
     Random's draws. Both are ignored for HAMi's own policies.
+
+    A ``python:PATH.py:NAME`` function ranking HAMi's nodes runs on the
+    reference backend, or on the kernel when it is vectorised
+    (:func:`hamisim.hami.noderows.vectorised`); a Python card policy on the
+    reference only. The kernel refuses the others with a reason.
     """
     from hamisim.registry import is_plugin_policy, is_research_policy
     node_policy, card_policy = (cluster.scheduler.node_scheduler_policy,
@@ -70,6 +75,11 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
             _kernel_module()
         policy = node_policy if research_model is None else research_model
         return ResearchScheduler(cluster, policy, shapes=shapes, seed=seed, backend=backend)
+    if backend == "kernel" and is_plugin_policy(node_policy) and \
+            not is_plugin_policy(card_policy):
+        from hamisim.research.plugins import load_vectorised
+        load_vectorised(node_policy)    # a per-candidate policy: say it needs the reference
+        return _kernel_scheduler(cluster)
     if is_plugin_policy(node_policy) or is_plugin_policy(card_policy):
         if backend != "reference":
             theirs = node_policy if is_plugin_policy(node_policy) else card_policy
@@ -85,12 +95,17 @@ def make_scheduler(cluster: Cluster, backend: str = "kernel", shapes: Sequence["
         from hamisim.hami.reference import ReferenceScheduler
         return ReferenceScheduler(cluster)
     if backend == "kernel":
-        try:
-            from hamisim.sim.kernel import KernelScheduler
-        except ImportError as exc:  # pragma: no cover - depends on the build
-            raise _missing_kernel(exc) from exc
-        return KernelScheduler(cluster)
+        return _kernel_scheduler(cluster)
     raise HamisimError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
+
+
+def _kernel_scheduler(cluster: Cluster) -> Backend:
+    """The compiled backend for ``cluster``, or the error that says how to get it."""
+    try:
+        from hamisim.sim.kernel import KernelScheduler
+    except ImportError as exc:  # pragma: no cover - depends on the build
+        raise _missing_kernel(exc) from exc
+    return KernelScheduler(cluster)
 
 
 def _missing_kernel(exc: ImportError) -> HamisimError:

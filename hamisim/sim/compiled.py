@@ -78,8 +78,10 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
-    if is_plugin_policy(cluster.scheduler.node_scheduler_policy):
-        return f"the Python node policy {cluster.scheduler.node_scheduler_policy}"
+    if is_plugin_policy(cluster.scheduler.node_scheduler_policy) and not _runs_compiled(
+            cluster.scheduler.node_scheduler_policy, None):
+        return f"the Python node policy {cluster.scheduler.node_scheduler_policy} " \
+               "(a vectorised one runs compiled)"
     if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
     if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
@@ -96,6 +98,11 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
                                        for t in workload.templates):
         return "pods whose init containers finish (init_duration)"
     return None
+
+
+def _runs_compiled(node_policy: str, card_policy: str | None) -> bool:
+    from hamisim.research.plugins import runs_compiled
+    return runs_compiled(node_policy, card_policy)
 
 
 def _may_preempt(trace: Trace) -> bool:
@@ -372,6 +379,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 preempt_message=_preempt_message(sched, templates["t_wants_gpu"]),
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}")
+            core.ranker = sched.ranker      # a vectorised Python node policy, or None
             core_ref.append(core)
             env = simpy.Environment()
             env.process(_replay_process(env, core))

@@ -49,6 +49,7 @@ from hamisim.hami.policy import (
     filter_error,
     pod_weights,
 )
+from hamisim.hami.noderows import FLOAT_COLUMNS, INT_COLUMNS, RowRanker
 from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate
 from hamisim.hami.reference import aligned_usage, collapsed_usage
 from hamisim.kube.filters import hides_taints
@@ -77,6 +78,7 @@ assert all(_core.CODES[k] == getattr(_policy, k) for k in (
 assert _core.CODES["NO_PERCENTAGE"] == NO_PERCENTAGE
 assert _core.CODES["Q_WIDTH"] == len(REQ_FIELDS)
 assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_NVIDIA"]) == (REQ_REGISTERED, REQ_NVIDIA)
+assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
 
 ST = _core.ST_NAMES
 _ST_FIT, _ST_FAILED = ST["FIT"], ST["FIT_FAILED"]
@@ -172,6 +174,12 @@ class KernelScheduler:
     """HAMi's scheduler on a cluster, one attempt at a time, compiled.
 
     Decision for decision identical to :class:`~hamisim.hami.reference.ReferenceScheduler`.
+
+    A cluster whose node policy is a vectorised Python policy
+    (``python:PATH.py:NAME`` marked with :func:`hamisim.hami.noderows.vectorised`)
+    is ranked by it: the kernel filters and fits, the policy scores the fitting
+    nodes' rows once per attempt (``ranker``). Any other Python policy raises
+    :class:`HamisimError` (it runs on the reference backend).
     """
 
     backend = "kernel"
@@ -201,6 +209,13 @@ class KernelScheduler:
         self._index = self.state.index.tolist()
         self._picks: dict[tuple[int, int, int], Pick] = {}
         self.filters = FilterTable(cluster.nodes, hides_taints(self.config.kube_scheduler_version))
+        #: the vectorised Python node policy bound to the kernel's row buffers, or None
+        self.ranker: RowRanker | None = None
+        policy = self.config.node_scheduler_policy
+        if is_plugin_policy(policy):
+            from hamisim.research.plugins import load_vectorised
+            self.ranker = RowRanker(load_vectorised(policy), policy, self._core.np_rows_i,
+                                    self._core.np_rows_f, self.state.node_names)
 
     # -- state ---------------------------------------------------------
     def delete(self, name: str) -> None:
@@ -311,6 +326,9 @@ class KernelScheduler:
             node_spread = node_policy_spread(pod_node_policy(cfg.node_scheduler_policy,
                                                              pod.annotations))
         spec = pod_spec(encode_pod(self.state, pod, requests, n_init, policy, weights), gate)
+        # a pod naming a node policy of its own keeps HAMi's ranking (as the reference)
+        spec.user_rank = wants_gpu and self.ranker is not None and pod_node_policy(
+            cfg.node_scheduler_policy, pod.annotations) == cfg.node_scheduler_policy
         return _Shape(spec, len(requests), n_init, wants_gpu, node_spread, None, gate,
                       policy is not None and policy.reserve)
 
@@ -458,8 +476,12 @@ class KernelScheduler:
             self.next_start = core.next_start
             raise ValueError(filter_error(shape.filter_error, pod.name))
         random_ties = self._random_ties and tie_draw is not None
-        best = core.attempt(shape.spec, self.next_start, self._wanted, shape.wants_gpu,
-                            shape.node_spread, False, random_ties)
+        if shape.spec.user_rank:
+            best = core.rank_attempt(shape.spec, self.next_start, self._wanted, self.ranker,
+                                     tie_draw if random_ties else -1.0)
+        else:
+            best = core.attempt(shape.spec, self.next_start, self._wanted, shape.wants_gpu,
+                                shape.node_spread, False, random_ties)
         self.next_start = core.next_start
         if best < 0:
             return -1

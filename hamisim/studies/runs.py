@@ -34,8 +34,8 @@ from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
 from hamisim.io.traces import read_trace, warn_suspect_units
 from hamisim.hami.policy import policy_contains
-from hamisim.registry import RESERVE_TOKEN, default_backend, is_plugin_policy
-from hamisim.research.plugins import on_research_model
+from hamisim.registry import RESERVE_TOKEN, is_plugin_policy
+from hamisim.research.plugins import default_backend, on_research_model
 from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink

@@ -22,7 +22,7 @@ from hamisim.io.scenariofile import (
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.hami.reference import aligned_usage
 from hamisim.pods import AdmissionDenied, Pod
-from hamisim.registry import default_backend
+from hamisim.research.plugins import default_backend
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
 

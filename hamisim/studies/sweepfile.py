@@ -57,8 +57,8 @@ from hamisim.hami.policy import warn_policy
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import MAX_REPLICAS
 from hamisim.io.documents import Doc, Value, load_mapping
-from hamisim.registry import default_backend, is_plugin_policy
-from hamisim.research.plugins import check_policy, on_research_model, plugin_file
+from hamisim.registry import is_plugin_policy
+from hamisim.research.plugins import check_policy, default_backend, on_research_model, plugin_file
 
 __all__ = [
     "InputFile", "Cell", "make_cell", "ClusterAxis", "Sweep", "load_sweep",

@@ -4,18 +4,36 @@ Rank the nodes HAMi's Filter passed: first those where every card HAMi picked
 for the pod sits on one NUMA node, then the fuller node (HAMi's binpack idea,
 by the share of GPU memory already allocated). Use it as
 
-    hamisim run CLUSTER TRACE --backend reference \
+    hamisim run CLUSTER TRACE \
         --node-policy python:workloads/policies/numa_pack.py:score
 
-The function gets a hamisim.hami.reference.NodeCandidate: ``node`` (the
-cluster's Node), ``cards`` (each card's usage before the pod: ``numa``,
-``used``, ``usedmem``, ``devmem``, ...), ``picks`` (per container, the cards
-HAMi's Fit chose), ``hami_score`` (HAMi's own node score) and ``pod``. The
-highest score wins; ties go to the last node in cluster order.
+``score`` is vectorised: called once per attempt with a NodeRows
+(hamisim.research.plugins), one row per fitting node and numpy columns such as
+``pick_numas`` (NUMA nodes HAMi's picks span), ``gpumem`` and ``gpumem_free``
+(MiB), ``hami_score``, ``tenants``, ``cpu_free``, ``index``; it returns one
+score per row. It runs on the compiled kernel (the default backend) and on the
+reference backend alike. The highest score wins; ties go to the last node in
+cluster order.
+
+``score_each`` is the same policy per candidate (reference backend only,
+``--backend reference``): it gets a hamisim.hami.reference.NodeCandidate,
+``node``, ``cards`` (each card's usage before the pod), ``picks`` (per
+container, the cards HAMi's Fit chose), ``hami_score`` and ``pod``, and can
+read anything about them; it ranks exactly as ``score`` does.
 """
+import numpy as np
+
+from hamisim.research.plugins import vectorised
 
 
-def score(candidate) -> float:
+@vectorised
+def score(nodes):
+    used = nodes.gpumem - nodes.gpumem_free
+    total = np.maximum(nodes.gpumem, 1)
+    return 1000.0 * (nodes.pick_numas <= 1) + 100.0 * used / total
+
+
+def score_each(candidate) -> float:
     picked = {p.uuid for picks in candidate.picks for p in picks}
     numa = {card.numa for card in candidate.cards if card.id in picked}
     one_numa = len(numa) <= 1
