@@ -370,6 +370,13 @@ class ReplayCore:
         on_events: Callable[[int], None],             # a batch of n events is ready
         on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
         aligned: U8 | None = ...,                     # per node: HAMi lists GPU-less containers
+        # ResourceQuota (hamisim.sim.compiled._quotas); None: no namespace has a limit
+        t_qns: Any = ...,                             # int32 per template: namespace code, -1
+        t_qmem: I64 | None = ...,                     # webhook request MiB (-1: not checked)
+        t_qcores: I64 | None = ...,                   # webhook request cores
+        q_lim_mem: I64 | None = ...,                  # per namespace code, -1 = not set
+        q_lim_cores: I64 | None = ...,
+        quota_denied: str | None = ...,               # the webhook's refusal text
     ) -> None: ...
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left

@@ -214,6 +214,14 @@ cdef class ReplayCore:
     cdef const int32_t[::1] t_n_init
     cdef const int64_t[::1] t_cpu, t_mem
     cdef const double[::1] t_gpu
+    # ResourceQuota (hamisim.hami.quota): per template its namespace's code (-1:
+    # no limit there) and the webhook's request (-1 MiB: nothing to check); per
+    # namespace code the limits (-1 = not set) and the usage of its bound pods
+    cdef bint quotas
+    cdef const int32_t[::1] t_qns
+    cdef const int64_t[::1] t_qmem, t_qcores, q_lim_mem, q_lim_cores
+    cdef int64_t[::1] q_used_mem, q_used_cores
+    cdef object quota_denied
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
@@ -384,7 +392,9 @@ cdef class ReplayCore:
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
                  mp_name=(), pl_place=(), mig_annotation=None, bint preemption=False,
-                 t_never=None, draw_offset=None, preempt_message=None, victim_message=None):
+                 t_never=None, draw_offset=None, preempt_message=None, victim_message=None,
+                 t_qns=None, t_qmem=None, t_qcores=None, q_lim_mem=None, q_lim_cores=None,
+                 quota_denied=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -396,6 +406,8 @@ cdef class ReplayCore:
         self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
         self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
         self.node_start, self.pad_empty = node_start, pad_empty
+        self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
+                          quota_denied)
         self.aligned = pad_empty if aligned is None else aligned
         encoded = [c.encode("utf-8") for c in card_ids]
         off = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -538,6 +550,66 @@ cdef class ReplayCore:
             self._schedule(max(self.arrival[0], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
         else:
             self.feeder_done = True
+
+    # -- ResourceQuota (KernelScheduler's namespace usage, engine._arrive) --------
+    cdef int _init_quotas(self, Py_ssize_t n_templates, t_qns, t_qmem, t_qcores, q_lim_mem,
+                          q_lim_cores, quota_denied) except -1:
+        # no quota columns: no namespace has a limit
+        self.quotas = t_qns is not None and len(q_lim_mem) > 0
+        if not self.quotas:
+            t_qns = np.full(n_templates, -1, dtype=np.int32)
+            t_qmem = np.full(n_templates, -1, dtype=np.int64)
+            t_qcores = q_lim_mem = q_lim_cores = np.zeros(max(n_templates, 1), dtype=np.int64)
+        if len(t_qns) != n_templates or len(t_qmem) != n_templates \
+                or len(t_qcores) != n_templates or len(q_lim_cores) != len(q_lim_mem):
+            raise ValueError("quota columns: expected one entry per template / namespace")
+        self.t_qns, self.t_qmem, self.t_qcores = t_qns, t_qmem, t_qcores
+        self.q_lim_mem, self.q_lim_cores = q_lim_mem, q_lim_cores
+        self.q_used_mem = np.zeros(len(q_lim_mem), dtype=np.int64)
+        self.q_used_cores = np.zeros(len(q_lim_mem), dtype=np.int64)
+        self.quota_denied = quota_denied
+        return 0
+
+    cdef inline void _quota_apply(self, int k, int sign) noexcept:
+        # KernelScheduler._add (sign 1) / delete (-1): pod k's collapsed usage (its
+        # slot) counts for its namespace. Whatever rewrites a bound pod's slot (the
+        # init-container collapse) calls this with -1 before and +1 after.
+        cdef int ns = self.t_qns[self.tmpl[k]], sl = self.slot[k], i
+        cdef Py_ssize_t base
+        cdef int64_t mem = 0, cores = 0
+        if ns < 0 or sl < 0:
+            return
+        base = <Py_ssize_t>sl * self.slot_width
+        for i in range(self.slot_n[sl]):
+            mem += self.slot_mem[base + i]
+            cores += self.slot_cores[base + i]
+        self.q_used_mem[ns] += sign * mem
+        self.q_used_cores[ns] += sign * cores
+
+    cdef inline bint _quota_denies(self, int k) noexcept:
+        # HAMi's webhook at creation (hamisim.hami.quota.quota_denial): the pod's
+        # whole request against its namespace's usage now (used + request > limit,
+        # written so that a limit near int64's end cannot overflow)
+        cdef int t = self.tmpl[k], ns = self.t_qns[t]
+        cdef int64_t mem = self.t_qmem[t], lim
+        if ns < 0 or mem < 0:
+            return False
+        lim = self.q_lim_mem[ns]
+        if lim >= 0 and mem > lim - self.q_used_mem[ns]:
+            return True
+        lim = self.q_lim_cores[ns]
+        return lim >= 0 and self.t_qcores[t] > lim - self.q_used_cores[ns]
+
+    cdef inline void _quota_gate(self, int t, PodSpec spec) noexcept:
+        # KernelScheduler._schedule: HAMi's Fit checks the namespace's usage now
+        cdef int ns = self.t_qns[t]
+        if ns < 0:
+            return                  # spec.p.quota stays False (PodSpec's default)
+        spec.p.quota = True
+        spec.p.q_used_mem = self.q_used_mem[ns]
+        spec.p.q_used_cores = self.q_used_cores[ns]
+        spec.p.q_lim_mem = self.q_lim_mem[ns]
+        spec.p.q_lim_cores = self.q_lim_cores[ns]
 
     # -- buffers -------------------------------------------------------------
     cdef int _grow_slots(self) except -1:
@@ -864,6 +936,11 @@ cdef class ReplayCore:
         self.stale += 1
         self.gpu_arrived += self.t_gpu[self.tmpl[k]]
         self._event(E_ARRIVE, k, -1, None, None)
+        if self.quotas and self._quota_denies(k):
+            # HAMi's webhook refused to create it (its namespace's quota was
+            # used up when it was created): it is never scheduled
+            self._abandon(k, self.quota_denied, E_REJECTED)
+            return 0
         if deletion == deletion:
             self.live += 1
             self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETE, k, 0)
@@ -947,6 +1024,8 @@ cdef class ReplayCore:
         if kind == TK_ADMISSION:
             return -2
         core._fit_pod(spec)
+        if self.quotas:
+            self._quota_gate(t, spec)
         if kind == TK_FILTER_ERROR:
             # HAMi's Filter errors out after kube-scheduler sampled the nodes
             core._attempt(&spec.p, self.next_start, self.wanted, False, False, True, True)
@@ -1000,6 +1079,8 @@ cdef class ReplayCore:
                     raise AssertionError("kernel: chosen node no longer fits")
             self._take_picks(k, node, spec.n_cont, self.t_n_init[t])
         self._kernel_apply(k, node, 1)
+        if self.quotas:
+            self._quota_apply(k, 1)
         return 0
 
     cdef int _take_picks(self, int k, int node, int n_cont, int n_init) except -1:
@@ -1202,6 +1283,8 @@ cdef class ReplayCore:
             node = self.node[k]
             self._kernel_apply(k, node, -1)
             self._kube_gone(k)
+            if self.quotas:
+                self._quota_apply(k, -1)
             self._meter_apply(k, node, -1)
             self._set_status(k, S_GONE)
             self.gen[k] += 1
@@ -1463,6 +1546,8 @@ cdef class ReplayCore:
             return False
         if self.t_wants_gpu[t]:
             core._fit_pod(spec)
+            if self.quotas:
+                self._quota_gate(t, spec)       # as KernelScheduler._schedule before _only
             if core._place_c(spec, node) != ST_FIT:
                 return False
         self._hold(k, node)

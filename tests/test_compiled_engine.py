@@ -20,9 +20,10 @@ import pandas as pd
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from strategies import SLOW, clusters, pods
+from strategies import NAMESPACES, SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim.cluster import Quota
 from hamisim.mig import MigPlacement, MigProfile
 from hamisim.shapes import typical_shapes
 from hamisim.sim.compiled import simulate_compiled, unsupported
@@ -226,6 +227,35 @@ def test_compiled_engine_equals_python_engine_with_a_vectorised_node_policy(data
     config = data.draw(configs())
     assert unsupported(cluster, config, trace, ()) is None
     _note(assert_same_run(cluster, trace, config))
+
+
+@st.composite
+def _quotas(draw) -> dict[str, Quota]:
+    """ResourceQuotas on one to three namespaces, from limits no pod reaches to
+    ones a single pod exceeds (0 blocks every request)."""
+    out = {}
+    for ns in draw(st.lists(st.sampled_from(NAMESPACES), min_size=1, max_size=3, unique=True)):
+        out[ns] = Quota(memory=draw(st.sampled_from([None, 0, 3000, 12000, 40000, 10**9])),
+                        cores=draw(st.sampled_from([None, None, 0, 60, 150, 400])))
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_quotas(data):
+    """ResourceQuota: the webhook's refusals at creation and Fit's
+    ResourceQuotaNotFit against the namespace's usage, which grows on binds and
+    shrinks on departures."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    cluster = dataclasses.replace(cluster, quotas=data.draw(_quotas()))
+    trace = data.draw(traces(cluster))
+    run = assert_same_run(cluster, trace, data.draw(configs()))
+    _note(run)
+    ev = run.events
+    if (ev.event == "rejected").any():
+        event("refused at creation for its quota")
+    if ev.message.str.contains("ResourceQuotaNotFit", regex=False).any():
+        event("a card refused for the quota")
 
 
 def test_several_instances_on_one_mig_card_of_a_small_node():

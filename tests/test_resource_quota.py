@@ -183,15 +183,17 @@ def test_adopted_pods_count_for_their_namespace():
 # ---------------------------------------------------------------------------
 # the engine: refused at creation, with the usage at that time
 
-@pytest.mark.parametrize("backend", ["kernel", "reference"])
-def test_a_replay_refuses_pods_while_their_namespace_is_full(backend):
+@pytest.mark.parametrize("backend,engine", [("kernel", "python"), ("reference", "python"),
+                                            ("kernel", "compiled")])
+def test_a_replay_refuses_pods_while_their_namespace_is_full(backend, engine):
     cluster = _cluster({"team": Quota(memory=10000)})
     pods = [TracePod(_pod("a", "team", gpu(6000)), 0.0, 100.0),
             TracePod(_pod("b", "team", gpu(6000)), 10.0, 100.0),      # refused: 12000
             TracePod(_pod("c", "team", gpu(4000)), 20.0, 100.0),      # 10000: admitted
             TracePod(_pod("d", "other", gpu(6000)), 30.0, 100.0),
             TracePod(_pod("e", "team", gpu(6000)), 150.0, 10.0)]      # a and c have left
-    res = simulate(cluster, Trace.from_pods("t", pods), EngineConfig(backend=backend))
+    res = simulate(cluster, Trace.from_pods("t", pods), EngineConfig(backend=backend,
+                                                                      engine=engine))
     ev = res.events
     assert ev[ev.pod == "b"].event.tolist() == ["arrive", "rejected"]
     assert ev[ev.pod == "b"].message.iloc[1] == QUOTA_DENIED
@@ -199,12 +201,27 @@ def test_a_replay_refuses_pods_while_their_namespace_is_full(backend):
     assert res.summary["rejected"] == 1
 
 
-def test_the_compiled_engine_leaves_quotas_to_the_python_engine():
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_fit_sees_the_namespace_usage_after_a_departure(engine):
+    # admitted together while the namespace is empty; Fit then refuses the one
+    # that would exceed the quota until the first one has left
+    cluster = _cluster({"team": Quota(cores=100)})
+    pods = [TracePod(_pod("a", "team", gpu(cores=60)), 0.0, 50.0),
+            TracePod(_pod("b", "team", gpu(cores=60)), 0.0, 50.0)]
+    res = simulate(cluster, Trace.from_pods("t", pods), EngineConfig(engine=engine))
+    ev = res.events
+    assert ev[ev.pod == "a"].event.tolist() == ["arrive", "bind", "depart"]
+    b = ev[ev.pod == "b"]
+    assert b.event.tolist()[:2] == ["arrive", "unschedulable"]
+    assert "ResourceQuotaNotFit" in b.message.iloc[1]
+    assert b[b.event == "bind"].time.iloc[0] >= 50.0
+
+
+def test_the_compiled_engine_runs_quotas():
     from hamisim.sim.compiled import unsupported
     cluster = _cluster({"team": Quota(memory=10000)})
     trace = Trace.from_pods("t", [TracePod(_pod("a", "team", gpu(6000)), 0.0, 1.0)])
-    assert "ResourceQuota" in unsupported(cluster, EngineConfig(), trace, [])
-    assert unsupported(_cluster({}), EngineConfig(), trace, []) is None
+    assert unsupported(cluster, EngineConfig(), trace, []) is None
 
 
 # ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from hamisim.cluster import Quota, SchedulerConfig
 from hamisim.pods import WEBHOOK, Pod, Request, admit, pod_requests
 
 __all__ = ["QUOTA_DENIED", "QuotaGate", "quota_gate", "usage_totals", "pod_quota_request",
-           "quota_denial"]
+           "webhook_request", "quota_denial"]
 
 #: kube-apiserver's answer when HAMi's webhook refuses a pod for its quota
 QUOTA_DENIED = f'admission webhook "{WEBHOOK}" denied the request: exceeding resource quota'
@@ -87,6 +87,22 @@ def pod_quota_request(requests: Sequence[Request | None], n_init: int) -> tuple[
     return max(app_mem, init_mem), max(app_cores, init_cores)
 
 
+def webhook_request(pod: Pod, config: SchedulerConfig) -> tuple[int, int] | None:
+    """``(MiB, cores)`` HAMi's webhook checks ``pod`` against its namespace's
+    quota for, or ``None`` when it checks nothing: the pod asks for no card
+    memory or cores, or the webhook refuses it for another reason
+    (:func:`hamisim.pods.admission_error`, reported where it is first scheduled).
+    Depends on the pod's shape only, so an engine may compute it once per shape."""
+    try:
+        admitted = admit(pod, config)
+    except ValueError:
+        return None
+    mem, cores = pod_quota_request(*pod_requests(admitted, config))
+    if mem == 0 and cores == 0:
+        return None
+    return mem, cores
+
+
 def quota_denial(gate: QuotaGate | None, pod: Pod, config: SchedulerConfig) -> str | None:
     """kube-apiserver's answer when HAMi's webhook refuses to create ``pod`` for
     its namespace's quota (``gate``, with the usage at creation), or ``None``.
@@ -96,11 +112,7 @@ def quota_denial(gate: QuotaGate | None, pod: Pod, config: SchedulerConfig) -> s
     where the pod is first scheduled."""
     if gate is None:
         return None
-    try:
-        admitted = admit(pod, config)
-    except ValueError:
+    request = webhook_request(pod, config)
+    if request is None:
         return None
-    mem, cores = pod_quota_request(*pod_requests(admitted, config))
-    if mem == 0 and cores == 0:
-        return None
-    return None if gate.fits(mem, cores) else QUOTA_DENIED
+    return None if gate.fits(*request) else QUOTA_DENIED

@@ -39,6 +39,7 @@ from hamisim import _core
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.policy import filter_error, reserves_cards
+from hamisim.hami.quota import QUOTA_DENIED, quota_gate, webhook_request
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import histogram_message
@@ -49,7 +50,7 @@ from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
 from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
-from hamisim.sim.kernel import KernelScheduler
+from hamisim.sim.kernel import KernelScheduler, _limit
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import MigMeter, PlacementMeter
 from hamisim.sim.recorder import BATCH_ROWS, Recorder, TableSink
@@ -86,8 +87,6 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
     if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
         return f"the what-if card policy {RESERVE_TOKEN}"
-    if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
-        return "ResourceQuota (the cluster file's quotas)"
     if cluster.scheduler.preemption and _may_preempt(workload) and \
             any(t.termination_grace_period for t in workload.templates):
         return "preemption of pods with a termination grace period"
@@ -172,6 +171,34 @@ def _templates(sched: KernelScheduler, trace: Trace) -> dict:
                        ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64)):
         out[key] = np.array(cols[key], dtype=dtype)
     return out
+
+
+def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool) -> dict:
+    """ReplayCore's ResourceQuota columns: namespaces with a limit get codes
+    0.. (in name order); per template its namespace code (-1: no limit there)
+    and the webhook's request (MiB, cores; -1 MiB: the webhook checks nothing,
+    for every template when not ``webhook``); per code the limits (memory x
+    ``memory_factor``; -1 = not set)."""
+    cluster, cfg = sched.cluster, sched.config
+    names = sorted(ns for ns in cluster.quotas if cluster.quota_of(ns) is not None)
+    code = {ns: c for c, ns in enumerate(names)}
+    gates = [quota_gate(cluster.quota_of(ns), cfg.memory_factor, (0, 0)) for ns in names]
+    n = len(trace.templates)
+    t_qns = np.full(n, -1, dtype=np.int32)
+    t_qmem = np.full(n, -1, dtype=np.int64)
+    t_qcores = np.zeros(n, dtype=np.int64)
+    for t, pod in enumerate(trace.templates):
+        c = code.get(pod.namespace, -1)
+        if c < 0:
+            continue
+        t_qns[t] = c
+        request = webhook_request(pod, cfg) if webhook else None
+        if request is not None:
+            t_qmem[t], t_qcores[t] = request
+    return {"t_qns": t_qns, "t_qmem": t_qmem, "t_qcores": t_qcores,
+            "q_lim_mem": np.array([_limit(g.limit_mem) for g in gates], dtype=np.int64),
+            "q_lim_cores": np.array([_limit(g.limit_cores) for g in gates], dtype=np.int64),
+            "quota_denied": QUOTA_DENIED}
 
 
 class _Tables:
@@ -340,6 +367,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         bar = progress_bar(len(order), config.progress)
         try:
             templates = _templates(sched, trace)
+            # the engine's fill protocol submits pods without the webhook's
+            # quota check (engine._fill): Fit alone enforces the quota there
+            quotas = _quotas(sched, trace, webhook=config.mode == "replay")
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
             core = _core.ReplayCore(
@@ -350,7 +380,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
                 priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
                 pod_class=np.ascontiguousarray(classes, dtype=np.int32),
-                **templates,
+                **templates, **quotas,
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
                 aligned=np.array(sched._aligned, dtype=np.uint8),
