@@ -99,13 +99,17 @@ def test_bad_policies_say_what_is_wrong(tmp_path, text, spec, problem):
         load_node_policy(spec.format(dir=tmp_path))
 
 
+def _small_inputs(folder, replicas: int) -> None:
+    """c.yaml: ``replicas`` T4 nodes of two cards; t.csv: six 4000 MiB pods."""
+    (folder / "c.yaml").write_text(
+        "nodes:\n  - {name_prefix: t4, replicas: %d, gpus: 2, "
+        "card: {devmem: 15360, type: NVIDIA-T4}}\n" % replicas)
+    (folder / "t.csv").write_text("name,arrival,duration,gpu,gpumem\n"
+                                  + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
+
+
 def test_the_cli_runs_it_on_the_reference_backend(tmp_path, capsys):
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
-        nodes:
-          - {name_prefix: t4, replicas: 2, gpus: 2, card: {devmem: 15360, type: NVIDIA-T4}}
-        """))
-    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu,gpumem\n"
-                                    + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
+    _small_inputs(tmp_path, 2)
     (tmp_path / "nan.py").write_text("def score(c):\n    return float('nan')\n")
     args = ["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--node-policy",
             f"python:{EXAMPLE}:score_each", "--out", str(tmp_path / "r"), "--no-progress"]
@@ -294,12 +298,7 @@ def test_the_worked_example_ranks_alike_vectorised_and_per_candidate():
 
 
 def test_a_vectorised_policy_runs_on_the_kernel_by_default(tmp_path, capsys):
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
-        nodes:
-          - {name_prefix: t4, replicas: 3, gpus: 2, card: {devmem: 15360, type: NVIDIA-T4}}
-        """))
-    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu,gpumem\n"
-                                    + "".join(f"p{i},{i},30,1,4000\n" for i in range(6)))
+    _small_inputs(tmp_path, 3)
     (tmp_path / "first.py").write_text(
         "import numpy as np\nfrom hamisim.research.plugins import vectorised\n\n"
         "@vectorised\ndef score(nodes):\n    return -nodes.index\n\n"
