@@ -12,8 +12,8 @@
 # SimPy stays the clock: hamisim.sim.compiled drives run(horizon) from a SimPy
 # process, up to the next event of any other process.
 #
-# What stays in Python: the failure message of an unschedulable attempt (the
-# reason histogram is formatted by hamisim.sim.kernel, once per failure; the
+# What stays in Python: the failure message of an unschedulable attempt when
+# FailText (_failtext.pxi, which builds it in C) declines or is not given (the
 # message of a pod refused at admission or by a Filter error names the pod),
 # batches of rows handed to the sink, the random tie-break draws (numpy's
 # generator, drawn in blocks), the progress bar.
@@ -186,6 +186,7 @@ cdef class ReplayCore:
     cdef public int next_start
     # callbacks
     cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
+    cdef FailText ftext                 # the failure text in C (None: fail_message)
     # -- per pod state (arrival order) -----------------------------------
     cdef int8_t[::1] status
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
@@ -305,7 +306,7 @@ cdef class ReplayCore:
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
-                 mp_name=(), pl_place=(), mig_annotation=None):
+                 mp_name=(), pl_place=(), mig_annotation=None, FailText fail_text=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -334,6 +335,7 @@ cdef class ReplayCore:
         self.many_groups = many_groups
         self.fail_message, self.draw_block, self.progress = fail_message, draw_block, progress
         self.pod_error = pod_error
+        self.ftext = fail_text
         self.on_events, self.on_pods = on_events, on_pods
         # per pod
         self.status = np.zeros(n, dtype=np.int8)
@@ -827,7 +829,7 @@ cdef class ReplayCore:
         message = None
         node = self._decide(k, draw)
         if node < 0:
-            message = self.fail_message(self.tmpl[k]) if node == -1 else self.pod_error(k)
+            message = self._fail_text(self.tmpl[k]) if node == -1 else self.pod_error(k)
             if node == -2:
                 self.rej_last = 0           # an error: no plugin rejected it
         self.decision_time += _clock() - started
@@ -843,6 +845,17 @@ cdef class ReplayCore:
         else:
             self._unschedulable(k, self.rej_last, message)
         return 0
+
+    cdef object _fail_text(self, int t):
+        # kube-scheduler's text for the failed attempt just made (the kernel's
+        # buffers): built in C, else by fail_message (which reads counts/ncards)
+        # (a PostFilter that found victims will need its own text: not here)
+        if self.ftext is not None:
+            message = self.ftext.text(t)
+            if message is not None:
+                return message
+        self.core._fill_counts()
+        return self.fail_message(t)
 
     cdef int _decide(self, int k, double draw) except -3:
         # KernelScheduler.schedule: the chosen node, its usage in a new slot;
