@@ -1710,13 +1710,19 @@ cdef class Core:
         cdef int64_t need_cores = pod.need_cores
         cdef int64_t need_zero = pod.need_n if pod.mutex else 0
         cdef uint64_t type_mask = pod.type_mask, mode_mask = pod.mode_mask
+        # a node where the pod failed and that has not changed since fails again
+        # (the memo): it is no candidate, as if evaluated and found not to fit
+        cdef bint no_memo = not self._memo_on(pod)
+        cdef const int64_t* mver = self.node_ver if no_memo else pod.memo_ver
+        cdef const int64_t* nver = self.node_ver
         for j in range(nw):
             a = &agg[window[j]]
             has_nan |= a.score != a.score
             # NodeAgg's necessary conditions, without branches.
             ok = ((a.n_elig >= need_n) & (a.max_mem >= need_mem) & (a.max_pct >= need_pct)
                   & (a.max_cores >= need_cores) & (a.n_zero >= need_zero)
-                  & ((a.types & type_mask) != 0) & ((a.modes & mode_mask) != 0))
+                  & ((a.types & type_mask) != 0) & ((a.modes & mode_mask) != 0)
+                  & ((mver[window[j]] != nver[window[j]]) | no_memo))
             h[nc].score = a.score
             h[nc].j = j
             nc += ok

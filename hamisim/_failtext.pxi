@@ -10,8 +10,10 @@
 # Python per failure cost more than the attempt itself. Here Python is asked
 # only for what is new: the reason text of an outcome id, gate code or
 # CPU/memory bit (once each; equal texts share one reason, as the histogram's
-# dict keys merge them), and a template's PostFilter text when the number of
-# potential nodes changed. Everything else is counting and byte copies.
+# dict keys merge them), and PostFilter's text for a (postfix class, number of
+# potential nodes) not seen before. Everything else is counting and byte copies.
+
+cimport cython
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -45,6 +47,7 @@ cdef inline bint _ft_less(const char* a, Py_ssize_t na, const char* b, Py_ssize_
     return na < nb
 
 
+@cython.final
 cdef class FailText:
     """The FailedScheduling text of the kernel's last failed attempt, built in C.
 
@@ -53,7 +56,8 @@ cdef class FailText:
     code, 1 a window status code, 2 ``(n_cards, counts)`` of a Fit failure,
     3 the CPU (1) / memory (2) bit. ``postfix_of(template, potential)`` gives
     PostFilter's text for ``potential`` nodes where preemption might help
-    (``""``: none). The text equals
+    (``""``: none), asked once per ``(postfix_class[template], potential)``:
+    templates of one class must get one text. The text equals
     ``full_message(failure_message(wants_gpu), postfix)`` value for value.
     """
     cdef Core core
@@ -75,9 +79,14 @@ cdef class FailText:
     cdef int32_t cap_id
     cdef int32_t gate_reason[FT_GATES]
     cdef int32_t bit_reason[3]
-    # per template: the potential-node count of its last PostFilter text
-    cdef int64_t[::1] pf_key
+    # PostFilter's texts (bytes, None not asked) by class x potential nodes
+    cdef const int32_t[::1] pclass
     cdef list pf_text
+    cdef Py_ssize_t pf_width
+    # outcome ids of the window: counts and the ids seen (cap_idc each)
+    cdef int32_t* idcount
+    cdef int32_t* tid
+    cdef int32_t cap_idc
     cdef char* buf
     cdef Py_ssize_t cap
     #: texts built here / declined (the caller's Python built them)
@@ -88,6 +97,7 @@ cdef class FailText:
         self.rt_len = self.rcount = self.touched = self.id_reason = NULL
         self.eoff = NULL
         self.elen = NULL
+        self.idcount = self.tid = NULL
         self.buf = NULL
 
     def __dealloc__(self):
@@ -97,10 +107,12 @@ cdef class FailText:
         free(self.touched)
         free(self.eoff)
         free(self.elen)
+        free(self.idcount)
+        free(self.tid)
         free(self.id_reason)
         free(self.buf)
 
-    def __init__(self, Core core, wants_gpu, reason_of, postfix_of):
+    def __init__(self, Core core, wants_gpu, postfix_class, reason_of, postfix_of):
         cdef int i
         self.core = core
         self.wants_gpu = wants_gpu
@@ -113,8 +125,11 @@ cdef class FailText:
             self.gate_reason[i] = -1
         for i in range(3):
             self.bit_reason[i] = -1
-        self.pf_key = np.full(len(wants_gpu), -1, dtype=np.int64)
-        self.pf_text = [b""] * len(wants_gpu)
+        self.pclass = postfix_class
+        n_class = (max(postfix_class) + 1) if len(postfix_class) else 0
+        self.pf_width = core.table.n_nodes + 1
+        self.pf_text = [None] * (n_class * self.pf_width)
+        self.cap_idc = 0
         self.cap = 1024
         self.buf = <char*>malloc(self.cap)
         if self.buf == NULL:
@@ -168,6 +183,21 @@ cdef class FailText:
         self.cap_rt = cap
         return 0
 
+    cdef int _grow_ids(self, int32_t need) except -1:
+        cdef int32_t cap = max(2 * self.cap_idc, need, 64), i
+        cdef int32_t* a = <int32_t*>realloc(self.idcount, cap * sizeof(int32_t))
+        if a == NULL:
+            raise MemoryError()
+        self.idcount = a
+        for i in range(self.cap_idc, cap):
+            a[i] = 0
+        a = <int32_t*>realloc(self.tid, cap * sizeof(int32_t))
+        if a == NULL:
+            raise MemoryError()
+        self.tid = a
+        self.cap_idc = cap
+        return 0
+
     cdef int _id_reason(self, int32_t oid) except -2:
         # the reason index of a window outcome id (asked once per id)
         cdef int32_t cap, i
@@ -215,7 +245,11 @@ cdef class FailText:
         cdef Core core = self.core
         cdef int r, j, bits, g, idx, a, b, m, i
         cdef int64_t potential = core.n_window
-        cdef int32_t oid
+        cdef int32_t oid, nt
+        cdef int32_t* idc
+        cdef int32_t* tid
+        cdef const int32_t* wid
+        cdef bytes postfix
         cdef Py_ssize_t pos, start, hl, x
         cdef const int32_t* rej = &core.rej_bits[0]
         cdef bint ok = True
@@ -254,36 +288,54 @@ cdef class FailText:
                 b += 1
             if not ok:
                 break
-        # HAMi's window (only a GPU pod is filtered by HAMi)
+        # HAMi's window (only a GPU pod is filtered by HAMi): counts by outcome
+        # id first (a tight loop), then the few ids seen to their reasons
         if ok and self.wants_gpu[t]:
+            if ID_ROWS + core.itab.n > self.cap_idc:
+                self._grow_ids(ID_ROWS + core.itab.n)
+            idc = self.idcount
+            tid = self.tid
+            wid = core.wid
+            nt = 0
             for j in range(core.n_window):
-                oid = core.wid[j]
+                oid = wid[j]
                 if oid < 0:
                     ok = False              # not remembered: no id
                     break
-                if oid >= self.cap_id or self.id_reason[oid] == -2:
-                    self._id_reason(oid)
-                idx = self.id_reason[oid]
-                if idx < 0:
-                    ok = False
-                    break
-                self._count(idx)
+                if idc[oid] == 0:
+                    tid[nt] = oid
+                    nt += 1
+                idc[oid] += 1
+            for i in range(nt):
+                oid = tid[i]
+                if ok:
+                    if oid >= self.cap_id or self.id_reason[oid] == -2:
+                        self._id_reason(oid)
+                    idx = self.id_reason[oid]
+                    if idx < 0:
+                        ok = False
+                    else:
+                        if self.rcount[idx] == 0:
+                            self.touched[self.n_touched] = idx
+                            self.n_touched += 1
+                        self.rcount[idx] += idc[oid]
+                idc[oid] = 0
         if not ok:
             for i in range(self.n_touched):
                 self.rcount[self.touched[i]] = 0
             self.n_declined += 1
             return None
-        # PostFilter's text, asked again only when its node count changed
-        if self.pf_key[t] != potential:
+        # PostFilter's text, asked once per class and node count
+        x = self.pclass[t] * self.pf_width + potential
+        postfix = self.pf_text[x]
+        if postfix is None:
             post = self.postfix_of(t, potential)
             if post is None:
                 for i in range(self.n_touched):
                     self.rcount[self.touched[i]] = 0
                 self.n_declined += 1
                 return None
-            self.pf_text[t] = post.encode("utf-8")
-            self.pf_key[t] = potential
-        postfix = <bytes>self.pf_text[t]
+            postfix = self.pf_text[x] = post.encode("utf-8")
         # the entries "<n> <reason>" after the message's room, sorted as strings
         m = self.n_touched
         hl = len(self.head)

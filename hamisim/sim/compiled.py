@@ -197,17 +197,22 @@ def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
 
 
 def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
-    """``(fail_message, postfix)``: ``fail_message(t)`` is kube-scheduler's
+    """``(fail_message, postfix, postfix_class)``: ``fail_message(t)`` is kube-scheduler's
     FailedScheduling text for the attempt of a pod of template ``t`` that just
     failed, with DefaultPreemption's verdict (this engine runs only traces where
     nobody can preempt: see unsupported); ``postfix(t, potential)`` is that
-    verdict's text alone, for :class:`hamisim._core.FailText`, which builds the
-    rest in C."""
+    verdict's text alone (the same for templates of one ``postfix_class``), for
+    :class:`hamisim._core.FailText`, which builds the rest in C."""
     policies = [t.preemption_policy for t in trace.templates]
     preemption = sched.config.preemption
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     n_nodes = sched.state.n_nodes
     wants = [bool(w) for w in wants_gpu]
+
+    # templates with one preemption policy get one PostFilter text
+    codes: dict[str, int] = {}
+    postfix_class = np.array([codes.setdefault(p, len(codes)) for p in policies],
+                             dtype=np.int32)
 
     def postfix(t: int, potential: int) -> str:
         if not preemption:
@@ -217,7 +222,7 @@ def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
     def fail_message(t: int) -> str:
         return full_message(sched.failure_message(wants[t]),
                             postfix(t, sched.potential_nodes()))
-    return fail_message, postfix
+    return fail_message, postfix, postfix_class
 
 
 def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
@@ -280,7 +285,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         bar = progress_bar(len(order), config.progress)
         try:
             templates = _templates(sched, trace)
-            fail_message, postfix = _fail_message(sched, trace, templates["t_wants_gpu"])
+            fail_message, postfix, postfix_class = _fail_message(sched, trace,
+                                                                 templates["t_wants_gpu"])
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
             core = _core.ReplayCore(
@@ -307,7 +313,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
                 fail_message=fail_message,
-                fail_text=_core.FailText(sched._core, templates["t_wants_gpu"],
+                fail_text=_core.FailText(sched._core, templates["t_wants_gpu"], postfix_class,
                                          sched.reason_text, postfix),
                 pod_error=_pod_error(sched, trace, order),
                 draw_block=rng.random,
