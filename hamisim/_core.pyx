@@ -203,6 +203,7 @@ ctypedef struct Pod:
     int64_t* memo_ver
     int32_t* memo_id
     uint64_t memo_owner
+    bint memo_wanted           # it failed once: a memo is worth its memory
 
 
 ctypedef struct NodeAgg:
@@ -999,6 +1000,7 @@ cdef class PodSpec:
         self.p.memo_ver = NULL
         self.p.memo_id = NULL
         self.p.memo_owner = 0
+        self.p.memo_wanted = False
 
     def __dealloc__(self):
         free(self.p.memo_ver)
@@ -1171,6 +1173,7 @@ cdef class Core:
     cdef Intern itab
     cdef int32_t* wid
     cdef uint64_t core_id
+    cdef int64_t memo_bytes             # memos made for this kernel (MEMO_BUDGET at most)
     cdef bint counts_lazy
     #: reuse the outcome of a node whose state has not changed since the pod
     #: failed there (identical results; False re-runs Fit every time)
@@ -1188,6 +1191,7 @@ cdef class Core:
         self.core_id = _next_core_id
         _next_core_id += 1
         self.counts_lazy = False
+        self.memo_bytes = 0
         self.use_memo = True
 
     def __dealloc__(self):
@@ -1449,12 +1453,17 @@ cdef class Core:
     cdef inline void _fit_pod(self, PodSpec pod):
         if pod.n_cont > self.s.cap_c:
             self._alloc(self.s.cap_k, max(pod.n_cont, 2 * self.s.cap_c))
-        if pod.p.memo_owner != self.core_id and self.use_memo:
+        if pod.p.memo_wanted and pod.p.memo_owner != self.core_id and self.use_memo:
             self._memo_own(pod)
 
     cdef int _memo_own(self, PodSpec pod) except -1:
         # the pod's memo, (re)made for this kernel's nodes: nothing remembered
+        # (none beyond the budget: such a pod is evaluated in full every time)
         cdef int n = max(self.table.n_nodes, 1), i
+        cdef int64_t size = <int64_t>n * (sizeof(int64_t) + sizeof(int32_t))
+        if self.memo_bytes + size > MEMO_BUDGET:
+            return 0
+        self.memo_bytes += size
         free(pod.p.memo_ver)
         free(pod.p.memo_id)
         pod.p.memo_owner = 0
@@ -1470,15 +1479,21 @@ cdef class Core:
     cdef inline bint _memo_on(self, const Pod* pod) noexcept nogil:
         return self.use_memo and pod.memo_owner == self.core_id and not pod.quota
 
-    cdef inline void _memo_put(self, const Pod* pod, int i, int st) noexcept nogil:
-        # remember that the pod failed on node i with status st (counts in the scratch)
-        cdef int32_t oid = st
+    cdef inline int32_t _outcome_id(self, int st) noexcept nogil:
+        # the id of a failed evaluation just made (Fit's counts in the scratch);
+        # -1 when out of memory
         if st == ST_FIT_FAILED:
-            oid = _intern(&self.itab, self.s.n_cards, self.s.counts)
-            if oid < 0:
-                return                  # out of memory: just not remembered
-        pod.memo_ver[i] = self.node_ver[i]
-        pod.memo_id[i] = oid
+            return _intern(&self.itab, self.s.n_cards, self.s.counts)
+        return st
+
+    cdef inline void _memo_miss(self, const Pod* pod, bint memo, int i, int32_t oid) noexcept nogil:
+        # after a failed evaluation of node i: remember it, or ask for a memo
+        if memo:
+            if oid >= 0:
+                pod.memo_ver[i] = self.node_ver[i]
+                pod.memo_id[i] = oid
+        elif self.use_memo and not pod.quota:
+            (<Pod*>pod).memo_wanted = True
 
     cdef void _fill_counts(self) noexcept nogil:
         # counts / ncards of the window positions whose outcome came from the memo
@@ -1614,7 +1629,8 @@ cdef class Core:
                     self.counts_lazy = True
                 else:
                     self.status[j] = oid
-                    self.ncards[j] = 0
+                    if oid == ST_UNREGISTERED:
+                        self.ncards[j] = 0
                 continue
             _node_view(c, i, &nv)
             self.wid[j] = -1
@@ -1631,9 +1647,10 @@ cdef class Core:
                     memcpy(&self.counts[j, 0], self.s.counts, N_REASONS * sizeof(int32_t))
                     self.ncards[j] = self.s.n_cards
             self.status[j] = st
-            if st != ST_FIT and memo:
-                self._memo_put(pod, i, st)
-                self.wid[j] = pod.memo_id[i] if pod.memo_ver[i] == self.node_ver[i] else -1
+            if st != ST_FIT:
+                oid = self._outcome_id(st)
+                self.wid[j] = oid
+                self._memo_miss(pod, memo, i, oid)
         if self.n_fit:
             self._choose_node(node_spread)
 
@@ -1686,8 +1703,7 @@ cdef class Core:
         if st == ST_FIT:
             self.placed = i
             return True
-        if memo:
-            self._memo_put(pod, i, st)
+        self._memo_miss(pod, memo, i, self._outcome_id(st))
         self.placed = -1
         return False
 

@@ -16,7 +16,9 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 # there and that outcome as an id; at the same version again the outcome is
 # reused instead of re-running Fit. A fitting outcome is never remembered
 # (it must leave its picks in the buffers), and a pod whose ResourceQuota
-# check is active (per-attempt namespace usage) bypasses the memo.
+# check is active (per-attempt namespace usage) bypasses the memo. Every
+# failed evaluation gets an outcome id, memo or not (the failure text is
+# built from the ids).
 #
 # Outcome ids: a status other than ST_FIT_FAILED is its own code (< ID_ROWS);
 # a Fit failure is ID_ROWS + the index of its (n_cards, counts) row in the
@@ -26,6 +28,11 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 cdef enum:
     ID_ROWS = 8                # ids below: status codes
     ROW_W = N_REASONS + 1      # an interned row: n_cards, then the counts
+
+# A PodSpec gets its memo (12 bytes per node) at its first failure, and a
+# kernel makes memos up to this many bytes (then pods go without one).
+cdef enum:
+    MEMO_BUDGET = 256 * 1024 * 1024
 
 
 ctypedef struct Intern:
