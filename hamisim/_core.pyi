@@ -109,6 +109,7 @@ class Core:
     node_score: float           # float
     placed: int                 # int: node whose picks are in the pick buffers, -1 = none
     n_evaluated: int            # int: nodes fully evaluated by the last attempt's fast choice
+                                # (a failure the memo remembers is not evaluated again)
     use_index: bool             # bint: ordered node index when every node is examined
     use_memo: bool              # bint: reuse a failure on a node unchanged since (_memo.pxi)
     def __init__(self, table: CardTable, max_containers: int = ...) -> None: ...

@@ -1164,7 +1164,7 @@ cdef class Core:
     #: always scan; the same decisions, kept for tests and benchmarks)
     cdef public bint use_index
     cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
-    cdef readonly int n_evaluated     # nodes fully scored by the last attempt
+    cdef readonly int n_evaluated     # nodes fully scored by the last attempt (memo hits: not)
     # the memo of failed evaluations (_memo.pxi): per node its version, the
     # outcome ids, per window position the last attempt's outcome id (-1 a
     # fit, or not remembered), and whether counts/ncards still lack the rows
