@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from strategies import SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim.cluster import Taint
 from hamisim.mig import MigPlacement, MigProfile
 from hamisim.shapes import typical_shapes
 from hamisim.sim.compiled import simulate_compiled, unsupported
@@ -295,3 +296,73 @@ def test_duplicate_pod_names_are_refused():
                                     TracePod(Pod("a", whole), 1.0, 1.0)])
     with pytest.raises(ValueError, match="pod names must be unique"):
         simulate(_one_card_cluster(), trace, EngineConfig(engine="compiled"))
+
+
+def _saturating_cluster() -> Cluster:
+    # cards of two sizes, a node short of CPU, a tainted and a cordoned node: the
+    # failure text has Fit histograms, CPU and static-filter reasons
+    def node(i: int, **kw) -> Node:
+        big = i % 2 == 0
+        cards = tuple(Card(f"G{i}-{c}", c, count=2 if big else 1,
+                           devmem=16000 if big else 8000, devcore=100,
+                           type="NVIDIA-V100" if big else "NVIDIA-T4")
+                      for c in range(2 if big else 3))
+        return Node(f"n{i}", cards, cpu_milli=8000, memory_mib=64000, **kw)
+    nodes = [node(i) for i in range(8)]
+    nodes.append(node(8, taints=(Taint("dedicated", "ml", "NoSchedule"),)))
+    nodes.append(node(9, unschedulable=True))
+    nodes.append(dataclasses.replace(node(10), cpu_milli=500))
+    return Cluster(tuple(nodes))
+
+
+def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
+    # Many more pods than cards, of a few shapes, arriving while others leave:
+    # most attempts fail, on nodes that mostly have not changed since the same
+    # request last failed there (the kernel's memo of failed evaluations) and
+    # with texts built in C (FailText). The run must be the one the Python
+    # engine makes re-running HAMi's Fit on every node and building every text
+    # in Python, value for value.
+    from hamisim import _core
+    from hamisim.sim.kernel import KernelScheduler
+    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 0),
+               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
+               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
+               ((Container({}),), 3000)]
+    rng = np.random.default_rng(3)
+    pods_ = []
+    for k in range(400):
+        containers, cpu = shapes_[int(rng.integers(0, 4))]
+        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu), 0.3 * k,
+                              float(rng.exponential(20.0)), None))
+    trace = Trace.from_pods("saturated", pods_)
+    cluster = _saturating_cluster()
+    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+
+    built, make = [], _core.FailText
+
+    def fail_text(*args):
+        built.append(make(*args))
+        return built[-1]
+    monkeypatch.setattr(_core, "FailText", fail_text)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+
+    init = KernelScheduler.__init__
+
+    def without_memo(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._core.use_memo = False
+    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    for name in ("events", "pods", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
+                                      check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    failed = want.events[want.events.event == "unschedulable"]
+    assert len(failed) > 1000
+    assert failed.message.nunique() > 20          # the histograms change as pods come and go
+    assert failed.message.str.contains("Insufficient cpu").any()
+    assert failed.message.str.contains("untolerated taint").any()
+    assert failed.message.str.contains("CardInsufficientMemory").any()
+    # every text came from C (none declined)
+    assert built[0].n_built == len(failed) and built[0].n_declined == 0
