@@ -376,6 +376,12 @@ class ReplayCore:
         on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
         aligned: U8 | None = ...,                     # per node: HAMi lists GPU-less containers
         fail_text: FailText | None = ...,             # the failure text in C (else fail_message)
+        preemption: bool = ...,                       # DefaultPreemption on
+        t_never: U8 | None = ...,                     # per template: preemptionPolicy Never
+        draw_offset: Callable[[int], int] | None = ...,  # n -> the dry run's start in [0, n)
+        preempt_message: Callable[..., str] | None = ...,  # a dry run's whole text
+        victim_message: Callable[[int, int], str] | None = ...,  # (preemptor, node) -> text
+        preempt_postfix: Callable[..., str | None] | None = ...,  # a dry run's PostFilter text
     ) -> None: ...
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left

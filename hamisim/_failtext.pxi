@@ -242,6 +242,14 @@ cdef class FailText:
     cdef object text(self, int t):
         """The text of the failed attempt just made by a pod of template ``t``,
         or ``None`` when some part must come from Python."""
+        return self._text(t, None)
+
+    cdef object text_with(self, int t, bytes postfix):
+        """:meth:`text` with PostFilter's text given (UTF-8; ``b""``: none): a
+        DefaultPreemption dry run's verdict instead of the uniform one."""
+        return self._text(t, postfix)
+
+    cdef object _text(self, int t, bytes postfix):
         cdef Core core = self.core
         cdef int r, j, bits, g, idx, a, b, m, i
         cdef int64_t potential = core.n_window
@@ -249,7 +257,6 @@ cdef class FailText:
         cdef int32_t* idc
         cdef int32_t* tid
         cdef const int32_t* wid
-        cdef bytes postfix
         cdef Py_ssize_t pos, start, hl, x
         cdef const int32_t* rej = &core.rej_bits[0]
         cdef bint ok = True
@@ -325,9 +332,10 @@ cdef class FailText:
                 self.rcount[self.touched[i]] = 0
             self.n_declined += 1
             return None
-        # PostFilter's text, asked once per class and node count
-        x = self.pclass[t] * self.pf_width + potential
-        postfix = self.pf_text[x]
+        # PostFilter's uniform text, asked once per class and node count
+        if postfix is None:
+            x = self.pclass[t] * self.pf_width + potential
+            postfix = self.pf_text[x]
         if postfix is None:
             post = self.postfix_of(t, potential)
             if post is None:

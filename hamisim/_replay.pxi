@@ -228,6 +228,10 @@ cdef class ReplayCore:
     # callbacks
     cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
     cdef FailText ftext                 # the failure text in C (None: fail_message)
+    # a dry run's PostFilter text (None: preempt_message builds the whole text),
+    # and its texts by verdict (UTF-8; asked once per verdict and counts)
+    cdef object preempt_postfix
+    cdef dict pf_post
     # -- per pod state (arrival order) -----------------------------------
     cdef int8_t[::1] status
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
@@ -383,7 +387,7 @@ cdef class ReplayCore:
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
                  mp_name=(), pl_place=(), mig_annotation=None, FailText fail_text=None,
                  bint preemption=False, t_never=None, draw_offset=None, preempt_message=None,
-                 victim_message=None):
+                 victim_message=None, preempt_postfix=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -413,6 +417,8 @@ cdef class ReplayCore:
         self.fail_message, self.draw_block, self.progress = fail_message, draw_block, progress
         self.pod_error = pod_error
         self.ftext = fail_text
+        self.preempt_postfix = preempt_postfix
+        self.pf_post = {}
         self.on_events, self.on_pods = on_events, on_pods
         # per pod
         self.status = np.zeros(n, dtype=np.int8)
@@ -1661,8 +1667,25 @@ cdef class ReplayCore:
     cdef object _post_filter_message(self, int k, int pf):
         # the FailedScheduling text when DefaultPreemption's verdict is not the
         # uniform one (compiled._preempt_message formats it; it reads the
-        # reason histogram, whose remembered rows must be written out first)
+        # reason histogram, whose remembered rows must be written out first).
+        # FailText builds it where PostFilter's part does not name nodes: a
+        # saturated cluster with priorities fails this way on most attempts
         errors = None
+        if self.ftext is not None and self.preempt_postfix is not None and pf != PF_ERRORS:
+            if pf == PF_HIST:
+                key = (self.pf_n_cpu, self.pf_n_mem, self.pf_n_novict, self.pf_n_dry)
+            else:
+                key = pf
+            post = self.pf_post.get(key)
+            if post is None:
+                post = self.preempt_postfix(pf, self.pf_n_cpu, self.pf_n_mem,
+                                            self.pf_n_novict, self.pf_n_dry)
+                if post is not None:
+                    post = self.pf_post[key] = post.encode("utf-8")
+            if post is not None:
+                message = self.ftext.text_with(self.tmpl[k], post)
+                if message is not None:
+                    return message
         self.core._fill_counts()
         if pf == PF_ERRORS:
             errors = [self.pf_errs[j] for j in range(self.pf_n_errors)]

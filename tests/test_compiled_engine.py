@@ -366,3 +366,57 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     assert failed.message.str.contains("CardInsufficientMemory").any()
     # every text came from C (none declined)
     assert built[0].n_built == len(failed) and built[0].n_declined == 0
+
+
+def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts_in_c(
+        monkeypatch):
+    # The saturated replay above with three priorities and CPU that binds: the
+    # dry run nominates (the nominated pods' CPU counted on their nodes while
+    # the memo of failed evaluations is in use), finds no candidate, or errs.
+    # Every failure's text is FailText's except the errors (they name nodes),
+    # and the run is the one the Python engine makes without the memo.
+    from hamisim import _core
+    from hamisim.sim.kernel import KernelScheduler
+    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 3000),
+               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
+               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
+               ((Container({}),), 4000)]
+    rng = np.random.default_rng(5)
+    pods_ = []
+    for k in range(300):
+        containers, cpu = shapes_[int(rng.integers(0, 4))]
+        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu,
+                                  priority=int(rng.choice([-1, 0, 0, 5]))), 0.3 * k,
+                              float(rng.exponential(20.0)), None))
+    trace = Trace.from_pods("saturated", pods_)
+    cluster = _saturating_cluster()
+    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+
+    built, make = [], _core.FailText
+
+    def fail_text(*args):
+        built.append(make(*args))
+        return built[-1]
+    monkeypatch.setattr(_core, "FailText", fail_text)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+
+    init = KernelScheduler.__init__
+
+    def without_memo(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._core.use_memo = False
+    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    for name in ("events", "pods", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
+                                      check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    failed = want.events[want.events.event == "unschedulable"].message
+    errors = failed.str.contains("expected at least one victim")
+    assert len(failed) > 500 and want.summary["preempted"] > 0
+    assert (~failed.str.contains("preemption:")).any()                 # nominated
+    assert failed.str.contains("preemption: .*Insufficient cpu").any()  # no candidate
+    assert failed.str.contains("No preemption victims found").any()
+    assert errors.any()
+    assert built[0].n_built == (~errors).sum() and built[0].n_declined == 0

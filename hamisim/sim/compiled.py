@@ -249,24 +249,26 @@ _PF_NOMINATED, _PF_HIST, _PF_NOT_HELPFUL, _PF_ERRORS, _PF_TERMINATING = 1, 2, 3,
 
 
 def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
-    """``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``:
-    the FailedScheduling text of a failed attempt whose PostFilter dry run
-    ReplayCore made (as :func:`hamisim.kube.preemption.preempt` and
-    :func:`hamisim.kube.scheduler.with_dra` word it): the counts of the dry
-    run's reasons, or the nodes where it found no victim."""
+    """``(preempt_message, preempt_postfix)`` for a failed attempt whose PostFilter
+    dry run ReplayCore made (as :func:`hamisim.kube.preemption.preempt` and
+    :func:`hamisim.kube.scheduler.with_dra` word it): the counts of the dry run's
+    reasons, or the nodes where it found no victim.
+    ``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``
+    is the whole FailedScheduling text; ``preempt_postfix(outcome, n_cpu, n_mem,
+    n_no_victims, n_dry)`` its PostFilter part alone (``""``: none), the same for
+    every template, for :class:`hamisim._core.FailText`, which builds the rest in
+    C; ``None`` for errors (their text names nodes: ``preempt_message``)."""
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     names = sched.state.node_names
     n_nodes = sched.state.n_nodes
     wants = [bool(w) for w in wants_gpu]
 
-    def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
-                        n_dry: int, errors) -> str:
-        message = sched.failure_message(wants[t])
+    def preempt_postfix(outcome: int, n_cpu: int, n_mem: int, n_novict: int,
+                        n_dry: int) -> str | None:
         if outcome == _PF_NOMINATED:
-            return message                  # a nomination: no preemption text
-        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
-            return full_message(message, "preemption: " + aggregate_errors(
-                [no_victim_error(names[i]) for i in errors]))
+            return ""                       # a nomination: no preemption text
+        if outcome == _PF_ERRORS:
+            return None
         if outcome == _PF_TERMINATING:
             text = "preemption: " + TERMINATING
         elif outcome == _PF_NOT_HELPFUL:
@@ -278,8 +280,16 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
                 if n:
                     hist[reason] = n
             text = "preemption: " + histogram_message(n_nodes, hist)
-        return full_message(message, f"{NO_CLAIMS}, {text}" if dra else text)
-    return preempt_message
+        return f"{NO_CLAIMS}, {text}" if dra else text
+
+    def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
+                        n_dry: int, errors) -> str:
+        message = sched.failure_message(wants[t])
+        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
+            return full_message(message, "preemption: " + aggregate_errors(
+                [no_victim_error(names[i]) for i in errors]))
+        return full_message(message, preempt_postfix(outcome, n_cpu, n_mem, n_novict, n_dry))
+    return preempt_message, preempt_postfix
 
 
 def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
@@ -346,6 +356,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             templates = _templates(sched, trace)
             fail_message, postfix, postfix_class = _fail_message(sched, trace,
                                                                  templates["t_wants_gpu"])
+            preempt_message, preempt_postfix = _preempt_message(sched, templates["t_wants_gpu"])
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
             core = _core.ReplayCore(
@@ -384,7 +395,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 t_never=np.array([t.preemption_policy == "Never" for t in trace.templates],
                                  dtype=np.uint8),
                 draw_offset=lambda n: int(offsets.integers(n)),
-                preempt_message=_preempt_message(sched, templates["t_wants_gpu"]),
+                preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}")
             core_ref.append(core)
