@@ -111,7 +111,9 @@ class Core:
     node_score: float           # float
     placed: int                 # int: node whose picks are in the pick buffers, -1 = none
     n_evaluated: int            # int: nodes fully evaluated by the last attempt's fast choice
+                                # (a failure the memo remembers is not evaluated again)
     use_index: bool             # bint: ordered node index when every node is examined
+    use_memo: bool              # bint: reuse a failure on a node unchanged since (_memo.pxi)
     def __init__(self, table: CardTable, max_containers: int = ...) -> None: ...
     def refresh_node(self, node: int) -> None: ...   # int node: recompute its aggregates
     def refresh_all(self) -> None: ...
@@ -303,6 +305,21 @@ class MeterCore:
     ) -> None: ...
 
 
+class FailText:
+    """kube-scheduler's FailedScheduling text of the kernel's last failed attempt,
+    built in C (_failtext.pxi); Python is asked only for new reason and PostFilter texts."""
+
+    n_built: int                      # texts built
+    n_declined: int                   # texts left to the caller's Python
+    def __init__(
+        self, core: Core,
+        wants_gpu: U8,                                # per template
+        postfix_class: Any,                           # int32 per template: one PostFilter text
+        reason_of: Callable[[int, Any], str | None],  # (kind, value) -> reason, None declines
+        postfix_of: Callable[[int, int], str],        # (template, potential nodes) -> text
+    ) -> None: ...
+
+
 class ReplayCore:
     """The replay engine's event loop and bookkeeping for one run (hamisim.sim.compiled
     builds it; hamisim.sim.engine is its readable twin). Pods are numbered in arrival
@@ -370,6 +387,13 @@ class ReplayCore:
         on_events: Callable[[int], None],             # a batch of n events is ready
         on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
         aligned: U8 | None = ...,                     # per node: HAMi lists GPU-less containers
+        fail_text: FailText | None = ...,             # the failure text in C (else fail_message)
+        preemption: bool = ...,                       # DefaultPreemption on
+        t_never: U8 | None = ...,                     # per template: preemptionPolicy Never
+        draw_offset: Callable[[int], int] | None = ...,  # n -> the dry run's start in [0, n)
+        preempt_message: Callable[..., str] | None = ...,  # a dry run's whole text
+        victim_message: Callable[[int, int], str] | None = ...,  # (preemptor, node) -> text
+        preempt_postfix: Callable[..., str | None] | None = ...,  # a dry run's PostFilter text
         # ResourceQuota (hamisim.sim.compiled._quotas); None: no namespace has a limit
         t_qns: Any = ...,                             # int32 per template: namespace code, -1
         t_qmem: I64 | None = ...,                     # webhook request MiB (-1: not checked)

@@ -220,6 +220,12 @@ ctypedef struct Pod:
     int64_t q_used_cores
     int64_t q_lim_mem
     int64_t q_lim_cores
+    # the memo of failed evaluations (_memo.pxi), per node of memo_owner's
+    # cluster: the node version of the failure and its outcome id
+    int64_t* memo_ver
+    int32_t* memo_id
+    uint64_t memo_owner
+    bint memo_wanted           # it failed once: a memo is worth its memory
 
 
 ctypedef struct NodeAgg:
@@ -474,6 +480,7 @@ cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
 
 include "_gosort.pxi"
 include "_nodeindex.pxi"
+include "_memo.pxi"
 
 
 # ---------------------------------------------------------------------------
@@ -1014,6 +1021,16 @@ cdef class PodSpec:
     #: nodes (Core.rank_attempt), i.e. the pod names no node policy of its own
     cdef public bint user_rank
 
+    def __cinit__(self):
+        self.p.memo_ver = NULL
+        self.p.memo_id = NULL
+        self.p.memo_owner = 0
+        self.p.memo_wanted = False
+
+    def __dealloc__(self):
+        free(self.p.memo_ver)
+        free(self.p.memo_id)
+
     def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
                  bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
                  uuid_ok, cpu_milli=0, memory_mib=0, gate=None, bint mig_request=False):
@@ -1172,7 +1189,7 @@ cdef class Core:
     #: always scan; the same decisions, kept for tests and benchmarks)
     cdef public bint use_index
     cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
-    cdef readonly int n_evaluated     # nodes fully scored by the last attempt
+    cdef readonly int n_evaluated     # nodes fully scored by the last attempt (memo hits: not)
     # rank_attempt's rows (a vectorised Python node policy, not HAMi): per
     # fitting window node, the columns of hamisim.hami.noderows (column-major:
     # one contiguous column per row of these arrays) and its window position
@@ -1180,6 +1197,39 @@ cdef class Core:
     cdef double[:, ::1] rows_f
     cdef int64_t[::1] rows_pos
     cdef readonly object np_rows_i, np_rows_f
+    # the memo of failed evaluations (_memo.pxi): per node its version, the
+    # outcome ids, per window position the last attempt's outcome id (-1 a
+    # fit, or not remembered), and whether counts/ncards still lack the rows
+    # of remembered outcomes
+    cdef int64_t* node_ver
+    cdef Intern itab
+    cdef int32_t* wid
+    cdef uint64_t core_id
+    cdef int64_t memo_bytes             # memos made for this kernel (MEMO_BUDGET at most)
+    cdef bint counts_lazy
+    #: reuse the outcome of a node whose state has not changed since the pod
+    #: failed there (identical results; False re-runs Fit every time)
+    cdef public bint use_memo
+
+    def __cinit__(self, CardTable table, int max_containers=4):
+        global _next_core_id
+        cdef int n = max(table.n_nodes, 1)
+        self.node_ver = <int64_t*>calloc(n, sizeof(int64_t))
+        self.wid = <int32_t*>malloc(n * sizeof(int32_t))
+        self.itab.rows = NULL
+        self.itab.slot = NULL
+        if self.node_ver == NULL or self.wid == NULL or _intern_init(&self.itab) != 0:
+            raise MemoryError()
+        self.core_id = _next_core_id
+        _next_core_id += 1
+        self.counts_lazy = False
+        self.memo_bytes = 0
+        self.use_memo = True
+
+    def __dealloc__(self):
+        free(self.node_ver)
+        free(self.wid)
+        _intern_free(&self.itab)
 
     def __init__(self, CardTable table, int max_containers=4):
         self.table = table
@@ -1316,6 +1366,7 @@ cdef class Core:
         cdef int64_t free, cap, cores
         cdef int t
         cdef const Cards* c = &self.table.c
+        self.node_ver[i] += 1             # the memo's outcomes there are stale
         _node_view(&self.table.c, i, &nv)
         self.n_nan -= a.score != a.score
         a.score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
@@ -1391,6 +1442,7 @@ cdef class Core:
             if not 0 <= r < c.node_start[c.n_nodes]:
                 raise IndexError(r)
             (<int64_t*>c.reserved)[r] += sign
+            self.node_ver[_node_of_row(c, r)] += 1
 
     def apply(self, int node, rows, d_used, d_mem, d_cores, int64_t cpu, int64_t mem,
               int sign=1):
@@ -1438,6 +1490,62 @@ cdef class Core:
     cdef inline void _fit_pod(self, PodSpec pod):
         if pod.n_cont > self.s.cap_c:
             self._alloc(self.s.cap_k, max(pod.n_cont, 2 * self.s.cap_c))
+        if pod.p.memo_wanted and pod.p.memo_owner != self.core_id and self.use_memo:
+            self._memo_own(pod)
+
+    cdef int _memo_own(self, PodSpec pod) except -1:
+        # the pod's memo, (re)made for this kernel's nodes: nothing remembered
+        # (none beyond the budget: such a pod is evaluated in full every time)
+        cdef int n = max(self.table.n_nodes, 1), i
+        cdef int64_t size = <int64_t>n * (sizeof(int64_t) + sizeof(int32_t))
+        if self.memo_bytes + size > MEMO_BUDGET:
+            return 0
+        self.memo_bytes += size
+        free(pod.p.memo_ver)
+        free(pod.p.memo_id)
+        pod.p.memo_owner = 0
+        pod.p.memo_ver = <int64_t*>malloc(n * sizeof(int64_t))
+        pod.p.memo_id = <int32_t*>malloc(n * sizeof(int32_t))
+        if pod.p.memo_ver == NULL or pod.p.memo_id == NULL:
+            raise MemoryError()
+        for i in range(n):
+            pod.p.memo_ver[i] = -1        # node versions start at 1
+        pod.p.memo_owner = self.core_id
+        return 0
+
+    cdef inline bint _memo_on(self, const Pod* pod) noexcept nogil:
+        return self.use_memo and pod.memo_owner == self.core_id and not pod.quota
+
+    cdef inline int32_t _outcome_id(self, int st) noexcept nogil:
+        # the id of a failed evaluation just made (Fit's counts in the scratch);
+        # -1 when out of memory
+        if st == ST_FIT_FAILED:
+            return _intern(&self.itab, self.s.n_cards, self.s.counts)
+        return st
+
+    cdef inline void _memo_miss(self, const Pod* pod, bint memo, int i, int32_t oid) noexcept nogil:
+        # after a failed evaluation of node i: remember it, or ask for a memo
+        if memo:
+            if oid >= 0:
+                pod.memo_ver[i] = self.node_ver[i]
+                pod.memo_id[i] = oid
+        elif self.use_memo and not pod.quota:
+            (<Pod*>pod).memo_wanted = True
+
+    cdef void _fill_counts(self) noexcept nogil:
+        # counts / ncards of the window positions whose outcome came from the memo
+        cdef int j
+        cdef int32_t oid
+        cdef const int32_t* row
+        if not self.counts_lazy:
+            return
+        self.counts_lazy = False
+        for j in range(self.n_window):
+            oid = self.wid[j]
+            if oid >= ID_ROWS:
+                row = self.itab.rows + <Py_ssize_t>(oid - ID_ROWS) * ROW_W
+                self.ncards[j] = row[0]
+                memcpy(&self.counts[j, 0], row + 1, N_REASONS * sizeof(int32_t))
 
     def attempt(self, PodSpec pod, int start, int wanted, bint wants_gpu, bint node_spread,
                 bint sample_only=False, bint want_ties=True):
@@ -1458,13 +1566,17 @@ cdef class Core:
         with nogil:
             self._attempt(&pod.p, start, wanted, wants_gpu, node_spread, sample_only,
                           want_ties)
+            self._fill_counts()
         return self.best
 
     cdef void _attempt(self, const Pod* pod, int start, int wanted, bint wants_gpu,
                        bint node_spread, bint sample_only, bint want_ties) noexcept nogil:
         cdef const Cards* c = &self.table.c
         cdef int n = c.n_nodes
-        cdef int step, i, nfeas = 0, examined = 0, split = 0, bits
+        cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
+        cdef Node nv
+        cdef bint memo
+        cdef int32_t oid
         self.n_rejected = 0
         self.rej_union = 0
         self.n_window = 0
@@ -1473,6 +1585,7 @@ cdef class Core:
         self.best = -1
         self.placed = -1
         self.n_evaluated = 0
+        self.counts_lazy = False
         if n == 0:
             self.next_start = 0
             return
@@ -1542,14 +1655,30 @@ cdef class Core:
 
     cdef void _evaluate_all(self, const Pod* pod, bint node_spread) noexcept nogil:
         # No node fits (or NaN scores): every window node's full evaluation,
-        # for the reason histograms.
+        # for the reason histograms (a remembered failure stands for it: its
+        # counts are written by _fill_counts when someone reads them).
         cdef const Cards* c = &self.table.c
         cdef int j, i, st
         cdef Node nv
+        cdef bint memo
+        cdef int32_t oid
         self.placed = -1
+        memo = self._memo_on(pod)
         for j in range(self.n_window):
             i = <int>self.window[j]
+            if memo and pod.memo_ver[i] == self.node_ver[i]:
+                oid = pod.memo_id[i]
+                self.wid[j] = oid
+                if oid >= ID_ROWS:
+                    self.status[j] = ST_FIT_FAILED
+                    self.counts_lazy = True
+                else:
+                    self.status[j] = oid
+                    if oid == ST_UNREGISTERED:
+                        self.ncards[j] = 0
+                continue
             _node_view(c, i, &nv)
+            self.wid[j] = -1
             if nv.k == 0:
                 st = ST_UNREGISTERED
                 self.ncards[j] = 0
@@ -1563,6 +1692,10 @@ cdef class Core:
                     memcpy(&self.counts[j, 0], self.s.counts, N_REASONS * sizeof(int32_t))
                     self.ncards[j] = self.s.n_cards
             self.status[j] = st
+            if st != ST_FIT:
+                oid = self._outcome_id(st)
+                self.wid[j] = oid
+                self._memo_miss(pod, memo, i, oid)
         if self.n_fit:
             self._choose_node(node_spread)
 
@@ -1585,6 +1718,10 @@ cdef class Core:
         with nogil:
             self._attempt(pod, start, wanted, True, False, True, False)
             n = self._rank_rows(pod)
+            if n == 0:
+                # the failure buffers' rows of remembered outcomes (the memo), which
+                # KernelScheduler.failure_message reads as attempt() leaves them
+                self._fill_counts()
         if n == 0:
             return -1
         r = ranker.choose(n, draw)
@@ -1695,13 +1832,18 @@ cdef class Core:
 
     cdef inline bint _evaluate_node(self, const Pod* pod, int i) noexcept nogil:
         cdef Node nv
+        cdef int st
+        cdef bint memo = self._memo_on(pod)
+        if memo and pod.memo_ver[i] == self.node_ver[i]:
+            self.placed = -1            # failed there, nothing changed since
+            return False
         _node_view(&self.table.c, i, &nv)
         self.n_evaluated += 1
-        if nv.k == 0:
-            return False
-        if _score_node(&nv, pod, &self.s) == ST_FIT:
+        st = _score_node(&nv, pod, &self.s) if nv.k else ST_UNREGISTERED
+        if st == ST_FIT:
             self.placed = i
             return True
+        self._memo_miss(pod, memo, i, self._outcome_id(st))
         self.placed = -1
         return False
 
@@ -1724,13 +1866,19 @@ cdef class Core:
         cdef int64_t need_cores = pod.need_cores
         cdef int64_t need_zero = pod.need_n if pod.mutex else 0
         cdef uint64_t type_mask = pod.type_mask, mode_mask = pod.mode_mask
+        # a node where the pod failed and that has not changed since fails again
+        # (the memo): it is no candidate, as if evaluated and found not to fit
+        cdef bint no_memo = not self._memo_on(pod)
+        cdef const int64_t* mver = self.node_ver if no_memo else pod.memo_ver
+        cdef const int64_t* nver = self.node_ver
         for j in range(nw):
             a = &agg[window[j]]
             has_nan |= a.score != a.score
             # NodeAgg's necessary conditions, without branches.
             ok = ((a.n_elig >= need_n) & (a.max_mem >= need_mem) & (a.max_pct >= need_pct)
                   & (a.max_cores >= need_cores) & (a.n_zero >= need_zero)
-                  & ((a.types & type_mask) != 0) & ((a.modes & mode_mask) != 0))
+                  & ((a.types & type_mask) != 0) & ((a.modes & mode_mask) != 0)
+                  & ((mver[window[j]] != nver[window[j]]) | no_memo))
             h[nc].score = a.score
             h[nc].j = j
             nc += ok
@@ -1981,6 +2129,7 @@ cdef class Core:
         cdef int32_t* cnt = self.table.c.mig_cnt + r * 64
         cdef uint64_t* occ = <uint64_t*>self.table.c.mig_occ + r
         cdef int b
+        self.node_ver[_node_of_row(&self.table.c, r)] += 1
         for b in range(64):
             if (mask >> b) & 1:
                 cnt[b] += sign
@@ -2145,4 +2294,5 @@ include "_research.pxi"
 
 # hamisim.sim.metrics.ClusterMeter: the per-node refresh.
 include "_meter.pxi"
+include "_failtext.pxi"
 include "_replay.pxi"

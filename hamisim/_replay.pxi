@@ -12,8 +12,8 @@
 # SimPy stays the clock: hamisim.sim.compiled drives run(horizon) from a SimPy
 # process, up to the next event of any other process.
 #
-# What stays in Python: the failure message of an unschedulable attempt (the
-# reason histogram is formatted by hamisim.sim.kernel, once per failure; the
+# What stays in Python: the failure message of an unschedulable attempt when
+# FailText (_failtext.pxi, which builds it in C) declines or is not given (the
 # message of a pod refused at admission or by a Filter error names the pod),
 # batches of rows handed to the sink, the random tie-break draws (numpy's
 # generator, drawn in blocks), the progress bar; for DefaultPreemption (whose
@@ -238,6 +238,11 @@ cdef class ReplayCore:
     cdef public object ranker
     # callbacks
     cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
+    cdef FailText ftext                 # the failure text in C (None: fail_message)
+    # a dry run's PostFilter text (None: preempt_message builds the whole text),
+    # and its texts by verdict (UTF-8; asked once per verdict and counts)
+    cdef object preempt_postfix
+    cdef dict pf_post
     # -- per pod state (arrival order) -----------------------------------
     cdef int8_t[::1] status
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
@@ -391,8 +396,9 @@ cdef class ReplayCore:
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
-                 mp_name=(), pl_place=(), mig_annotation=None, bint preemption=False,
-                 t_never=None, draw_offset=None, preempt_message=None, victim_message=None,
+                 mp_name=(), pl_place=(), mig_annotation=None, FailText fail_text=None,
+                 bint preemption=False, t_never=None, draw_offset=None, preempt_message=None,
+                 victim_message=None, preempt_postfix=None,
                  t_qns=None, t_qmem=None, t_qcores=None, q_lim_mem=None, q_lim_cores=None,
                  quota_denied=None):
         from array import array
@@ -425,6 +431,9 @@ cdef class ReplayCore:
         self.many_groups = many_groups
         self.fail_message, self.draw_block, self.progress = fail_message, draw_block, progress
         self.pod_error = pod_error
+        self.ftext = fail_text
+        self.preempt_postfix = preempt_postfix
+        self.pf_post = {}
         self.on_events, self.on_pods = on_events, on_pods
         # per pod
         self.status = np.zeros(n, dtype=np.int8)
@@ -993,7 +1002,9 @@ cdef class ReplayCore:
             if node == -1:
                 if self.preemption:
                     pf = self._post_filter(k)
-                message = self.fail_message(self.tmpl[k]) if pf == PF_UNIFORM \
+                # the uniform verdict (nobody to preempt, the saturated case):
+                # FailText in C; a dry run's verdict: its own text
+                message = self._fail_text(self.tmpl[k]) if pf == PF_UNIFORM \
                     else self._post_filter_message(k, pf)
             else:
                 message = self.pod_error(k)
@@ -1013,6 +1024,17 @@ cdef class ReplayCore:
         if pf == PF_NOMINATED:
             self._preempt_victims(k)
         return 0
+
+    cdef object _fail_text(self, int t):
+        # kube-scheduler's text for the failed attempt just made (the kernel's
+        # buffers) when PostFilter's verdict is the uniform one: built in C, else
+        # by fail_message (which reads counts/ncards)
+        if self.ftext is not None:
+            message = self.ftext.text(t)
+            if message is not None:
+                return message
+        self.core._fill_counts()
+        return self.fail_message(t)
 
     cdef int _decide(self, int k, double draw) except -3:
         # KernelScheduler.schedule: the chosen node, its usage in a new slot;
@@ -1737,8 +1759,27 @@ cdef class ReplayCore:
 
     cdef object _post_filter_message(self, int k, int pf):
         # the FailedScheduling text when DefaultPreemption's verdict is not the
-        # uniform one (compiled._preempt_message formats it)
+        # uniform one (compiled._preempt_message formats it; it reads the
+        # reason histogram, whose remembered rows must be written out first).
+        # FailText builds it where PostFilter's part does not name nodes: a
+        # saturated cluster with priorities fails this way on most attempts
         errors = None
+        if self.ftext is not None and self.preempt_postfix is not None and pf != PF_ERRORS:
+            if pf == PF_HIST:
+                key = (self.pf_n_cpu, self.pf_n_mem, self.pf_n_novict, self.pf_n_dry)
+            else:
+                key = pf
+            post = self.pf_post.get(key)
+            if post is None:
+                post = self.preempt_postfix(pf, self.pf_n_cpu, self.pf_n_mem,
+                                            self.pf_n_novict, self.pf_n_dry)
+                if post is not None:
+                    post = self.pf_post[key] = post.encode("utf-8")
+            if post is not None:
+                message = self.ftext.text_with(self.tmpl[k], post)
+                if message is not None:
+                    return message
+        self.core._fill_counts()
         if pf == PF_ERRORS:
             errors = [self.pf_errs[j] for j in range(self.pf_n_errors)]
         return self.preempt_message(self.tmpl[k], pf, self.pf_n_cpu, self.pf_n_mem,

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from strategies import NAMESPACES, SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod
-from hamisim.cluster import Quota
+from hamisim.cluster import Quota, Taint
 from hamisim.mig import MigPlacement, MigProfile
 from hamisim.shapes import typical_shapes
 from hamisim.sim.compiled import simulate_compiled, unsupported
@@ -229,6 +229,26 @@ def test_compiled_engine_equals_python_engine_with_a_vectorised_node_policy(data
     _note(assert_same_run(cluster, trace, config))
 
 
+def test_a_vectorised_policy_keeps_each_pods_own_failure_reasons():
+    """Two pods that fail for different reasons, retried while nothing changes:
+    each failure text names the pod's own reason (a remembered failure's
+    counts are written out before the Python engine's kernel scheduler reads
+    them; they once carried the other pod's reason there)."""
+    t4 = Card("GPU-t4", 0, count=10, devmem=15360, devcore=100, type="NVIDIA-Tesla T4")
+    cluster = Cluster((Node("n", (t4,)),))
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=f"python:{VECTOR_POLICIES}:ties"))
+    big = Pod("big", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 20000}),))
+    a100 = Pod("a100", (Container({"nvidia.com/gpu": 1}),),
+               annotations={"nvidia.com/use-gputype": "A100"})
+    trace = Trace.from_pods("reasons", [TracePod(big, 0.0), TracePod(a100, 0.0, None, 1000.0)])
+    run = assert_same_run(cluster, trace, EngineConfig())
+    failed = run.events[run.events.event == "unschedulable"]
+    assert len(failed) > 4
+    assert failed[failed.pod == "big"].message.str.contains("CardInsufficientMemory").all()
+    assert failed[failed.pod == "a100"].message.str.contains("CardTypeMismatch").all()
+
+
 @st.composite
 def _quotas(draw) -> dict[str, Quota]:
     """ResourceQuotas on one to three namespaces, from limits no pod reaches to
@@ -351,3 +371,127 @@ def test_duplicate_pod_names_are_refused():
                                     TracePod(Pod("a", whole), 1.0, 1.0)])
     with pytest.raises(ValueError, match="pod names must be unique"):
         simulate(_one_card_cluster(), trace, EngineConfig(engine="compiled"))
+
+
+def _saturating_cluster() -> Cluster:
+    # cards of two sizes, a node short of CPU, a tainted and a cordoned node: the
+    # failure text has Fit histograms, CPU and static-filter reasons
+    def node(i: int, **kw) -> Node:
+        big = i % 2 == 0
+        cards = tuple(Card(f"G{i}-{c}", c, count=2 if big else 1,
+                           devmem=16000 if big else 8000, devcore=100,
+                           type="NVIDIA-V100" if big else "NVIDIA-T4")
+                      for c in range(2 if big else 3))
+        return Node(f"n{i}", cards, cpu_milli=8000, memory_mib=64000, **kw)
+    nodes = [node(i) for i in range(8)]
+    nodes.append(node(8, taints=(Taint("dedicated", "ml", "NoSchedule"),)))
+    nodes.append(node(9, unschedulable=True))
+    nodes.append(dataclasses.replace(node(10), cpu_milli=500))
+    return Cluster(tuple(nodes))
+
+
+def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
+    # Many more pods than cards, of a few shapes, arriving while others leave:
+    # most attempts fail, on nodes that mostly have not changed since the same
+    # request last failed there (the kernel's memo of failed evaluations) and
+    # with texts built in C (FailText). The run must be the one the Python
+    # engine makes re-running HAMi's Fit on every node and building every text
+    # in Python, value for value.
+    from hamisim import _core
+    from hamisim.sim.kernel import KernelScheduler
+    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 0),
+               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
+               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
+               ((Container({}),), 3000)]
+    rng = np.random.default_rng(3)
+    pods_ = []
+    for k in range(400):
+        containers, cpu = shapes_[int(rng.integers(0, 4))]
+        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu), 0.3 * k,
+                              float(rng.exponential(20.0)), None))
+    trace = Trace.from_pods("saturated", pods_)
+    cluster = _saturating_cluster()
+    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+
+    built, make = [], _core.FailText
+
+    def fail_text(*args):
+        built.append(make(*args))
+        return built[-1]
+    monkeypatch.setattr(_core, "FailText", fail_text)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+
+    init = KernelScheduler.__init__
+
+    def without_memo(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._core.use_memo = False
+    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    for name in ("events", "pods", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
+                                      check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    failed = want.events[want.events.event == "unschedulable"]
+    assert len(failed) > 1000
+    assert failed.message.nunique() > 20          # the histograms change as pods come and go
+    assert failed.message.str.contains("Insufficient cpu").any()
+    assert failed.message.str.contains("untolerated taint").any()
+    assert failed.message.str.contains("CardInsufficientMemory").any()
+    # every text came from C (none declined)
+    assert built[0].n_built == len(failed) and built[0].n_declined == 0
+
+
+def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts_in_c(
+        monkeypatch):
+    # The saturated replay above with three priorities and CPU that binds: the
+    # dry run nominates (the nominated pods' CPU counted on their nodes while
+    # the memo of failed evaluations is in use), finds no candidate, or errs.
+    # Every failure's text is FailText's except the errors (they name nodes),
+    # and the run is the one the Python engine makes without the memo.
+    from hamisim import _core
+    from hamisim.sim.kernel import KernelScheduler
+    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 3000),
+               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
+               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
+               ((Container({}),), 4000)]
+    rng = np.random.default_rng(5)
+    pods_ = []
+    for k in range(300):
+        containers, cpu = shapes_[int(rng.integers(0, 4))]
+        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu,
+                                  priority=int(rng.choice([-1, 0, 0, 5]))), 0.3 * k,
+                              float(rng.exponential(20.0)), None))
+    trace = Trace.from_pods("saturated", pods_)
+    cluster = _saturating_cluster()
+    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+
+    built, make = [], _core.FailText
+
+    def fail_text(*args):
+        built.append(make(*args))
+        return built[-1]
+    monkeypatch.setattr(_core, "FailText", fail_text)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+
+    init = KernelScheduler.__init__
+
+    def without_memo(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._core.use_memo = False
+    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    for name in ("events", "pods", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
+                                      check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    failed = want.events[want.events.event == "unschedulable"].message
+    errors = failed.str.contains("expected at least one victim")
+    assert len(failed) > 500 and want.summary["preempted"] > 0
+    assert (~failed.str.contains("preemption:")).any()                 # nominated
+    assert failed.str.contains("preemption: .*Insufficient cpu").any()  # no candidate
+    assert failed.str.contains("No preemption victims found").any()
+    assert errors.any()
+    assert built[0].n_built == (~errors).sum() and built[0].n_declined == 0

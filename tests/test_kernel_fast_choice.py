@@ -138,3 +138,40 @@ def test_ordered_index_equals_the_scan(cluster, data):
             names.append(pod.name)
             event("bound")
     assert indexed.usage_by_card() == scan.usage_by_card()
+
+
+def test_a_failure_is_remembered_until_the_node_changes():
+    """The memo of failed evaluations: a request that failed on a node is not
+    evaluated there again until the node's cards change; the decisions and the
+    failure text stay those of a kernel that evaluates every time."""
+    from hamisim.cluster import Card, Cluster, Node
+    from hamisim.hami.decision import Pick
+
+    cluster = Cluster(tuple(
+        Node(f"n{i}", tuple(Card(id=f"G{i}-{k}", index=k, count=10, devmem=8000, devcore=100,
+                                 type="NVIDIA-T4") for k in range(2)))
+        for i in range(4)))
+    memo, plain = KernelScheduler(cluster), KernelScheduler(cluster)
+    plain._core.use_memo = False
+    for s in (memo, plain):
+        for i in range(4):        # 3000 and 1000 MiB free: a candidate, but Fit fails
+            s.adopt(f"a{i}", i, [[Pick(f"G{i}-0", 5000, 0)]])
+            s.adopt(f"b{i}", i, [[Pick(f"G{i}-1", 7000, 0)]])
+    two = Pod("two", (Container(limits={GPU: 2, GPUMEM: 3000}),))
+
+    def attempt() -> int:
+        got, want = memo.schedule(two), plain.schedule(two)
+        assert got == want and got.node is None
+        assert plain._core.n_evaluated >= 4      # every node, by the index and the scan
+        return memo._core.n_evaluated
+    assert attempt() == plain._core.n_evaluated  # the first failure: no memo yet
+    assert attempt() == 4         # the memo is made, and filled once per node
+    assert attempt() == 0         # nothing changed: every failure remembered
+    for s in (memo, plain):       # node 1 changes (and still cannot take the pod)
+        s.adopt("c", 1, [[Pick("G1-1", 500, 0)]])
+    assert attempt() == 1
+    assert attempt() == 0
+    for s in (memo, plain):       # node 2 frees a card: the pod fits there
+        s.delete("b2")
+    got, want = memo.schedule(two), plain.schedule(two)
+    assert got == want and got.node == "n2"

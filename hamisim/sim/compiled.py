@@ -19,10 +19,11 @@ in a heap ordered as SimPy orders events (time, priority, insertion). SimPy
 remains the clock: one SimPy process runs the core up to the next event of any
 other process in the environment, so other processes can be added to a run;
 alone, the core runs from start to end in one step. What stays in Python is
-per batch (rows handed to the sink), per failure (kube-scheduler's message),
-per block (random tie-break draws) and per DefaultPreemption dry run that can
-find victims (its random offset; the dry run itself, the nominations and the
-victims' deletion are compiled).
+per batch (rows handed to the sink), per new reason text of a failure (the
+message itself is built in C by :class:`hamisim._core.FailText` where nobody
+could be preempted), per block (random tie-break draws) and per DefaultPreemption
+dry run that can find victims (its random offset and its FailedScheduling text;
+the dry run itself, the nominations and the victims' deletion are compiled).
 """
 from __future__ import annotations
 
@@ -248,23 +249,33 @@ def _sparse(rows: list[int], values: list[str], n: int) -> np.ndarray:
 
 
 def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
-    """``fail_message(t)``: kube-scheduler's FailedScheduling text for the attempt
-    of a pod of template ``t`` that just failed, with DefaultPreemption's verdict
-    when nobody could be preempted (ReplayCore decided so in C; other verdicts
-    are :func:`_preempt_message`'s)."""
+    """``(fail_message, postfix, postfix_class)``: ``fail_message(t)`` is kube-scheduler's
+    FailedScheduling text for the attempt of a pod of template ``t`` that just
+    failed, with DefaultPreemption's verdict when nobody could be preempted
+    (ReplayCore decided so in C; other verdicts are :func:`_preempt_message`'s);
+    ``postfix(t, potential)`` is that verdict's text alone (the same for
+    templates of one ``postfix_class``), for :class:`hamisim._core.FailText`,
+    which builds the rest in C."""
     policies = [t.preemption_policy for t in trace.templates]
     preemption = sched.config.preemption
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     n_nodes = sched.state.n_nodes
     wants = [bool(w) for w in wants_gpu]
 
-    def fail_message(t: int) -> str:
-        message = sched.failure_message(wants[t])
+    # templates with one preemption policy get one PostFilter text
+    codes: dict[str, int] = {}
+    postfix_class = np.array([codes.setdefault(p, len(codes)) for p in policies],
+                             dtype=np.int32)
+
+    def postfix(t: int, potential: int) -> str:
         if not preemption:
-            return full_message(message, NO_CLAIMS if dra else "")
-        return full_message(message, uniform_postfix(n_nodes, sched.potential_nodes(),
-                                                     policies[t], dra))
-    return fail_message
+            return NO_CLAIMS if dra else ""
+        return uniform_postfix(n_nodes, potential, policies[t], dra)
+
+    def fail_message(t: int) -> str:
+        return full_message(sched.failure_message(wants[t]),
+                            postfix(t, sched.potential_nodes()))
+    return fail_message, postfix, postfix_class
 
 
 # ReplayCore's PostFilter outcomes (PF_* in _replay.pxi)
@@ -272,24 +283,26 @@ _PF_NOMINATED, _PF_HIST, _PF_NOT_HELPFUL, _PF_ERRORS, _PF_TERMINATING = 1, 2, 3,
 
 
 def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
-    """``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``:
-    the FailedScheduling text of a failed attempt whose PostFilter dry run
-    ReplayCore made (as :func:`hamisim.kube.preemption.preempt` and
-    :func:`hamisim.kube.scheduler.with_dra` word it): the counts of the dry
-    run's reasons, or the nodes where it found no victim."""
+    """``(preempt_message, preempt_postfix)`` for a failed attempt whose PostFilter
+    dry run ReplayCore made (as :func:`hamisim.kube.preemption.preempt` and
+    :func:`hamisim.kube.scheduler.with_dra` word it): the counts of the dry run's
+    reasons, or the nodes where it found no victim.
+    ``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``
+    is the whole FailedScheduling text; ``preempt_postfix(outcome, n_cpu, n_mem,
+    n_no_victims, n_dry)`` its PostFilter part alone (``""``: none), the same for
+    every template, for :class:`hamisim._core.FailText`, which builds the rest in
+    C; ``None`` for errors (their text names nodes: ``preempt_message``)."""
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     names = sched.state.node_names
     n_nodes = sched.state.n_nodes
     wants = [bool(w) for w in wants_gpu]
 
-    def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
-                        n_dry: int, errors) -> str:
-        message = sched.failure_message(wants[t])
+    def preempt_postfix(outcome: int, n_cpu: int, n_mem: int, n_novict: int,
+                        n_dry: int) -> str | None:
         if outcome == _PF_NOMINATED:
-            return message                  # a nomination: no preemption text
-        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
-            return full_message(message, "preemption: " + aggregate_errors(
-                [no_victim_error(names[i]) for i in errors]))
+            return ""                       # a nomination: no preemption text
+        if outcome == _PF_ERRORS:
+            return None
         if outcome == _PF_TERMINATING:
             text = "preemption: " + TERMINATING
         elif outcome == _PF_NOT_HELPFUL:
@@ -301,8 +314,16 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
                 if n:
                     hist[reason] = n
             text = "preemption: " + histogram_message(n_nodes, hist)
-        return full_message(message, f"{NO_CLAIMS}, {text}" if dra else text)
-    return preempt_message
+        return f"{NO_CLAIMS}, {text}" if dra else text
+
+    def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
+                        n_dry: int, errors) -> str:
+        message = sched.failure_message(wants[t])
+        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
+            return full_message(message, "preemption: " + aggregate_errors(
+                [no_victim_error(names[i]) for i in errors]))
+        return full_message(message, preempt_postfix(outcome, n_cpu, n_mem, n_novict, n_dry))
+    return preempt_message, preempt_postfix
 
 
 def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
@@ -370,6 +391,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             # the engine's fill protocol submits pods without the webhook's
             # quota check (engine._fill): Fit alone enforces the quota there
             quotas = _quotas(sched, trace, webhook=config.mode == "replay")
+            fail_message, postfix, postfix_class = _fail_message(sched, trace,
+                                                                 templates["t_wants_gpu"])
+            preempt_message, preempt_postfix = _preempt_message(sched, templates["t_wants_gpu"])
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
             core = _core.ReplayCore(
@@ -395,7 +419,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 sample_interval=config.sample_interval,
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
-                fail_message=_fail_message(sched, trace, templates["t_wants_gpu"]),
+                fail_message=fail_message,
+                fail_text=_core.FailText(sched._core, templates["t_wants_gpu"], postfix_class,
+                                         sched.reason_text, postfix),
                 pod_error=_pod_error(sched, trace, order),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
@@ -406,7 +432,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 t_never=np.array([t.preemption_policy == "Never" for t in trace.templates],
                                  dtype=np.uint8),
                 draw_offset=lambda n: int(offsets.integers(n)),
-                preempt_message=_preempt_message(sched, templates["t_wants_gpu"]),
+                preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}")
             core.ranker = sched.ranker      # a vectorised Python node policy, or None

@@ -509,6 +509,21 @@ class KernelScheduler:
             reason = self._reason_cache[key] = fit_reason(counts, n_cards)
         return reason
 
+    def reason_text(self, kind: int, value) -> str | None:
+        """One entry's reason in :meth:`_histogram`, for the compiled failure
+        text (:class:`hamisim._core.FailText`): ``kind`` 0 a gate code, 1 a
+        window status code, 2 ``(n_cards, counts)`` of a Fit failure, 3 the
+        CPU (1) / memory (2) bit of kube-scheduler's NodeResourcesFit.
+        ``None`` for a status :meth:`_histogram` does not report."""
+        if kind == 0:
+            return self.filters.reasons[value]
+        if kind == 1:
+            return _STATUS_REASON.get(value)
+        if kind == 2:
+            n_cards, counts = value
+            return self._reason(np.array(counts, dtype=np.int32), n_cards)
+        return _CPU_MEM[value][0]
+
     def _histogram(self, wants_gpu: bool) -> dict[str, int]:
         """Reason string -> number of nodes for the failed attempt just made,
         from the kernel's buffers (grouped in the kernel, no per-node Python)."""
