@@ -36,6 +36,8 @@ cdef enum:
     T_DELETE = 2        # deletion or end of run time (engine._delete), live
     T_FLUSH = 3         # the leftover flush of an unschedulable pod (engine._leftover)
     T_RETRY = 4         # the backoff flush of a pod in backoff (engine._retry)
+    T_DELETION = 5      # the trace deletes the pod (engine._deletion), live
+    T_INIT_DONE = 6     # its init containers finished (engine._init_done), live
     # pod status (engine._PodState.status)
     S_NEW = 0
     S_QUEUED = 1
@@ -43,11 +45,13 @@ cdef enum:
     S_BACKOFF = 3
     S_RUNNING = 4
     S_GONE = 5
+    S_TERMINATING = 6   # deleted, within its grace period (keeps node and cards)
     # kube-scheduler's queue (hamisim.kube.queue): rejector bits, events, lists
     REJ_STATIC = 1
     REJ_FIT = 2
     REJ_EXTENDER = 4
     EV_ASSIGNED_ADD = 0
+    EV_ASSIGNED_UPDATE = 1
     EV_ASSIGNED_DELETE = 2
     U_NONE = -1
     U_EXTENDER = 0      # engine.unschedulable_extender
@@ -60,6 +64,7 @@ cdef enum:
     E_ABANDON = 4
     E_PREEMPT = 5           # (the Python engine's; this engine runs no preemption)
     E_REJECTED = 6
+    E_TERMINATE = 7
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
@@ -173,6 +178,11 @@ cdef class ReplayCore:
     cdef const int32_t[::1] t_n_init
     cdef const int64_t[::1] t_cpu, t_mem
     cdef const double[::1] t_gpu
+    # lifecycle per template: grace period (s), when init containers finish
+    # after bind (NaN: never), mutex-reserve (what-if: the pod reserves its cards)
+    cdef const double[::1] t_grace, t_init_after
+    cdef const uint8_t[::1] t_reserve
+    cdef readonly int n_initial            # pods 0 .. n_initial-1 are the initial state
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
@@ -211,6 +221,14 @@ cdef class ReplayCore:
     cdef int64_t* slot_cores
     cdef int32_t* free_slots
     cdef list slot_devices
+    # usage after the init containers finish (engine._init_done), for pods with
+    # init_duration: rows and amounts of the app containers only
+    cdef int32_t* after_n
+    cdef int64_t* after_rows
+    cdef int64_t* after_used
+    cdef int64_t* after_mem
+    cdef int64_t* after_cores
+    cdef list slot_mig_after               # per slot None, or (rows, masks) kept then
     # MIG: per slot None, or (card rows, placement masks, annotation) of the
     # pod's MIG instances (Python objects for MIG pods only)
     cdef list slot_mig
@@ -239,7 +257,7 @@ cdef class ReplayCore:
     cdef readonly int64_t n_attempts, live
     #: pending pods by status (S_QUEUED, S_UNSCHEDULABLE, S_BACKOFF; others unused),
     #: attempts by kube-scheduler's result: scheduled, unschedulable, error
-    cdef int64_t n_status[6]
+    cdef int64_t n_status[7]
     cdef int64_t n_result[3]
     cdef readonly double gpu_arrived
     cdef double next_sample, row_time, row_delay_sum
@@ -284,6 +302,8 @@ cdef class ReplayCore:
         self.slot_n = NULL
         self.slot_rows = self.slot_used = self.slot_mem = self.slot_cores = NULL
         self.free_slots = NULL
+        self.after_n = NULL
+        self.after_rows = self.after_used = self.after_mem = self.after_cores = NULL
         self.text = NULL
 
     def __dealloc__(self):
@@ -295,6 +315,11 @@ cdef class ReplayCore:
         free(self.slot_mem)
         free(self.slot_cores)
         free(self.free_slots)
+        free(self.after_n)
+        free(self.after_rows)
+        free(self.after_used)
+        free(self.after_mem)
+        free(self.after_cores)
         free(self.text)
 
     def __init__(self, Core core, MeterCore meter, *, arrival, duration, deletion, template,
@@ -305,7 +330,8 @@ cdef class ReplayCore:
                  bint many_groups, int n_groups, fail_message, pod_error, draw_block, progress,
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
-                 mp_name=(), pl_place=(), mig_annotation=None):
+                 mp_name=(), pl_place=(), mig_annotation=None, t_grace=None,
+                 t_init_after=None, t_reserve=None, int n_initial=0):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -316,6 +342,13 @@ cdef class ReplayCore:
         self.t_spec = list(t_spec)
         self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
         self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
+        n_t = len(t_spec)
+        self.t_grace = np.zeros(n_t) if t_grace is None else t_grace
+        self.t_init_after = np.full(n_t, np.nan) if t_init_after is None else t_init_after
+        self.t_reserve = np.zeros(n_t, dtype=np.uint8) if t_reserve is None else t_reserve
+        if not 0 <= n_initial <= n:
+            raise ValueError("n_initial: more initial pods than pods")
+        self.n_initial = n_initial
         self.node_start, self.pad_empty = node_start, pad_empty
         self.aligned = pad_empty if aligned is None else aligned
         encoded = [c.encode("utf-8") for c in card_ids]
@@ -362,6 +395,7 @@ cdef class ReplayCore:
         self.n_free = 0
         self.slot_devices = []
         self.slot_mig = []
+        self.slot_mig_after = []
         self.has_mig = core.table.c.mig_cnt != NULL
         self.mp_name, self.pl_place = list(mp_name), list(pl_place)
         self.mig_annotation = mig_annotation
@@ -394,7 +428,7 @@ cdef class ReplayCore:
         self.pass_wanted = self.pass_scheduled = False
         self.n_arrived = self.n_pending = self.n_running = 0
         self.n_departed = self.n_abandoned = self.n_attempts = self.live = self.n_rejected = 0
-        self.n_status[:] = [n, 0, 0, 0, 0, 0]      # every pod starts S_NEW
+        self.n_status[:] = [n, 0, 0, 0, 0, 0, 0]   # every pod starts S_NEW
         self.n_result[:] = [0, 0, 0]
         self.gpu_arrived = 0.0
         self.next_sample = 0.0
@@ -407,7 +441,7 @@ cdef class ReplayCore:
         self.last_time = 0.0
         self.draws = np.zeros(0)
         self.n_draws = self.next_draw = 0
-        self.arrivals_reported = 0
+        self.arrivals_reported = n_initial
         # records
         self.np_ev_time = np.zeros(REPLAY_BATCH)
         self.np_ev_kind = np.zeros(REPLAY_BATCH, dtype=np.int8)
@@ -451,8 +485,10 @@ cdef class ReplayCore:
         self.g_time = 0.0
         self.g_times = array("d")
         self.g_rows = array("q")
-        if n:
-            self._schedule(max(self.arrival[0], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
+        # the initial state's pods never arrive: adopt() places them
+        self.upcoming = n_initial
+        if n > n_initial:
+            self._schedule(max(self.arrival[n_initial], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
         else:
             self.feeder_done = True
 
@@ -466,8 +502,15 @@ cdef class ReplayCore:
         self.slot_mem = <int64_t*>realloc(self.slot_mem, cap * w * sizeof(int64_t))
         self.slot_cores = <int64_t*>realloc(self.slot_cores, cap * w * sizeof(int64_t))
         self.free_slots = <int32_t*>realloc(self.free_slots, cap * sizeof(int32_t))
+        self.after_n = <int32_t*>realloc(self.after_n, cap * sizeof(int32_t))
+        self.after_rows = <int64_t*>realloc(self.after_rows, cap * w * sizeof(int64_t))
+        self.after_used = <int64_t*>realloc(self.after_used, cap * w * sizeof(int64_t))
+        self.after_mem = <int64_t*>realloc(self.after_mem, cap * w * sizeof(int64_t))
+        self.after_cores = <int64_t*>realloc(self.after_cores, cap * w * sizeof(int64_t))
         if (self.slot_n == NULL or self.slot_rows == NULL or self.slot_used == NULL
-                or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL):
+                or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL
+                or self.after_n == NULL or self.after_rows == NULL or self.after_used == NULL
+                or self.after_mem == NULL or self.after_cores == NULL):
             raise MemoryError()
         # new slots free, lowest first
         for i in range(cap - 1, old - 1, -1):
@@ -475,6 +518,7 @@ cdef class ReplayCore:
             self.n_free += 1
         self.slot_devices.extend([None] * (cap - old))
         self.slot_mig.extend([None] * (cap - old))
+        self.slot_mig_after.extend([None] * (cap - old))
         self.slot_cap = cap
         return 0
 
@@ -782,7 +826,7 @@ cdef class ReplayCore:
         self._event(E_ARRIVE, k, -1, None, None)
         if deletion == deletion:
             self.live += 1
-            self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETE, k, 0)
+            self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETION, k, 0)
         self._enqueue(k)
         self.pass_wanted = True
         return 0
@@ -945,10 +989,51 @@ cdef class ReplayCore:
                 self.slot_used[base + i] = max(self.c_app_u[p], <int64_t>self.c_ini[p])
                 self.slot_mem[base + i] = max(self.c_app_m[p], self.c_ini_m[p])
                 self.slot_cores[base + i] = max(self.c_app_c[p], self.c_ini_c[p])
+            if self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
+                self._keep_app_usage(sl, n, r0)
         self.slot_n[sl] = n
         self.slot_devices[sl] = self._devices_text(node, n_cont)
         self.slot_mig[sl] = self._mig_instances(node, n_cont) if self.has_mig else None
+        if self.has_mig and self.slot_mig[sl] is not None \
+                and self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
+            self.slot_mig_after[sl] = self._mig_app_instances(node, n_cont, n_init)
         return 0
+
+    cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept:
+        # engine._init_done's usage, kept at bind while the picks are at hand:
+        # collapsed_usage of the app entries alone (the e >= n_init sums of the
+        # c_app_* scratch _take_picks just filled for the first n cards of c_list)
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        cdef int i, p, m = 0
+        for i in range(n):
+            p = self.c_list[i]
+            if self.c_app_u[p] == 0:
+                continue            # only init entries were on this card
+            self.after_rows[base + m] = r0 + p
+            self.after_used[base + m] = self.c_app_u[p]
+            self.after_mem[base + m] = self.c_app_m[p]
+            self.after_cores[base + m] = self.c_app_c[p]
+            m += 1
+        self.after_n[sl] = m
+
+    cdef object _mig_app_instances(self, int node, int n_cont, int n_init):
+        # the MIG instances of the app entries (HAMi's list: aligned positions), which
+        # the kernel keeps after engine._init_done re-adopts the pod
+        cdef Scratch* s = &self.core.s
+        cdef int ci, i, b, e = -1
+        cdef int64_t r0 = self.node_start[node]
+        rows, masks = [], []
+        for ci in range(n_cont):
+            if s.out_n[ci] > 0 or self.aligned[node]:
+                e += 1
+            if e < n_init:
+                continue
+            for i in range(s.out_n[ci]):
+                b = ci * s.cap_p + i
+                if s.out_prof[b] >= 0:
+                    rows.append(r0 + s.out_pos[b])
+                    masks.append(self.core.table.c.pl_mask[s.out_pl[b]])
+        return tuple(rows), tuple(masks)
 
     cdef object _mig_instances(self, int node, int n_cont):
         # the pod's MIG instances (rows, masks) and hami.io/vgpu-mig-allocations,
@@ -1019,6 +1104,12 @@ cdef class ReplayCore:
                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                            self.t_cpu[t], self.t_mem[t], sign)
         cdef Py_ssize_t j
+        cdef int64_t* reserved
+        if self.t_reserve[t]:
+            # what-if mutex-reserve (KernelScheduler._add/delete): its cards refuse others
+            reserved = <int64_t*>self.core.table.c.reserved
+            for j in range(self.slot_n[sl]):
+                reserved[self.slot_rows[base + j]] += sign
         if self.has_mig and self.slot_mig[sl] is not None:
             rows, masks, _ = self.slot_mig[sl]
             for j in range(len(rows)):
@@ -1030,6 +1121,14 @@ cdef class ReplayCore:
         self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
                             self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                             self.t_cpu[t], sign)
+
+    cdef inline void _meter_apply_cards(self, int k, int node, int sign) noexcept:
+        # the pod's cards only (engine._init_done changes its cards, not its CPU)
+        cdef int sl = self.slot[k]
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
+                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
+                            0, sign)
 
     cdef int _bind(self, int k, int node) except -1:
         cdef double now = self.now, delay, duration = self.duration[k]
@@ -1055,6 +1154,12 @@ cdef class ReplayCore:
             self.live += 1
             self._schedule(duration, P_DEPART, T_DELETE, k, 0)
         self._changed(EV_ASSIGNED_ADD)
+        if self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]] \
+                and self.slot_n[self.slot[k]] > 0:
+            # (the engine: init_duration, init containers, and some container got cards)
+            self.live += 1
+            self._schedule(self.t_init_after[self.tmpl[k]], P_DEPART, T_INIT_DONE, k,
+                           self.gen[k])
         return 0
 
     cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
@@ -1077,7 +1182,7 @@ cdef class ReplayCore:
         cdef int st = self.status[k], node, sl
         if st == S_GONE or st == S_NEW:
             return 0
-        if st == S_RUNNING:
+        if st == S_RUNNING or st == S_TERMINATING:
             node = self.node[k]
             self._kernel_apply(k, node, -1)
             self._meter_apply(k, node, -1)
@@ -1090,6 +1195,7 @@ cdef class ReplayCore:
             sl = self.slot[k]
             self.slot_devices[sl] = None
             self.slot_mig[sl] = None
+            self.slot_mig_after[sl] = None
             self.free_slots[self.n_free] = sl
             self.n_free += 1
             self.slot[k] = -1
@@ -1098,6 +1204,104 @@ cdef class ReplayCore:
             self._abandon(k, "deleted while pending")
         self._sample(False)
         return 0
+
+    # -- the pod lifecycle (engine._terminate, engine._init_done, adopt_initial) ----
+    cdef int _terminate(self, int k, int kind, object message) except -1:
+        # engine._terminate: pod k is deleted (kind E_TERMINATE: the trace's
+        # deletion). With a grace period a running pod keeps its node, cards and
+        # CPU until the period ends (a live timer), else it leaves at once.
+        # A terminating pod is not deleted again (its grace period runs on).
+        cdef int st = self.status[k]
+        cdef double grace = self.t_grace[self.tmpl[k]]
+        if st == S_GONE or st == S_NEW:
+            return 0
+        if st == S_RUNNING and grace > 0:
+            self._set_status(k, S_TERMINATING)
+            self._event(kind, k, self.node[k], None, message)
+            self.live += 1
+            self._schedule(grace, P_DEPART, T_DELETE, k, 0)
+            self._changed(EV_ASSIGNED_UPDATE)   # its deletionTimestamp is set
+            return 0
+        if st == S_TERMINATING:
+            return 0
+        if kind != E_TERMINATE:
+            raise NotImplementedError("ReplayCore._terminate: only the trace's deletions")
+        self._delete(k)
+        return 0
+
+    cdef int _init_done(self, int k, int gen) except -1:
+        # engine._init_done: HAMi's onUpdatePod keeps the app entries of its
+        # list (HAMi issue #2965 on nodes that list no GPU-less containers);
+        # the kernel's usage is re-adopted, the meter's cards follow, CPU stays
+        cdef int node = self.node[k], sl = self.slot[k], i
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        if self.gen[k] != gen or self.status[k] != S_RUNNING:
+            return 0        # a terminating pod is only refreshed: no shrink
+        self._meter_apply_cards(k, node, -1)
+        self._kernel_apply(k, node, -1)
+        for i in range(self.after_n[sl]):
+            self.slot_rows[base + i] = self.after_rows[base + i]
+            self.slot_used[base + i] = self.after_used[base + i]
+            self.slot_mem[base + i] = self.after_mem[base + i]
+            self.slot_cores[base + i] = self.after_cores[base + i]
+        self.slot_n[sl] = self.after_n[sl]
+        if self.slot_mig[sl] is not None:
+            # the kernel keeps the app entries' instances; the annotation stays
+            rows, masks = self.slot_mig_after[sl]
+            self.slot_mig[sl] = (rows, masks, self.slot_mig[sl][2])
+            self.slot_mig_after[sl] = None
+        self._kernel_apply(k, node, 1)
+        self._meter_apply_cards(k, node, 1)
+        self._changed(EV_ASSIGNED_UPDATE)      # HAMi sees room on that card now
+        self._sample(False)
+        return 0
+
+    def adopt(self, int k, int node, rows, used, mem, cores, devices, mig, double departure,
+              str message):
+        """engine.adopt_initial for initial pod ``k`` (< ``n_initial``), before
+        :meth:`run`: it arrives and binds at time 0 on ``node`` holding ``rows``
+        (card rows) with ``used``/``mem``/``cores`` each (its collapsed usage),
+        ``devices`` its annotation (or None), ``mig`` None or ``(rows, masks,
+        annotation)`` of its MIG instances; it departs at ``departure`` (NaN:
+        never). Call :meth:`adopted` after the last one."""
+        cdef int sl, i, n = len(rows)
+        cdef Py_ssize_t base
+        if not 0 <= k < self.n_initial or k != self.n_arrived or self.now != 0.0:
+            raise ValueError("adopt: the initial pods in order, before the run")
+        if n > self.slot_width:
+            raise ValueError("adopt: more cards than its node has")
+        if self.n_free == 0:
+            self._grow_slots()
+        self.n_free -= 1
+        sl = self.slot[k] = self.free_slots[self.n_free]
+        base = <Py_ssize_t>sl * self.slot_width
+        for i in range(n):
+            self.slot_rows[base + i] = rows[i]
+            self.slot_used[base + i] = used[i]
+            self.slot_mem[base + i] = mem[i]
+            self.slot_cores[base + i] = cores[i]
+        self.slot_n[sl] = n
+        self.slot_devices[sl] = devices
+        self.slot_mig[sl] = mig
+        self.arrived_at[k] = self.timestamp[k] = 0.0
+        self.n_arrived += 1
+        self.n_pending += 1
+        self._event(E_ARRIVE, k, -1, None, None)
+        self._kernel_apply(k, node, 1)
+        self._set_status(k, S_RUNNING)
+        self.node[k] = node
+        self._meter_apply(k, node, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        self.bind_time[k] = 0.0
+        self._event(E_BIND, k, node, devices, message)
+        if departure == departure:
+            self.live += 1
+            self._schedule(departure, P_DEPART, T_DELETE, k, 0)
+
+    def adopted(self):
+        """After the initial pods: the time series' row at time 0."""
+        self._sample(False)
 
     # -- kube-scheduler's queue (engine._unschedulable ... engine._leftover) ------
     cdef int _unschedulable(self, int k, int rejectors, object message) except -1:
@@ -1199,6 +1403,12 @@ cdef class ReplayCore:
             if t.kind == T_DELETE:
                 self.live -= 1
                 self._delete(t.pod)
+            elif t.kind == T_DELETION:
+                self.live -= 1
+                self._terminate(t.pod, E_TERMINATE, None)
+            elif t.kind == T_INIT_DONE:
+                self.live -= 1
+                self._init_done(t.pod, t.gen)
             elif t.kind == T_FLUSH:
                 self._leftover(t.pod, t.gen)
             else:

@@ -5,7 +5,10 @@ kube-scheduler's sampling on larger clusters) and random traces (equal
 arrival times, priorities, deletions before and after binding, pods that run
 to the end, admission refusals and Filter errors, multi-container and init
 pods, the trace's own class labels) are replayed by both engines under random
-queue settings, and in fill mode; the events, the pods table, the time series (per event and
+queue settings, and in fill mode; with the pod lifecycle too: an initial
+state (pods adopted at time 0, some departing), deletions within a termination
+grace period, init containers that finish (HAMi's onUpdatePod collapse) and
+the what-if card policy mutex-reserve; the events, the pods table, the time series (per event and
 sampled), the per-group series, the summary and the occupancy must be equal,
 value for value.
 """
@@ -23,7 +26,9 @@ from strategies import SLOW, clusters, pods
 
 from hamisim import Card, Cluster, Container, Node, Pod
 from hamisim.mig import MigPlacement, MigProfile
+from hamisim.io.initialstate import InitialPod
 from hamisim.shapes import typical_shapes
+from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.compiled import simulate_compiled, unsupported
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.sim.result import SimResult
@@ -37,8 +42,14 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
     out = []
     for j in range(draw(st.integers(1, max_pods))):
         t += draw(st.sampled_from([0.0, 0.0, 0.25, 1.0, 3.7, 20.0, 400.0]))
-        pod = draw(pods(f"p{j}", card_ids))
-        pod = dataclasses.replace(pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])))
+        pod = draw(pods(f"p{j}", card_ids, what_ifs=True))
+        pod = dataclasses.replace(
+            pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])),
+            # deleted pods keep their cards for their grace period; init
+            # containers finish (HAMi's onUpdatePod collapse) after init_duration
+            termination_grace_period=draw(st.sampled_from([0, 0, 1, 30])),
+            init_duration=draw(st.sampled_from([None, 0.0, 2.0, 50.0]))
+            if pod.init_containers else None)
         duration = draw(st.none() | st.sampled_from([0.0, 0.5, 1.0, 7.3, 40.0, 400.0]))
         deletion = None
         if draw(st.integers(0, 5)) == 0:
@@ -52,6 +63,29 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
         out = [tp._replace(pod=dataclasses.replace(tp.pod, preemption_policy="Never"))
                if tp.pod.priority > lowest else tp for tp in out]
     return Trace.from_pods("random", out)
+
+
+@st.composite
+def initial_states(draw, cluster: Cluster, min_pods: int = 0,
+                   max_pods: int = 6) -> list[InitialPod]:
+    """Pods running at time 0, placed where HAMi would place them one by one
+    (a warm cluster, as ``hamisim import`` reads it), some departing later."""
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    sched = KernelScheduler(cluster)
+    out = []
+    for j in range(draw(st.integers(min_pods, max_pods))):
+        pod = draw(pods(f"i{j}", card_ids))
+        try:
+            d = sched.schedule(pod)
+        except ValueError:          # refused at admission or by HAMi's Filter
+            continue
+        if d.node is None:
+            continue
+        out.append(InitialPod(pod.name, d.node, d.containers, len(pod.init_containers),
+                              pod.cpu_milli, pod.memory_mib,
+                              draw(st.sampled_from([None, None, 0.0, 3.0, 100.0])),
+                              namespace=pod.namespace))
+    return out
 
 
 @st.composite
@@ -80,10 +114,13 @@ def _canonical(summary: dict) -> str:
     return json.dumps(summary, sort_keys=True, default=str)
 
 
-def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig,
+                    initial: list[InitialPod] = ()) -> SimResult:
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
-    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes,
+                    initial=initial)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes,
+                   initial=initial)
     for name in ("events", "pods", "timeseries", "group_timeseries"):
         a, b = getattr(want, name), getattr(got, name)
         assert (a is None) == (b is None), name
@@ -95,11 +132,23 @@ def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> Sim
     return want
 
 
-def _note(run: SimResult) -> None:
+def _note(run: SimResult, trace: Trace | None = None, default_policy: str = "") -> None:
     ev = run.events.event
+    if trace is not None:
+        bound = set(run.events.pod[ev == "bind"])
+        lifecycle = [tp.pod for tp in trace.pods if tp.pod.name in bound]
+        if any(p.init_duration is not None and p.init_containers for p in lifecycle):
+            event("a pod with init_duration bound")
+        if any("reserve" in p.annotations.get("hami.io/gpu-scheduler-policy",
+                                              default_policy) for p in lifecycle):
+            event("a mutex-reserve pod bound")
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
+    if (ev == "terminate").any():
+        event("a pod terminated within its grace period")
+    if (run.events.message == "initial state").any():
+        event("an initial state")
     if run.pods is not None and run.pods.mig_allocations.notna().any():
         event("a pod held MIG instances")
 
@@ -110,7 +159,8 @@ def test_compiled_engine_equals_python_engine(data):
     cluster = _grouped(data.draw,
                        data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False)))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
@@ -121,7 +171,56 @@ def test_compiled_engine_equals_python_engine_on_mig_cards(data):
     cluster = data.draw(clusters(max_nodes=3, max_cards=6, with_quotas=False,
                                  modes=["mig", "mig", "hami-core"]))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_on_the_pod_lifecycle(data):
+    """A warm cluster (an initial state of several pods), the what-if
+    mutex-reserve as the cluster's card policy, and pods that terminate within a
+    grace period or finish their init containers: the compiled engine runs them
+    and the run is the Python engine's."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    policy = data.draw(st.sampled_from(["mutex-reserve", "binpack,mutex-reserve",
+                                        cluster.scheduler.gpu_scheduler_policy]))
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, gpu_scheduler_policy=policy))
+    trace = data.draw(traces(cluster, max_pods=20))
+    initial = data.draw(initial_states(cluster, min_pods=2, max_pods=8))
+    config = data.draw(configs())
+    assert unsupported(cluster, config, trace, initial) is None
+    _note(assert_same_run(cluster, trace, config, initial), trace, policy)
+
+
+def test_lifecycle_runs_in_the_compiled_engine():
+    """An initial pod departing, a deletion within a grace period and init
+    containers that finish, on one card: each shows in the run, identically."""
+    card = Card("G0", 0, count=4, devmem=1000, devcore=100, type="NVIDIA-T4")
+    cluster = Cluster((Node("n", (card,)),))
+    def gpu(mem):
+        return Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem})
+    warm = KernelScheduler(cluster).schedule(Pod("warm", (gpu(600),)))
+    initial = [InitialPod("warm", "n", warm.containers, 0, 0, 0, 5.0)]
+    init_pod = Pod("init", (gpu(300),), init_containers=(gpu(700),), init_duration=2.0)
+    pods_ = [TracePod(dataclasses.replace(Pod("slow", (gpu(100),)),
+                                          termination_grace_period=30), 1.0, None, 3.0),
+             TracePod(init_pod, 6.0, 100.0),
+             TracePod(Pod("after", (gpu(600),)), 6.5, 10.0)]
+    trace = Trace.from_pods("life", pods_)
+    assert unsupported(cluster, EngineConfig(), trace, initial) is None
+    run = assert_same_run(cluster, trace, EngineConfig(), initial)
+    ev = run.events
+    assert list(ev.event[ev.pod == "warm"]) == ["arrive", "bind", "depart"]
+    assert list(ev.time[ev.pod == "warm"]) == [0.0, 0.0, 5.0]
+    # deleted at 3 s, the pod keeps its card until its grace period ends at 33 s
+    assert list(zip(ev.event[ev.pod == "slow"], ev.time[ev.pod == "slow"]))[-2:] == \
+        [("terminate", 3.0), ("depart", 33.0)]
+    # 'after' needs 600 MiB: the init pod holds 700 until its init container ends at 8 s
+    after = ev[(ev.pod == "after") & (ev.event == "bind")]
+    assert list(after.time) == [8.0]
+    assert run.summary["initial_pods"] == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
@@ -198,6 +297,14 @@ def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
     assert unsupported(cluster, EngineConfig(check=True), trace, ()) == "--check"
     assert unsupported(cluster, EngineConfig(), list(trace.pods), ()) \
         == "a workload that is not a Trace"
+    # the pod lifecycle runs compiled: an initial state, grace periods, init
+    # containers that finish, the what-if mutex-reserve
+    life = Trace.from_pods("life", [TracePod(Pod(
+        "b", (Container({"nvidia.com/gpu": 1}),), init_containers=(Container(),),
+        annotations={"hami.io/gpu-scheduler-policy": "mutex-reserve"},
+        termination_grace_period=30, init_duration=1.0), 0.0, None, 5.0)])
+    warm = [InitialPod("w", "n", [[]], departure=2.0)]
+    assert unsupported(cluster, EngineConfig(), life, warm) is None
     fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy="fgd"))
     assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())

@@ -899,7 +899,7 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
         from hamisim.sim import compiled
         why = compiled.unsupported(cluster, config, workload, initial)
         if why is None:
-            return compiled.simulate_compiled(cluster, workload, config, shapes, sink)
+            return compiled.simulate_compiled(cluster, workload, config, shapes, sink, initial)
         if config.engine == "compiled":
             raise ValueError(f"the compiled engine does not run {why}")
     if isinstance(workload, Trace):
