@@ -88,16 +88,17 @@ def test_the_reservation_survives_a_second_adoption(backend):
     assert s.schedule(pod("x")).devices == "A,NVIDIA,100,0:;"
 
 
-def test_replays_agree_and_leave_the_compiled_engine():
+def test_replays_agree_on_both_backends_and_both_engines():
     cluster = two_cards("spread")
     pods = [TracePod(pod(f"p{i}", "mutex-reserve" if i % 3 == 0 else None, 300), 2.0 * i,
                      15.0) for i in range(30)]
     trace = Trace.from_pods("t", pods)
-    assert unsupported(cluster, EngineConfig(), trace, ()) == \
-        "the what-if card policy mutex-reserve"
-    runs = [simulate(cluster, trace, EngineConfig(backend=b, progress=False))
-            for b in ("kernel", "reference")]
+    # the compiled replay engine runs it (the kernel's reserved cards)
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    runs = [simulate(cluster, trace, EngineConfig(backend=b, engine=e, progress=False))
+            for b, e in (("kernel", "compiled"), ("kernel", "python"), ("reference", "auto"))]
     assert runs[0].events.equals(runs[1].events)
+    assert runs[0].events.equals(runs[2].events)
     assert "CardReservedByMutex" in " ".join(runs[0].events["message"].dropna())
 
 
