@@ -8,8 +8,11 @@ reference scheduler are: same events in the same order at the same times,
 same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
-(:func:`unsupported`): the reference backend, the research policies,
-``--check``, initial states, workloads that are not a :class:`Trace`. Fill
+(:func:`unsupported`): the reference backend, the research and Python
+policies, ``--check``, quotas, preemption, the defragmenter, workloads that are
+not a :class:`Trace`. The pod lifecycle runs here too: an initial state (the
+core's first pods, adopted before the run), deletions within a termination
+grace period, init containers that finish, the what-if mutex-reserve. Fill
 mode runs as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
