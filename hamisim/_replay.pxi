@@ -38,6 +38,7 @@ cdef enum:
     T_RETRY = 4         # the backoff flush of a pod in backoff (engine._retry)
     T_DELETION = 5      # the trace deletes the pod (engine._deletion), live
     T_INIT_DONE = 6     # its init containers finished (engine._init_done), live
+    T_DEFRAG = 7        # a round of the periodic defragmenter (engine._defrag_round)
     # pod status (engine._PodState.status)
     S_NEW = 0
     S_QUEUED = 1
@@ -65,6 +66,7 @@ cdef enum:
     E_PREEMPT = 5           # (the Python engine's; this engine runs no preemption)
     E_REJECTED = 6
     E_TERMINATE = 7
+    E_MOVE = 8              # the defragmenter moved the pod (a hamisim what-if)
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
@@ -183,6 +185,14 @@ cdef class ReplayCore:
     cdef const double[::1] t_grace, t_init_after
     cdef const uint8_t[::1] t_reserve
     cdef readonly int n_initial            # pods 0 .. n_initial-1 are the initial state
+    # the periodic defragmenter (what-if): interval (0: none), moves per round,
+    # pods by name (the order it tries them in), node names (its message)
+    cdef double defrag_interval
+    cdef int defrag_moves
+    cdef const int64_t[::1] by_name
+    cdef list node_names
+    cdef int trial_node                    # where the last _defrag_replace put the pod
+    cdef readonly int64_t n_defrag_moves
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
@@ -331,7 +341,9 @@ cdef class ReplayCore:
                  on_events, on_pods, aligned=None, bint hints=True,
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
                  mp_name=(), pl_place=(), mig_annotation=None, t_grace=None,
-                 t_init_after=None, t_reserve=None, int n_initial=0):
+                 t_init_after=None, t_reserve=None, int n_initial=0,
+                 double defrag_interval=0.0, int defrag_moves=0, by_name=None,
+                 node_names=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -349,6 +361,14 @@ cdef class ReplayCore:
         if not 0 <= n_initial <= n:
             raise ValueError("n_initial: more initial pods than pods")
         self.n_initial = n_initial
+        self.defrag_interval, self.defrag_moves = defrag_interval, defrag_moves
+        self.n_defrag_moves = 0
+        self.trial_node = -1
+        if defrag_interval > 0:
+            if by_name is None or len(by_name) != n or node_names is None:
+                raise ValueError("the defragmenter needs by_name (every pod) and node_names")
+            self.by_name = by_name
+            self.node_names = list(node_names)
         self.node_start, self.pad_empty = node_start, pad_empty
         self.aligned = pad_empty if aligned is None else aligned
         encoded = [c.encode("utf-8") for c in card_ids]
@@ -491,6 +511,8 @@ cdef class ReplayCore:
             self._schedule(max(self.arrival[n_initial], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
         else:
             self.feeder_done = True
+        if defrag_interval > 0:
+            self._schedule(defrag_interval, P_ARRIVE, T_DEFRAG, -1, 0)
 
     # -- buffers -------------------------------------------------------------
     cdef int _grow_slots(self) except -1:
@@ -1303,6 +1325,157 @@ cdef class ReplayCore:
         """After the initial pods: the time series' row at time 0."""
         self._sample(False)
 
+    # -- the periodic defragmenter (a what-if, not HAMi: engine._defrag_round ...) --
+    cdef int _defrag_round(self) except -1:
+        # up to defrag_moves moves; then the next round, unless nothing can
+        # change any more and this round moved nothing
+        cdef int moved = 0
+        while moved < self.defrag_moves and self._defrag_move():
+            moved += 1
+        if moved:
+            self._sample(False)
+        if moved or not self._over():
+            self._schedule(self.defrag_interval, P_ARRIVE, T_DEFRAG, -1, 0)
+        return 0
+
+    cdef inline bint _movable(self, int k) noexcept:
+        # engine._movable: running, on cards, no init containers, no MIG instance,
+        # placed by an attempt (initial pods hold no picks the engine could undo)
+        cdef int sl = self.slot[k]
+        return (self.status[k] == S_RUNNING and k >= self.n_initial and self.slot_n[sl] > 0
+                and self.slot_mig[sl] is None and self.t_n_init[self.tmpl[k]] == 0)
+
+    cdef int _defrag_replace(self, int k) except -2:
+        # engine._replace: evict k and let HAMi place it again (no tie draw: the
+        # last best node). Returns a slot holding the new usage, the kernel holding
+        # the pod there (node in trial_node); -1 when it lands on the same cards
+        # or nowhere (then nothing changed, next_start included)
+        cdef int node = self.node[k], old = self.slot[k], t = self.tmpl[k], ts, nn, i, j
+        cdef int start = self.next_start
+        cdef Core core = self.core
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef bint same
+        cdef Py_ssize_t ob = <Py_ssize_t>old * self.slot_width, nb
+        self._kernel_apply(k, node, -1)
+        core._fit_pod(spec)
+        core._attempt(&spec.p, self.next_start, self.wanted, True, self.t_node_spread[t],
+                      False, False)
+        self.next_start = core.next_start
+        if core.best >= 0:
+            nn = <int>core.window[core.best]
+            if core.placed != nn:
+                if core._place_c(spec, nn) != ST_FIT:
+                    raise AssertionError("kernel: chosen node no longer fits")
+            if self.n_free == 0:
+                self._grow_slots()
+            self.n_free -= 1
+            ts = self.free_slots[self.n_free]
+            self.slot[k] = ts
+            self._take_picks(k, nn, spec.n_cont, self.t_n_init[t])
+            same = nn == node and self.slot_n[ts] == self.slot_n[old]
+            nb = <Py_ssize_t>ts * self.slot_width
+            i = 0
+            while same and i < self.slot_n[ts]:
+                same = False
+                for j in range(self.slot_n[old]):
+                    if self.slot_rows[nb + i] == self.slot_rows[ob + j]:
+                        same = True
+                        break
+                i += 1
+            if not same:
+                self._kernel_apply(k, nn, 1)
+                self.slot[k] = old
+                self.trial_node = nn
+                return ts
+            self._free_trial(ts)
+            self.slot[k] = old
+        self._kernel_apply(k, node, 1)
+        self.next_start = start
+        return -1
+
+    cdef inline void _free_trial(self, int ts):
+        self.slot_devices[ts] = None
+        self.slot_mig[ts] = None
+        self.free_slots[self.n_free] = ts
+        self.n_free += 1
+
+    cdef int _defrag_undo(self, int k, int ts, int start) except -1:
+        # engine._restore: the pod back on its own cards, the trial's slot freed
+        cdef int old = self.slot[k]
+        self.slot[k] = ts
+        self._kernel_apply(k, self.trial_node, -1)
+        self.slot[k] = old
+        self._kernel_apply(k, self.node[k], 1)
+        self._free_trial(ts)
+        self.next_start = start
+        return 0
+
+    cdef int _defrag_gain(self, int k, int ts) noexcept:
+        # engine._emptied: cards left with no tenant by the move, minus cards it
+        # takes that had none (the meter's slots, untouched by the trials)
+        cdef int old = self.slot[k], i, j, freed = 0, taken = 0
+        cdef Py_ssize_t ob = <Py_ssize_t>old * self.slot_width
+        cdef Py_ssize_t nb = <Py_ssize_t>ts * self.slot_width
+        cdef int64_t r, mine
+        cdef bint kept
+        cdef int64_t[::1] used = self.meter.used
+        for i in range(self.slot_n[old]):
+            r = self.slot_rows[ob + i]
+            kept = False
+            for j in range(self.slot_n[ts]):
+                if self.slot_rows[nb + j] == r:
+                    kept = True
+                    break
+            if used[r] == self.slot_used[ob + i] and not kept:
+                freed += 1
+        for j in range(self.slot_n[ts]):
+            r = self.slot_rows[nb + j]
+            mine = 0
+            for i in range(self.slot_n[old]):
+                if self.slot_rows[ob + i] == r:
+                    mine = self.slot_used[ob + i]
+                    break
+            if used[r] - mine == 0:
+                taken += 1
+        return freed - taken
+
+    cdef bint _defrag_move(self) except -1:
+        # engine._defrag_move: the best single move (most cards emptied, on ties
+        # the first pod by name), made and recorded, if it empties a card
+        cdef int best = -1, best_gain = 0, gain, k, ts, start, old, node
+        cdef Py_ssize_t i
+        for i in range(self.n_pods):
+            k = <int>self.by_name[i]
+            if not self._movable(k):
+                continue
+            start = self.next_start
+            ts = self._defrag_replace(k)
+            if ts < 0:
+                continue
+            gain = self._defrag_gain(k, ts)
+            self._defrag_undo(k, ts, start)
+            if gain > best_gain:
+                best, best_gain = k, gain
+        if best < 0:
+            return False
+        k = best
+        ts = self._defrag_replace(k)
+        if ts < 0:
+            raise AssertionError("defragmenter: the best move no longer moves")
+        old, node = self.slot[k], self.node[k]
+        message = (f"defragmenter (a hamisim what-if): from {self.node_names[node]} "
+                   f"{self.slot_devices[old]}")
+        self._meter_apply(k, node, -1)
+        self._free_trial(old)
+        self.slot[k] = ts
+        self.node[k] = self.trial_node
+        self._meter_apply(k, self.trial_node, 1)
+        self.n_defrag_moves += 1
+        self._event(E_MOVE, k, self.trial_node, self.slot_devices[ts], message)
+        self._changed(EV_ASSIGNED_DELETE)
+        self._changed(EV_ASSIGNED_ADD)
+        return True
+
     # -- kube-scheduler's queue (engine._unschedulable ... engine._leftover) ------
     cdef int _unschedulable(self, int k, int rejectors, object message) except -1:
         cdef double now = self.now, when
@@ -1409,6 +1582,8 @@ cdef class ReplayCore:
             elif t.kind == T_INIT_DONE:
                 self.live -= 1
                 self._init_done(t.pod, t.gen)
+            elif t.kind == T_DEFRAG:
+                self._defrag_round()
             elif t.kind == T_FLUSH:
                 self._leftover(t.pod, t.gen)
             else:

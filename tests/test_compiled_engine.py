@@ -24,7 +24,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from strategies import SLOW, clusters, pods
 
-from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.mig import MigPlacement, MigProfile
 from hamisim.io.initialstate import InitialPod
 from hamisim.shapes import typical_shapes
@@ -145,6 +145,8 @@ def _note(run: SimResult, trace: Trace | None = None, default_policy: str = "") 
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
+    if (ev == "move").any():
+        event("the defragmenter moved a pod")
     if (ev == "terminate").any():
         event("a pod terminated within its grace period")
     if (run.events.message == "initial state").any():
@@ -190,8 +192,45 @@ def test_compiled_engine_equals_python_engine_on_the_pod_lifecycle(data):
     trace = data.draw(traces(cluster, max_pods=20))
     initial = data.draw(initial_states(cluster, min_pods=2, max_pods=8))
     config = data.draw(configs())
+    # the periodic defragmenter (a what-if) moves running pods now and then
+    config = dataclasses.replace(config, defrag_interval=data.draw(st.sampled_from(
+        [None, 5.0, 30.0, 400.0])), defrag_moves=data.draw(st.sampled_from([1, 3])))
     assert unsupported(cluster, config, trace, initial) is None
     _note(assert_same_run(cluster, trace, config, initial), trace, policy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_the_defragmenter(data):
+    """The periodic defragmenter (a what-if) on binpacked cards, where moves
+    empty cards: every trial re-placement, the moves and the run after them are
+    the Python engine's."""
+    nodes = tuple(Node(f"n{i}", tuple(Card(f"G{i}-{c}", c, 10, 16000, 100, "NVIDIA-A10")
+                                      for c in range(data.draw(st.integers(1, 4)))),
+                       cpu_milli=data.draw(st.sampled_from([None, 2000])))
+                  for i in range(data.draw(st.integers(1, 3))))
+    cluster = Cluster(nodes, SchedulerConfig(
+        gpu_scheduler_policy=data.draw(st.sampled_from(
+            ["binpack", "binpack", "mutex-reserve,binpack", "spread"])),
+        node_scheduler_policy=data.draw(st.sampled_from(["binpack", "spread"])),
+        node_tie_break=data.draw(st.sampled_from(["last", "random"]))))
+    # card-sharing pods that come and go leave cards with one tenant to move
+    t, out = 0.0, []
+    for j in range(data.draw(st.integers(2, 30))):
+        t += data.draw(st.sampled_from([0.0, 0.5, 2.0, 10.0]))
+        share = {"nvidia.com/gpu": data.draw(st.sampled_from([1, 1, 1, 2])),
+                 "nvidia.com/gpumem-percentage": data.draw(st.sampled_from([10, 25, 40, 60])),
+                 "nvidia.com/gpucores": data.draw(st.sampled_from([0, 10, 30]))}
+        pod = Pod(f"s{j}", (Container(share),), cpu_milli=data.draw(st.sampled_from([0, 500])),
+                  termination_grace_period=data.draw(st.sampled_from([0, 0, 5])))
+        out.append(TracePod(pod, t, data.draw(st.sampled_from([3.0, 20.0, 100.0, None])),
+                            t + 15.0 if data.draw(st.integers(0, 5)) == 0 else None))
+    trace = Trace.from_pods("shared", out)
+    initial = data.draw(initial_states(cluster, max_pods=3))
+    config = dataclasses.replace(
+        data.draw(configs()), mode="replay", defrag_interval=data.draw(st.sampled_from(
+            [1.0, 5.0, 30.0])), defrag_moves=data.draw(st.sampled_from([1, 2, 5])))
+    _note(assert_same_run(cluster, trace, config, initial), trace)
 
 
 def test_lifecycle_runs_in_the_compiled_engine():

@@ -9,10 +9,12 @@ same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
 (:func:`unsupported`): the reference backend, the research and Python
-policies, ``--check``, quotas, preemption, the defragmenter, workloads that are
-not a :class:`Trace`. The pod lifecycle runs here too: an initial state (the
+policies, ``--check``, quotas, preemption, workloads that are not a
+:class:`Trace`. The pod lifecycle runs here too: an initial state (the
 core's first pods, adopted before the run), deletions within a termination
-grace period, init containers that finish, the what-if mutex-reserve. Fill
+grace period, init containers that finish, the what-if mutex-reserve and
+periodic defragmenter (in C: rounds are rare, but a round tries every running
+pod). Fill
 mode runs as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
@@ -38,6 +40,7 @@ import simpy
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
 from hamisim.hami.policy import filter_error
@@ -75,8 +78,6 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the {config.backend} backend"
     if config.check:
         return "--check"
-    if config.defrag_interval is not None:
-        return "the periodic defragmenter (a what-if)"
     if not isinstance(workload, Trace):
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
@@ -314,6 +315,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         raise ValueError(f"{trace.name}: pod names must be unique within a trace")
     n_init = len(initial)
     replay = config.mode == "replay"
+    defrag = config.defrag_interval is not None
+    if defrag and (not config.defrag_interval > 0 or config.defrag_moves < 1):
+        raise HamisimError("the defragmenter needs an interval > 0 and at least one move")
     if n_init:
         # the core's pods 0 .. n_init-1 are the initial state, then the trace's
         names = pa.concat_arrays([pa.array([ip.name for ip in initial], pa.string()), names])
@@ -349,6 +353,12 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 pod_class=np.concatenate([np.full(n_init, initial_class if n_init else 0,
                                                   np.int32), classes.astype(np.int32)]),
                 n_initial=n_init,
+                # the defragmenter runs in replay mode (engine.run_replay)
+                defrag_interval=float(config.defrag_interval) if defrag and replay else 0.0,
+                defrag_moves=int(config.defrag_moves),
+                by_name=np.argsort(np.array(names.to_pylist(), dtype=object), kind="stable")
+                if defrag and replay else None,
+                node_names=[n.name for n in cluster.nodes],
                 **templates,
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
@@ -393,7 +403,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             rec.set_group_rows(core.g_times, core.g_rows)
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
-                           core.peak_time, initial=n_init, rejected=core.n_rejected)
+                           core.peak_time, initial=n_init, rejected=core.n_rejected,
+                           defrag_moves=core.n_defrag_moves)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
