@@ -1232,7 +1232,9 @@ cdef class ReplayCore:
         # engine._terminate: pod k is deleted (kind E_TERMINATE: the trace's
         # deletion). With a grace period a running pod keeps its node, cards and
         # CPU until the period ends (a live timer), else it leaves at once.
-        # A terminating pod is not deleted again (its grace period runs on).
+        # A terminating pod is not deleted again: a second delete neither restarts
+        # nor shortens its grace period. (Preemption, E_PREEMPT with a message,
+        # is to count its victims here and remove grace-less ones as preempted.)
         cdef int st = self.status[k]
         cdef double grace = self.t_grace[self.tmpl[k]]
         if st == S_GONE or st == S_NEW:
