@@ -358,7 +358,17 @@ class ReplayCore:
         on_events: Callable[[int], None],             # a batch of n events is ready
         on_pods: Callable[[int], None],               # a batch of n pods' rows is ready
         aligned: U8 | None = ...,                     # per node: HAMi lists GPU-less containers
+        t_grace: F64 | None = ...,                    # per template: termination grace period
+        t_init_after: F64 | None = ...,               # init containers end after bind (NaN none)
+        t_reserve: U8 | None = ...,                   # what-if mutex-reserve
+        n_initial: int = ...,                         # pods 0..n_initial-1: the initial state
     ) -> None: ...
+    # an initial pod at time 0 (before run, in order), then the time-0 sample
+    def adopt(self, k: int, node: int, rows: list[int], used: list[int], mem: list[int],
+              cores: list[int], devices: str | None, mig: tuple | None, departure: float,
+              message: str) -> None: ...
+    def adopted(self) -> None: ...
+    n_initial: int
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left
     def run(self, horizon: float = ...) -> None: ...   # every event before horizon

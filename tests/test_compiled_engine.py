@@ -5,7 +5,10 @@ kube-scheduler's sampling on larger clusters) and random traces (equal
 arrival times, priorities, deletions before and after binding, pods that run
 to the end, admission refusals and Filter errors, multi-container and init
 pods, the trace's own class labels) are replayed by both engines under random
-queue settings, and in fill mode; the events, the pods table, the time series (per event and
+queue settings, and in fill mode; with the pod lifecycle too: an initial
+state (pods adopted at time 0, some departing), deletions within a termination
+grace period, init containers that finish (HAMi's onUpdatePod collapse) and
+the what-if card policy mutex-reserve; the events, the pods table, the time series (per event and
 sampled), the per-group series, the summary and the occupancy must be equal,
 value for value.
 """
@@ -21,9 +24,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from strategies import SLOW, clusters, pods
 
-from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.mig import MigPlacement, MigProfile
+from hamisim.io.initialstate import InitialPod
 from hamisim.shapes import typical_shapes
+from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.compiled import simulate_compiled, unsupported
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.sim.result import SimResult
@@ -37,8 +42,16 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
     out = []
     for j in range(draw(st.integers(1, max_pods))):
         t += draw(st.sampled_from([0.0, 0.0, 0.25, 1.0, 3.7, 20.0, 400.0]))
-        pod = draw(pods(f"p{j}", card_ids))
-        pod = dataclasses.replace(pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])))
+        pod = draw(pods(f"p{j}", card_ids, what_ifs=True))
+        pod = dataclasses.replace(
+            pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])),
+            # deleted pods keep their cards for their grace period; init
+            # containers finish (HAMi's onUpdatePod collapse) after init_duration
+            # (victims with one: the Python engine's, see compiled.unsupported)
+            termination_grace_period=0 if cluster.scheduler.preemption
+            else draw(st.sampled_from([0, 0, 1, 30])),
+            init_duration=draw(st.sampled_from([None, 0.0, 2.0, 50.0]))
+            if pod.init_containers else None)
         duration = draw(st.none() | st.sampled_from([0.0, 0.5, 1.0, 7.3, 40.0, 400.0]))
         deletion = None
         if draw(st.integers(0, 5)) == 0:
@@ -64,13 +77,37 @@ def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trac
             tp.pod, cpu_milli=draw(st.sampled_from([0, 500, 1500, 2000, 3000])),
             memory_mib=draw(st.sampled_from([0, 0, 1024, 3000])),
             priority=draw(st.sampled_from([-3, -3, 0, 0, 7, 100])),
-            preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])))
+            preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])),
+            termination_grace_period=0)
         if draw(st.integers(0, 2)) == 0:
             # CPU/memory alone: the dry run's victims are all the pod needs
             pod = dataclasses.replace(pod, containers=(Container(),), init_containers=(),
                                       annotations={})
         out.append(tp._replace(pod=pod))
     return cluster, Trace.from_pods("contended", out)
+
+
+@st.composite
+def initial_states(draw, cluster: Cluster, min_pods: int = 0,
+                   max_pods: int = 6) -> list[InitialPod]:
+    """Pods running at time 0, placed where HAMi would place them one by one
+    (a warm cluster, as ``hamisim import`` reads it), some departing later."""
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    sched = KernelScheduler(cluster)
+    out = []
+    for j in range(draw(st.integers(min_pods, max_pods))):
+        pod = draw(pods(f"i{j}", card_ids))
+        try:
+            d = sched.schedule(pod)
+        except ValueError:          # refused at admission or by HAMi's Filter
+            continue
+        if d.node is None:
+            continue
+        out.append(InitialPod(pod.name, d.node, d.containers, len(pod.init_containers),
+                              pod.cpu_milli, pod.memory_mib,
+                              draw(st.sampled_from([None, None, 0.0, 3.0, 100.0])),
+                              namespace=pod.namespace))
+    return out
 
 
 @st.composite
@@ -99,10 +136,13 @@ def _canonical(summary: dict) -> str:
     return json.dumps(summary, sort_keys=True, default=str)
 
 
-def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig,
+                    initial: list[InitialPod] = ()) -> SimResult:
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
-    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes,
+                    initial=initial)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes,
+                   initial=initial)
     for name in ("events", "pods", "timeseries", "group_timeseries"):
         a, b = getattr(want, name), getattr(got, name)
         assert (a is None) == (b is None), name
@@ -114,8 +154,16 @@ def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> Sim
     return want
 
 
-def _note(run: SimResult) -> None:
+def _note(run: SimResult, trace: Trace | None = None, default_policy: str = "") -> None:
     ev = run.events.event
+    if trace is not None:
+        bound = set(run.events.pod[ev == "bind"])
+        lifecycle = [tp.pod for tp in trace.pods if tp.pod.name in bound]
+        if any(p.init_duration is not None and p.init_containers for p in lifecycle):
+            event("a pod with init_duration bound")
+        if any("reserve" in p.annotations.get("hami.io/gpu-scheduler-policy",
+                                              default_policy) for p in lifecycle):
+            event("a mutex-reserve pod bound")
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
@@ -126,6 +174,12 @@ def _note(run: SimResult) -> None:
         event("a dry run without a candidate")
     if (run.events.event == "preempt").sum() > 1:
         event("several preemptions")
+    if (ev == "move").any():
+        event("the defragmenter moved a pod")
+    if (ev == "terminate").any():
+        event("a pod terminated within its grace period")
+    if (run.events.message == "initial state").any():
+        event("an initial state")
     if run.pods is not None and run.pods.mig_allocations.notna().any():
         event("a pod held MIG instances")
 
@@ -136,7 +190,8 @@ def test_compiled_engine_equals_python_engine(data):
     cluster = _grouped(data.draw,
                        data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False)))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
@@ -147,7 +202,93 @@ def test_compiled_engine_equals_python_engine_on_mig_cards(data):
     cluster = data.draw(clusters(max_nodes=3, max_cards=6, with_quotas=False,
                                  modes=["mig", "mig", "hami-core"]))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_on_the_pod_lifecycle(data):
+    """A warm cluster (an initial state of several pods), the what-if
+    mutex-reserve as the cluster's card policy, and pods that terminate within a
+    grace period or finish their init containers: the compiled engine runs them
+    and the run is the Python engine's."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    policy = data.draw(st.sampled_from(["mutex-reserve", "binpack,mutex-reserve",
+                                        cluster.scheduler.gpu_scheduler_policy]))
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, gpu_scheduler_policy=policy))
+    trace = data.draw(traces(cluster, max_pods=20))
+    initial = data.draw(initial_states(cluster, min_pods=2, max_pods=8))
+    config = data.draw(configs())
+    # the periodic defragmenter (a what-if) moves running pods now and then
+    config = dataclasses.replace(config, defrag_interval=data.draw(st.sampled_from(
+        [None, 5.0, 30.0, 400.0])), defrag_moves=data.draw(st.sampled_from([1, 3])))
+    assert unsupported(cluster, config, trace, initial) is None
+    _note(assert_same_run(cluster, trace, config, initial), trace, policy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_the_defragmenter(data):
+    """The periodic defragmenter (a what-if) on binpacked cards, where moves
+    empty cards: every trial re-placement, the moves and the run after them are
+    the Python engine's."""
+    nodes = tuple(Node(f"n{i}", tuple(Card(f"G{i}-{c}", c, 10, 16000, 100, "NVIDIA-A10")
+                                      for c in range(data.draw(st.integers(1, 4)))),
+                       cpu_milli=data.draw(st.sampled_from([None, 2000])))
+                  for i in range(data.draw(st.integers(1, 3))))
+    cluster = Cluster(nodes, SchedulerConfig(
+        gpu_scheduler_policy=data.draw(st.sampled_from(
+            ["binpack", "binpack", "mutex-reserve,binpack", "spread"])),
+        node_scheduler_policy=data.draw(st.sampled_from(["binpack", "spread"])),
+        node_tie_break=data.draw(st.sampled_from(["last", "random"]))))
+    # card-sharing pods that come and go leave cards with one tenant to move
+    t, out = 0.0, []
+    for j in range(data.draw(st.integers(2, 30))):
+        t += data.draw(st.sampled_from([0.0, 0.5, 2.0, 10.0]))
+        share = {"nvidia.com/gpu": data.draw(st.sampled_from([1, 1, 1, 2])),
+                 "nvidia.com/gpumem-percentage": data.draw(st.sampled_from([10, 25, 40, 60])),
+                 "nvidia.com/gpucores": data.draw(st.sampled_from([0, 10, 30]))}
+        pod = Pod(f"s{j}", (Container(share),), cpu_milli=data.draw(st.sampled_from([0, 500])),
+                  termination_grace_period=data.draw(st.sampled_from([0, 0, 5])))
+        out.append(TracePod(pod, t, data.draw(st.sampled_from([3.0, 20.0, 100.0, None])),
+                            t + 15.0 if data.draw(st.integers(0, 5)) == 0 else None))
+    trace = Trace.from_pods("shared", out)
+    initial = data.draw(initial_states(cluster, max_pods=3))
+    config = dataclasses.replace(
+        data.draw(configs()), mode="replay", defrag_interval=data.draw(st.sampled_from(
+            [1.0, 5.0, 30.0])), defrag_moves=data.draw(st.sampled_from([1, 2, 5])))
+    _note(assert_same_run(cluster, trace, config, initial), trace)
+
+
+def test_lifecycle_runs_in_the_compiled_engine():
+    """An initial pod departing, a deletion within a grace period and init
+    containers that finish, on one card: each shows in the run, identically."""
+    card = Card("G0", 0, count=4, devmem=1000, devcore=100, type="NVIDIA-T4")
+    cluster = Cluster((Node("n", (card,)),))
+    def gpu(mem):
+        return Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem})
+    warm = KernelScheduler(cluster).schedule(Pod("warm", (gpu(600),)))
+    initial = [InitialPod("warm", "n", warm.containers, 0, 0, 0, 5.0)]
+    init_pod = Pod("init", (gpu(300),), init_containers=(gpu(700),), init_duration=2.0)
+    pods_ = [TracePod(dataclasses.replace(Pod("slow", (gpu(100),)),
+                                          termination_grace_period=30), 1.0, None, 3.0),
+             TracePod(init_pod, 6.0, 100.0),
+             TracePod(Pod("after", (gpu(600),)), 6.5, 10.0)]
+    trace = Trace.from_pods("life", pods_)
+    assert unsupported(cluster, EngineConfig(), trace, initial) is None
+    run = assert_same_run(cluster, trace, EngineConfig(), initial)
+    ev = run.events
+    assert list(ev.event[ev.pod == "warm"]) == ["arrive", "bind", "depart"]
+    assert list(ev.time[ev.pod == "warm"]) == [0.0, 0.0, 5.0]
+    # deleted at 3 s, the pod keeps its card until its grace period ends at 33 s
+    assert list(zip(ev.event[ev.pod == "slow"], ev.time[ev.pod == "slow"]))[-2:] == \
+        [("terminate", 3.0), ("depart", 33.0)]
+    # 'after' needs 600 MiB: the init pod holds 700 until its init container ends at 8 s
+    after = ev[(ev.pod == "after") & (ev.event == "bind")]
+    assert list(after.time) == [8.0]
+    assert run.summary["initial_pods"] == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
@@ -276,6 +417,14 @@ def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
     assert unsupported(cluster, EngineConfig(check=True), trace, ()) == "--check"
     assert unsupported(cluster, EngineConfig(), list(trace.pods), ()) \
         == "a workload that is not a Trace"
+    # the pod lifecycle runs compiled: an initial state, grace periods, init
+    # containers that finish, the what-if mutex-reserve
+    life = Trace.from_pods("life", [TracePod(Pod(
+        "b", (Container({"nvidia.com/gpu": 1}),), init_containers=(Container(),),
+        annotations={"hami.io/gpu-scheduler-policy": "mutex-reserve"},
+        termination_grace_period=30, init_duration=1.0), 0.0, None, 5.0)])
+    warm = [InitialPod("w", "n", [[]], departure=2.0)]
+    assert unsupported(cluster, EngineConfig(), life, warm) is None
     fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy="fgd"))
     assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())

@@ -8,9 +8,15 @@ reference scheduler are: same events in the same order at the same times,
 same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
-(:func:`unsupported`): the reference backend, the research policies,
-``--check``, initial states, workloads that are not a :class:`Trace`. Fill
-mode runs as the replay it is (pod *k* arrives at *k* s and gets one attempt).
+(:func:`unsupported`): the reference backend, the research and Python
+policies, ``--check``, quotas, preemption of pods with a termination grace
+period, workloads that are not a :class:`Trace`. The pod lifecycle runs here
+too: an initial state (the core's first pods, adopted before the run),
+deletions within a termination grace period, init containers that finish,
+the what-if mutex-reserve and periodic defragmenter (in C: rounds are rare,
+but a round tries every running pod); and priorities with DefaultPreemption.
+Fill mode runs
+as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
 request (the trace's templates) is admitted and encoded once by the kernel
@@ -37,8 +43,11 @@ import simpy
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
-from hamisim.hami.policy import filter_error, reserves_cards
+from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
+from hamisim.hami.policy import filter_error
+from hamisim.hami.reference import collapsed_usage
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import histogram_message
@@ -46,13 +55,19 @@ from hamisim.kube.preemption import NO_VICTIMS, NOT_HELPFUL, TERMINATING, aggreg
     no_victim_error
 from hamisim.kube.queue import queueing_hints
 from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
-from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
+from hamisim.registry import is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import MigMeter, PlacementMeter
-from hamisim.sim.recorder import BATCH_ROWS, Recorder, TableSink
+from hamisim.sim.recorder import (
+    BATCH_ROWS,
+    INITIAL_STATE_CLASS,
+    INITIAL_STATE_MESSAGE,
+    Recorder,
+    TableSink,
+)
 from hamisim.sim.result import RunCounts, SimResult, assemble_result
 from hamisim.workload import Trace
 
@@ -70,10 +85,6 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the {config.backend} backend"
     if config.check:
         return "--check"
-    if config.defrag_interval is not None:
-        return "the periodic defragmenter (a what-if)"
-    if initial:
-        return "an initial state"
     if not isinstance(workload, Trace):
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
@@ -82,19 +93,11 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the Python node policy {cluster.scheduler.node_scheduler_policy}"
     if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
-    if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
-        return f"the what-if card policy {RESERVE_TOKEN}"
     if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
         return "ResourceQuota (the cluster file's quotas)"
     if cluster.scheduler.preemption and _may_preempt(workload) and \
             any(t.termination_grace_period for t in workload.templates):
         return "preemption of pods with a termination grace period"
-    if any(t.termination_grace_period for t in workload.templates) and \
-            np.isfinite(workload.deletion).any():
-        return "deletions with a termination grace period"
-    if config.mode == "replay" and any(t.init_duration is not None and t.init_containers
-                                       for t in workload.templates):
-        return "pods whose init containers finish (init_duration)"
     return None
 
 
@@ -140,12 +143,15 @@ def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
     return code[per_pod] if len(per_pod) else np.zeros(0, dtype=np.int32)
 
 
-def _templates(sched: KernelScheduler, trace: Trace) -> dict:
-    """The per-template columns ReplayCore takes (encoded once per distinct request)."""
+def _templates(sched: KernelScheduler, trace: Trace, replay: bool,
+               initial: Sequence = ()) -> dict:
+    """The per-template columns ReplayCore takes (encoded once per distinct request),
+    then one template per initial pod (its CPU and memory; it is never attempted)."""
     cols: dict[str, list] = {k: [] for k in (
         "t_spec", "t_kind", "t_wants_gpu", "t_node_spread", "t_n_init", "t_cpu",
-        "t_mem", "t_gpu")}
+        "t_mem", "t_gpu", "t_grace", "t_init_after", "t_reserve")}
     for pod in trace.templates:
+        reserve = False
         try:
             shape = sched.encode(pod)
         except ValueError:              # refused at admission: no attempt is made
@@ -154,17 +160,56 @@ def _templates(sched: KernelScheduler, trace: Trace) -> dict:
             spec = shape.spec
             kind = _TK_OK if shape.filter_error is None else _TK_FILTER_ERROR
             wants, spread, n_init = shape.wants_gpu, shape.node_spread, shape.n_init
+            reserve = shape.reserve
+        # engine._bind: init containers finish only in replay mode
+        init_after = pod.init_duration if replay and pod.init_duration is not None \
+            and pod.init_containers else math.nan
         for key, value in (("t_spec", spec), ("t_kind", kind),
                            ("t_wants_gpu", wants), ("t_node_spread", spread),
                            ("t_n_init", n_init), ("t_cpu", pod.cpu_milli),
-                           ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod))):
+                           ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod)),
+                           ("t_grace", pod.termination_grace_period),
+                           ("t_init_after", init_after), ("t_reserve", reserve)):
+            cols[key].append(value)
+    for ip in initial:
+        for key, value in (("t_spec", None), ("t_kind", _TK_OK), ("t_wants_gpu", 0),
+                           ("t_node_spread", 0), ("t_n_init", ip.n_init),
+                           ("t_cpu", ip.cpu_milli), ("t_mem", ip.memory_mib), ("t_gpu", 0.0),
+                           ("t_grace", 0), ("t_init_after", math.nan), ("t_reserve", False)):
             cols[key].append(value)
     out: dict = {"t_spec": cols["t_spec"]}
     for key, dtype in (("t_kind", np.uint8), ("t_wants_gpu", np.uint8),
                        ("t_node_spread", np.uint8), ("t_n_init", np.int32),
-                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64)):
+                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64),
+                       ("t_grace", np.float64), ("t_init_after", np.float64),
+                       ("t_reserve", np.uint8)):
         out[key] = np.array(cols[key], dtype=dtype)
     return out
+
+
+def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool) -> None:
+    """engine.adopt_initial on the core: initial pod ``k`` is the core's pod ``k``;
+    its usage is HAMi's collapsed usage of its picks, as the kernel adopts it."""
+    state = sched.state
+    node_index = {n.name: i for i, n in enumerate(sched.cluster.nodes)}
+    for k, ip in enumerate(initial):
+        i = node_index[ip.node]
+        r0, r1 = int(state.node_start[i]), int(state.node_start[i + 1])
+        row_of = {cid: r0 + p for p, cid in enumerate(state.card_ids[r0:r1])}
+        per_card = collapsed_usage(ip.containers, ip.n_init, sched._aligned[i])
+        mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
+               for picks in ip.containers for p in picks if p.mig is not None]
+        devices = devices_annotation(ip.containers) if any(ip.containers) else None
+        annotation = mig_allocations_annotation(ip.containers)
+        core.adopt(k, i, [row_of[u] for u in per_card], [v[0] for v in per_card.values()],
+                   [v[1] for v in per_card.values()], [v[2] for v in per_card.values()],
+                   devices,
+                   (tuple(r for r, _ in mig), tuple(m for _, m in mig), annotation)
+                   if mig or annotation is not None else None,
+                   ip.departure if ip.departure is not None and replay else math.nan,
+                   INITIAL_STATE_MESSAGE)
+    if initial:
+        core.adopted()
 
 
 class _Tables:
@@ -271,11 +316,12 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
     return preempt_message
 
 
-def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
-    """``pod_error(k)``: the message of pod ``k`` (arrival order) when its template
+def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray, n_init: int = 0):
+    """``pod_error(k)``: the message of the core's pod ``k`` (the trace's pod
+    ``k - n_init`` in arrival order, after the initial pods) when its template
     is refused at admission or fails HAMi's Filter (the message names the pod)."""
     def pod_error(k: int) -> str:
-        pod = trace.pod(int(order[k]))
+        pod = trace.pod(int(order[k - n_init]))
         try:
             shape = sched.encode(pod)
         except ValueError as err:
@@ -299,11 +345,13 @@ def _replay_process(env: simpy.Environment, core):
 
 def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = EngineConfig(),
                       shapes: Sequence[Shape] = (),
-                      sink: TableSink | None = None) -> SimResult:
+                      sink: TableSink | None = None,
+                      initial: Sequence = ()) -> SimResult:
     """Replay ``trace`` on ``cluster`` with the compiled engine (see the module
-    docstring); arguments and result as :func:`hamisim.sim.engine.simulate`.
-    Raises ``ValueError`` when :func:`unsupported` names a reason."""
-    why = unsupported(cluster, config, trace, ())
+    docstring); arguments and result as :func:`hamisim.sim.engine.simulate`
+    (``initial``: pods running from the start). Raises ``ValueError`` when
+    :func:`unsupported` names a reason."""
+    why = unsupported(cluster, config, trace, initial)
     if why is not None:
         raise ValueError(f"the compiled engine does not run {why}")
     started = perf_counter()
@@ -323,7 +371,21 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     names = pa.array(trace.names, pa.string()).take(order)
     if len(names) and not _unique(names):
         raise ValueError(f"{trace.name}: pod names must be unique within a trace")
+    n_init = len(initial)
+    replay = config.mode == "replay"
+    defrag = config.defrag_interval is not None
+    if defrag and (not config.defrag_interval > 0 or config.defrag_moves < 1):
+        raise HamisimError("the defragmenter needs an interval > 0 and at least one move")
+    if n_init:
+        # the core's pods 0 .. n_init-1 are the initial state, then the trace's
+        names = pa.concat_arrays([pa.array([ip.name for ip in initial], pa.string()), names])
+        if not _unique(names):
+            raise ValueError(f"{trace.name}: pod names must be unique among the trace's "
+                             "and the initial state's pods")
     with quiet_gc():
+        if n_init:
+            # engine.adopt_initial makes its class before any pod arrives
+            initial_class = rec.class_code(INITIAL_STATE_CLASS)
         classes = _class_codes(trace, order, rec)
         state = sched.state
         random_ties = cluster.scheduler.node_tie_break == "random"
@@ -332,17 +394,31 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         offsets = np.random.default_rng([config.seed, 1])
         bar = progress_bar(len(order), config.progress)
         try:
-            templates = _templates(sched, trace)
+            templates = _templates(sched, trace, replay, initial)
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
+            n_t = len(trace.templates)
+            # initial pods: at time 0, departures adopted (not the trace's columns),
+            # one template each, after the trace's
+            nan = np.full(n_init, np.nan)
             core = _core.ReplayCore(
                 sched._core, meter._core,
-                arrival=np.ascontiguousarray(trace.arrival[order], dtype=np.float64),
-                duration=np.ascontiguousarray(trace.duration[order], dtype=np.float64),
-                deletion=np.ascontiguousarray(trace.deletion[order], dtype=np.float64),
-                template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
-                priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
-                pod_class=np.ascontiguousarray(classes, dtype=np.int32),
+                arrival=np.concatenate([np.zeros(n_init), trace.arrival[order]]),
+                duration=np.concatenate([nan, trace.duration[order]]),
+                deletion=np.concatenate([nan, trace.deletion[order]]),
+                template=np.concatenate([np.arange(n_t, n_t + n_init, dtype=np.int32),
+                                         trace.template[order].astype(np.int32)]),
+                priority=np.concatenate([np.zeros(n_init, np.int32),
+                                         trace.priority[order].astype(np.int32)]),
+                pod_class=np.concatenate([np.full(n_init, initial_class if n_init else 0,
+                                                  np.int32), classes.astype(np.int32)]),
+                n_initial=n_init,
+                # the defragmenter runs in replay mode (engine.run_replay)
+                defrag_interval=float(config.defrag_interval) if defrag and replay else 0.0,
+                defrag_moves=int(config.defrag_moves),
+                by_name=np.argsort(np.array(names.to_pylist(), dtype=object), kind="stable")
+                if defrag and replay else None,
+                node_names=[n.name for n in cluster.nodes],
                 **templates,
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
@@ -359,7 +435,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
                 fail_message=_fail_message(sched, trace, templates["t_wants_gpu"]),
-                pod_error=_pod_error(sched, trace, order),
+                pod_error=_pod_error(sched, trace, order, n_init),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
                 on_events=tables.events, on_pods=tables.pods,
@@ -373,6 +449,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}")
             core_ref.append(core)
+            _adopt_initial(core, sched, initial, replay)
             env = simpy.Environment()
             env.process(_replay_process(env, core))
             env.run()
@@ -393,8 +470,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             rec.set_group_rows(core.g_times, core.g_rows)
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
-                           core.peak_time, preempted=core.n_preempted,
-                           rejected=core.n_rejected)
+                           core.peak_time, preempted=core.n_preempted, initial=n_init,
+                           rejected=core.n_rejected, defrag_moves=core.n_defrag_moves)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
