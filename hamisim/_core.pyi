@@ -362,6 +362,13 @@ class ReplayCore:
         t_init_after: F64 | None = ...,               # init containers end after bind (NaN none)
         t_reserve: U8 | None = ...,                   # what-if mutex-reserve
         n_initial: int = ...,                         # pods 0..n_initial-1: the initial state
+        preemption: bool = ...,                       # DefaultPreemption on
+        t_never: U8 | None = ...,                     # per template: preemptionPolicy Never
+        draw_offset: Callable[[int], int] | None = ...,   # n -> the dry run's random offset
+        preempt_message: Callable[..., str] | None = ...,  # a failed dry run's text
+        victim_message: Callable[[int, int], str] | None = ...,  # (preemptor, node) -> text
+        recalls_deleting: bool = ...,                 # kube-scheduler <= 1.34: preempts a
+                                                      # terminating victim again
     ) -> None: ...
     # an initial pod at time 0 (before run, in order), then the time-0 sample
     def adopt(self, k: int, node: int, rows: list[int], used: list[int], mem: list[int],
@@ -369,6 +376,7 @@ class ReplayCore:
               message: str) -> None: ...
     def adopted(self) -> None: ...
     n_initial: int
+    n_preempted: int                  # pods counted preempted (once each)
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left
     def run(self, horizon: float = ...) -> None: ...   # every event before horizon

@@ -348,6 +348,9 @@ cdef class ReplayCore:
     cdef readonly object g_times, g_rows          # array.array('d'), array.array('q')
     # -- kube-scheduler's own books (hamisim.kube.scheduler.KubeScheduler) ---------
     cdef bint preemption                   # DefaultPreemption is on (scheduler.preemption)
+    # kube-scheduler <= 1.34 still preempts a victim already being deleted
+    # (KubeScheduler.recalls_deleting, see _preempt_victims)
+    cdef bint recalls_deleting
     cdef const uint8_t[::1] t_never        # per template: preemptionPolicy Never
     cdef object draw_offset, preempt_message, victim_message
     # priorities as ranks (0 = lowest); running pods per rank, the lowest rank
@@ -418,6 +421,7 @@ cdef class ReplayCore:
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
                  mp_name=(), pl_place=(), mig_annotation=None, bint preemption=False,
                  t_never=None, draw_offset=None, preempt_message=None, victim_message=None,
+                 bint recalls_deleting=False,
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
                  node_names=None):
@@ -567,6 +571,7 @@ cdef class ReplayCore:
         self.pd_preempted = self.np_pd_preempted
         self._init_kube(n, priority, preemption, t_never, draw_offset, preempt_message,
                         victim_message)
+        self.recalls_deleting = recalls_deleting
         self.np_s_class = np.zeros(n, dtype=np.int32)
         self.np_s_node = np.zeros(n, dtype=np.int32)
         self.np_s_arrival = np.zeros(n)
@@ -1340,23 +1345,24 @@ cdef class ReplayCore:
     # -- the pod lifecycle (engine._terminate, engine._init_done, adopt_initial) ----
     cdef int _terminate(self, int k, int kind, object message) except -1:
         # engine._terminate: pod k is deleted (kind E_TERMINATE: the trace's
-        # deletion; E_PREEMPT: a preemption's victim, with its message). With a
-        # grace period a running pod keeps its node, cards and CPU until the
-        # period ends (a live timer), else it leaves at once. A terminating pod
-        # is not deleted again: a second delete neither restarts nor shortens
-        # its grace period.
+        # deletion; E_PREEMPT: a preemption's victim, with its message, counted
+        # preempted here once, _preempt_victims having marked it terminating).
+        # With a grace period a running pod keeps its node, cards and CPU until
+        # the period ends (a live timer), else it leaves at once. A terminating
+        # pod is not deleted again: a second delete neither restarts nor
+        # shortens its grace period.
         cdef int st = self.status[k]
         cdef double grace = self.t_grace[self.tmpl[k]]
         if st == S_GONE or st == S_NEW:
             return 0
         if st == S_RUNNING and grace > 0:
             if kind == E_PREEMPT:
-                raise NotImplementedError("ReplayCore._terminate: preemption victims with "
-                                          "a grace period")
+                self.n_preempted += 1
             self._set_status(k, S_TERMINATING)
             self._event(kind, k, self.node[k], None, message)
-            self.live += 1
-            self._schedule(grace, P_DEPART, T_DELETE, k, 0)
+            if grace < INFINITY:    # (fill mode: infinite, the pod never leaves)
+                self.live += 1
+                self._schedule(grace, P_DEPART, T_DELETE, k, 0)
             self._changed(EV_ASSIGNED_UPDATE)   # its deletionTimestamp is set
             return 0
         if st == S_TERMINATING:
@@ -2032,7 +2038,12 @@ cdef class ReplayCore:
 
     cdef int _preempt_victims(self, int k) except -1:
         # engine._attempt after a nomination: the cleared pods' status update,
-        # then the victims deleted, most important first
+        # then the victims deleted, most important first (engine._preempt,
+        # KubeScheduler.preempt_victim): a victim not being deleted is marked
+        # terminating by preemption (the dry run's check reads the mark) and
+        # deleted; one already terminating keeps its deadline, and only
+        # kube-scheduler <= 1.34 calls it again: a repeated preempt row, and
+        # if its own deletion was under way the mark, an assigned-pod update
         cdef int j, v, node = self.pf_node, n = self.n_best
         for j in range(self.n_cleared):
             v = self.pf_cleared[j]
@@ -2046,8 +2057,15 @@ cdef class ReplayCore:
         victims = [self.vic_best[j].pod for j in range(n)]
         self.n_best = 0
         for v in victims:
-            self.preemptor[v] = k
-            self._terminate(v, E_PREEMPT, message)
+            if self.status[v] != S_TERMINATING:
+                self.terminating[v] = 1
+                self.preemptor[v] = k
+                self._terminate(v, E_PREEMPT, message)
+            elif self.recalls_deleting:
+                self._event(E_PREEMPT, v, node, None, message)
+                if not self.terminating[v]:
+                    self.terminating[v] = 1
+                    self._changed(EV_ASSIGNED_UPDATE)   # its DisruptionTarget condition
         return 0
 
     # -- the loop (SimPy's step, engine._on_timer, engine._settle) ------------------

@@ -47,9 +47,7 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
             pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])),
             # deleted pods keep their cards for their grace period; init
             # containers finish (HAMi's onUpdatePod collapse) after init_duration
-            # (victims with one: the Python engine's, see compiled.unsupported)
-            termination_grace_period=0 if cluster.scheduler.preemption
-            else draw(st.sampled_from([0, 0, 1, 30])),
+            termination_grace_period=draw(st.sampled_from([0, 0, 1, 30])),
             init_duration=draw(st.sampled_from([None, 0.0, 2.0, 50.0]))
             if pod.init_containers else None)
         duration = draw(st.none() | st.sampled_from([0.0, 0.5, 1.0, 7.3, 40.0, 400.0]))
@@ -62,15 +60,23 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
 
 
 @st.composite
-def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trace]:
+def contended(draw, cluster: Cluster, max_pods: int = 30,
+              grace: bool = False) -> tuple[Cluster, Trace]:
     """Small nodes and CPU/memory-hungry pods at several priorities (negative
     ones too), most of them allowed to preempt: DefaultPreemption finds
-    victims, nominates, clears nominations, and often finds none."""
+    victims, nominates, clears nominations, and often finds none. ``grace``:
+    many pods have a termination grace period (victims then terminate, and
+    may be chosen again), and kube-scheduler is 1.32 or 1.35 (which differ
+    on such victims)."""
     nodes = tuple(dataclasses.replace(
         n, cpu_milli=draw(st.sampled_from([3000, 4000, 6000, None])),
         memory_mib=draw(st.sampled_from([4096, 8192, None]))) for n in cluster.nodes)
     cluster = dataclasses.replace(cluster, nodes=nodes, scheduler=dataclasses.replace(
         cluster.scheduler, preemption=draw(st.integers(0, 5)) != 0))
+    if grace:
+        cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+            cluster.scheduler, preemption=True,
+            kube_scheduler_version=draw(st.sampled_from(["1.32", "1.35"]))))
     out = []
     for tp in draw(traces(cluster, max_pods)).pods:
         pod = dataclasses.replace(
@@ -78,7 +84,7 @@ def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trac
             memory_mib=draw(st.sampled_from([0, 0, 1024, 3000])),
             priority=draw(st.sampled_from([-3, -3, 0, 0, 7, 100])),
             preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])),
-            termination_grace_period=0)
+            termination_grace_period=draw(st.sampled_from([0, 2, 30, 30])) if grace else 0)
         if draw(st.integers(0, 2)) == 0:
             # CPU/memory alone: the dry run's victims are all the pod needs
             pod = dataclasses.replace(pod, containers=(Container(),), init_containers=(),
@@ -174,6 +180,9 @@ def _note(run: SimResult, trace: Trace | None = None, default_policy: str = "") 
         event("a dry run without a candidate")
     if (run.events.event == "preempt").sum() > 1:
         event("several preemptions")
+    if run.pods is not None and \
+            (run.events.event == "preempt").sum() > run.pods.preempted_by.notna().sum():
+        event("a terminating victim preempted again")
     if (ev == "move").any():
         event("the defragmenter moved a pod")
     if (ev == "terminate").any():
@@ -310,6 +319,55 @@ def test_compiled_engine_equals_python_engine_with_preemption(data):
         data.draw(clusters(max_nodes=4, max_cards=4, with_quotas=False))))
     assert unsupported(cluster, EngineConfig(), trace, ()) is None
     _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_preemption_and_grace_periods(data):
+    """Priorities, DefaultPreemption and termination grace periods together:
+    victims terminate (counted once, marked for the dry run's check on the
+    nominated node), trace deletions within a grace period, victims already
+    terminating chosen again (kube-scheduler 1.32 preempts them again, 1.35
+    skips them): the same run."""
+    cluster, trace = data.draw(contended(
+        data.draw(clusters(max_nodes=3, max_cards=4, with_quotas=False)), max_pods=25,
+        grace=True))
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.35"])
+@pytest.mark.parametrize("deleted", [False, True], ids=["preempted", "deleted"])
+def test_a_terminating_victim_preempted_again(version, deleted):
+    """`low` terminates for 30 s, preempted by `mid` (or deleted by its trace
+    first); `hi` then chooses it again. kube-scheduler 1.32 preempts it again
+    (another preempt row; a deleted pod's first one, which marks it and makes
+    `mid`'s retries see a terminating pod on its node), 1.35 skips it; either
+    way its deadline stands and it is counted and attributed once."""
+    def cpu(name, milli, prio, t, deletion=None, grace=0):
+        return TracePod(Pod(name, (Container({}),), cpu_milli=milli, priority=prio,
+                            termination_grace_period=grace), t, None, deletion)
+    card = Card("G", 0, count=4, devmem=10240, devcore=100, type="NVIDIA-A100")
+    cluster = Cluster((Node("n", (card,), cpu_milli=4000),),
+                      SchedulerConfig(kube_scheduler_version=version))
+    trace = Trace.from_pods("again", [cpu("low", 3000, 0, 0.0, 0.5 if deleted else None, 30),
+                                      cpu("mid", 2000, 5, 1.0), cpu("hi", 2000, 10, 2.0)])
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    run = assert_same_run(cluster, trace, EngineConfig())
+    ev = run.events[run.events.pod == "low"]
+    # a victim chosen again: 1.32 writes a row (the first one of a deleted pod)
+    want = {False: [(1.0, "mid"), (2.0, "hi")] if version == "1.32" else [(1.0, "mid")],
+            True: [(1.0, "mid"), (2.0, "hi")] if version == "1.32" else []}[deleted]
+    preempt = ev[ev.event == "preempt"]
+    assert list(zip(preempt.time, preempt.message)) == \
+        [(t, f"Preempted by pod {p} on node n") for t, p in want]
+    assert list(ev.time[ev.event == "depart"]) == [30.5 if deleted else 31.0]
+    assert run.summary.get("preempted", 0) == (0 if deleted else 1)   # (0: not shown)
+    low = run.pods[run.pods.pod == "low"].preempted_by
+    assert list(low.fillna("-")) == ["-" if deleted else "mid"]
+    # both preemptors bind once low is gone (2000m each)
+    binds = run.events[run.events.event == "bind"]
+    assert set(binds.pod) == {"low", "mid", "hi"}
 
 
 def _preemption_cluster() -> Cluster:

@@ -9,13 +9,12 @@ same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
 (:func:`unsupported`): the reference backend, the research and Python
-policies, ``--check``, quotas, preemption of pods with a termination grace
-period, workloads that are not a :class:`Trace`. The pod lifecycle runs here
-too: an initial state (the core's first pods, adopted before the run),
-deletions within a termination grace period, init containers that finish,
-the what-if mutex-reserve and periodic defragmenter (in C: rounds are rare,
-but a round tries every running pod); and priorities with DefaultPreemption.
-Fill mode runs
+policies, ``--check``, quotas, workloads that are not a :class:`Trace`. The
+pod lifecycle runs here too: an initial state (the core's first pods, adopted
+before the run), deletions within a termination grace period, init
+containers that finish, the what-if mutex-reserve and periodic defragmenter
+(in C: rounds are rare, but a round tries every running pod); and priorities
+with DefaultPreemption, victims with a grace period included. Fill mode runs
 as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
@@ -54,7 +53,12 @@ from hamisim.kube.fiterror import histogram_message
 from hamisim.kube.preemption import NO_VICTIMS, NOT_HELPFUL, TERMINATING, aggregate_errors, \
     no_victim_error
 from hamisim.kube.queue import queueing_hints
-from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
+from hamisim.kube.scheduler import (
+    NO_CLAIMS,
+    full_message,
+    recalls_deleting,
+    uniform_postfix,
+)
 from hamisim.registry import is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
@@ -95,23 +99,7 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
     if any(cluster.quota_of(ns) is not None for ns in cluster.quotas):
         return "ResourceQuota (the cluster file's quotas)"
-    if cluster.scheduler.preemption and _may_preempt(workload) and \
-            any(t.termination_grace_period for t in workload.templates):
-        return "preemption of pods with a termination grace period"
     return None
-
-
-def _may_preempt(trace: Trace) -> bool:
-    """Whether some pod could preempt another: one that may preempt
-    (``preemption_policy`` not Never) with a priority above the lowest."""
-    if not len(trace.priority):
-        return False
-    lowest = int(trace.priority.min())
-    if int(trace.priority.max()) == lowest:
-        return False
-    never = np.array([t.preemption_policy == "Never" for t in trace.templates], dtype=bool)
-    may = ~never[trace.template] if len(never) else np.ones(len(trace.priority), bool)
-    return bool((trace.priority[may] > lowest).any())
 
 
 def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
@@ -168,7 +156,9 @@ def _templates(sched: KernelScheduler, trace: Trace, replay: bool,
                            ("t_wants_gpu", wants), ("t_node_spread", spread),
                            ("t_n_init", n_init), ("t_cpu", pod.cpu_milli),
                            ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod)),
-                           ("t_grace", pod.termination_grace_period),
+                           # fill mode: a victim terminates to the end (no clock)
+                           ("t_grace", pod.termination_grace_period
+                            if replay or not pod.termination_grace_period else math.inf),
                            ("t_init_after", init_after), ("t_reserve", reserve)):
             cols[key].append(value)
     for ip in initial:
@@ -442,8 +432,10 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 mp_name=state.mp_name, pl_place=state.pl_place,
                 mig_annotation=encode_mig_allocations,
                 preemption=bool(cluster.scheduler.preemption),
-                t_never=np.array([t.preemption_policy == "Never" for t in trace.templates],
-                                 dtype=np.uint8),
+                # (the initial pods' templates: never attempted, never preempting)
+                t_never=np.array([t.preemption_policy == "Never" for t in trace.templates]
+                                 + [False] * n_init, dtype=np.uint8),
+                recalls_deleting=recalls_deleting(cluster.scheduler.kube_scheduler_version),
                 draw_offset=lambda n: int(offsets.integers(n)),
                 preempt_message=_preempt_message(sched, templates["t_wants_gpu"]),
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "

@@ -578,7 +578,8 @@ class _Engine:
         it is gone), else it leaves at once. A pod already terminating is left
         alone: a second DELETE cannot restart or lengthen a graceful deletion
         under way (kube-apiserver only shortens it, and the pod's own period is
-        no shorter), so it leaves when its first period ends."""
+        no shorter), so it leaves when its first period ends. Fill mode has no
+        clock: a pod terminating there holds its node and cards to the end."""
         st = self.pods.get(name)
         if st is None or st.status in ("gone", "terminating"):
             return
@@ -589,7 +590,8 @@ class _Engine:
                 self.n_preempted += 1
             self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
                            message=message)
-            self._at_live(grace, _DEPART, self._delete, name)
+            if self.replay:     # fill mode has no clock: it terminates to the end
+                self._at_live(grace, _DEPART, self._delete, name)
             self._changed(ASSIGNED_POD_UPDATE)  # its deletionTimestamp is set
             return
         self._remove(name, "depart" if event == "terminate" else event, message)
