@@ -401,7 +401,24 @@ class ReplayCore:
         q_lim_mem: I64 | None = ...,                  # per namespace code, -1 = not set
         q_lim_cores: I64 | None = ...,
         quota_denied: str | None = ...,               # the webhook's refusal text
+        t_grace: F64 | None = ...,                    # per template: termination grace period
+        t_init_after: F64 | None = ...,               # init containers end after bind (NaN none)
+        t_reserve: U8 | None = ...,                   # what-if mutex-reserve
+        n_initial: int = ...,                         # pods 0..n_initial-1: the initial state
+        recalls_deleting: bool = ...,                 # kube-scheduler <= 1.34: preempts a
+                                                      # terminating victim again
+        defrag_interval: float = ...,                 # what-if defragmenter: every S s (0 none)
+        defrag_moves: int = ...,                      # ... at most this many moves a round
+        by_name: I64 | None = ...,                    # pods in name order (its trial order)
+        node_names: list[str] | None = ...,           # for the move rows' text
     ) -> None: ...
+    # an initial pod at time 0 (before run, in order), then the time-0 sample
+    def adopt(self, k: int, node: int, rows: list[int], used: list[int], mem: list[int],
+              cores: list[int], devices: str | None, mig: tuple | None, departure: float,
+              message: str) -> None: ...
+    def adopted(self) -> None: ...
+    n_initial: int
+    n_preempted: int                  # pods counted preempted (once each)
     @property
     def next_time(self) -> float: ...   # the next event's time, inf when none is left
     def run(self, horizon: float = ...) -> None: ...   # every event before horizon

@@ -38,6 +38,9 @@ cdef enum:
     T_DELETE = 2        # deletion or end of run time (engine._delete), live
     T_FLUSH = 3         # the leftover flush of an unschedulable pod (engine._leftover)
     T_RETRY = 4         # the backoff flush of a pod in backoff (engine._retry)
+    T_DELETION = 5      # the trace deletes the pod (engine._deletion), live
+    T_INIT_DONE = 6     # its init containers finished (engine._init_done), live
+    T_DEFRAG = 7        # a round of the periodic defragmenter (engine._defrag_round)
     # pod status (engine._PodState.status)
     S_NEW = 0
     S_QUEUED = 1
@@ -45,11 +48,13 @@ cdef enum:
     S_BACKOFF = 3
     S_RUNNING = 4
     S_GONE = 5
+    S_TERMINATING = 6   # deleted, within its grace period (keeps node and cards)
     # kube-scheduler's queue (hamisim.kube.queue): rejector bits, events, lists
     REJ_STATIC = 1
     REJ_FIT = 2
     REJ_EXTENDER = 4
     EV_ASSIGNED_ADD = 0
+    EV_ASSIGNED_UPDATE = 1
     EV_ASSIGNED_DELETE = 2
     U_NONE = -1
     U_EXTENDER = 0      # engine.unschedulable_extender
@@ -62,6 +67,8 @@ cdef enum:
     E_ABANDON = 4
     E_PREEMPT = 5
     E_REJECTED = 6
+    E_TERMINATE = 7
+    E_MOVE = 8              # the defragmenter moved the pod (a hamisim what-if)
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
@@ -222,6 +229,19 @@ cdef class ReplayCore:
     cdef const int64_t[::1] t_qmem, t_qcores, q_lim_mem, q_lim_cores
     cdef int64_t[::1] q_used_mem, q_used_cores
     cdef object quota_denied
+    # lifecycle per template: grace period (s), when init containers finish
+    # after bind (NaN: never), mutex-reserve (what-if: the pod reserves its cards)
+    cdef const double[::1] t_grace, t_init_after
+    cdef const uint8_t[::1] t_reserve
+    cdef readonly int n_initial            # pods 0 .. n_initial-1 are the initial state
+    # the periodic defragmenter (what-if): interval (0: none), moves per round,
+    # pods by name (the order it tries them in), node names (its message)
+    cdef double defrag_interval
+    cdef int defrag_moves
+    cdef const int64_t[::1] by_name
+    cdef list node_names
+    cdef int trial_node                    # where the last _defrag_replace put the pod
+    cdef readonly int64_t n_defrag_moves
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
@@ -268,6 +288,14 @@ cdef class ReplayCore:
     cdef int64_t* slot_cores
     cdef int32_t* free_slots
     cdef list slot_devices
+    # usage after the init containers finish (engine._init_done), for pods with
+    # init_duration: rows and amounts of the app containers only
+    cdef int32_t* after_n
+    cdef int64_t* after_rows
+    cdef int64_t* after_used
+    cdef int64_t* after_mem
+    cdef int64_t* after_cores
+    cdef list slot_mig_after               # per slot None, or (rows, masks) kept then
     # MIG: per slot None, or (card rows, placement masks, annotation) of the
     # pod's MIG instances (Python objects for MIG pods only)
     cdef list slot_mig
@@ -296,7 +324,7 @@ cdef class ReplayCore:
     cdef readonly int64_t n_attempts, live
     #: pending pods by status (S_QUEUED, S_UNSCHEDULABLE, S_BACKOFF; others unused),
     #: attempts by kube-scheduler's result: scheduled, unschedulable, error
-    cdef int64_t n_status[6]
+    cdef int64_t n_status[7]
     cdef int64_t n_result[3]
     cdef readonly double gpu_arrived
     cdef double next_sample, row_time, row_delay_sum
@@ -336,6 +364,9 @@ cdef class ReplayCore:
     cdef readonly object g_times, g_rows          # array.array('d'), array.array('q')
     # -- kube-scheduler's own books (hamisim.kube.scheduler.KubeScheduler) ---------
     cdef bint preemption                   # DefaultPreemption is on (scheduler.preemption)
+    # kube-scheduler <= 1.34 still preempts a victim already being deleted
+    # (KubeScheduler.recalls_deleting, see _preempt_victims)
+    cdef bint recalls_deleting
     cdef const uint8_t[::1] t_never        # per template: preemptionPolicy Never
     cdef object draw_offset, preempt_message, victim_message
     # priorities as ranks (0 = lowest); running pods per rank, the lowest rank
@@ -345,6 +376,7 @@ cdef class ReplayCore:
     cdef int n_ranks, low_rank
     # running pods: start order, terminating flag, per node a linked list
     cdef int64_t[::1] bind_seq
+    cdef double[::1] kube_start            # when it began running there (a move restarts it)
     cdef int64_t bind_counter
     cdef uint8_t[::1] terminating
     cdef int32_t[::1] on_prev, on_next, on_head, on_tail
@@ -371,6 +403,8 @@ cdef class ReplayCore:
         self.slot_n = NULL
         self.slot_rows = self.slot_used = self.slot_mem = self.slot_cores = NULL
         self.free_slots = NULL
+        self.after_n = NULL
+        self.after_rows = self.after_used = self.after_mem = self.after_cores = NULL
         self.text = NULL
         self.vic_cur = self.vic_best = NULL
         self.vic_cap = 0
@@ -384,6 +418,11 @@ cdef class ReplayCore:
         free(self.slot_mem)
         free(self.slot_cores)
         free(self.free_slots)
+        free(self.after_n)
+        free(self.after_rows)
+        free(self.after_used)
+        free(self.after_mem)
+        free(self.after_cores)
         free(self.text)
         free(self.vic_cur)
         free(self.vic_best)
@@ -398,9 +437,12 @@ cdef class ReplayCore:
                  double backoff_flush_period=1.0, double leftover_flush_period=30.0,
                  mp_name=(), pl_place=(), mig_annotation=None, FailText fail_text=None,
                  bint preemption=False, t_never=None, draw_offset=None, preempt_message=None,
-                 victim_message=None, preempt_postfix=None,
+                 victim_message=None, preempt_postfix=None, bint recalls_deleting=False,
                  t_qns=None, t_qmem=None, t_qcores=None, q_lim_mem=None, q_lim_cores=None,
-                 quota_denied=None):
+                 quota_denied=None,
+                 t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
+                 double defrag_interval=0.0, int defrag_moves=0, by_name=None,
+                 node_names=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -411,6 +453,21 @@ cdef class ReplayCore:
         self.t_spec = list(t_spec)
         self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
         self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
+        n_t = len(t_spec)
+        self.t_grace = np.zeros(n_t) if t_grace is None else t_grace
+        self.t_init_after = np.full(n_t, np.nan) if t_init_after is None else t_init_after
+        self.t_reserve = np.zeros(n_t, dtype=np.uint8) if t_reserve is None else t_reserve
+        if not 0 <= n_initial <= n:
+            raise ValueError("n_initial: more initial pods than pods")
+        self.n_initial = n_initial
+        self.defrag_interval, self.defrag_moves = defrag_interval, defrag_moves
+        self.n_defrag_moves = 0
+        self.trial_node = -1
+        if defrag_interval > 0:
+            if by_name is None or len(by_name) != n or node_names is None:
+                raise ValueError("the defragmenter needs by_name (every pod) and node_names")
+            self.by_name = by_name
+            self.node_names = list(node_names)
         self.node_start, self.pad_empty = node_start, pad_empty
         self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
                           quota_denied)
@@ -462,6 +519,7 @@ cdef class ReplayCore:
         self.n_free = 0
         self.slot_devices = []
         self.slot_mig = []
+        self.slot_mig_after = []
         self.has_mig = core.table.c.mig_cnt != NULL
         self.mp_name, self.pl_place = list(mp_name), list(pl_place)
         self.mig_annotation = mig_annotation
@@ -494,7 +552,7 @@ cdef class ReplayCore:
         self.pass_wanted = self.pass_scheduled = False
         self.n_arrived = self.n_pending = self.n_running = 0
         self.n_departed = self.n_abandoned = self.n_attempts = self.live = self.n_rejected = 0
-        self.n_status[:] = [n, 0, 0, 0, 0, 0]      # every pod starts S_NEW
+        self.n_status[:] = [n, 0, 0, 0, 0, 0, 0]   # every pod starts S_NEW
         self.n_result[:] = [0, 0, 0]
         self.gpu_arrived = 0.0
         self.next_sample = 0.0
@@ -507,7 +565,7 @@ cdef class ReplayCore:
         self.last_time = 0.0
         self.draws = np.zeros(0)
         self.n_draws = self.next_draw = 0
-        self.arrivals_reported = 0
+        self.arrivals_reported = n_initial
         # records
         self.np_ev_time = np.zeros(REPLAY_BATCH)
         self.np_ev_kind = np.zeros(REPLAY_BATCH, dtype=np.int8)
@@ -536,6 +594,7 @@ cdef class ReplayCore:
         self.pd_preempted = self.np_pd_preempted
         self._init_kube(n, priority, preemption, t_never, draw_offset, preempt_message,
                         victim_message)
+        self.recalls_deleting = recalls_deleting
         self.np_s_class = np.zeros(n, dtype=np.int32)
         self.np_s_node = np.zeros(n, dtype=np.int32)
         self.np_s_arrival = np.zeros(n)
@@ -555,10 +614,14 @@ cdef class ReplayCore:
         self.g_time = 0.0
         self.g_times = array("d")
         self.g_rows = array("q")
-        if n:
-            self._schedule(max(self.arrival[0], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
+        # the initial state's pods never arrive: adopt() places them
+        self.upcoming = n_initial
+        if n > n_initial:
+            self._schedule(max(self.arrival[n_initial], 0.0), P_ARRIVE, T_ARRIVALS, -1, 0)
         else:
             self.feeder_done = True
+        if defrag_interval > 0:
+            self._schedule(defrag_interval, P_ARRIVE, T_DEFRAG, -1, 0)
 
     # -- ResourceQuota (KernelScheduler's namespace usage, engine._arrive) --------
     cdef int _init_quotas(self, Py_ssize_t n_templates, t_qns, t_qmem, t_qcores, q_lim_mem,
@@ -630,8 +693,15 @@ cdef class ReplayCore:
         self.slot_mem = <int64_t*>realloc(self.slot_mem, cap * w * sizeof(int64_t))
         self.slot_cores = <int64_t*>realloc(self.slot_cores, cap * w * sizeof(int64_t))
         self.free_slots = <int32_t*>realloc(self.free_slots, cap * sizeof(int32_t))
+        self.after_n = <int32_t*>realloc(self.after_n, cap * sizeof(int32_t))
+        self.after_rows = <int64_t*>realloc(self.after_rows, cap * w * sizeof(int64_t))
+        self.after_used = <int64_t*>realloc(self.after_used, cap * w * sizeof(int64_t))
+        self.after_mem = <int64_t*>realloc(self.after_mem, cap * w * sizeof(int64_t))
+        self.after_cores = <int64_t*>realloc(self.after_cores, cap * w * sizeof(int64_t))
         if (self.slot_n == NULL or self.slot_rows == NULL or self.slot_used == NULL
-                or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL):
+                or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL
+                or self.after_n == NULL or self.after_rows == NULL or self.after_used == NULL
+                or self.after_mem == NULL or self.after_cores == NULL):
             raise MemoryError()
         # new slots free, lowest first
         for i in range(cap - 1, old - 1, -1):
@@ -639,6 +709,7 @@ cdef class ReplayCore:
             self.n_free += 1
         self.slot_devices.extend([None] * (cap - old))
         self.slot_mig.extend([None] * (cap - old))
+        self.slot_mig_after.extend([None] * (cap - old))
         self.slot_cap = cap
         return 0
 
@@ -952,7 +1023,7 @@ cdef class ReplayCore:
             return 0
         if deletion == deletion:
             self.live += 1
-            self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETE, k, 0)
+            self._schedule(max(deletion - now, 0.0), P_DEPART, T_DELETION, k, 0)
         self._enqueue(k)
         self.pass_wanted = True
         return 0
@@ -1155,10 +1226,51 @@ cdef class ReplayCore:
                 self.slot_used[base + i] = max(self.c_app_u[p], <int64_t>self.c_ini[p])
                 self.slot_mem[base + i] = max(self.c_app_m[p], self.c_ini_m[p])
                 self.slot_cores[base + i] = max(self.c_app_c[p], self.c_ini_c[p])
+            if self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
+                self._keep_app_usage(sl, n, r0)
         self.slot_n[sl] = n
         self.slot_devices[sl] = self._devices_text(node, n_cont)
         self.slot_mig[sl] = self._mig_instances(node, n_cont) if self.has_mig else None
+        if self.has_mig and self.slot_mig[sl] is not None \
+                and self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
+            self.slot_mig_after[sl] = self._mig_app_instances(node, n_cont, n_init)
         return 0
+
+    cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept:
+        # engine._init_done's usage, kept at bind while the picks are at hand:
+        # collapsed_usage of the app entries alone (the e >= n_init sums of the
+        # c_app_* scratch _take_picks just filled for the first n cards of c_list)
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        cdef int i, p, m = 0
+        for i in range(n):
+            p = self.c_list[i]
+            if self.c_app_u[p] == 0:
+                continue            # only init entries were on this card
+            self.after_rows[base + m] = r0 + p
+            self.after_used[base + m] = self.c_app_u[p]
+            self.after_mem[base + m] = self.c_app_m[p]
+            self.after_cores[base + m] = self.c_app_c[p]
+            m += 1
+        self.after_n[sl] = m
+
+    cdef object _mig_app_instances(self, int node, int n_cont, int n_init):
+        # the MIG instances of the app entries (HAMi's list: aligned positions), which
+        # the kernel keeps after engine._init_done re-adopts the pod
+        cdef Scratch* s = &self.core.s
+        cdef int ci, i, b, e = -1
+        cdef int64_t r0 = self.node_start[node]
+        rows, masks = [], []
+        for ci in range(n_cont):
+            if s.out_n[ci] > 0 or self.aligned[node]:
+                e += 1
+            if e < n_init:
+                continue
+            for i in range(s.out_n[ci]):
+                b = ci * s.cap_p + i
+                if s.out_prof[b] >= 0:
+                    rows.append(r0 + s.out_pos[b])
+                    masks.append(self.core.table.c.pl_mask[s.out_pl[b]])
+        return tuple(rows), tuple(masks)
 
     cdef object _mig_instances(self, int node, int n_cont):
         # the pod's MIG instances (rows, masks) and hami.io/vgpu-mig-allocations,
@@ -1229,6 +1341,12 @@ cdef class ReplayCore:
                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                            self.t_cpu[t], self.t_mem[t], sign)
         cdef Py_ssize_t j
+        cdef int64_t* reserved
+        if self.t_reserve[t]:
+            # what-if mutex-reserve (KernelScheduler._add/delete): its cards refuse others
+            reserved = <int64_t*>self.core.table.c.reserved
+            for j in range(self.slot_n[sl]):
+                reserved[self.slot_rows[base + j]] += sign
         if self.has_mig and self.slot_mig[sl] is not None:
             rows, masks, _ = self.slot_mig[sl]
             for j in range(len(rows)):
@@ -1240,6 +1358,14 @@ cdef class ReplayCore:
         self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
                             self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                             self.t_cpu[t], sign)
+
+    cdef inline void _meter_apply_cards(self, int k, int node, int sign) noexcept:
+        # the pod's cards only (engine._init_done changes its cards, not its CPU)
+        cdef int sl = self.slot[k]
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
+                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
+                            0, sign)
 
     cdef int _bind(self, int k, int node) except -1:
         cdef double now = self.now, delay, duration = self.duration[k]
@@ -1266,6 +1392,12 @@ cdef class ReplayCore:
             self.live += 1
             self._schedule(duration, P_DEPART, T_DELETE, k, 0)
         self._changed(EV_ASSIGNED_ADD)
+        if self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]] \
+                and self.slot_n[self.slot[k]] > 0:
+            # (the engine: init_duration, init containers, and some container got cards)
+            self.live += 1
+            self._schedule(self.t_init_after[self.tmpl[k]], P_DEPART, T_INIT_DONE, k,
+                           self.gen[k])
         return 0
 
     cdef int _abandon(self, int k, str why, int kind=E_ABANDON) except -1:
@@ -1288,20 +1420,13 @@ cdef class ReplayCore:
     cdef int _delete(self, int k) except -1:
         return self._remove(k, E_DEPART, None)
 
-    cdef int _terminate(self, int k, int kind, object message) except -1:
-        # engine._terminate for a preemption's victim (kind E_PREEMPT): without a
-        # termination grace period (the only case this engine runs, see
-        # compiled.unsupported) it leaves at once. With grace periods, a victim
-        # that stays must get terminating[k] = 1 (KubeScheduler.terminating):
-        # _post_filter's "terminating pod on the nominated node" reads it
-        return self._remove(k, kind, message)
-
     cdef int _remove(self, int k, int kind, object message) except -1:
-        # `k` leaves: E_DEPART (duration over, deleted) or E_PREEMPT (a victim)
+        # `k` leaves: E_DEPART (duration or grace period over, deleted) or
+        # E_PREEMPT (a victim without a grace period)
         cdef int st = self.status[k], node, sl
         if st == S_GONE or st == S_NEW:
             return 0
-        if st == S_RUNNING:
+        if st == S_RUNNING or st == S_TERMINATING:
             node = self.node[k]
             self._kernel_apply(k, node, -1)
             self._kube_gone(k)
@@ -1319,6 +1444,7 @@ cdef class ReplayCore:
             sl = self.slot[k]
             self.slot_devices[sl] = None
             self.slot_mig[sl] = None
+            self.slot_mig_after[sl] = None
             self.free_slots[self.n_free] = sl
             self.n_free += 1
             self.slot[k] = -1
@@ -1327,6 +1453,275 @@ cdef class ReplayCore:
             self._abandon(k, "deleted while pending")
         self._sample(False)
         return 0
+
+    # -- the pod lifecycle (engine._terminate, engine._init_done, adopt_initial) ----
+    cdef int _terminate(self, int k, int kind, object message) except -1:
+        # engine._terminate: pod k is deleted (kind E_TERMINATE: the trace's
+        # deletion; E_PREEMPT: a preemption's victim, with its message, counted
+        # preempted here once, _preempt_victims having marked it terminating).
+        # With a grace period a running pod keeps its node, cards and CPU until
+        # the period ends (a live timer), else it leaves at once. A terminating
+        # pod is not deleted again: a second delete neither restarts nor
+        # shortens its grace period.
+        cdef int st = self.status[k]
+        cdef double grace = self.t_grace[self.tmpl[k]]
+        if st == S_GONE or st == S_NEW:
+            return 0
+        if st == S_RUNNING and grace > 0:
+            if kind == E_PREEMPT:
+                self.n_preempted += 1
+            self._set_status(k, S_TERMINATING)
+            self._event(kind, k, self.node[k], None, message)
+            if grace < INFINITY:    # (fill mode: infinite, the pod never leaves)
+                self.live += 1
+                self._schedule(grace, P_DEPART, T_DELETE, k, 0)
+            self._changed(EV_ASSIGNED_UPDATE)   # its deletionTimestamp is set
+            return 0
+        if st == S_TERMINATING:
+            return 0
+        return self._remove(k, E_DEPART if kind == E_TERMINATE else kind, message)
+
+    cdef int _init_done(self, int k, int gen) except -1:
+        # engine._init_done: HAMi's onUpdatePod keeps the app entries of its
+        # list (HAMi issue #2965 on nodes that list no GPU-less containers);
+        # the kernel's usage is re-adopted, the meter's cards follow, CPU stays
+        cdef int node = self.node[k], sl = self.slot[k], i
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        if self.gen[k] != gen or self.status[k] != S_RUNNING:
+            return 0        # a terminating pod is only refreshed: no shrink
+        self._meter_apply_cards(k, node, -1)
+        self._kernel_apply(k, node, -1)
+        if self.quotas:
+            self._quota_apply(k, -1)        # the namespace's usage follows the slot
+        for i in range(self.after_n[sl]):
+            self.slot_rows[base + i] = self.after_rows[base + i]
+            self.slot_used[base + i] = self.after_used[base + i]
+            self.slot_mem[base + i] = self.after_mem[base + i]
+            self.slot_cores[base + i] = self.after_cores[base + i]
+        self.slot_n[sl] = self.after_n[sl]
+        if self.slot_mig[sl] is not None:
+            # the kernel keeps the app entries' instances; the annotation stays
+            rows, masks = self.slot_mig_after[sl]
+            self.slot_mig[sl] = (rows, masks, self.slot_mig[sl][2])
+            self.slot_mig_after[sl] = None
+        self._kernel_apply(k, node, 1)
+        if self.quotas:
+            self._quota_apply(k, 1)
+        self._meter_apply_cards(k, node, 1)
+        self._changed(EV_ASSIGNED_UPDATE)      # HAMi sees room on that card now
+        self._sample(False)
+        return 0
+
+    def adopt(self, int k, int node, rows, used, mem, cores, devices, mig, double departure,
+              str message):
+        """engine.adopt_initial for initial pod ``k`` (< ``n_initial``), before
+        :meth:`run`: it arrives and binds at time 0 on ``node`` holding ``rows``
+        (card rows) with ``used``/``mem``/``cores`` each (its collapsed usage),
+        ``devices`` its annotation (or None), ``mig`` None or ``(rows, masks,
+        annotation)`` of its MIG instances; it departs at ``departure`` (NaN:
+        never). Call :meth:`adopted` after the last one."""
+        cdef int sl, i, n = len(rows)
+        cdef Py_ssize_t base
+        if not 0 <= k < self.n_initial or k != self.n_arrived or self.now != 0.0:
+            raise ValueError("adopt: the initial pods in order, before the run")
+        if n > self.slot_width:
+            raise ValueError("adopt: more cards than its node has")
+        if self.n_free == 0:
+            self._grow_slots()
+        self.n_free -= 1
+        sl = self.slot[k] = self.free_slots[self.n_free]
+        base = <Py_ssize_t>sl * self.slot_width
+        for i in range(n):
+            self.slot_rows[base + i] = rows[i]
+            self.slot_used[base + i] = used[i]
+            self.slot_mem[base + i] = mem[i]
+            self.slot_cores[base + i] = cores[i]
+        self.slot_n[sl] = n
+        self.slot_devices[sl] = devices
+        self.slot_mig[sl] = mig
+        self.arrived_at[k] = self.timestamp[k] = 0.0
+        self.n_arrived += 1
+        self.n_pending += 1
+        self._event(E_ARRIVE, k, -1, None, None)
+        self._kernel_apply(k, node, 1)
+        if self.quotas:
+            self._quota_apply(k, 1)         # as KernelScheduler.adopt counts its namespace
+        self._kube_bound(k, node)
+        self._set_status(k, S_RUNNING)
+        self.node[k] = node
+        self._meter_apply(k, node, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        self.bind_time[k] = 0.0
+        self._event(E_BIND, k, node, devices, message)
+        if departure == departure:
+            self.live += 1
+            self._schedule(departure, P_DEPART, T_DELETE, k, 0)
+
+    def adopted(self):
+        """After the initial pods: the time series' row at time 0."""
+        self._sample(False)
+
+    # -- the periodic defragmenter (a what-if, not HAMi: engine._defrag_round ...) --
+    cdef int _defrag_round(self) except -1:
+        # up to defrag_moves moves; then the next round, unless nothing can
+        # change any more and this round moved nothing
+        cdef int moved = 0
+        while moved < self.defrag_moves and self._defrag_move():
+            moved += 1
+        if moved:
+            self._sample(False)
+        if moved or not self._over():
+            self._schedule(self.defrag_interval, P_ARRIVE, T_DEFRAG, -1, 0)
+        return 0
+
+    cdef inline bint _movable(self, int k) noexcept:
+        # engine._movable: running, on cards, no init containers, no MIG instance,
+        # placed by an attempt (initial pods hold no picks the engine could undo)
+        cdef int sl = self.slot[k]
+        return (self.status[k] == S_RUNNING and k >= self.n_initial and self.slot_n[sl] > 0
+                and self.slot_mig[sl] is None and self.t_n_init[self.tmpl[k]] == 0)
+
+    cdef int _defrag_replace(self, int k) except -2:
+        # engine._replace: evict k and let HAMi place it again (no tie draw: the
+        # last best node). Returns a slot holding the new usage, the kernel holding
+        # the pod there (node in trial_node); -1 when it lands on the same cards
+        # or nowhere (then nothing changed, next_start included)
+        cdef int node = self.node[k], old = self.slot[k], t = self.tmpl[k], ts, nn, i, j
+        cdef int start = self.next_start
+        cdef Core core = self.core
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef bint same
+        cdef Py_ssize_t ob = <Py_ssize_t>old * self.slot_width, nb
+        self._kernel_apply(k, node, -1)
+        core._fit_pod(spec)
+        if self.quotas:
+            # engine._replace: deleted, then scheduled with its namespace's quota
+            self._quota_apply(k, -1)
+            self._quota_gate(t, spec)
+        core._attempt(&spec.p, self.next_start, self.wanted, True, self.t_node_spread[t],
+                      False, False)
+        self.next_start = core.next_start
+        if core.best >= 0:
+            nn = <int>core.window[core.best]
+            if core.placed != nn:
+                if core._place_c(spec, nn) != ST_FIT:
+                    raise AssertionError("kernel: chosen node no longer fits")
+            if self.n_free == 0:
+                self._grow_slots()
+            self.n_free -= 1
+            ts = self.free_slots[self.n_free]
+            self.slot[k] = ts
+            self._take_picks(k, nn, spec.n_cont, self.t_n_init[t])
+            same = nn == node and self.slot_n[ts] == self.slot_n[old]
+            nb = <Py_ssize_t>ts * self.slot_width
+            i = 0
+            while same and i < self.slot_n[ts]:
+                same = False
+                for j in range(self.slot_n[old]):
+                    if self.slot_rows[nb + i] == self.slot_rows[ob + j]:
+                        same = True
+                        break
+                i += 1
+            if not same:
+                self._kernel_apply(k, nn, 1)
+                self.slot[k] = old
+                if self.quotas:
+                    self._quota_apply(k, 1)     # the same request on either node
+                self.trial_node = nn
+                return ts
+            self._free_trial(ts)
+            self.slot[k] = old
+        self._kernel_apply(k, node, 1)
+        if self.quotas:
+            self._quota_apply(k, 1)
+        self.next_start = start
+        return -1
+
+    cdef inline void _free_trial(self, int ts):
+        self.slot_devices[ts] = None
+        self.slot_mig[ts] = None
+        self.free_slots[self.n_free] = ts
+        self.n_free += 1
+
+    cdef int _defrag_undo(self, int k, int ts, int start) except -1:
+        # engine._restore: the pod back on its own cards, the trial's slot freed
+        cdef int old = self.slot[k]
+        self.slot[k] = ts
+        self._kernel_apply(k, self.trial_node, -1)
+        self.slot[k] = old
+        self._kernel_apply(k, self.node[k], 1)
+        self._free_trial(ts)
+        self.next_start = start
+        return 0
+
+    cdef int _defrag_gain(self, int k, int ts) noexcept:
+        # engine._emptied: cards left with no tenant by the move, minus cards it
+        # takes that had none (the meter's slots, untouched by the trials)
+        cdef int old = self.slot[k], i, j, freed = 0, taken = 0
+        cdef Py_ssize_t ob = <Py_ssize_t>old * self.slot_width
+        cdef Py_ssize_t nb = <Py_ssize_t>ts * self.slot_width
+        cdef int64_t r, mine
+        cdef bint kept
+        cdef int64_t[::1] used = self.meter.used
+        for i in range(self.slot_n[old]):
+            r = self.slot_rows[ob + i]
+            kept = False
+            for j in range(self.slot_n[ts]):
+                if self.slot_rows[nb + j] == r:
+                    kept = True
+                    break
+            if used[r] == self.slot_used[ob + i] and not kept:
+                freed += 1
+        for j in range(self.slot_n[ts]):
+            r = self.slot_rows[nb + j]
+            mine = 0
+            for i in range(self.slot_n[old]):
+                if self.slot_rows[ob + i] == r:
+                    mine = self.slot_used[ob + i]
+                    break
+            if used[r] - mine == 0:
+                taken += 1
+        return freed - taken
+
+    cdef bint _defrag_move(self) except -1:
+        # engine._defrag_move: the best single move (most cards emptied, on ties
+        # the first pod by name), made and recorded, if it empties a card
+        cdef int best = -1, best_gain = 0, gain, k, ts, start, old, node
+        cdef Py_ssize_t i
+        for i in range(self.n_pods):
+            k = <int>self.by_name[i]
+            if not self._movable(k):
+                continue
+            start = self.next_start
+            ts = self._defrag_replace(k)
+            if ts < 0:
+                continue
+            gain = self._defrag_gain(k, ts)
+            self._defrag_undo(k, ts, start)
+            if gain > best_gain:
+                best, best_gain = k, gain
+        if best < 0:
+            return False
+        k = best
+        ts = self._defrag_replace(k)
+        if ts < 0:
+            raise AssertionError("defragmenter: the best move no longer moves")
+        old, node = self.slot[k], self.node[k]
+        message = (f"defragmenter (a hamisim what-if): from {self.node_names[node]} "
+                   f"{self.slot_devices[old]}")
+        self._meter_apply(k, node, -1)
+        self._kube_gone(k)
+        self._free_trial(old)
+        self.slot[k] = ts
+        self.node[k] = self.trial_node
+        self._meter_apply(k, self.trial_node, 1)
+        self._kube_bound(k, self.trial_node)     # it starts anew there
+        self.n_defrag_moves += 1
+        self._event(E_MOVE, k, self.trial_node, self.slot_devices[ts], message)
+        self._changed(EV_ASSIGNED_DELETE)
+        self._changed(EV_ASSIGNED_ADD)
+        return True
 
     # -- kube-scheduler's queue (engine._unschedulable ... engine._leftover) ------
     cdef int _unschedulable(self, int k, int rejectors, object message,
@@ -1425,6 +1820,7 @@ cdef class ReplayCore:
         self.rank_count = np.zeros(max(self.n_ranks, 1), dtype=np.int64)
         self.low_rank = self.n_ranks
         self.bind_seq = np.zeros(n, dtype=np.int64)
+        self.kube_start = np.zeros(n)
         self.bind_counter = 0
         self.terminating = np.zeros(n, dtype=np.uint8)
         self.on_prev = np.full(n, -1, dtype=np.int32)
@@ -1454,6 +1850,7 @@ cdef class ReplayCore:
         self._unnominate(k)
         self.bind_counter += 1
         self.bind_seq[k] = self.bind_counter
+        self.kube_start[k] = self.now
         self.on_prev[k] = tail
         self.on_next[k] = -1
         if tail >= 0:
@@ -1467,10 +1864,11 @@ cdef class ReplayCore:
         return 0
 
     cdef int _kube_gone(self, int k) except -1:
-        # KubeScheduler.gone: the pod left (running) or was abandoned (pending)
+        # KubeScheduler.gone: the pod left (running or terminating) or was
+        # abandoned (pending)
         cdef int node, p, q, r
         self._unnominate(k)
-        if self.status[k] != S_RUNNING:
+        if self.status[k] != S_RUNNING and self.status[k] != S_TERMINATING:
             return 0
         node = self.node[k]
         p = self.on_prev[k]
@@ -1669,7 +2067,7 @@ cdef class ReplayCore:
                 if self.priority[v] < p:
                     self._vic_room(n_lower + 1)
                     self.vic_cur[n_lower].neg_priority = -<int64_t>self.priority[v]
-                    self.vic_cur[n_lower].start = floor(self.bind_time[v])
+                    self.vic_cur[n_lower].start = floor(self.kube_start[v])
                     self.vic_cur[n_lower].seq = self.bind_seq[v]
                     self.vic_cur[n_lower].pod = v
                     n_lower += 1
@@ -1787,7 +2185,12 @@ cdef class ReplayCore:
 
     cdef int _preempt_victims(self, int k) except -1:
         # engine._attempt after a nomination: the cleared pods' status update,
-        # then the victims deleted, most important first
+        # then the victims deleted, most important first (engine._preempt,
+        # KubeScheduler.preempt_victim): a victim not being deleted is marked
+        # terminating by preemption (the dry run's check reads the mark) and
+        # deleted; one already terminating keeps its deadline, and only
+        # kube-scheduler <= 1.34 calls it again: a repeated preempt row, and
+        # if its own deletion was under way the mark, an assigned-pod update
         cdef int j, v, node = self.pf_node, n = self.n_best
         for j in range(self.n_cleared):
             v = self.pf_cleared[j]
@@ -1801,8 +2204,15 @@ cdef class ReplayCore:
         victims = [self.vic_best[j].pod for j in range(n)]
         self.n_best = 0
         for v in victims:
-            self.preemptor[v] = k
-            self._terminate(v, E_PREEMPT, message)
+            if self.status[v] != S_TERMINATING:
+                self.terminating[v] = 1
+                self.preemptor[v] = k
+                self._terminate(v, E_PREEMPT, message)
+            elif self.recalls_deleting:
+                self._event(E_PREEMPT, v, node, None, message)
+                if not self.terminating[v]:
+                    self.terminating[v] = 1
+                    self._changed(EV_ASSIGNED_UPDATE)   # its DisruptionTarget condition
         return 0
 
     # -- the loop (SimPy's step, engine._on_timer, engine._settle) ------------------
@@ -1826,6 +2236,14 @@ cdef class ReplayCore:
             if t.kind == T_DELETE:
                 self.live -= 1
                 self._delete(t.pod)
+            elif t.kind == T_DELETION:
+                self.live -= 1
+                self._terminate(t.pod, E_TERMINATE, None)
+            elif t.kind == T_INIT_DONE:
+                self.live -= 1
+                self._init_done(t.pod, t.gen)
+            elif t.kind == T_DEFRAG:
+                self._defrag_round()
             elif t.kind == T_FLUSH:
                 self._leftover(t.pod, t.gen)
             else:

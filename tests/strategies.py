@@ -286,7 +286,7 @@ def _uuid_list(draw, ids):
 @st.composite
 def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
     """A random pod; ``what_ifs`` also draws the what-if card policy mutex-reserve
-    (the compiled replay engine does not run it)."""
+    (a what-if, not HAMi)."""
     n_app = draw(st.integers(1, 3))
     app = tuple(draw(containers(gpu_likely=j == 0)) for j in range(n_app))
     init = tuple(draw(containers(gpu_likely=False))

@@ -5,7 +5,10 @@ kube-scheduler's sampling on larger clusters) and random traces (equal
 arrival times, priorities, deletions before and after binding, pods that run
 to the end, admission refusals and Filter errors, multi-container and init
 pods, the trace's own class labels) are replayed by both engines under random
-queue settings, and in fill mode; the events, the pods table, the time series (per event and
+queue settings, and in fill mode; with the pod lifecycle too: an initial
+state (pods adopted at time 0, some departing), deletions within a termination
+grace period, init containers that finish (HAMi's onUpdatePod collapse) and
+the what-if card policy mutex-reserve; the events, the pods table, the time series (per event and
 sampled), the per-group series, the summary and the occupancy must be equal,
 value for value.
 """
@@ -22,10 +25,12 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from strategies import NAMESPACES, SLOW, clusters, pods
 
-from hamisim import Card, Cluster, Container, Node, Pod
+from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.cluster import Quota, Taint
 from hamisim.mig import MigPlacement, MigProfile
+from hamisim.io.initialstate import InitialPod
 from hamisim.shapes import typical_shapes
+from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.compiled import simulate_compiled, unsupported
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.sim.result import SimResult
@@ -39,8 +44,14 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
     out = []
     for j in range(draw(st.integers(1, max_pods))):
         t += draw(st.sampled_from([0.0, 0.0, 0.25, 1.0, 3.7, 20.0, 400.0]))
-        pod = draw(pods(f"p{j}", card_ids))
-        pod = dataclasses.replace(pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])))
+        pod = draw(pods(f"p{j}", card_ids, what_ifs=True))
+        pod = dataclasses.replace(
+            pod, priority=draw(st.sampled_from([0, 0, 0, 5, -1])),
+            # deleted pods keep their cards for their grace period; init
+            # containers finish (HAMi's onUpdatePod collapse) after init_duration
+            termination_grace_period=draw(st.sampled_from([0, 0, 1, 30])),
+            init_duration=draw(st.sampled_from([None, 0.0, 2.0, 50.0]))
+            if pod.init_containers else None)
         duration = draw(st.none() | st.sampled_from([0.0, 0.5, 1.0, 7.3, 40.0, 400.0]))
         deletion = None
         if draw(st.integers(0, 5)) == 0:
@@ -51,28 +62,60 @@ def traces(draw, cluster: Cluster, max_pods: int = 30) -> Trace:
 
 
 @st.composite
-def contended(draw, cluster: Cluster, max_pods: int = 30) -> tuple[Cluster, Trace]:
+def contended(draw, cluster: Cluster, max_pods: int = 30,
+              grace: bool = False) -> tuple[Cluster, Trace]:
     """Small nodes and CPU/memory-hungry pods at several priorities (negative
     ones too), most of them allowed to preempt: DefaultPreemption finds
-    victims, nominates, clears nominations, and often finds none."""
+    victims, nominates, clears nominations, and often finds none. ``grace``:
+    many pods have a termination grace period (victims then terminate, and
+    may be chosen again), and kube-scheduler is 1.32 or 1.35 (which differ
+    on such victims)."""
     nodes = tuple(dataclasses.replace(
         n, cpu_milli=draw(st.sampled_from([3000, 4000, 6000, None])),
         memory_mib=draw(st.sampled_from([4096, 8192, None]))) for n in cluster.nodes)
     cluster = dataclasses.replace(cluster, nodes=nodes, scheduler=dataclasses.replace(
         cluster.scheduler, preemption=draw(st.integers(0, 5)) != 0))
+    if grace:
+        cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+            cluster.scheduler, preemption=True,
+            kube_scheduler_version=draw(st.sampled_from(["1.32", "1.35"]))))
     out = []
     for tp in draw(traces(cluster, max_pods)).pods:
         pod = dataclasses.replace(
             tp.pod, cpu_milli=draw(st.sampled_from([0, 500, 1500, 2000, 3000])),
             memory_mib=draw(st.sampled_from([0, 0, 1024, 3000])),
             priority=draw(st.sampled_from([-3, -3, 0, 0, 7, 100])),
-            preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])))
+            preemption_policy=draw(st.sampled_from(["PreemptLowerPriority"] * 4 + ["Never"])),
+            termination_grace_period=draw(st.sampled_from([0, 2, 30, 30])) if grace else 0)
         if draw(st.integers(0, 2)) == 0:
             # CPU/memory alone: the dry run's victims are all the pod needs
             pod = dataclasses.replace(pod, containers=(Container(),), init_containers=(),
                                       annotations={})
         out.append(tp._replace(pod=pod))
     return cluster, Trace.from_pods("contended", out)
+
+
+@st.composite
+def initial_states(draw, cluster: Cluster, min_pods: int = 0,
+                   max_pods: int = 6) -> list[InitialPod]:
+    """Pods running at time 0, placed where HAMi would place them one by one
+    (a warm cluster, as ``hamisim import`` reads it), some departing later."""
+    card_ids = [c.id for n in cluster.nodes for c in n.cards]
+    sched = KernelScheduler(cluster)
+    out = []
+    for j in range(draw(st.integers(min_pods, max_pods))):
+        pod = draw(pods(f"i{j}", card_ids))
+        try:
+            d = sched.schedule(pod)
+        except ValueError:          # refused at admission or by HAMi's Filter
+            continue
+        if d.node is None:
+            continue
+        out.append(InitialPod(pod.name, d.node, d.containers, len(pod.init_containers),
+                              pod.cpu_milli, pod.memory_mib,
+                              draw(st.sampled_from([None, None, 0.0, 3.0, 100.0])),
+                              namespace=pod.namespace))
+    return out
 
 
 @st.composite
@@ -101,10 +144,13 @@ def _canonical(summary: dict) -> str:
     return json.dumps(summary, sort_keys=True, default=str)
 
 
-def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig,
+                    initial: list[InitialPod] = ()) -> SimResult:
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
-    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes,
+                    initial=initial)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes,
+                   initial=initial)
     for name in ("events", "pods", "timeseries", "group_timeseries"):
         a, b = getattr(want, name), getattr(got, name)
         assert (a is None) == (b is None), name
@@ -116,8 +162,16 @@ def assert_same_run(cluster: Cluster, trace: Trace, config: EngineConfig) -> Sim
     return want
 
 
-def _note(run: SimResult) -> None:
+def _note(run: SimResult, trace: Trace | None = None, default_policy: str = "") -> None:
     ev = run.events.event
+    if trace is not None:
+        bound = set(run.events.pod[ev == "bind"])
+        lifecycle = [tp.pod for tp in trace.pods if tp.pod.name in bound]
+        if any(p.init_duration is not None and p.init_containers for p in lifecycle):
+            event("a pod with init_duration bound")
+        if any("reserve" in p.annotations.get("hami.io/gpu-scheduler-policy",
+                                              default_policy) for p in lifecycle):
+            event("a mutex-reserve pod bound")
     event("some pod unschedulable" if (ev == "unschedulable").any() else "all bound at once")
     if (ev == "abandon").any():
         event("abandoned")
@@ -128,6 +182,15 @@ def _note(run: SimResult) -> None:
         event("a dry run without a candidate")
     if (run.events.event == "preempt").sum() > 1:
         event("several preemptions")
+    if run.pods is not None and \
+            (run.events.event == "preempt").sum() > run.pods.preempted_by.notna().sum():
+        event("a terminating victim preempted again")
+    if (ev == "move").any():
+        event("the defragmenter moved a pod")
+    if (ev == "terminate").any():
+        event("a pod terminated within its grace period")
+    if (run.events.message == "initial state").any():
+        event("an initial state")
     if run.pods is not None and run.pods.mig_allocations.notna().any():
         event("a pod held MIG instances")
 
@@ -138,7 +201,8 @@ def test_compiled_engine_equals_python_engine(data):
     cluster = _grouped(data.draw,
                        data.draw(clusters(max_nodes=5, max_cards=8, with_quotas=False)))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
@@ -149,7 +213,93 @@ def test_compiled_engine_equals_python_engine_on_mig_cards(data):
     cluster = data.draw(clusters(max_nodes=3, max_cards=6, with_quotas=False,
                                  modes=["mig", "mig", "hami-core"]))
     trace = data.draw(traces(cluster))
-    _note(assert_same_run(cluster, trace, data.draw(configs())))
+    initial = data.draw(initial_states(cluster))
+    _note(assert_same_run(cluster, trace, data.draw(configs()), initial), trace)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_on_the_pod_lifecycle(data):
+    """A warm cluster (an initial state of several pods), the what-if
+    mutex-reserve as the cluster's card policy, and pods that terminate within a
+    grace period or finish their init containers: the compiled engine runs them
+    and the run is the Python engine's."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    policy = data.draw(st.sampled_from(["mutex-reserve", "binpack,mutex-reserve",
+                                        cluster.scheduler.gpu_scheduler_policy]))
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, gpu_scheduler_policy=policy))
+    trace = data.draw(traces(cluster, max_pods=20))
+    initial = data.draw(initial_states(cluster, min_pods=2, max_pods=8))
+    config = data.draw(configs())
+    # the periodic defragmenter (a what-if) moves running pods now and then
+    config = dataclasses.replace(config, defrag_interval=data.draw(st.sampled_from(
+        [None, 5.0, 30.0, 400.0])), defrag_moves=data.draw(st.sampled_from([1, 3])))
+    assert unsupported(cluster, config, trace, initial) is None
+    _note(assert_same_run(cluster, trace, config, initial), trace, policy)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_the_defragmenter(data):
+    """The periodic defragmenter (a what-if) on binpacked cards, where moves
+    empty cards: every trial re-placement, the moves and the run after them are
+    the Python engine's."""
+    nodes = tuple(Node(f"n{i}", tuple(Card(f"G{i}-{c}", c, 10, 16000, 100, "NVIDIA-A10")
+                                      for c in range(data.draw(st.integers(1, 4)))),
+                       cpu_milli=data.draw(st.sampled_from([None, 2000])))
+                  for i in range(data.draw(st.integers(1, 3))))
+    cluster = Cluster(nodes, SchedulerConfig(
+        gpu_scheduler_policy=data.draw(st.sampled_from(
+            ["binpack", "binpack", "mutex-reserve,binpack", "spread"])),
+        node_scheduler_policy=data.draw(st.sampled_from(["binpack", "spread"])),
+        node_tie_break=data.draw(st.sampled_from(["last", "random"]))))
+    # card-sharing pods that come and go leave cards with one tenant to move
+    t, out = 0.0, []
+    for j in range(data.draw(st.integers(2, 30))):
+        t += data.draw(st.sampled_from([0.0, 0.5, 2.0, 10.0]))
+        share = {"nvidia.com/gpu": data.draw(st.sampled_from([1, 1, 1, 2])),
+                 "nvidia.com/gpumem-percentage": data.draw(st.sampled_from([10, 25, 40, 60])),
+                 "nvidia.com/gpucores": data.draw(st.sampled_from([0, 10, 30]))}
+        pod = Pod(f"s{j}", (Container(share),), cpu_milli=data.draw(st.sampled_from([0, 500])),
+                  termination_grace_period=data.draw(st.sampled_from([0, 0, 5])))
+        out.append(TracePod(pod, t, data.draw(st.sampled_from([3.0, 20.0, 100.0, None])),
+                            t + 15.0 if data.draw(st.integers(0, 5)) == 0 else None))
+    trace = Trace.from_pods("shared", out)
+    initial = data.draw(initial_states(cluster, max_pods=3))
+    config = dataclasses.replace(
+        data.draw(configs()), mode="replay", defrag_interval=data.draw(st.sampled_from(
+            [1.0, 5.0, 30.0])), defrag_moves=data.draw(st.sampled_from([1, 2, 5])))
+    _note(assert_same_run(cluster, trace, config, initial), trace)
+
+
+def test_lifecycle_runs_in_the_compiled_engine():
+    """An initial pod departing, a deletion within a grace period and init
+    containers that finish, on one card: each shows in the run, identically."""
+    card = Card("G0", 0, count=4, devmem=1000, devcore=100, type="NVIDIA-T4")
+    cluster = Cluster((Node("n", (card,)),))
+    def gpu(mem):
+        return Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem})
+    warm = KernelScheduler(cluster).schedule(Pod("warm", (gpu(600),)))
+    initial = [InitialPod("warm", "n", warm.containers, 0, 0, 0, 5.0)]
+    init_pod = Pod("init", (gpu(300),), init_containers=(gpu(700),), init_duration=2.0)
+    pods_ = [TracePod(dataclasses.replace(Pod("slow", (gpu(100),)),
+                                          termination_grace_period=30), 1.0, None, 3.0),
+             TracePod(init_pod, 6.0, 100.0),
+             TracePod(Pod("after", (gpu(600),)), 6.5, 10.0)]
+    trace = Trace.from_pods("life", pods_)
+    assert unsupported(cluster, EngineConfig(), trace, initial) is None
+    run = assert_same_run(cluster, trace, EngineConfig(), initial)
+    ev = run.events
+    assert list(ev.event[ev.pod == "warm"]) == ["arrive", "bind", "depart"]
+    assert list(ev.time[ev.pod == "warm"]) == [0.0, 0.0, 5.0]
+    # deleted at 3 s, the pod keeps its card until its grace period ends at 33 s
+    assert list(zip(ev.event[ev.pod == "slow"], ev.time[ev.pod == "slow"]))[-2:] == \
+        [("terminate", 3.0), ("depart", 33.0)]
+    # 'after' needs 600 MiB: the init pod holds 700 until its init container ends at 8 s
+    after = ev[(ev.pod == "after") & (ev.event == "bind")]
+    assert list(after.time) == [8.0]
+    assert run.summary["initial_pods"] == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
@@ -171,6 +321,55 @@ def test_compiled_engine_equals_python_engine_with_preemption(data):
         data.draw(clusters(max_nodes=4, max_cards=4, with_quotas=False))))
     assert unsupported(cluster, EngineConfig(), trace, ()) is None
     _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_with_preemption_and_grace_periods(data):
+    """Priorities, DefaultPreemption and termination grace periods together:
+    victims terminate (counted once, marked for the dry run's check on the
+    nominated node), trace deletions within a grace period, victims already
+    terminating chosen again (kube-scheduler 1.32 preempts them again, 1.35
+    skips them): the same run."""
+    cluster, trace = data.draw(contended(
+        data.draw(clusters(max_nodes=3, max_cards=4, with_quotas=False)), max_pods=25,
+        grace=True))
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    _note(assert_same_run(cluster, trace, data.draw(configs())))
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.35"])
+@pytest.mark.parametrize("deleted", [False, True], ids=["preempted", "deleted"])
+def test_a_terminating_victim_preempted_again(version, deleted):
+    """`low` terminates for 30 s, preempted by `mid` (or deleted by its trace
+    first); `hi` then chooses it again. kube-scheduler 1.32 preempts it again
+    (another preempt row; a deleted pod's first one, which marks it and makes
+    `mid`'s retries see a terminating pod on its node), 1.35 skips it; either
+    way its deadline stands and it is counted and attributed once."""
+    def cpu(name, milli, prio, t, deletion=None, grace=0):
+        return TracePod(Pod(name, (Container({}),), cpu_milli=milli, priority=prio,
+                            termination_grace_period=grace), t, None, deletion)
+    card = Card("G", 0, count=4, devmem=10240, devcore=100, type="NVIDIA-A100")
+    cluster = Cluster((Node("n", (card,), cpu_milli=4000),),
+                      SchedulerConfig(kube_scheduler_version=version))
+    trace = Trace.from_pods("again", [cpu("low", 3000, 0, 0.0, 0.5 if deleted else None, 30),
+                                      cpu("mid", 2000, 5, 1.0), cpu("hi", 2000, 10, 2.0)])
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    run = assert_same_run(cluster, trace, EngineConfig())
+    ev = run.events[run.events.pod == "low"]
+    # a victim chosen again: 1.32 writes a row (the first one of a deleted pod)
+    want = {False: [(1.0, "mid"), (2.0, "hi")] if version == "1.32" else [(1.0, "mid")],
+            True: [(1.0, "mid"), (2.0, "hi")] if version == "1.32" else []}[deleted]
+    preempt = ev[ev.event == "preempt"]
+    assert list(zip(preempt.time, preempt.message)) == \
+        [(t, f"Preempted by pod {p} on node n") for t, p in want]
+    assert list(ev.time[ev.event == "depart"]) == [30.5 if deleted else 31.0]
+    assert run.summary.get("preempted", 0) == (0 if deleted else 1)   # (0: not shown)
+    low = run.pods[run.pods.pod == "low"].preempted_by
+    assert list(low.fillna("-")) == ["-" if deleted else "mid"]
+    # both preemptors bind once low is gone (2000m each)
+    binds = run.events[run.events.event == "bind"]
+    assert set(binds.pod) == {"low", "mid", "hi"}
 
 
 def _preemption_cluster() -> Cluster:
@@ -345,6 +544,14 @@ def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
     assert unsupported(cluster, EngineConfig(check=True), trace, ()) == "--check"
     assert unsupported(cluster, EngineConfig(), list(trace.pods), ()) \
         == "a workload that is not a Trace"
+    # the pod lifecycle runs compiled: an initial state, grace periods, init
+    # containers that finish, the what-if mutex-reserve
+    life = Trace.from_pods("life", [TracePod(Pod(
+        "b", (Container({"nvidia.com/gpu": 1}),), init_containers=(Container(),),
+        annotations={"hami.io/gpu-scheduler-policy": "mutex-reserve"},
+        termination_grace_period=30, init_duration=1.0), 0.0, None, 5.0)])
+    warm = [InitialPod("w", "n", [[]], departure=2.0)]
+    assert unsupported(cluster, EngineConfig(), life, warm) is None
     fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy="fgd"))
     assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())

@@ -158,13 +158,16 @@ def test_the_defragmenter_makes_room_for_a_whole_card_pod(example, backend):
     assert "defrag_moves" not in plain.summary
 
 
-def test_both_backends_move_the_same_pods(example):
+def test_both_backends_and_both_engines_move_the_same_pods(example):
     from hamisim.sim.engine import EngineConfig, simulate
     cluster, _ = example
     runs = [simulate(cluster, scattered_trace(), EngineConfig(
-        backend=b, progress=False, defrag_interval=120.0, defrag_moves=3))
-        for b in ("kernel", "reference")]
+        backend=b, engine=e, progress=False, defrag_interval=120.0, defrag_moves=3))
+        for b, e in (("kernel", "compiled"), ("kernel", "python"), ("reference", "auto"))]
+    assert (runs[0].events.event == "move").any()
     assert runs[0].events.equals(runs[1].events)
+    assert runs[0].events.equals(runs[2].events)
+    assert runs[0].pods.equals(runs[1].pods)
 
 
 def test_the_defragmenter_is_refused_where_it_cannot_run(example, tmp_path, capsys):
@@ -172,9 +175,10 @@ def test_the_defragmenter_is_refused_where_it_cannot_run(example, tmp_path, caps
     from hamisim.sim.compiled import unsupported
     from hamisim.sim.engine import EngineConfig, simulate
     cluster, _ = example
-    cfg = EngineConfig(defrag_interval=60.0)
-    assert unsupported(cluster, cfg, scattered_trace(), ()) == \
-        "the periodic defragmenter (a what-if)"
+    # the compiled engine runs it; --check does not follow its moves
+    assert unsupported(cluster, EngineConfig(defrag_interval=60.0), scattered_trace(), ()) is None
+    with pytest.raises(HamisimError, match="an interval > 0"):
+        simulate(cluster, scattered_trace(), EngineConfig(defrag_interval=0.0, engine="compiled"))
     with pytest.raises(HamisimError, match="--check does not follow"):
         simulate(cluster, scattered_trace(), EngineConfig(defrag_interval=60.0, check=True))
     assert main(["run", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),

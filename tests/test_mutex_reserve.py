@@ -5,8 +5,8 @@ reserves nothing: a later pod of another policy may join the card. Under
 ``mutex-reserve`` (read as ``mutex``) the card takes no other tenant until the
 pod leaves; every other pod's Fit refuses it as ``CardReservedByMutex``. Both
 backends agree decision for decision (here, and in the kernel-equals-reference
-property test, which draws the token); the compiled replay engine leaves such
-runs to the readable one.
+property test, which draws the token), and the compiled replay engine's runs
+are the readable one's.
 """
 from __future__ import annotations
 
@@ -88,16 +88,17 @@ def test_the_reservation_survives_a_second_adoption(backend):
     assert s.schedule(pod("x")).devices == "A,NVIDIA,100,0:;"
 
 
-def test_replays_agree_and_leave_the_compiled_engine():
+def test_replays_agree_on_both_backends_and_both_engines():
     cluster = two_cards("spread")
     pods = [TracePod(pod(f"p{i}", "mutex-reserve" if i % 3 == 0 else None, 300), 2.0 * i,
                      15.0) for i in range(30)]
     trace = Trace.from_pods("t", pods)
-    assert unsupported(cluster, EngineConfig(), trace, ()) == \
-        "the what-if card policy mutex-reserve"
-    runs = [simulate(cluster, trace, EngineConfig(backend=b, progress=False))
-            for b in ("kernel", "reference")]
+    # the compiled replay engine runs it (the kernel's reserved cards)
+    assert unsupported(cluster, EngineConfig(), trace, ()) is None
+    runs = [simulate(cluster, trace, EngineConfig(backend=b, engine=e, progress=False))
+            for b, e in (("kernel", "compiled"), ("kernel", "python"), ("reference", "auto"))]
     assert runs[0].events.equals(runs[1].events)
+    assert runs[0].events.equals(runs[2].events)
     assert "CardReservedByMutex" in " ".join(runs[0].events["message"].dropna())
 
 
@@ -133,3 +134,21 @@ def test_the_bundled_what_if_keeps_exclusive_pods_alone(tmp_path, capsys):
                      refused["pod"].iloc[0]]) == 0
     assert "CardReservedByMutex (held by a mutex-reserve pod until it leaves" in \
         capsys.readouterr().out
+
+
+@pytest.mark.parametrize("backend", ["kernel", "reference"])
+def test_the_reservation_outlives_the_init_containers_in_a_replay(backend):
+    """HAMi re-reads the pod once its init containers finish; the what-if
+    reservation is the pod's, so its card still takes no other tenant."""
+    card = Card("A", 0, count=10, devmem=1000, devcore=100)
+    cluster = Cluster((Node("n0", (card,)),), SchedulerConfig(gpu_scheduler_policy="binpack"))
+    m = Pod("m", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 100}),),
+            init_containers=(Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 500}),),
+            annotations={"hami.io/gpu-scheduler-policy": "mutex-reserve"}, init_duration=1.0)
+    trace = Trace.from_pods("t", [TracePod(m, 0.0, 20.0), TracePod(pod("z"), 5.0, 5.0)])
+    runs = [simulate(cluster, trace, EngineConfig(backend=backend, engine=e, progress=False))
+            for e in ("auto", "python")]
+    assert runs[0].events.equals(runs[1].events)
+    ev = runs[0].events
+    assert ev[(ev.pod == "z") & (ev.event == "bind")].time.tolist() == [20.0]
+    assert "CardReservedByMutex" in ev[ev.pod == "z"].message.dropna().iloc[0]

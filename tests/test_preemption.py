@@ -207,15 +207,35 @@ def test_preempting_traces_run_on_both_engines():
     assert (python.events.event == "preempt").sum() == 1
     assert simulate(cluster, trace, EngineConfig(engine="compiled")).events.equals(
         python.events)
-    # victims with a grace period terminate: the compiled engine leaves that to Python
+    # victims with a grace period terminate, on the compiled engine too
     graceful = Trace.from_pods("t", [
         TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, 100.0),
         TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
-    with pytest.raises(ValueError, match="preemption of pods with a termination grace"):
-        simulate(cluster, graceful, EngineConfig(engine="compiled"))
-    assert simulate(cluster, graceful, EngineConfig()).events.equals(
-        simulate(cluster, graceful, EngineConfig(engine="python")).events)
+    compiled = simulate(cluster, graceful, EngineConfig(engine="compiled"))
+    assert compiled.engine == "compiled"
+    python = simulate(cluster, graceful, EngineConfig(engine="python"))
+    assert compiled.events.equals(python.events)
+    ev = python.events
+    assert list(zip(ev.time[ev.pod == "low"], ev.event[ev.pod == "low"]))[-2:] == \
+        [(1.0, "preempt"), (31.0, "depart")]
 
+
+
+def test_in_fill_mode_a_victim_with_a_grace_period_terminates_to_the_end():
+    """Fill mode has no clock (pods never leave): a victim with a grace period
+    is preempted and keeps its CPU, so its preemptor stays pending; both
+    engines agree."""
+    cluster = Cluster((_node("n1"),))
+    trace = Trace.from_pods("t", [
+        TracePod(_pod("low", 3000, termination_grace_period=30), 0.0, 100.0),
+        TracePod(_pod("high", 2000, priority=10), 1.0, 10.0)])
+    runs = [simulate(cluster, trace, EngineConfig(mode="fill", engine=e))
+            for e in ("compiled", "python")]
+    assert runs[0].events.equals(runs[1].events)
+    ev = runs[1].events
+    assert list(ev.event[ev.pod == "low"]) == ["arrive", "bind", "preempt"]
+    assert "bind" not in set(ev.event[ev.pod == "high"])
+    assert runs[1].summary["preempted"] == 1
 
 def test_the_dry_run_offset_is_seeded():
     """Several equally good candidates: the first in dry-run order from a
@@ -283,9 +303,10 @@ def test_a_deleted_pod_keeps_its_cards_for_its_grace_period():
     rows = list(zip(res.events.time, res.events.pod, res.events.event))
     assert (5.0, "first", "terminate") in rows and (25.0, "first", "depart") in rows
     assert [r for r in rows if r[1] == "second" and r[2] == "bind"] == [(25.0, "second", "bind")]
-    # the compiled engine leaves such traces to the Python engine
-    with pytest.raises(ValueError, match="grace period"):
-        simulate(cluster, Trace.from_pods("t", [first, second]), EngineConfig(engine="compiled"))
+    # the compiled engine runs the grace period too: the same run
+    trace = Trace.from_pods("t", [first, second])
+    compiled = simulate(cluster, trace, EngineConfig(engine="compiled"))
+    assert compiled.events.equals(simulate(cluster, trace, EngineConfig(engine="python")).events)
 
 
 def _scenario(cluster, *steps):

@@ -38,7 +38,8 @@ from hamisim.kube.preemption import (
 )
 from hamisim.pods import Pod
 
-__all__ = ["KubeScheduler", "uniform_postfix", "full_message", "NO_CLAIMS", "with_dra"]
+__all__ = ["KubeScheduler", "uniform_postfix", "full_message", "NO_CLAIMS", "with_dra",
+           "recalls_deleting"]
 
 #: DynamicResources' PostFilter text for a pod without resource claims; the
 #: plugin is on by default from kube-scheduler 1.34 and runs before
@@ -83,6 +84,13 @@ class _Running:
     victim: Victim
 
 
+def recalls_deleting(kube_scheduler_version: str) -> bool:
+    """Whether this kube-scheduler still preempts a victim already being deleted
+    (<= 1.34; 1.35+ skips it): :meth:`KubeScheduler.preempt_victim`'s
+    ``"update"``/``"event"`` against ``"skip"``."""
+    return kube_minor(kube_scheduler_version) <= 34
+
+
 class KubeScheduler:
     """A HAMi backend behind kube-scheduler's nominations and preemption.
 
@@ -102,7 +110,7 @@ class KubeScheduler:
         self.draw_offset = draw_offset
         #: kube-scheduler <= 1.34 still sends its preemption calls to a victim
         #: that is already being deleted; 1.35+ skips it (see preempt_victim)
-        self.recalls_deleting = kube_minor(cluster.scheduler.kube_scheduler_version) <= 34
+        self.recalls_deleting = recalls_deleting(cluster.scheduler.kube_scheduler_version)
         self.n_nodes = len(cluster.nodes)
         self.names = [n.name for n in cluster.nodes]
         self.index = {n: i for i, n in enumerate(self.names)}

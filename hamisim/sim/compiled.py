@@ -8,9 +8,14 @@ reference scheduler are: same events in the same order at the same times,
 same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
-(:func:`unsupported`): the reference backend, the research policies,
-``--check``, initial states, workloads that are not a :class:`Trace`. Fill
-mode runs as the replay it is (pod *k* arrives at *k* s and gets one attempt).
+(:func:`unsupported`): the reference backend, the research and Python
+policies, ``--check``, quotas, workloads that are not a :class:`Trace`. The
+pod lifecycle runs here too: an initial state (the core's first pods, adopted
+before the run), deletions within a termination grace period, init
+containers that finish, the what-if mutex-reserve and periodic defragmenter
+(in C: rounds are rare, but a round tries every running pod); and priorities
+with DefaultPreemption, victims with a grace period included. Fill mode runs
+as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
 request (the trace's templates) is admitted and encoded once by the kernel
@@ -38,23 +43,37 @@ import simpy
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
-from hamisim.hami.policy import filter_error, reserves_cards
+from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
+from hamisim.hami.policy import filter_error
 from hamisim.hami.quota import QUOTA_DENIED, quota_gate, webhook_request
+from hamisim.hami.reference import collapsed_usage
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import histogram_message
 from hamisim.kube.preemption import NO_VICTIMS, NOT_HELPFUL, TERMINATING, aggregate_errors, \
     no_victim_error
 from hamisim.kube.queue import queueing_hints
-from hamisim.kube.scheduler import NO_CLAIMS, full_message, uniform_postfix
-from hamisim.registry import RESERVE_TOKEN, is_plugin_policy, is_research_policy
+from hamisim.kube.scheduler import (
+    NO_CLAIMS,
+    full_message,
+    recalls_deleting,
+    uniform_postfix,
+)
+from hamisim.registry import is_plugin_policy, is_research_policy
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler, _limit
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import MigMeter, PlacementMeter
-from hamisim.sim.recorder import BATCH_ROWS, Recorder, TableSink
+from hamisim.sim.recorder import (
+    BATCH_ROWS,
+    INITIAL_STATE_CLASS,
+    INITIAL_STATE_MESSAGE,
+    Recorder,
+    TableSink,
+)
 from hamisim.sim.result import RunCounts, SimResult, assemble_result
 from hamisim.workload import Trace
 
@@ -72,10 +91,6 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return f"the {config.backend} backend"
     if config.check:
         return "--check"
-    if config.defrag_interval is not None:
-        return "the periodic defragmenter (a what-if)"
-    if initial:
-        return "an initial state"
     if not isinstance(workload, Trace):
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
@@ -86,36 +101,12 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
                "(a vectorised one runs compiled)"
     if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
-    if reserves_cards(cluster.scheduler.gpu_scheduler_policy, workload.templates):
-        return f"the what-if card policy {RESERVE_TOKEN}"
-    if cluster.scheduler.preemption and _may_preempt(workload) and \
-            any(t.termination_grace_period for t in workload.templates):
-        return "preemption of pods with a termination grace period"
-    if any(t.termination_grace_period for t in workload.templates) and \
-            np.isfinite(workload.deletion).any():
-        return "deletions with a termination grace period"
-    if config.mode == "replay" and any(t.init_duration is not None and t.init_containers
-                                       for t in workload.templates):
-        return "pods whose init containers finish (init_duration)"
     return None
 
 
 def _runs_compiled(node_policy: str, card_policy: str | None) -> bool:
     from hamisim.research.plugins import runs_compiled
     return runs_compiled(node_policy, card_policy)
-
-
-def _may_preempt(trace: Trace) -> bool:
-    """Whether some pod could preempt another: one that may preempt
-    (``preemption_policy`` not Never) with a priority above the lowest."""
-    if not len(trace.priority):
-        return False
-    lowest = int(trace.priority.min())
-    if int(trace.priority.max()) == lowest:
-        return False
-    never = np.array([t.preemption_policy == "Never" for t in trace.templates], dtype=bool)
-    may = ~never[trace.template] if len(never) else np.ones(len(trace.priority), bool)
-    return bool((trace.priority[may] > lowest).any())
 
 
 def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
@@ -147,12 +138,15 @@ def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
     return code[per_pod] if len(per_pod) else np.zeros(0, dtype=np.int32)
 
 
-def _templates(sched: KernelScheduler, trace: Trace) -> dict:
-    """The per-template columns ReplayCore takes (encoded once per distinct request)."""
+def _templates(sched: KernelScheduler, trace: Trace, replay: bool,
+               initial: Sequence = ()) -> dict:
+    """The per-template columns ReplayCore takes (encoded once per distinct request),
+    then one template per initial pod (its CPU and memory; it is never attempted)."""
     cols: dict[str, list] = {k: [] for k in (
         "t_spec", "t_kind", "t_wants_gpu", "t_node_spread", "t_n_init", "t_cpu",
-        "t_mem", "t_gpu")}
+        "t_mem", "t_gpu", "t_grace", "t_init_after", "t_reserve")}
     for pod in trace.templates:
+        reserve = False
         try:
             shape = sched.encode(pod)
         except ValueError:              # refused at admission: no attempt is made
@@ -161,30 +155,49 @@ def _templates(sched: KernelScheduler, trace: Trace) -> dict:
             spec = shape.spec
             kind = _TK_OK if shape.filter_error is None else _TK_FILTER_ERROR
             wants, spread, n_init = shape.wants_gpu, shape.node_spread, shape.n_init
+            reserve = shape.reserve
+        # engine._bind: init containers finish only in replay mode
+        init_after = pod.init_duration if replay and pod.init_duration is not None \
+            and pod.init_containers else math.nan
         for key, value in (("t_spec", spec), ("t_kind", kind),
                            ("t_wants_gpu", wants), ("t_node_spread", spread),
                            ("t_n_init", n_init), ("t_cpu", pod.cpu_milli),
-                           ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod))):
+                           ("t_mem", pod.memory_mib), ("t_gpu", gpu_request(pod)),
+                           # fill mode: a victim terminates to the end (no clock)
+                           ("t_grace", pod.termination_grace_period
+                            if replay or not pod.termination_grace_period else math.inf),
+                           ("t_init_after", init_after), ("t_reserve", reserve)):
+            cols[key].append(value)
+    for ip in initial:
+        for key, value in (("t_spec", None), ("t_kind", _TK_OK), ("t_wants_gpu", 0),
+                           ("t_node_spread", 0), ("t_n_init", ip.n_init),
+                           ("t_cpu", ip.cpu_milli), ("t_mem", ip.memory_mib), ("t_gpu", 0.0),
+                           ("t_grace", 0), ("t_init_after", math.nan), ("t_reserve", False)):
             cols[key].append(value)
     out: dict = {"t_spec": cols["t_spec"]}
     for key, dtype in (("t_kind", np.uint8), ("t_wants_gpu", np.uint8),
                        ("t_node_spread", np.uint8), ("t_n_init", np.int32),
-                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64)):
+                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64),
+                       ("t_grace", np.float64), ("t_init_after", np.float64),
+                       ("t_reserve", np.uint8)):
         out[key] = np.array(cols[key], dtype=dtype)
     return out
 
 
-def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool) -> dict:
+def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
+            initial: Sequence = ()) -> dict:
     """ReplayCore's ResourceQuota columns: namespaces with a limit get codes
     0.. (in name order); per template its namespace code (-1: no limit there)
     and the webhook's request (MiB, cores; -1 MiB: the webhook checks nothing,
     for every template when not ``webhook``); per code the limits (memory x
-    ``memory_factor``; -1 = not set)."""
+    ``memory_factor``; -1 = not set). The initial pods' templates follow the
+    trace's (as in :func:`_templates`): their namespace counts, the webhook
+    never checks them (they already run)."""
     cluster, cfg = sched.cluster, sched.config
     names = sorted(ns for ns in cluster.quotas if cluster.quota_of(ns) is not None)
     code = {ns: c for c, ns in enumerate(names)}
     gates = [quota_gate(cluster.quota_of(ns), cfg.memory_factor, (0, 0)) for ns in names]
-    n = len(trace.templates)
+    n = len(trace.templates) + len(initial)
     t_qns = np.full(n, -1, dtype=np.int32)
     t_qmem = np.full(n, -1, dtype=np.int64)
     t_qcores = np.zeros(n, dtype=np.int64)
@@ -196,10 +209,35 @@ def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool) -> dict:
         request = webhook_request(pod, cfg) if webhook else None
         if request is not None:
             t_qmem[t], t_qcores[t] = request
+    for j, ip in enumerate(initial):
+        t_qns[len(trace.templates) + j] = code.get(ip.namespace, -1)
     return {"t_qns": t_qns, "t_qmem": t_qmem, "t_qcores": t_qcores,
             "q_lim_mem": np.array([_limit(g.limit_mem) for g in gates], dtype=np.int64),
             "q_lim_cores": np.array([_limit(g.limit_cores) for g in gates], dtype=np.int64),
             "quota_denied": QUOTA_DENIED}
+def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool) -> None:
+    """engine.adopt_initial on the core: initial pod ``k`` is the core's pod ``k``;
+    its usage is HAMi's collapsed usage of its picks, as the kernel adopts it."""
+    state = sched.state
+    node_index = {n.name: i for i, n in enumerate(sched.cluster.nodes)}
+    for k, ip in enumerate(initial):
+        i = node_index[ip.node]
+        r0, r1 = int(state.node_start[i]), int(state.node_start[i + 1])
+        row_of = {cid: r0 + p for p, cid in enumerate(state.card_ids[r0:r1])}
+        per_card = collapsed_usage(ip.containers, ip.n_init, sched._aligned[i])
+        mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
+               for picks in ip.containers for p in picks if p.mig is not None]
+        devices = devices_annotation(ip.containers) if any(ip.containers) else None
+        annotation = mig_allocations_annotation(ip.containers)
+        core.adopt(k, i, [row_of[u] for u in per_card], [v[0] for v in per_card.values()],
+                   [v[1] for v in per_card.values()], [v[2] for v in per_card.values()],
+                   devices,
+                   (tuple(r for r, _ in mig), tuple(m for _, m in mig), annotation)
+                   if mig or annotation is not None else None,
+                   ip.departure if ip.departure is not None and replay else math.nan,
+                   INITIAL_STATE_MESSAGE)
+    if initial:
+        core.adopted()
 
 
 class _Tables:
@@ -326,11 +364,12 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
     return preempt_message, preempt_postfix
 
 
-def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray):
-    """``pod_error(k)``: the message of pod ``k`` (arrival order) when its template
+def _pod_error(sched: KernelScheduler, trace: Trace, order: np.ndarray, n_init: int = 0):
+    """``pod_error(k)``: the message of the core's pod ``k`` (the trace's pod
+    ``k - n_init`` in arrival order, after the initial pods) when its template
     is refused at admission or fails HAMi's Filter (the message names the pod)."""
     def pod_error(k: int) -> str:
-        pod = trace.pod(int(order[k]))
+        pod = trace.pod(int(order[k - n_init]))
         try:
             shape = sched.encode(pod)
         except ValueError as err:
@@ -354,11 +393,13 @@ def _replay_process(env: simpy.Environment, core):
 
 def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = EngineConfig(),
                       shapes: Sequence[Shape] = (),
-                      sink: TableSink | None = None) -> SimResult:
+                      sink: TableSink | None = None,
+                      initial: Sequence = ()) -> SimResult:
     """Replay ``trace`` on ``cluster`` with the compiled engine (see the module
-    docstring); arguments and result as :func:`hamisim.sim.engine.simulate`.
-    Raises ``ValueError`` when :func:`unsupported` names a reason."""
-    why = unsupported(cluster, config, trace, ())
+    docstring); arguments and result as :func:`hamisim.sim.engine.simulate`
+    (``initial``: pods running from the start). Raises ``ValueError`` when
+    :func:`unsupported` names a reason."""
+    why = unsupported(cluster, config, trace, initial)
     if why is not None:
         raise ValueError(f"the compiled engine does not run {why}")
     started = perf_counter()
@@ -378,7 +419,21 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     names = pa.array(trace.names, pa.string()).take(order)
     if len(names) and not _unique(names):
         raise ValueError(f"{trace.name}: pod names must be unique within a trace")
+    n_init = len(initial)
+    replay = config.mode == "replay"
+    defrag = config.defrag_interval is not None
+    if defrag and (not config.defrag_interval > 0 or config.defrag_moves < 1):
+        raise HamisimError("the defragmenter needs an interval > 0 and at least one move")
+    if n_init:
+        # the core's pods 0 .. n_init-1 are the initial state, then the trace's
+        names = pa.concat_arrays([pa.array([ip.name for ip in initial], pa.string()), names])
+        if not _unique(names):
+            raise ValueError(f"{trace.name}: pod names must be unique among the trace's "
+                             "and the initial state's pods")
     with quiet_gc():
+        if n_init:
+            # engine.adopt_initial makes its class before any pod arrives
+            initial_class = rec.class_code(INITIAL_STATE_CLASS)
         classes = _class_codes(trace, order, rec)
         state = sched.state
         random_ties = cluster.scheduler.node_tie_break == "random"
@@ -387,23 +442,37 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         offsets = np.random.default_rng([config.seed, 1])
         bar = progress_bar(len(order), config.progress)
         try:
-            templates = _templates(sched, trace)
+            templates = _templates(sched, trace, replay, initial)
             # the engine's fill protocol submits pods without the webhook's
             # quota check (engine._fill): Fit alone enforces the quota there
-            quotas = _quotas(sched, trace, webhook=config.mode == "replay")
+            quotas = _quotas(sched, trace, webhook=config.mode == "replay", initial=initial)
             fail_message, postfix, postfix_class = _fail_message(sched, trace,
                                                                  templates["t_wants_gpu"])
             preempt_message, preempt_postfix = _preempt_message(sched, templates["t_wants_gpu"])
             core_ref: list = []
             tables = _Tables(core_ref, rec, names)
+            n_t = len(trace.templates)
+            # initial pods: at time 0, departures adopted (not the trace's columns),
+            # one template each, after the trace's
+            nan = np.full(n_init, np.nan)
             core = _core.ReplayCore(
                 sched._core, meter._core,
-                arrival=np.ascontiguousarray(trace.arrival[order], dtype=np.float64),
-                duration=np.ascontiguousarray(trace.duration[order], dtype=np.float64),
-                deletion=np.ascontiguousarray(trace.deletion[order], dtype=np.float64),
-                template=np.ascontiguousarray(trace.template[order], dtype=np.int32),
-                priority=np.ascontiguousarray(trace.priority[order], dtype=np.int32),
-                pod_class=np.ascontiguousarray(classes, dtype=np.int32),
+                arrival=np.concatenate([np.zeros(n_init), trace.arrival[order]]),
+                duration=np.concatenate([nan, trace.duration[order]]),
+                deletion=np.concatenate([nan, trace.deletion[order]]),
+                template=np.concatenate([np.arange(n_t, n_t + n_init, dtype=np.int32),
+                                         trace.template[order].astype(np.int32)]),
+                priority=np.concatenate([np.zeros(n_init, np.int32),
+                                         trace.priority[order].astype(np.int32)]),
+                pod_class=np.concatenate([np.full(n_init, initial_class if n_init else 0,
+                                                  np.int32), classes.astype(np.int32)]),
+                n_initial=n_init,
+                # the defragmenter runs in replay mode (engine.run_replay)
+                defrag_interval=float(config.defrag_interval) if defrag and replay else 0.0,
+                defrag_moves=int(config.defrag_moves),
+                by_name=np.argsort(np.array(names.to_pylist(), dtype=object), kind="stable")
+                if defrag and replay else None,
+                node_names=[n.name for n in cluster.nodes],
                 **templates, **quotas,
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
@@ -422,21 +491,24 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 fail_message=fail_message,
                 fail_text=_core.FailText(sched._core, templates["t_wants_gpu"], postfix_class,
                                          sched.reason_text, postfix),
-                pod_error=_pod_error(sched, trace, order),
+                pod_error=_pod_error(sched, trace, order, n_init),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
                 on_events=tables.events, on_pods=tables.pods,
                 mp_name=state.mp_name, pl_place=state.pl_place,
                 mig_annotation=encode_mig_allocations,
                 preemption=bool(cluster.scheduler.preemption),
-                t_never=np.array([t.preemption_policy == "Never" for t in trace.templates],
-                                 dtype=np.uint8),
+                # (the initial pods' templates: never attempted, never preempting)
+                t_never=np.array([t.preemption_policy == "Never" for t in trace.templates]
+                                 + [False] * n_init, dtype=np.uint8),
+                recalls_deleting=recalls_deleting(cluster.scheduler.kube_scheduler_version),
                 draw_offset=lambda n: int(offsets.integers(n)),
                 preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}")
             core.ranker = sched.ranker      # a vectorised Python node policy, or None
             core_ref.append(core)
+            _adopt_initial(core, sched, initial, replay)
             env = simpy.Environment()
             env.process(_replay_process(env, core))
             env.run()
@@ -457,8 +529,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             rec.set_group_rows(core.g_times, core.g_rows)
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
-                           core.peak_time, preempted=core.n_preempted,
-                           rejected=core.n_rejected)
+                           core.peak_time, preempted=core.n_preempted, initial=n_init,
+                           rejected=core.n_rejected, defrag_moves=core.n_defrag_moves)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}

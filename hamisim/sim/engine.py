@@ -24,7 +24,8 @@ This module is the readable engine, the specification of a run.
 :func:`simulate` hands a :class:`~hamisim.workload.Trace` on the kernel backend
 to its compiled twin, :mod:`hamisim.sim.compiled`, which produces the identical
 run several times faster (``EngineConfig.engine`` chooses explicitly); the
-reference backend, the research policies, ``check`` and initial states run here.
+reference backend, the research policies, ``check`` and what else
+:func:`hamisim.sim.compiled.unsupported` names run here.
 """
 from __future__ import annotations
 
@@ -531,7 +532,8 @@ class _Engine:
         st.containers = None
         app_only = [list(c) for c in entries[n_init:]]
         self.meter.apply_rows(node, *st.usage, 0, -1)
-        self.sched.delete(name)
+        # adopt replaces the pod's usage and keeps a mutex-reserve pod's
+        # reservation (a delete first would drop it: its cards are still held)
         self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
                          namespace=st.pod.namespace)
         st.held = None          # the defragmenter leaves pods with init containers alone
@@ -576,7 +578,8 @@ class _Engine:
         it is gone), else it leaves at once. A pod already terminating is left
         alone: a second DELETE cannot restart or lengthen a graceful deletion
         under way (kube-apiserver only shortens it, and the pod's own period is
-        no shorter), so it leaves when its first period ends."""
+        no shorter), so it leaves when its first period ends. Fill mode has no
+        clock: a pod terminating there holds its node and cards to the end."""
         st = self.pods.get(name)
         if st is None or st.status in ("gone", "terminating"):
             return
@@ -587,7 +590,8 @@ class _Engine:
                 self.n_preempted += 1
             self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
                            message=message)
-            self._at_live(grace, _DEPART, self._delete, name)
+            if self.replay:     # fill mode has no clock: it terminates to the end
+                self._at_live(grace, _DEPART, self._delete, name)
             self._changed(ASSIGNED_POD_UPDATE)  # its deletionTimestamp is set
             return
         self._remove(name, "depart" if event == "terminate" else event, message)
@@ -916,7 +920,8 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     engine, why = choose_engine(cluster, config, workload, initial)
     if engine == "compiled":
         from hamisim.sim import compiled
-        result = compiled.simulate_compiled(cluster, workload, config, shapes, sink)
+        result = compiled.simulate_compiled(cluster, workload, config, shapes, sink,
+                                            initial)
         result.engine, result.engine_reason = engine, None
         return result
     if config.engine == "compiled":
