@@ -464,11 +464,17 @@ def _quotas(draw) -> dict[str, Quota]:
 def test_compiled_engine_equals_python_engine_with_quotas(data):
     """ResourceQuota: the webhook's refusals at creation and Fit's
     ResourceQuotaNotFit against the namespace's usage, which grows on binds and
-    shrinks on departures."""
+    shrinks on departures, counts an initial state's pods, follows the
+    init-container collapse and the defragmenter's moves."""
     cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
     cluster = dataclasses.replace(cluster, quotas=data.draw(_quotas()))
     trace = data.draw(traces(cluster))
-    run = assert_same_run(cluster, trace, data.draw(configs()))
+    initial = data.draw(st.just(()) | initial_states(cluster, max_pods=4))
+    config = data.draw(configs())
+    if config.mode == "replay" and data.draw(st.booleans()):
+        config = dataclasses.replace(config, defrag_interval=data.draw(st.sampled_from(
+            [5.0, 30.0])), defrag_moves=data.draw(st.sampled_from([1, 3])))
+    run = assert_same_run(cluster, trace, config, initial)
     _note(run)
     ev = run.events
     if (ev.event == "rejected").any():
