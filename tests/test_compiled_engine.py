@@ -603,30 +603,15 @@ def _saturating_cluster() -> Cluster:
     return Cluster(tuple(nodes))
 
 
-def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
-    # Many more pods than cards, of a few shapes, arriving while others leave:
-    # most attempts fail, on nodes that mostly have not changed since the same
-    # request last failed there (the kernel's memo of failed evaluations) and
-    # with texts built in C (FailText). The run must be the one the Python
-    # engine makes re-running HAMi's Fit on every node and building every text
-    # in Python, value for value.
+def _saturated_twins(monkeypatch, trace: Trace):
+    """Replay ``trace`` on :func:`_saturating_cluster` with the compiled engine
+    (its FailText objects recorded) and with the Python engine without the memo
+    of failed evaluations; assert the runs equal. Returns (the Python run, the
+    FailText objects built)."""
     from hamisim import _core
-    from hamisim.sim.kernel import KernelScheduler
-    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 0),
-               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
-               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
-               ((Container({}),), 3000)]
-    rng = np.random.default_rng(3)
-    pods_ = []
-    for k in range(400):
-        containers, cpu = shapes_[int(rng.integers(0, 4))]
-        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu), 0.3 * k,
-                              float(rng.exponential(20.0)), None))
-    trace = Trace.from_pods("saturated", pods_)
     cluster = _saturating_cluster()
     config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-
     built, make = [], _core.FailText
 
     def fail_text(*args):
@@ -634,7 +619,6 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
         return built[-1]
     monkeypatch.setattr(_core, "FailText", fail_text)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
-
     init = KernelScheduler.__init__
 
     def without_memo(self, *args, **kwargs):
@@ -646,6 +630,27 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
         pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
                                       check_exact=True, obj=name)
     assert _canonical(got.summary) == _canonical(want.summary)
+    return want, built
+
+
+def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
+    # Many more pods than cards, of a few shapes, arriving while others leave:
+    # most attempts fail, on nodes that mostly have not changed since the same
+    # request last failed there (the kernel's memo of failed evaluations) and
+    # with texts built in C (FailText). The run must be the one the Python
+    # engine makes re-running HAMi's Fit on every node and building every text
+    # in Python, value for value.
+    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 0),
+               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
+               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
+               ((Container({}),), 3000)]
+    rng = np.random.default_rng(3)
+    pods_ = []
+    for k in range(400):
+        containers, cpu = shapes_[int(rng.integers(0, 4))]
+        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu), 0.3 * k,
+                              float(rng.exponential(20.0)), None))
+    want, built = _saturated_twins(monkeypatch, Trace.from_pods("saturated", pods_))
     failed = want.events[want.events.event == "unschedulable"]
     assert len(failed) > 1000
     assert failed.message.nunique() > 20          # the histograms change as pods come and go
@@ -663,8 +668,6 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     # the memo of failed evaluations is in use), finds no candidate, or errs.
     # Every failure's text is FailText's except the errors (they name nodes),
     # and the run is the one the Python engine makes without the memo.
-    from hamisim import _core
-    from hamisim.sim.kernel import KernelScheduler
     shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 3000),
                ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
                ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
@@ -676,30 +679,7 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
         pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu,
                                   priority=int(rng.choice([-1, 0, 0, 5]))), 0.3 * k,
                               float(rng.exponential(20.0)), None))
-    trace = Trace.from_pods("saturated", pods_)
-    cluster = _saturating_cluster()
-    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
-    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-
-    built, make = [], _core.FailText
-
-    def fail_text(*args):
-        built.append(make(*args))
-        return built[-1]
-    monkeypatch.setattr(_core, "FailText", fail_text)
-    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
-
-    init = KernelScheduler.__init__
-
-    def without_memo(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self._core.use_memo = False
-    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
-    for name in ("events", "pods", "timeseries"):
-        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
-                                      check_exact=True, obj=name)
-    assert _canonical(got.summary) == _canonical(want.summary)
+    want, built = _saturated_twins(monkeypatch, Trace.from_pods("saturated", pods_))
     failed = want.events[want.events.event == "unschedulable"].message
     errors = failed.str.contains("expected at least one victim")
     assert len(failed) > 500 and want.summary["preempted"] > 0
