@@ -246,6 +246,17 @@ def test_cluster_file_quotas(tmp_path):
            "quotas": {"team-a": {"limits.nvidia.com/gpumem": 8000}}}
     json_path = _write(tmp_path, json.dumps(doc), "cluster.json")
     assert load_cluster(json_path).quotas == {"team-a": Quota(8000, None)}
+    from hamisim.io.clusterfile import _fast_json_cluster
+    assert _fast_json_cluster(str(json_path), None) == load_cluster(json_path)
+    # a value HAMi reads otherwise than it looks still warns at its line (the
+    # line-tracking reader), and a quota key HAMi ignores too
+    for hard, warning in (({"limits.nvidia.com/gpumem": "24Gi"}, "plain number"),
+                          ({"requests.cpu": 4}, "enforces only")):
+        doc["quotas"] = {"team-a": hard}
+        json_path.write_text(json.dumps(doc, indent=1))
+        assert _fast_json_cluster(str(json_path), None) is None
+        with pytest.warns(InputWarning, match=warning):
+            load_cluster(json_path)
 
 
 @pytest.mark.parametrize("value,expected,warning", [

@@ -420,9 +420,10 @@ def _no_constant(word: str) -> Any:
 
 
 def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cluster:
-    if type(data) is not dict or not set(data) <= CLUSTER_KEYS - {"quotas"}:
+    if type(data) is not dict or not set(data) <= CLUSTER_KEYS:
         raise _Slow
     config = _plain_scheduler(data.get("scheduler"))
+    quotas = _plain_quotas(data.get("quotas"))
     entries = data.get("nodes")
     if type(entries) is not list or not entries:
         raise _Slow
@@ -448,7 +449,29 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
     ids = [c.id for n in nodes for c in n.cards]
     if len(set(names)) != len(names) or len(set(ids)) != len(ids):
         raise _Slow
-    return Cluster(nodes=tuple(nodes), scheduler=config)
+    return Cluster(nodes=tuple(nodes), scheduler=config, quotas=quotas)
+
+
+def _plain_quotas(quotas: Any) -> dict[str, Quota]:
+    """``quotas:`` whose every limit is a plain integer >= 0 under one of the two
+    keys HAMi enforces; anything else (a suffixed quantity, another key: each
+    warns) goes to :func:`quotas_from_document` at its line."""
+    if quotas is None:
+        return {}
+    if type(quotas) is not dict:
+        raise _Slow
+    out: dict[str, Quota] = {}
+    for namespace, hard in quotas.items():
+        if not namespace.strip() or type(hard) is not dict or \
+                not set(hard) <= {QUOTA_MEMORY, QUOTA_CORES}:
+            raise _Slow
+        limits = {}
+        for key, value in hard.items():
+            if type(value) is not int or value < 0:
+                raise _Slow
+            limits[key] = value
+        out[namespace] = Quota(memory=limits.get(QUOTA_MEMORY), cores=limits.get(QUOTA_CORES))
+    return out
 
 
 _PLAIN_NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "group"})
