@@ -131,18 +131,27 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", type=Path, help="where the files go (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the files and the results")
+    ap.add_argument("--make-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hamisim-realistic-"))
     workdir.mkdir(parents=True, exist_ok=True)
     marker = workdir / f".made-{args.nodes}-{args.pods}-{args.load:g}"
-    if not marker.exists():
-        t0 = time.perf_counter()
+    if args.make_only:
         write_cluster(workdir / "realistic.json", args.nodes, quotas_for(args.nodes))
         write_cluster(workdir / "plain.json", args.nodes, None)
         realistic, plain = make_traces(args.pods, args.nodes, args.load)
         write_trace(realistic, workdir / "realistic.parquet")
         write_trace(plain, workdir / "plain.parquet")
         marker.write_text("")
+        return
+    if not marker.exists():
+        # the files are made by a process of their own: Linux keeps a process's
+        # peak RSS across fork and exec, so runs started from a process that held
+        # a million trace pods would report that process's peak as their own
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, __file__, "--make-only", "--pods", str(args.pods),
+                        "--nodes", str(args.nodes), "--load", str(args.load),
+                        "--workdir", str(workdir)], check=True)
         print(f"wrote the clusters and traces in {time.perf_counter() - t0:.0f} s")
     print(f"{args.pods:,} pods on {args.nodes:,} nodes x 8 H100 at load {args.load:g}; "
           f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs")
