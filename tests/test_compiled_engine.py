@@ -603,6 +603,24 @@ def _saturating_cluster() -> Cluster:
     return Cluster(tuple(nodes))
 
 
+def _saturating_trace(n: int, cpus: tuple[int, int, int, int], seed: int,
+                      priorities: tuple[int, ...] = ()) -> Trace:
+    """``n`` pods 0.3 s apart, each of one of four shapes (1 GPU 6000 MiB, 2 GPUs
+    3000 MiB, 1 GPU 60 % cores, no GPU) with the shape's CPU from ``cpus``, a
+    priority drawn from ``priorities`` (none: 0), exponential lifetimes of 20 s."""
+    shapes_ = [Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),
+               Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),
+               Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}), Container({})]
+    rng = np.random.default_rng(seed)
+    pods_ = []
+    for k in range(n):
+        j = int(rng.integers(0, 4))
+        priority = int(rng.choice(priorities)) if priorities else 0
+        pods_.append(TracePod(Pod(f"p{k}", (shapes_[j],), cpu_milli=cpus[j], priority=priority),
+                              0.3 * k, float(rng.exponential(20.0)), None))
+    return Trace.from_pods("saturated", pods_)
+
+
 def _saturated_twins(monkeypatch, trace: Trace):
     """Replay ``trace`` on :func:`_saturating_cluster` with the compiled engine
     (its FailText objects recorded) and with the Python engine without the memo
@@ -640,17 +658,8 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     # with texts built in C (FailText). The run must be the one the Python
     # engine makes re-running HAMi's Fit on every node and building every text
     # in Python, value for value.
-    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 0),
-               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
-               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
-               ((Container({}),), 3000)]
-    rng = np.random.default_rng(3)
-    pods_ = []
-    for k in range(400):
-        containers, cpu = shapes_[int(rng.integers(0, 4))]
-        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu), 0.3 * k,
-                              float(rng.exponential(20.0)), None))
-    want, built = _saturated_twins(monkeypatch, Trace.from_pods("saturated", pods_))
+    trace = _saturating_trace(400, (0, 1000, 0, 3000), seed=3)
+    want, built = _saturated_twins(monkeypatch, trace)
     failed = want.events[want.events.event == "unschedulable"]
     assert len(failed) > 1000
     assert failed.message.nunique() > 20          # the histograms change as pods come and go
@@ -668,18 +677,8 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     # the memo of failed evaluations is in use), finds no candidate, or errs.
     # Every failure's text is FailText's except the errors (they name nodes),
     # and the run is the one the Python engine makes without the memo.
-    shapes_ = [((Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),), 3000),
-               ((Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),), 1000),
-               ((Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}),), 0),
-               ((Container({}),), 4000)]
-    rng = np.random.default_rng(5)
-    pods_ = []
-    for k in range(300):
-        containers, cpu = shapes_[int(rng.integers(0, 4))]
-        pods_.append(TracePod(Pod(f"p{k}", containers, cpu_milli=cpu,
-                                  priority=int(rng.choice([-1, 0, 0, 5]))), 0.3 * k,
-                              float(rng.exponential(20.0)), None))
-    want, built = _saturated_twins(monkeypatch, Trace.from_pods("saturated", pods_))
+    trace = _saturating_trace(300, (3000, 1000, 0, 4000), seed=5, priorities=(-1, 0, 0, 5))
+    want, built = _saturated_twins(monkeypatch, trace)
     failed = want.events[want.events.event == "unschedulable"].message
     errors = failed.str.contains("expected at least one victim")
     assert len(failed) > 500 and want.summary["preempted"] > 0
