@@ -925,7 +925,7 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
         result.engine, result.engine_reason = engine, None
         return result
     if config.engine == "compiled":
-        raise ValueError(f"the compiled engine does not run {why}")
+        raise ValueError(why)           # "the compiled engine does not run ..."
     if isinstance(workload, Trace):
         total = len(workload) if total is None else total
         workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
