@@ -629,9 +629,7 @@ cdef class ReplayCore:
         # no quota columns: no namespace has a limit
         self.quotas = t_qns is not None and len(q_lim_mem) > 0
         if not self.quotas:
-            t_qns = np.full(n_templates, -1, dtype=np.int32)
-            t_qmem = np.full(n_templates, -1, dtype=np.int64)
-            t_qcores = q_lim_mem = q_lim_cores = np.zeros(max(n_templates, 1), dtype=np.int64)
+            return 0        # every reader of the columns below asks self.quotas first
         if len(t_qns) != n_templates or len(t_qmem) != n_templates \
                 or len(t_qcores) != n_templates or len(q_lim_cores) != len(q_lim_mem):
             raise ValueError("quota columns: expected one entry per template / namespace")
@@ -1158,10 +1156,7 @@ cdef class ReplayCore:
         cdef Core core = self.core
         cdef PodSpec spec = <PodSpec>self.t_spec[t]
         cdef bint wants_gpu = self.t_wants_gpu[t]
-        if self.n_free == 0:
-            self._grow_slots()
-        self.n_free -= 1
-        self.slot[k] = self.free_slots[self.n_free]
+        self.slot[k] = self._new_slot()
         if not wants_gpu:
             self.slot_n[self.slot[k]] = 0
             self.slot_devices[self.slot[k]] = None
@@ -1441,12 +1436,7 @@ cdef class ReplayCore:
                 self.n_preempted += 1
             self._event(kind, k, node, None, message)
             self._done(k, self.now)
-            sl = self.slot[k]
-            self.slot_devices[sl] = None
-            self.slot_mig[sl] = None
-            self.slot_mig_after[sl] = None
-            self.free_slots[self.n_free] = sl
-            self.n_free += 1
+            self._free_slot(self.slot[k])
             self.slot[k] = -1
             self._changed(EV_ASSIGNED_DELETE)
         else:
@@ -1526,10 +1516,7 @@ cdef class ReplayCore:
             raise ValueError("adopt: the initial pods in order, before the run")
         if n > self.slot_width:
             raise ValueError("adopt: more cards than its node has")
-        if self.n_free == 0:
-            self._grow_slots()
-        self.n_free -= 1
-        sl = self.slot[k] = self.free_slots[self.n_free]
+        sl = self.slot[k] = self._new_slot()
         base = <Py_ssize_t>sl * self.slot_width
         for i in range(n):
             self.slot_rows[base + i] = rows[i]
@@ -1607,11 +1594,7 @@ cdef class ReplayCore:
             if core.placed != nn:
                 if core._place_c(spec, nn) != ST_FIT:
                     raise AssertionError("kernel: chosen node no longer fits")
-            if self.n_free == 0:
-                self._grow_slots()
-            self.n_free -= 1
-            ts = self.free_slots[self.n_free]
-            self.slot[k] = ts
+            ts = self.slot[k] = self._new_slot()
             self._take_picks(k, nn, spec.n_cont, self.t_n_init[t])
             same = nn == node and self.slot_n[ts] == self.slot_n[old]
             nb = <Py_ssize_t>ts * self.slot_width
@@ -1630,7 +1613,7 @@ cdef class ReplayCore:
                     self._quota_apply(k, 1)     # the same request on either node
                 self.trial_node = nn
                 return ts
-            self._free_trial(ts)
+            self._free_slot(ts)
             self.slot[k] = old
         self._kernel_apply(k, node, 1)
         if self.quotas:
@@ -1638,11 +1621,20 @@ cdef class ReplayCore:
         self.next_start = start
         return -1
 
-    cdef inline void _free_trial(self, int ts):
-        self.slot_devices[ts] = None
-        self.slot_mig[ts] = None
-        self.free_slots[self.n_free] = ts
+    cdef inline void _free_slot(self, int sl):
+        # the slot's objects dropped and the slot back among the free ones
+        self.slot_devices[sl] = None
+        self.slot_mig[sl] = None
+        self.slot_mig_after[sl] = None
+        self.free_slots[self.n_free] = sl
         self.n_free += 1
+
+    cdef inline int _new_slot(self) except -1:
+        # a free slot (the slot arrays grow when none is left)
+        if self.n_free == 0:
+            self._grow_slots()
+        self.n_free -= 1
+        return self.free_slots[self.n_free]
 
     cdef int _defrag_undo(self, int k, int ts, int start) except -1:
         # engine._restore: the pod back on its own cards, the trial's slot freed
@@ -1651,7 +1643,7 @@ cdef class ReplayCore:
         self._kernel_apply(k, self.trial_node, -1)
         self.slot[k] = old
         self._kernel_apply(k, self.node[k], 1)
-        self._free_trial(ts)
+        self._free_slot(ts)
         self.next_start = start
         return 0
 
@@ -1712,7 +1704,7 @@ cdef class ReplayCore:
                    f"{self.slot_devices[old]}")
         self._meter_apply(k, node, -1)
         self._kube_gone(k)
-        self._free_trial(old)
+        self._free_slot(old)
         self.slot[k] = ts
         self.node[k] = self.trial_node
         self._meter_apply(k, self.trial_node, 1)
