@@ -1573,10 +1573,7 @@ cdef class Core:
                        bint node_spread, bint sample_only, bint want_ties) noexcept nogil:
         cdef const Cards* c = &self.table.c
         cdef int n = c.n_nodes
-        cdef int step, i, j, nfeas = 0, examined = 0, split = 0, bits, st, nf
-        cdef Node nv
-        cdef bint memo
-        cdef int32_t oid
+        cdef int step, i, nfeas = 0, examined = 0, split = 0, bits
         self.n_rejected = 0
         self.rej_union = 0
         self.n_window = 0
@@ -1710,7 +1707,13 @@ cdef class Core:
         or -1 when no node fits (the failure buffers are then complete, as
         after :meth:`attempt`). ``draw < 0``: no random tie-break."""
         self._fit_pod(pod)
-        return self._rank_attempt(&pod.p, start, wanted, ranker, draw)
+        cdef int best = self._rank_attempt(&pod.p, start, wanted, ranker, draw)
+        if best < 0:
+            # the failure buffers' rows of remembered outcomes (the memo), as
+            # attempt() leaves them for KernelScheduler.failure_message (the
+            # replay loop's FailText reads the outcome ids and needs none)
+            self._fill_counts()
+        return best
 
     cdef int _rank_attempt(self, const Pod* pod, int start, int wanted, object ranker,
                            double draw) except -2:
@@ -1718,10 +1721,6 @@ cdef class Core:
         with nogil:
             self._attempt(pod, start, wanted, True, False, True, False)
             n = self._rank_rows(pod)
-            if n == 0:
-                # the failure buffers' rows of remembered outcomes (the memo), which
-                # KernelScheduler.failure_message reads as attempt() leaves them
-                self._fill_counts()
         if n == 0:
             return -1
         r = ranker.choose(n, draw)
