@@ -202,4 +202,4 @@ def test_figure_workers_only_on_idle_cpus(tmp_path, monkeypatch, running, idle):
     assert workers.idle_cpus() == idle
     loadavg.write_text("no such fields\n")             # elsewhere: the load average
     monkeypatch.setattr(workers.os, "getloadavg", lambda: (running - 0.5, 0.0, 0.0))
-    assert workers.idle_cpus() == max(1, 2 - int(running - 0.5))
+    assert workers.idle_cpus() == idle

@@ -465,12 +465,9 @@ def _plain_quotas(quotas: Any) -> dict[str, Quota]:
         if not namespace.strip() or type(hard) is not dict or \
                 not set(hard) <= {QUOTA_MEMORY, QUOTA_CORES}:
             raise _Slow
-        limits = {}
-        for key, value in hard.items():
-            if type(value) is not int or value < 0:
-                raise _Slow
-            limits[key] = value
-        out[namespace] = Quota(memory=limits.get(QUOTA_MEMORY), cores=limits.get(QUOTA_CORES))
+        if any(type(value) is not int or value < 0 for value in hard.values()):
+            raise _Slow
+        out[namespace] = Quota(memory=hard.get(QUOTA_MEMORY), cores=hard.get(QUOTA_CORES))
     return out
 
 

@@ -8,9 +8,10 @@ reference scheduler are: same events in the same order at the same times,
 same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
-(:func:`unsupported`): the reference backend, the research and Python
-policies, ``--check``, quotas, workloads that are not a :class:`Trace`. The
-pod lifecycle runs here too: an initial state (the core's first pods, adopted
+(:func:`unsupported`): the reference backend (per-candidate Python policies
+and Python card policies with it), the research policies, ``--check``,
+workloads that are not a :class:`Trace`. ResourceQuota and vectorised Python
+node policies run here, and so does the pod lifecycle: an initial state (the core's first pods, adopted
 before the run), deletions within a termination grace period, init
 containers that finish, the what-if mutex-reserve and periodic defragmenter
 (in C: rounds are rare, but a round tries every running pod); and priorities
