@@ -25,14 +25,12 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from user_path import write_cluster, write_trace  # noqa: E402
+from user_path import console_line, time_cli, write_cluster, write_trace  # noqa: E402
 
 VECTORISED = '''\
 from hamisim.research.plugins import vectorised
@@ -54,23 +52,12 @@ def run_once(workdir: Path, tree: Path, trace: str, extra: list[str]
     import pandas as pd
 
     out = workdir / "results"
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", "run", "cluster.json",
-                                 trace, "--out", str(out), "--no-progress", *extra],
-                                cwd=workdir, stdout=so, stderr=se, text=True, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        so.seek(0)
-        se.seek(0)
-        stdout, err = so.read(), se.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"hamisim run {' '.join(extra)} failed:\n{err}")
+    wall, rss, stdout = time_cli(["run", "cluster.json", trace, "--out", str(out),
+                                  "--no-progress", *extra], workdir,
+                                 env=dict(os.environ, PYTHONPATH=str(tree)))
     nodes = pd.read_parquet(out / "pods.parquet").node.tolist()
     shutil.rmtree(out, ignore_errors=True)
-    line = next((ln.strip() for ln in stdout.splitlines() if ln.strip().startswith("time ")), "")
-    return wall, usage.ru_maxrss / 1024, line, nodes
+    return wall, rss, console_line(stdout, "time "), nodes
 
 
 def head(src: Path, dst: Path, n: int) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import shutil
@@ -44,27 +43,13 @@ from hamisim.io.traces import write_trace
 from hamisim.pods import Container
 from hamisim.workload import Trace
 
+sys.path.insert(0, str(Path(__file__).parent))
+from user_path import console_line, time_cli, write_cluster  # noqa: E402
+
 TEAMS = ("team-a", "team-b", "team-c", "team-d")
 #: (share of pods, priority)
 PRIORITIES = ((0.2, -100), (0.4, 0), (0.3, 1000), (0.1, 100000))
 NODE_CPU_MILLI = 144_000
-
-
-def write_cluster(path: Path, n_nodes: int, quotas: dict | None) -> None:
-    width = len(str(n_nodes - 1))
-    nodes = []
-    for i in range(n_nodes):
-        name = f"h100-{i:0{width}d}"
-        nodes.append({"name": name, "cpu_milli": NODE_CPU_MILLI, "memory_mib": 2097152,
-                      "devices": [{"id": f"GPU-{name}-{k}", "index": k, "count": 10,
-                                   "devmem": 81920, "devcore": 100, "type": "NVIDIA-H100",
-                                   "numa": k // 4} for k in range(8)]})
-    doc: dict = {"scheduler": {"gpu_scheduler_policy": "spread",
-                               "node_scheduler_policy": "binpack"}}
-    if quotas:
-        doc["quotas"] = quotas
-    doc["nodes"] = nodes
-    path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
 def make_traces(n_pods: int, n_nodes: int, load: float, seed: int = 1) -> tuple[Trace, Trace]:
@@ -101,28 +86,6 @@ def quotas_for(n_nodes: int) -> dict:
             "team-b": {"limits.nvidia.com/gpumem": mem}}
 
 
-def run_once(workdir: Path, cluster: str, trace: str, out: Path) -> tuple[float, float, str]:
-    """(wall s, peak RSS MiB of the child, its stdout)."""
-    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", "run", cluster, trace,
-                                 "--out", str(out), "--no-progress"],
-                                cwd=workdir, stdout=so, stderr=se, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)     # this child's own peak RSS
-        wall = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        so.seek(0)
-        se.seek(0)
-        stdout, stderr = so.read(), se.read()
-    if code != 0:
-        sys.exit(f"hamisim run failed ({code}):\n{stderr}")
-    return wall, usage.ru_maxrss / 1024, stdout
-
-
-def _line(stdout: str, start: str) -> str:
-    return next((ln.strip() for ln in stdout.splitlines() if ln.strip().startswith(start)), "")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pods", type=int, default=200_000)
@@ -137,8 +100,9 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     marker = workdir / f".made-{args.nodes}-{args.pods}-{args.load:g}"
     if args.make_only:
-        write_cluster(workdir / "realistic.json", args.nodes, quotas_for(args.nodes))
-        write_cluster(workdir / "plain.json", args.nodes, None)
+        write_cluster(workdir / "realistic.json", args.nodes, NODE_CPU_MILLI,
+                      quotas_for(args.nodes))
+        write_cluster(workdir / "plain.json", args.nodes, NODE_CPU_MILLI)
         realistic, plain = make_traces(args.pods, args.nodes, args.load)
         write_trace(realistic, workdir / "realistic.parquet")
         write_trace(plain, workdir / "plain.parquet")
@@ -160,14 +124,15 @@ def main() -> None:
         walls, rsss = [], []
         for k in range(args.repeat):
             out = workdir / f"results-{kind}-{k}"
-            wall, rss, stdout = run_once(workdir, f"{kind}.json", f"{kind}.parquet", out)
+            wall, rss, stdout = time_cli(["run", f"{kind}.json", f"{kind}.parquet", "--out",
+                                          str(out), "--no-progress"], workdir)
             walls.append(wall)
             rsss.append(rss)
-            engine = " ".join(_line(stdout, "engine").split())
-            preempted = " ".join(_line(stdout, "preempted").split()) or "none preempted"
+            engine = " ".join(console_line(stdout, "engine").split())
+            preempted = " ".join(console_line(stdout, "preempted").split()) or "none preempted"
             print(f"  {kind} run {k + 1}: {wall:.1f} s, peak RSS {rss:,.0f} MiB; {engine}; "
                   f"{preempted}")
-            print(f"    {_line(stdout, 'time ')}")
+            print(f"    {console_line(stdout, 'time ')}")
             if not args.keep:
                 shutil.rmtree(out, ignore_errors=True)
         medians[kind] = statistics.median(walls)

@@ -40,16 +40,22 @@ from pathlib import Path
 from hamisim.io.synthetic import synthetic_trace
 
 
-def write_cluster(path: Path, n_nodes: int) -> None:
+def write_cluster(path: Path, n_nodes: int, cpu_milli: int = 192000,
+                  quotas: dict | None = None) -> None:
+    """``n_nodes`` nodes of 8 H100s (two NUMA nodes), as `hamisim import` writes them;
+    ``quotas``: the file's ``quotas:`` block, if any."""
     width = len(str(n_nodes - 1))
     nodes = []
     for i in range(n_nodes):
         name = f"h100-{i:0{width}d}"
-        nodes.append({"name": name, "cpu_milli": 192000, "memory_mib": 2097152, "devices": [
+        nodes.append({"name": name, "cpu_milli": cpu_milli, "memory_mib": 2097152, "devices": [
             {"id": f"GPU-{name}-{k}", "index": k, "count": 10, "devmem": 81920,
              "devcore": 100, "type": "NVIDIA-H100", "numa": k // 4} for k in range(8)]})
-    doc = {"scheduler": {"gpu_scheduler_policy": "spread", "node_scheduler_policy": "binpack"},
-           "nodes": nodes}
+    doc: dict = {"scheduler": {"gpu_scheduler_policy": "spread",
+                               "node_scheduler_policy": "binpack"}}
+    if quotas:
+        doc["quotas"] = quotas
+    doc["nodes"] = nodes
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -74,28 +80,39 @@ def to_parquet(csv_path: Path, path: Path) -> None:
     pd.read_csv(csv_path, dtype={"gpu_policy": str}).to_parquet(path, index=False)
 
 
+def time_cli(argv: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, str]:
+    """``python -m hamisim.cli ARGV`` as a separate process in ``cwd``: (wall s, the
+    child's own peak RSS in MiB, its stdout); exits with its stderr when it fails."""
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", *argv], cwd=cwd,
+                                stdout=so, stderr=se, text=True, env=env)
+        # wait4 gives this child's own peak RSS (getrusage's children figure is
+        # the largest child so far)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        so.seek(0)
+        se.seek(0)
+        stdout, stderr = so.read(), se.read()
+    if code != 0:
+        sys.exit(f"hamisim {' '.join(argv)} failed ({code}):\n{stderr}")
+    return wall, usage.ru_maxrss / 1024, stdout
+
+
+def console_line(stdout: str, start: str) -> str:
+    """The first line of the CLI's output that starts with ``start`` (stripped)."""
+    return next((ln.strip() for ln in stdout.splitlines() if ln.strip().startswith(start)), "")
+
+
 def run_once(workdir: Path, trace: str, out: Path,
              metrics_interval: float | None = None) -> tuple[float, float, str]:
     """(wall s, peak RSS MiB of the child, its stdout)."""
     metrics = [] if metrics_interval is None else [
         "--metrics-out", str(out) + ".om", "--metrics-start", "2026-11-30T00:00:00Z",
         "--metrics-interval", str(metrics_interval)]
-    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", "run", "cluster.json",
-                                 trace, "--out", str(out), "--no-progress", *metrics],
-                                cwd=workdir, stdout=so, stderr=se, text=True)
-        # wait4 gives this child's own peak RSS (getrusage's children figure is
-        # the largest child so far)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        so.seek(0)
-        se.seek(0)
-        stdout, stderr = so.read(), se.read()
-    if proc.returncode != 0:
-        sys.exit(f"hamisim run failed ({proc.returncode}):\n{stderr}")
-    return wall, usage.ru_maxrss / 1024, stdout
+    return time_cli(["run", "cluster.json", trace, "--out", str(out), "--no-progress", *metrics],
+                    workdir)
 
 
 def main() -> None:
