@@ -48,7 +48,7 @@ from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
 from hamisim.hami.policy import filter_error
-from hamisim.hami.quota import QUOTA_DENIED, quota_gate, webhook_request
+from hamisim.hami.quota import QUOTA_DENIED, webhook_request
 from hamisim.hami.reference import collapsed_usage
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
@@ -63,6 +63,7 @@ from hamisim.kube.scheduler import (
     uniform_postfix,
 )
 from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.research.plugins import runs_compiled
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler, _limit
@@ -96,18 +97,13 @@ def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Seque
         return "a workload that is not a Trace"
     if is_research_policy(cluster.scheduler.node_scheduler_policy):
         return f"the research policy {cluster.scheduler.node_scheduler_policy}"
-    if is_plugin_policy(cluster.scheduler.node_scheduler_policy) and not _runs_compiled(
+    if is_plugin_policy(cluster.scheduler.node_scheduler_policy) and not runs_compiled(
             cluster.scheduler.node_scheduler_policy, None):
         return f"the Python node policy {cluster.scheduler.node_scheduler_policy} " \
                "(a vectorised one runs compiled)"
     if is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
         return f"the Python card policy {cluster.scheduler.gpu_scheduler_policy}"
     return None
-
-
-def _runs_compiled(node_policy: str, card_policy: str | None) -> bool:
-    from hamisim.research.plugins import runs_compiled
-    return runs_compiled(node_policy, card_policy)
 
 
 def _class_codes(trace: Trace, order: np.ndarray, rec: Recorder) -> np.ndarray:
@@ -194,10 +190,10 @@ def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
     ``memory_factor``; -1 = not set). The initial pods' templates follow the
     trace's (as in :func:`_templates`): their namespace counts, the webhook
     never checks them (they already run)."""
-    cluster, cfg = sched.cluster, sched.config
-    names = sorted(ns for ns in cluster.quotas if cluster.quota_of(ns) is not None)
+    cfg = sched.config
+    names = sorted(sched._quota_ns)
     code = {ns: c for c, ns in enumerate(names)}
-    gates = [quota_gate(cluster.quota_of(ns), cfg.memory_factor, (0, 0)) for ns in names]
+    gates = [sched.quota_gate(ns) for ns in names]      # nothing is bound yet: usage 0
     n = len(trace.templates) + len(initial)
     t_qns = np.full(n, -1, dtype=np.int32)
     t_qmem = np.full(n, -1, dtype=np.int64)
