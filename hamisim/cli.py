@@ -500,6 +500,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if figure_workers < 2 or not start_fork_server(FIGURE_MODULES):
         figure_workers = 1
     from hamisim.kube.queue import queue_label
+    from hamisim.studies.report import engine_label
     from hamisim.studies.runs import (
         default_cluster_path,
         default_timing_notice,
@@ -561,7 +562,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                  f", {queue_label(prep.cluster.scheduler.kube_scheduler_version)}")
     print(f"hamisim run: {label}{_not_hamis(prep.cluster)}, mode {spec.mode}{queue}, "
           f"seed {spec.seed}")
-    print(f"  {'engine':34s} {_engine_line(result.summary['inputs'])}")
+    print(f"  {'engine':34s} {engine_label(result.summary['inputs'])}")
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
@@ -633,16 +634,6 @@ def _timing_line(t: dict[str, float], pods: int) -> str:
             f"prepare workload {t.get('prepare_workload', 0):.2f} s, simulate "
             f"{t.get('simulate', 0):.2f} s (scheduler decisions {t.get('decisions', 0):.2f} s, "
             f"engine {own:.2f} s{per_pod}), write {t.get('write', 0):.2f} s")
-
-
-def _engine_line(inputs: dict) -> str:
-    """The engine that ran, and for the Python one why (summary.json's
-    ``inputs.engine`` and ``inputs.engine_reason``)."""
-    engine = inputs.get("engine") or "?"
-    reason = inputs.get("engine_reason")
-    if engine == "compiled":
-        return "compiled (hamisim._core)"
-    return f"{engine} ({reason})" if reason else engine
 
 
 def _triple(r: dict, prefix: str) -> str:

@@ -189,7 +189,7 @@ def _run(folder: Path) -> tuple[str, str]:
         ("not HAMi behaviour", "; ".join(s.get("not_hami") or []) or None),
         ("mode", inputs.get("mode")), ("seed", inputs.get("seed")),
         ("timing", inputs.get("timing")), ("backend", inputs.get("backend")),
-        ("engine", _engine(inputs)),
+        ("engine", engine_label(inputs)),
         ("kube-scheduler", s.get("scheduler", {}).get("kube_scheduler_version")),
         ("hamisim", s.get("hamisim_version")),
         ("cluster file sha256", inputs.get("cluster_sha256")),
@@ -209,14 +209,17 @@ def _run(folder: Path) -> tuple[str, str]:
     return title, "\n".join(parts)
 
 
-def _engine(inputs: dict) -> str | None:
-    """The engine that ran the replay, and why when it was the Python one."""
+def engine_label(inputs: dict) -> str | None:
+    """The engine that ran a replay (summary.json's ``inputs.engine``), and for
+    the Python one why (``inputs.engine_reason``); ``None`` for a results folder
+    from before hamisim named it. The console says the same."""
     engine = inputs.get("engine")
     if not engine:
-        return None                     # a results folder from before hamisim named it
+        return None
+    if engine == "compiled":
+        return "compiled (hamisim._core)"
     reason = inputs.get("engine_reason")
-    name = "compiled" if engine == "compiled" else "Python (the readable twin)"
-    return f"{name}: {reason}" if reason else name
+    return f"{engine} ({reason})" if reason else engine
 
 
 def _compare(folder: Path) -> tuple[str, str]:
