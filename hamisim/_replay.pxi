@@ -1432,8 +1432,6 @@ cdef class ReplayCore:
             self.gen[k] += 1
             self.n_running -= 1
             self.n_departed += 1
-            if kind == E_PREEMPT:
-                self.n_preempted += 1
             self._event(kind, k, node, None, message)
             self._done(k, self.now)
             self._free_slot(self.slot[k])
@@ -1455,19 +1453,17 @@ cdef class ReplayCore:
         # shortens its grace period.
         cdef int st = self.status[k]
         cdef double grace = self.t_grace[self.tmpl[k]]
-        if st == S_GONE or st == S_NEW:
+        if st == S_GONE or st == S_NEW or st == S_TERMINATING:
             return 0
+        if kind == E_PREEMPT:
+            self.n_preempted += 1           # victims run: _remove leaves them at once
         if st == S_RUNNING and grace > 0:
-            if kind == E_PREEMPT:
-                self.n_preempted += 1
             self._set_status(k, S_TERMINATING)
             self._event(kind, k, self.node[k], None, message)
             if grace < INFINITY:    # (fill mode: infinite, the pod never leaves)
                 self.live += 1
                 self._schedule(grace, P_DEPART, T_DELETE, k, 0)
             self._changed(EV_ASSIGNED_UPDATE)   # its deletionTimestamp is set
-            return 0
-        if st == S_TERMINATING:
             return 0
         return self._remove(k, E_DEPART if kind == E_TERMINATE else kind, message)
 
