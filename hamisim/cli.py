@@ -241,12 +241,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the pending pods: a trace (.csv/.jsonl/.parquet), e.g. the "
                          "pending.jsonl of 'hamisim import'")
     su.add_argument("--groups", metavar="FILE", required=True,
-                    help="node-group templates: a cluster file; each group's name_prefix "
-                         "names it, replicas is the most nodes it may add")
+                    help="node-group templates: a cluster file; each entry is a group, named "
+                         "by its 'group' key, else its name_prefix (a single node: its name); "
+                         "replicas is the most nodes it may add")
     su.add_argument("--state", metavar="STATE",
                     help="pods running on the cluster (DESIGN §4.4, e.g. from 'hamisim import')")
     su.add_argument("--cost", action="append", default=[], metavar="GROUP=X",
-                    help="cost of one node of GROUP (default 1: the fewest nodes; repeatable)")
+                    help="cost of one node of GROUP, by its group name or its entry's "
+                         "name_prefix/name (default 1: the fewest nodes; repeatable)")
     su.add_argument("--max-evaluations", type=_positive_int, default=2000, metavar="K",
                     help="additions tried exhaustively before going greedy "
                          "(default: %(default)s)")
@@ -935,7 +937,8 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     from hamisim.io.traces import read_trace
     from collections import Counter
 
-    from hamisim.studies.scaleup import dry_run_verdicts, node_groups, plan_scaleup, queue_order
+    from hamisim.studies.scaleup import (dry_run_verdicts, group_aliases, node_groups,
+                                         plan_scaleup, queue_order)
     costs = {}
     for item in args.cost:
         group, sep, value = item.partition("=")
@@ -948,7 +951,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     cluster = load_cluster(args.cluster)
     templates = load_cluster(args.groups)
     try:
-        groups = node_groups(templates, cluster, costs)
+        groups = node_groups(templates, cluster, costs, group_aliases(args.groups))
     except ValueError as err:
         raise HamisimError(str(err)) from None
     state = load_state(args.state, cluster) if args.state else None

@@ -118,3 +118,46 @@ def test_an_imported_cluster_counts_its_nodes_of_the_templates_kind(tmp_path):
         t4, name="t4-0", group="t4"),))
     (group,) = node_groups(t4_kind, cluster)
     assert group.existing == 2                  # gpu-node-1 and gpu-node-3
+
+
+GROUPS_WITH_NAMES = """\
+nodes:
+  - name_prefix: dgx
+    group: h100
+    replicas: 2
+    gpus: 8
+    card: {type: NVIDIA H100 80GB HBM3, devmem: 81559}
+  - name_prefix: t4
+    replicas: 3
+    gpus: 4
+    card: {type: NVIDIA-Tesla T4, devmem: 15360}
+  - name: spare
+    gpus: 2
+    card: {type: NVIDIA-Tesla T4, devmem: 15360}
+"""
+
+
+def test_a_cost_names_a_group_by_its_group_its_prefix_or_its_node_name(tmp_path, capsys):
+    from hamisim.studies.scaleup import group_aliases
+    path = tmp_path / "groups.yaml"
+    path.write_text(GROUPS_WITH_NAMES)
+    cluster = load_cluster(EXAMPLE / "cluster.yaml")
+    templates = load_cluster(path)
+    aliases = group_aliases(path)
+    assert aliases == {"dgx": "h100"}
+    by_prefix = node_groups(templates, cluster, {"dgx": 4.0, "spare": 2.0}, aliases)
+    by_group = node_groups(templates, cluster, {"h100": 4.0, "spare": 2.0}, aliases)
+    assert by_prefix == by_group
+    assert {g.name: g.cost for g in by_group} == {"h100": 4.0, "t4": 1.0, "spare": 2.0}
+    with pytest.raises(ValueError, match=r"no node group of the templates: x \(accepted: "
+                                         r"h100 \(or dgx\), t4, spare\)"):
+        node_groups(templates, cluster, {"x": 1.0}, aliases)
+    with pytest.raises(ValueError, match="gives group h100 twice"):
+        node_groups(templates, cluster, {"dgx": 1.0, "h100": 2.0}, aliases)
+    args = ["scaleup", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
+            "--groups", str(path), "--state", str(EXAMPLE / "state.yaml"), "--json"]
+    assert main(args + ["--cost", "dgx=4"]) == 0
+    groups = {g["group"]: g["cost"] for g in json.loads(capsys.readouterr().out)["groups"]}
+    assert groups == {"h100": 4.0, "t4": 1.0, "spare": 1.0}
+    assert main(args + ["--cost", "a100=4"]) == 2
+    assert "accepted: h100 (or dgx), t4, spare" in capsys.readouterr().err

@@ -31,20 +31,22 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import NODE_UNREGISTERED
+from hamisim.io.documents import load_mapping
 from hamisim.io.initialstate import InitialState
 from hamisim.pods import Pod
 from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.workload import Trace
 
-__all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups", "queue_order",
-           "dry_run_verdicts", "DEFAULT_MAX_EVALUATIONS"]
+__all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups", "group_aliases",
+           "queue_order", "dry_run_verdicts", "DEFAULT_MAX_EVALUATIONS"]
 
 #: additions tried exhaustively before the search goes greedy
 DEFAULT_MAX_EVALUATIONS = 2000
@@ -84,23 +86,26 @@ class ScaleUpPlan:
 
 
 def node_groups(templates: Cluster, cluster: Cluster,
-                costs: Mapping[str, float] | None = None) -> list[NodeGroup]:
-    """The groups of a templates cluster file: per ``group`` (its ``name_prefix``)
-    the first node as template and the node count as the most that may be
-    added; ``existing`` counts the cluster's nodes of that group, else (a
-    cluster without that group, e.g. imported) its nodes of the template's kind
-    (same cards: type, memory, cores, slots)."""
-    costs = dict(costs or {})
+                costs: Mapping[str, float] | None = None,
+                aliases: Mapping[str, str] | None = None) -> list[NodeGroup]:
+    """The groups of a templates cluster file: per group (a node's ``group``: the
+    entry's ``group`` key, else its ``name_prefix``; a single node without one is
+    a group of its own, by ``name``) the first node as template and the node
+    count as the most that may be added; ``existing`` counts the cluster's nodes
+    of that group, else (a cluster without that group, e.g. imported) its nodes
+    of the template's kind (same cards: type, memory, cores, slots).
+
+    ``costs`` are keyed by group name or by any name of ``aliases``
+    (:func:`group_aliases`: an entry's ``name_prefix`` or ``name``); a name of
+    neither, or two names of one group, is a ``ValueError`` listing the names
+    accepted."""
     seen: dict[str, list[Node]] = {}
     for node in templates.nodes:
         seen.setdefault(node.group or node.name, []).append(node)
-    unknown = set(costs) - set(seen)
-    bad = [name for name, cost in costs.items() if not 0 < cost < math.inf]
+    bad = [name for name, cost in (costs or {}).items() if not 0 < cost < math.inf]
     if bad:
         raise ValueError(f"--cost must be a positive number per node: {', '.join(bad)}")
-    if unknown:
-        raise ValueError(f"--cost names no node group of the templates: "
-                         f"{', '.join(sorted(unknown))} (groups: {', '.join(seen)})")
+    costs = _costs_by_group(costs or {}, seen, aliases or {})
     have: dict[str, int] = {}
     for node in cluster.nodes:
         if node.group:
@@ -113,6 +118,50 @@ def node_groups(templates: Cluster, cluster: Cluster,
     return [NodeGroup(name, nodes[0], len(nodes), float(costs.get(name, 1.0)),
                       have.get(name) or kinds.get(_kind(nodes[0]), 0))
             for name, nodes in seen.items()]
+
+
+def group_aliases(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The other names of the groups of templates cluster file ``path``: each
+    entry's ``name_prefix`` (or ``name``) -> its group (its ``group`` key), where
+    they differ. Empty for a file that is not a YAML/JSON cluster file."""
+    if os.path.splitext(os.fspath(path))[1].lower() not in (".yaml", ".yml", ".json"):
+        return {}
+    data = load_mapping(path).data
+    out: dict[str, str] = {}
+    for entry in (data.get("nodes") if isinstance(data, dict) else None) or []:
+        if not isinstance(entry, dict):
+            continue
+        name = entry.get("name_prefix", entry.get("name"))
+        group = entry.get("group")
+        if isinstance(name, str) and isinstance(group, str) and group and name != group:
+            out.setdefault(name, group)
+    return out
+
+
+def _costs_by_group(costs: Mapping[str, float], groups: Mapping[str, object],
+                    aliases: Mapping[str, str]) -> dict[str, float]:
+    """``costs`` keyed by group name; a group's own name wins over an alias."""
+    out: dict[str, float] = {}
+    given: dict[str, str] = {}
+    unknown = []
+    for name, cost in costs.items():
+        group = name if name in groups else aliases.get(name)
+        if group not in groups:
+            unknown.append(name)
+            continue
+        if group in out:
+            raise ValueError(f"--cost gives group {group} twice ({given[group]} and {name})")
+        out[group], given[group] = float(cost), name
+    if unknown:
+        other: dict[str, list[str]] = {}
+        for alias, group in aliases.items():
+            if alias not in groups:
+                other.setdefault(group, []).append(alias)
+        accepted = ", ".join(f"{g} (or {', '.join(other[g])})" if g in other else g
+                             for g in groups)
+        raise ValueError(f"--cost names no node group of the templates: "
+                         f"{', '.join(sorted(unknown))} (accepted: {accepted})")
+    return out
 
 
 def _kind(node: Node) -> tuple:
