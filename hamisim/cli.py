@@ -903,6 +903,11 @@ def cmd_defrag(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"hamisim defrag (a what-if, not HAMi behaviour): {where}, "
           f"{len(state)} running pods; goal: {plan.goal}")
+    if plan.kept_on_mig:
+        one = plan.kept_on_mig == 1
+        print(f"  {plan.kept_on_mig} pod{'' if one else 's'} holding a MIG instance kept where "
+              f"{'it is' if one else 'they are'} (moving MIG instances is not modelled; the "
+              "others may move onto MIG cards where HAMi places them)")
     if plan.reached and not plan.moves:
         print("  no move needed")
     for k, m in enumerate(plan.moves, 1):

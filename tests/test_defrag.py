@@ -220,3 +220,116 @@ def test_explain_replays_a_run_across_its_moves(tmp_path, capsys):
     rows = np.searchsorted(ts["time"].to_numpy(), grid, side="right") - 1
     assert len(grid) > 20 and [zero[t] for t in grid] == list(
         ts["hami_gpu_zero_tenant"].to_numpy()[rows])
+
+
+# -- clusters with MIG cards: pods holding MIG instances stay put ------------------------
+MIG_CLUSTER = """\
+scheduler:
+  gpu_scheduler_policy: binpack
+  node_scheduler_policy: spread
+nodes:
+  - name: t4-0
+    gpus: 4
+    card: {type: NVIDIA-Tesla T4, devmem: 15360}
+  - name: a100-mig
+    gpus: 2
+    card: {type: NVIDIA A100-SXM4-40GB, mode: mig}
+"""
+
+# four pods of 60 % cores, one per T4 card (two cannot share one), and one pod on a
+# 1g.5gb instance of the first A100
+MIG_STATE = """\
+pods:
+  - {name: serve-0, node: t4-0, devices: "GPU-t4-0-0,NVIDIA,3000,60:;"}
+  - {name: serve-1, node: t4-0, devices: "GPU-t4-0-1,NVIDIA,4000,60:;"}
+  - {name: serve-2, node: t4-0, devices: "GPU-t4-0-2,NVIDIA,2000,60:;"}
+  - {name: serve-3, node: t4-0, devices: "GPU-t4-0-3,NVIDIA,5000,60:;"}
+  - name: mig-0
+    node: a100-mig
+    devices: "GPU-a100-mig-0,NVIDIA,4864,15:;"
+    mig_allocations: '[{"containerIndex":0,"gpuUUID":"GPU-a100-mig-0","profile":"1g.5gb",
+                        "placement":{"start":6,"size":1}}]'
+"""
+
+
+@pytest.fixture(scope="module")
+def mig_example(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mig")
+    (folder / "cluster.yaml").write_text(MIG_CLUSTER)
+    (folder / "state.yaml").write_text(MIG_STATE)
+    cluster = load_cluster(folder / "cluster.yaml")
+    return folder, cluster, load_state(folder / "state.yaml", cluster)
+
+
+@pytest.mark.parametrize("goal", [1, 2, 3])
+def test_pods_on_mig_cards_stay_and_the_others_move_as_hami_places_them(mig_example, goal):
+    from hamisim.hami.reference import ReferenceScheduler
+    _, cluster, state = mig_example
+    plan = plan_defrag(cluster, state, free_cards=goal)
+    assert plan.kept_on_mig == 1 and any("MIG" in n for n in plan.notes)
+    assert all(m.pod != "mig-0" for m in plan.moves)
+    # as short as every sequence of the pods not on a MIG card allows
+    zero = _World(cluster, state).zero_tenant()
+    others = sorted(p.name for p in state.pods if p.name != "mig-0")
+    want = next((k for k in range(4) for seq in itertools.permutations(others, k)
+                 if _after_moves(cluster, state, seq) >= zero + goal), None)
+    assert plan.reached == (want is not None)
+    if plan.reached:
+        assert len(plan.moves) == want and plan.zero_tenant_after >= zero + goal
+    # the first moves land on the MIG card (no T4 card has cores left for them), each
+    # with the MIG instance HAMi's readable implementation gives it on the same state
+    assert plan.moves[0].to_node == "a100-mig"
+    ref = ReferenceScheduler(cluster)
+    state.adopt_into(ref, cluster)
+    world = _World(cluster, state)
+    for m in plan.moves:
+        ref.delete(m.pod)
+        d = ref.schedule(world.pods[m.pod])
+        assert world.move(m.pod) is not None
+        assert d.containers == world.where[m.pod][1]
+        assert all((p.mig is not None) == (m.to_node == "a100-mig") for p in d.containers[0])
+
+
+def _after_moves(cluster, state, seq):
+    world = _World(cluster, state)
+    return world.zero_tenant() if all(world.move(n) is not None for n in seq) else -1
+
+
+def test_cli_on_a_mig_cluster_says_how_many_pods_it_kept(mig_example, capsys):
+    folder, _, _ = mig_example
+    args = ["defrag", str(folder / "cluster.yaml"), str(folder / "state.yaml")]
+    assert main(args + ["--free-cards", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "goal reached: shortest possible" in out
+    assert "1 pod holding a MIG instance kept where it is" in out
+    assert main(args + ["--free-cards", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kept_on_mig"] == 1
+
+
+def test_a_runs_state_on_a_mig_cluster_keeps_its_mig_instances(mig_example, tmp_path, capsys):
+    import pandas as pd
+
+    from hamisim.studies.defrag import state_at
+    folder, _, _ = mig_example
+    # 3000 MiB at 60 % cores: four fill the T4 cards, the next ones get MIG instances
+    (tmp_path / "trace.csv").write_text("name,arrival,duration,gpu,gpumem,gpucores\n" + "".join(
+        f"p{k},{k},{100 - k},1,3000,60\n" for k in range(7)))
+    assert main(["run", str(folder / "cluster.yaml"), str(tmp_path / "trace.csv"),
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    table = pd.read_parquet(tmp_path / "run" / "pods.parquet").set_index("pod")
+    on_mig = set(table.index[table["mig_allocations"].notna()])
+    assert on_mig
+    cluster, state, _ = state_at(tmp_path / "run", 10.0)
+    for p in state.pods:
+        migs = [k.mig for picks in p.containers for k in picks]
+        assert all(m is not None for m in migs) if p.name in on_mig else migs == [None]
+        if p.name in on_mig:
+            entry = json.loads(table.loc[p.name, "mig_allocations"])[0]
+            assert migs[0] == (entry["profile"], entry["placement"]["start"],
+                               entry["placement"]["size"])
+    capsys.readouterr()
+    assert main(["defrag", "--run", str(tmp_path / "run"), "--at", "10", "--budget", "1",
+                 "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["kept_on_mig"] == len(on_mig)
+    assert not {m["pod"] for m in plan["moves"]} & on_mig

@@ -52,11 +52,11 @@ from hamisim.cluster import Cluster
 from hamisim.errors import InputError
 from hamisim.hami.decision import Pick
 from hamisim.hami.reference import collapsed_usage
-from hamisim.io.documents import INT32_MAX, Doc, Value, load_mapping, parse_json
+from hamisim.io.documents import INT32_MAX, Doc, Value, from_plain, load_mapping, parse_json
 from hamisim.io.podspec import namespace_from_value
 
 __all__ = ["InitialPod", "InitialState", "load_state", "state_from_document",
-           "decode_devices", "STATE_KEYS", "STATE_POD_KEYS"]
+           "decode_devices", "with_mig_allocations", "STATE_KEYS", "STATE_POD_KEYS"]
 
 STATE_KEYS = frozenset({"source", "pods"})
 STATE_POD_KEYS = frozenset({"name", "node", "namespace", "devices", "init_containers",
@@ -165,6 +165,16 @@ def state_from_document(doc: Doc, cluster: Cluster, path: str | None = None) -> 
             departure=departure, devices=devices or None, line=entry.line,
             namespace=namespace_from_value(entry.get("namespace"))))
     return InitialState(pods, path, source, _overcommitted(pods, cluster))
+
+
+def with_mig_allocations(text: str | None, containers: list[list[Pick]], cards: dict,
+                         path: str | None = None, context: str = "") -> list[list[Pick]]:
+    """``containers`` (from :func:`decode_devices`) with the picks on MIG cards
+    given their instances from ``text``, a ``hami.io/vgpu-mig-allocations`` value
+    (e.g. a pods table's ``mig_allocations``), by the rules of a state file's
+    ``mig_allocations``; problems are :class:`InputError` at ``path``."""
+    entry = from_plain({} if text is None else {"mig_allocations": text}, path, 0, context)
+    return _with_mig(entry, containers, cards)
 
 
 def _with_mig(entry: Doc, containers: list[list[Pick]], cards: dict) -> list[list[Pick]]:

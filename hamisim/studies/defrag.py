@@ -23,7 +23,14 @@ The running pods come from an initial state (``hamisim import``, DESIGN
 §4.4), which records their allocations, not their requests: a pod is placed
 again with each container asking for its cards' count, memory and cores, and
 the scheduler's default policies (its own policy annotations are not in the
-state).
+state). Or from a finished run at a time (:func:`recorded_at`), with their
+own requests.
+
+On a cluster with MIG cards, a pod holding a MIG instance is never moved
+(re-cutting MIG instances is not modelled; the plan counts these pods,
+``kept_on_mig``); any other pod may move, and lands where HAMi places its
+replacement, on a MIG card too (then with the instance HAMi's MIG rules give
+it).
 """
 from __future__ import annotations
 
@@ -34,10 +41,12 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from hamisim._version import __version__
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Pick
 from hamisim.errors import HamisimError, InputError
-from hamisim.io.initialstate import InitialPod, InitialState, decode_devices
+from hamisim.io.initialstate import (InitialPod, InitialState, decode_devices,
+                                     with_mig_allocations)
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
 from hamisim.registry import not_hamis
 from hamisim.research.fragmentation import fragmentation
@@ -45,8 +54,8 @@ from hamisim.shapes import typical_shapes
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.studies.runs import prepare_recorded
 
-__all__ = ["Move", "DefragPlan", "plan_defrag", "pod_of", "state_at", "DEFAULT_MAX_MOVES",
-           "DEFAULT_MAX_EVALUATIONS"]
+__all__ = ["Move", "DefragPlan", "plan_defrag", "pod_of", "state_at", "recorded_at",
+           "RecordedState", "DEFAULT_MAX_MOVES", "DEFAULT_MAX_EVALUATIONS"]
 
 DEFAULT_MAX_MOVES = 3
 DEFAULT_MAX_EVALUATIONS = 20_000
@@ -86,6 +95,8 @@ class DefragPlan:
     frag_after: float = 0.0
     stranded_before: float = 0.0
     stranded_after: float = 0.0
+    #: running pods holding a MIG instance, kept where they are (never moved)
+    kept_on_mig: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -104,42 +115,104 @@ def pod_of(p: InitialPod) -> Pod:
                namespace=p.namespace)
 
 
-def state_at(folder: str | os.PathLike[str], time: float) -> \
-        tuple[Cluster, InitialState, dict[str, Pod]]:
-    """The cluster of the run in results ``folder``, the pods running on it at
-    simulated ``time`` (bound at or before it, not gone) with the placements its
-    pods table records, and their requests as its workload gives them (so
-    their own policy annotations count)."""
+@dataclass
+class RecordedState:
+    """A finished run's cluster at one simulated time (:func:`recorded_at`)."""
+
+    cluster: Cluster
+    #: the pods running (bound at or before the time, not gone) where the pods
+    #: table places them
+    state: InitialState
+    #: the running pods' requests as the workload gives them (initial-state
+    #: pods: rebuilt from their allocations, :func:`pod_of`)
+    requests: dict[str, Pod]
+    #: the pods pending (arrived at or before the time, not bound, abandoned or
+    #: gone by it), in kube-scheduler's queue order: higher priority first, then
+    #: earlier arrival, then workload order
+    pending: list[Pod]
+
+
+#: the pods-table columns :func:`recorded_at` reads
+_COLUMNS = ("pod", "arrival", "bind", "node", "devices", "departure", "abandon")
+
+
+def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag") -> \
+        RecordedState:
+    """The run in results ``folder`` at simulated ``time``, read again from the
+    inputs its summary records (:func:`~hamisim.studies.runs.prepare_recorded`)
+    and its pods table. ``what`` names the command in messages. Raises
+    :class:`InputError` for a folder that is not a run's, a pods table without
+    the columns needed (another hamisim version's) and a time after the run's end."""
     folder = Path(folder)
-    _, _, prep = prepare_recorded(folder, "defrag")
+    if not folder.is_dir():
+        raise InputError(str(folder), None, "no such results folder (give the --out folder "
+                                            "of 'hamisim run')")
+    summary, _, prep = prepare_recorded(folder, what)
     table = next((p for p in (folder / "pods.parquet", folder / "pods.csv") if p.exists()),
                  None)
     if table is None:
         raise InputError(str(folder), None, "no pods.parquet or pods.csv in the folder")
     pods = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
+    missing = [c for c in _COLUMNS if c not in pods.columns]
+    if missing:
+        raise InputError(str(table), None, f"no column {', '.join(missing)}: not a pods table "
+                         f"this hamisim ({__version__}) writes{_written_by(summary)}; run it "
+                         "again")
+    end = (summary.get("results") or {}).get("end_time_s")
+    if end is not None and time > end:
+        raise InputError(str(folder / "summary.json"), None,
+                         f"--at {time:g}: the run ends at {end:g} s (give 0..{end:g})")
+    arrival = pods["arrival"].to_numpy(dtype=float)
+    bind = pods["bind"].to_numpy(dtype=float)
     gone = pods["departure"].to_numpy(dtype=float)
-    running = pods[(pods["bind"].to_numpy(dtype=float) <= time) & ~(gone <= time)
-                   & pods["devices"].notna()]
+    abandon = pods["abandon"].to_numpy(dtype=float)
+    running = pods[(bind <= time) & ~(gone <= time) & pods["devices"].notna()]
+    waiting = pods[(arrival <= time) & ~(bind <= time) & ~(gone <= time)
+                   & ~(abandon <= time)]
     cluster = prep.cluster
     workload = prep.workload
+    index = {name: i for i, name in enumerate(workload.names)}
     requests = {name: workload.pod(i) for i, name in enumerate(workload.names)}
     initial = {p.name: p for p in prep.state.pods} if prep.state is not None else {}
     cards = {n.name: {c.id: c for c in n.cards} for n in cluster.nodes}
+    migs = running["mig_allocations"] if "mig_allocations" in running.columns else \
+        [None] * len(running)
     out_pods, out_requests = [], {}
-    for name, node, devices in zip(running["pod"], running["node"], running["devices"]):
-        containers = decode_devices(devices, None, cards[node], node)
+    for name, node, devices, mig in zip(running["pod"], running["node"], running["devices"],
+                                        migs):
         if name in initial:
             p = initial[name]
             out_pods.append(p)
             out_requests[name] = pod_of(p)
             continue
+        containers = with_mig_allocations(
+            None if pd.isna(mig) else mig, decode_devices(devices, None, cards[node], node),
+            cards[node], str(table), f"pod '{name}'")
         pod = requests[name]
         n_init = len(pod.init_containers) if len(containers) == len(pod.init_containers) \
             + len(pod.containers) else 0
         out_pods.append(InitialPod(name, node, containers, n_init, pod.cpu_milli,
                                    pod.memory_mib, namespace=pod.namespace))
         out_requests[name] = pod
-    return cluster, InitialState(out_pods, path=str(table)), out_requests
+    queue = sorted((-int(workload.priority[index[name]]), float(at), index[name])
+                   for name, at in zip(waiting["pod"], waiting["arrival"]) if name in index)
+    return RecordedState(cluster, InitialState(out_pods, path=str(table)), out_requests,
+                         [workload.pod(i) for _, _, i in queue])
+
+
+def _written_by(summary: dict) -> str:
+    version = summary.get("hamisim_version")
+    return "" if version == __version__ else f" (the run's summary says hamisim {version})"
+
+
+def state_at(folder: str | os.PathLike[str], time: float) -> \
+        tuple[Cluster, InitialState, dict[str, Pod]]:
+    """The cluster of the run in results ``folder``, the pods running on it at
+    simulated ``time`` (bound at or before it, not gone) with the placements its
+    pods table records, and their requests as its workload gives them (so
+    their own policy annotations count); :func:`recorded_at`."""
+    at = recorded_at(folder, time, "defrag")
+    return at.cluster, at.state, at.requests
 
 
 class _World:
@@ -152,9 +225,6 @@ class _World:
         if policy is not None:
             raise HamisimError(f"defrag places pods under HAMi's own policies, not under "
                                f"{policy}")
-        if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
-            raise HamisimError("defrag does not move pods on MIG cards yet (a move would have "
-                               "to re-place MIG instances)")
         self.cluster = cluster
         self.sched = KernelScheduler(cluster)
         state.adopt_into(self.sched, cluster)
@@ -164,6 +234,12 @@ class _World:
                      p.namespace) for p in state.pods}
         requests = requests or {}
         self.pods = {p.name: requests.get(p.name) or pod_of(p) for p in state.pods}
+        #: pods holding a MIG instance: never moved (moving one would re-cut MIG
+        #: instances, which is not modelled); every other pod may move anywhere
+        #: HAMi places it, a MIG card included
+        self.on_mig = frozenset(p.name for p in state.pods
+                                if any(k.mig is not None for picks in p.containers
+                                       for k in picks))
         self.evaluations = 0
 
     def move(self, name: str) -> tuple | None:
@@ -233,7 +309,7 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
     if free_cards is not None and fit is not None:
         raise ValueError("give one goal: free_cards or fit")
     world = _World(cluster, state, requests)
-    names = sorted(world.pods)
+    names = sorted(set(world.pods) - world.on_mig)
     zero0, scattered0 = world.zero_tenant(), world.scattered()
     # the fragmentation is measured over the running pods' shapes, and the pending one's
     shapes = typical_shapes([*world.pods.values(), *([fit] if fit is not None else [])],
@@ -285,9 +361,13 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
     def plan(moves, done, method, shortest) -> DefragPlan:
         after = _replayed(cluster, state, moves, requests)
         frag1 = after.fragmentation(shapes)
-        return DefragPlan(goal, list(moves), done, method, shortest, world.evaluations,
-                          zero0, after.zero_tenant(), scattered0, after.scattered(),
-                          frag0[0], frag1[0], frag0[1], frag1[1])
+        out = DefragPlan(goal, list(moves), done, method, shortest, world.evaluations,
+                         zero0, after.zero_tenant(), scattered0, after.scattered(),
+                         frag0[0], frag1[0], frag0[1], frag1[1], len(world.on_mig))
+        if world.on_mig:
+            out.notes.append(f"{len(world.on_mig)} pod(s) holding MIG instances kept where "
+                             "they are (moving MIG instances is not modelled)")
+        return out
 
     if reached is not None and reached():
         return plan([], True, "exact", 0)

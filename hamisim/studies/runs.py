@@ -524,7 +524,12 @@ def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, R
         if _sha256(path) != inputs.get(f"{key}_sha256"):
             raise InputError(path, None, f"the run's {key} file changed since the run "
                                          f"(SHA-256 differs); {what} needs the same inputs")
-    spec = spec_from_summary(summary)
+    try:
+        spec = spec_from_summary(summary)
+    except (KeyError, TypeError) as err:
+        raise InputError(str(summary_path), None, f"this summary lacks {err} (written by "
+                         f"hamisim {summary.get('hamisim_version')}, this is {__version__}); "
+                         "run it again") from None
     return summary, spec, prepare(spec)
 
 
