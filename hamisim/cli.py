@@ -236,10 +236,17 @@ def build_parser() -> argparse.ArgumentParser:
                     "pod seeing the ones before), beside what HAMi's dry-run filter concludes "
                     "pod by pod. Exact search up to --max-evaluations additions, then greedy "
                     "with a lower bound.")
-    su.add_argument("cluster", metavar="CLUSTER", help="cluster file (.yaml/.json)")
-    su.add_argument("pending", metavar="PENDING",
+    su.add_argument("cluster", metavar="CLUSTER", nargs="?", help="cluster file (.yaml/.json)")
+    su.add_argument("pending", metavar="PENDING", nargs="?",
                     help="the pending pods: a trace (.csv/.jsonl/.parquet), e.g. the "
                          "pending.jsonl of 'hamisim import'")
+    su.add_argument("--run", metavar="DIR",
+                    help="instead of CLUSTER PENDING --state: the cluster of this 'hamisim "
+                         "run' results folder, the pods running there at --at (where the run "
+                         "placed them) and the pods pending there then (their own requests, "
+                         "in queue order); nothing departs during the plan")
+    su.add_argument("--at", type=_nonnegative, metavar="T",
+                    help="with --run: the simulated time (s)")
     su.add_argument("--groups", metavar="FILE", required=True,
                     help="node-group templates: a cluster file; each entry is a group, named "
                          "by its 'group' key, else its name_prefix (a single node: its name); "
@@ -953,14 +960,26 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
             raise HamisimError(f"--cost {item}: expected GROUP=NUMBER") from None
         if not sep:
             raise HamisimError(f"--cost {item}: expected GROUP=NUMBER")
-    cluster = load_cluster(args.cluster)
+    if args.run is not None:
+        if args.cluster is not None or args.state is not None or args.at is None:
+            raise HamisimError("scaleup --run DIR takes --at T and no CLUSTER PENDING or "
+                               "--state (the run gives them)")
+        from hamisim.studies.defrag import recorded_at
+        at = recorded_at(args.run, args.at, "scaleup")
+        cluster, state, pods = at.cluster, at.state, at.pending
+        where = f"{args.run} at t={args.at:g} s"
+    else:
+        if args.cluster is None or args.pending is None or args.at is not None:
+            raise HamisimError("scaleup needs CLUSTER PENDING, or --run DIR --at T")
+        cluster = load_cluster(args.cluster)
+        state = load_state(args.state, cluster) if args.state else None
+        pods = queue_order(read_trace(args.pending))
+        where = args.cluster
     templates = load_cluster(args.groups)
     try:
         groups = node_groups(templates, cluster, costs, group_aliases(args.groups))
     except ValueError as err:
         raise HamisimError(str(err)) from None
-    state = load_state(args.state, cluster) if args.state else None
-    pods = queue_order(read_trace(args.pending))
     plan = plan_scaleup(cluster, groups, pods, state, args.max_evaluations)
     verdicts = dry_run_verdicts(cluster, groups, pods)
     if args.json:
@@ -969,7 +988,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
             for g in groups], "dry_run": verdicts}, indent=2, sort_keys=True, default=str))
         return EXIT_OK
     print(f"hamisim scaleup (a what-if, not HAMi behaviour): {len(pods)} pending pods on "
-          f"{args.cluster} ({len(cluster.nodes)} nodes, {cluster.n_cards} GPUs"
+          f"{where} ({len(cluster.nodes)} nodes, {cluster.n_cards} GPUs"
           f"{f', {len(state)} pods running' if state else ''})")
     for g in groups:
         cards = g.template.cards

@@ -161,3 +161,77 @@ def test_a_cost_names_a_group_by_its_group_its_prefix_or_its_node_name(tmp_path,
     assert groups == {"h100": 4.0, "t4": 1.0, "spare": 1.0}
     assert main(args + ["--cost", "a100=4"]) == 2
     assert "accepted: h100 (or dgx), t4, spare" in capsys.readouterr().err
+
+
+# -- scaleup --run DIR --at T: the state and pending pods of a finished run ------------
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """The example replayed: the state's pods run on, the pending pods arrive 1 s
+    apart and never leave (no duration), three of them bind."""
+    out = tmp_path_factory.mktemp("run") / "run"
+    assert main(["run", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
+                 "--state", str(EXAMPLE / "state.yaml"), "--out", str(out),
+                 "--no-progress"]) == 0
+    return out
+
+
+def test_a_runs_pending_pods_at_a_time_are_those_arrived_and_not_bound(example_run, capsys):
+    import pandas as pd
+
+    from hamisim.studies.defrag import recorded_at
+    capsys.readouterr()
+    table = pd.read_parquet(example_run / "pods.parquet")
+    for at in (0.0, 5.0, 12.0):
+        got = recorded_at(example_run, at, "scaleup")
+        arrived = table[(table["arrival"] <= at) & ~(table["bind"] <= at)]
+        # the trace has no priorities: queue order is arrival order
+        assert [p.name for p in got.pending] == list(arrived.sort_values("arrival")["pod"])
+        assert sorted(p.name for p in got.state.pods) == sorted(table[table["bind"] <= at]["pod"])
+    end = recorded_at(example_run, 12.0, "scaleup")
+    groups = node_groups(load_cluster(EXAMPLE / "groups.yaml"), end.cluster)
+    plan = plan_scaleup(end.cluster, groups, end.pending, end.state)
+    # the run tried every pending pod on this very state: none binds without a new node
+    assert plan.placed_now == 0 and plan.pending == len(end.pending) > 0
+    assert not placed_count(_grown(end.cluster, groups, list(plan.add.values())), end.state,
+                            end.pending)[1]
+    args = ["scaleup", "--run", str(example_run), "--at", "12", "--groups",
+            str(EXAMPLE / "groups.yaml")]
+    assert main(args + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["add"] == plan.add
+    assert main(args) == 0
+    assert f"{len(end.pending)} pending pods on {example_run} at t=12 s" in \
+        capsys.readouterr().out
+
+
+def test_scaleup_run_refuses_what_it_cannot_read(example_run, tmp_path, capsys):
+    import shutil
+
+    import pandas as pd
+    groups = ["--groups", str(EXAMPLE / "groups.yaml")]
+
+    def refused(*args):
+        assert main(["scaleup", *args, *groups]) == 2
+        return capsys.readouterr().err
+
+    capsys.readouterr()
+    assert "no such results folder" in refused("--run", str(tmp_path / "nope"), "--at", "1")
+    assert "the run ends at 12 s (give 0..12)" in refused("--run", str(example_run), "--at",
+                                                          "13")
+    assert "takes --at T and no CLUSTER PENDING or --state" in refused(
+        "--run", str(example_run), "--at", "1", "--state", str(EXAMPLE / "state.yaml"))
+    assert "takes --at T" in refused("--run", str(example_run))
+    assert "needs CLUSTER PENDING, or --run DIR --at T" in refused(
+        str(EXAMPLE / "cluster.yaml"))
+    # a folder another version wrote: a pods table without a column, a summary without a key
+    old = tmp_path / "old"
+    shutil.copytree(example_run, old)
+    pods = pd.read_parquet(old / "pods.parquet")
+    pods.drop(columns=["abandon"]).to_parquet(old / "pods.parquet")
+    err = refused("--run", str(old), "--at", "1")
+    assert str(old / "pods.parquet") in err and "no column abandon" in err
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["inputs"]["seed"]
+    summary["hamisim_version"] = "0.0.1"
+    (old / "summary.json").write_text(json.dumps(summary))
+    err = refused("--run", str(old), "--at", "1")
+    assert str(old / "summary.json") in err and "lacks 'seed' (written by hamisim 0.0.1" in err
