@@ -333,3 +333,57 @@ def test_a_runs_state_on_a_mig_cluster_keeps_its_mig_instances(mig_example, tmp_
     plan = json.loads(capsys.readouterr().out)
     assert plan["kept_on_mig"] == len(on_mig)
     assert not {m["pod"] for m in plan["moves"]} & on_mig
+
+
+def _usage_is_the_runs(folder, times):
+    """At each time, the cards' usage of state_at is the one the run's time series
+    records then (cards with no tenant, memory, cores)."""
+    import pandas as pd
+
+    from hamisim.studies.defrag import state_at
+    ts = pd.read_parquet(folder / "timeseries.parquet")
+    for t in times:
+        cluster, state, _ = state_at(folder, t)
+        use = _World(cluster, state).sched.usage_by_card().values()
+        row = ts[ts["time"] <= t].iloc[-1]
+        assert (sum(1 for u, _, _ in use if u == 0), sum(m for _, m, _ in use) * 2 ** 20,
+                sum(c for _, _, c in use)) == (row["hami_gpu_zero_tenant"],
+                                               row["hami_gpu_memory_allocated_bytes"],
+                                               row["hami_gpu_core_allocated"]), t
+
+
+def test_a_runs_state_follows_the_defragmenters_moves(tmp_path):
+    import warnings
+
+    import pandas as pd
+    workload = Path(__file__).parents[1] / "workloads" / "mutex-reserve"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", str(workload / "cluster.yaml"), str(workload / "trace-mutex.csv"),
+                     "--out", str(tmp_path / "run"), "--no-progress", "--defrag-every", "600",
+                     "--defrag-moves", "2"]) == 0
+    events = pd.read_parquet(tmp_path / "run" / "events.parquet")
+    # just after each of the first rounds: the pods moved there are where the moves put
+    # them, not where the pods table leaves them at the end
+    rounds = sorted(set(events.loc[events["event"] == "move", "time"]))[:4]
+    assert rounds
+    _usage_is_the_runs(tmp_path / "run", [t + 1e-6 for t in rounds])
+
+
+def test_a_runs_state_drops_init_containers_once_done(tmp_path):
+    from hamisim import Container, Pod
+    from hamisim.io.traces import write_trace
+    from hamisim.workload import Trace, TracePod
+    (tmp_path / "cluster.yaml").write_text(
+        "nodes:\n  - name: t4\n    gpus: 1\n    card: {type: NVIDIA-Tesla T4, devmem: 15360}\n")
+    # HAMi drops the first entry of the pod's list when its init container is done: on
+    # a T4 node, whose list has no entry for the GPU-less init container, that is the app
+    # container's card (HAMi issue #2965), so the card is free for the second pod at 20 s
+    whole = Container({"nvidia.com/gpu": 1})
+    first = Pod("first", (whole,), init_containers=(Container(),), init_duration=10.0)
+    write_trace(Trace.from_pods("init", [TracePod(first, 0.0, 1000.0),
+                                         TracePod(Pod("second", (whole,)), 15.0, 100.0)]),
+                tmp_path / "trace.jsonl")
+    assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    _usage_is_the_runs(tmp_path / "run", [5.0, 12.0])

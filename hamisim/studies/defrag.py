@@ -34,6 +34,7 @@ it).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,10 +45,11 @@ import pandas as pd
 from hamisim._version import __version__
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Pick
+from hamisim.hami.reference import aligned_usage
 from hamisim.errors import HamisimError, InputError
 from hamisim.io.initialstate import (InitialPod, InitialState, decode_devices,
                                      with_mig_allocations)
-from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod
+from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod, admit, pod_requests
 from hamisim.registry import not_hamis
 from hamisim.research.fragmentation import fragmentation
 from hamisim.shapes import typical_shapes
@@ -177,10 +179,18 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
     cards = {n.name: {c.id: c for c in n.cards} for n in cluster.nodes}
     migs = running["mig_allocations"] if "mig_allocations" in running.columns else \
         [None] * len(running)
+    # the pods table keeps a moved pod's last place; where it was at the time is in
+    # the events table (only a run with the defragmenter moves pods)
+    moved = _places_at(folder, time) if (summary.get("inputs") or {}).get("defrag") else {}
+    replay = (summary.get("inputs") or {}).get("mode") == "replay"
+    nodes = {n.name: n for n in cluster.nodes}
     out_pods, out_requests = [], {}
-    for name, node, devices, mig in zip(running["pod"], running["node"], running["devices"],
-                                        migs):
-        if name in initial:
+    for name, node, devices, mig, bound in zip(running["pod"], running["node"],
+                                               running["devices"], migs, running["bind"]):
+        if name in moved and moved[name] != (node, devices):
+            # the instances recorded are those of its last place, not of this one
+            (node, devices), mig = moved[name], None
+        elif name in initial:
             p = initial[name]
             out_pods.append(p)
             out_requests[name] = pod_of(p)
@@ -188,9 +198,20 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
         containers = with_mig_allocations(
             None if pd.isna(mig) else mig, decode_devices(devices, None, cards[node], node),
             cards[node], str(table), f"pod '{name}'")
+        if name in initial:         # moved (the defragmenter moves no init containers)
+            p = dataclasses.replace(initial[name], node=node, containers=containers)
+            out_pods.append(p)
+            out_requests[name] = pod_of(p)
+            continue
         pod = requests[name]
-        n_init = len(pod.init_containers) if len(containers) == len(pod.init_containers) \
-            + len(pod.containers) else 0
+        containers, n_init = _per_container(containers, pod, cluster)
+        if n_init and replay and pod.init_duration is not None and any(containers) \
+                and bound + pod.init_duration <= time:
+            # its init containers are done: HAMi keeps the entries after the first
+            # n_init of its list (sim.engine's _init_done, HAMi issue #2965)
+            entries = containers if aligned_usage(nodes[node], cluster.scheduler) else \
+                [c for c in containers if c]
+            containers, n_init = [list(c) for c in entries[n_init:]], 0
         out_pods.append(InitialPod(name, node, containers, n_init, pod.cpu_milli,
                                    pod.memory_mib, namespace=pod.namespace))
         out_requests[name] = pod
@@ -198,6 +219,41 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
                    for name, at in zip(waiting["pod"], waiting["arrival"]) if name in index)
     return RecordedState(cluster, InitialState(out_pods, path=str(table)), out_requests,
                          [workload.pod(i) for _, _, i in queue])
+
+
+def _per_container(segments: list[list[Pick]], pod: Pod, cluster: Cluster) -> \
+        tuple[list[list[Pick]], int]:
+    """A pod's devices annotation as the scheduler held its picks: one list per
+    container, init containers first, and their count. On most nodes HAMi's
+    annotation has no segment for a container without a card request: the
+    segments then go, in order, to the containers that request one."""
+    n_init = len(pod.init_containers)
+    total = n_init + len(pod.containers)
+    if len(segments) == total:
+        return segments, n_init
+    reqs, _ = pod_requests(admit(pod, cluster.scheduler), cluster.scheduler)
+    if len(segments) != sum(r is not None for r in reqs):
+        return segments, 0          # not this pod's shape: its segments as app containers
+    it = iter(segments)
+    return [next(it) if r is not None else [] for r in reqs], n_init
+
+
+def _places_at(folder: Path, time: float) -> dict[str, tuple[str, str]]:
+    """Per pod the defragmenter moved: its node and devices at ``time`` (its last
+    ``bind`` or ``move`` row of the events table at or before it)."""
+    path = next((p for p in (folder / "events.parquet", folder / "events.csv") if p.exists()),
+                None)
+    if path is None:
+        raise InputError(str(folder), None, "no events.parquet or events.csv in the folder "
+                                            "(the defragmenter's moves are there)")
+    cols = ["time", "pod", "event", "node", "devices"]
+    events = pd.read_parquet(path, columns=cols) if path.suffix == ".parquet" else \
+        pd.read_csv(path, usecols=cols)
+    ever = set(events.loc[events["event"] == "move", "pod"])
+    rows = events[events["pod"].isin(ever) & events["event"].isin(("bind", "move"))
+                  & (events["time"].to_numpy(dtype=float) <= time)]
+    return {name: (node, devices) for name, node, devices in
+            zip(rows["pod"], rows["node"], rows["devices"])}
 
 
 def _written_by(summary: dict) -> str:
