@@ -913,13 +913,13 @@ def cmd_defrag(args: argparse.Namespace) -> int:
     if plan.kept_on_mig:
         one = plan.kept_on_mig == 1
         print(f"  {plan.kept_on_mig} pod{'' if one else 's'} holding a MIG instance kept where "
-              f"{'it is' if one else 'they are'} (moving MIG instances is not modelled; the "
-              "others may move onto MIG cards where HAMi places them)")
+              f"{'it is' if one else 'they are'} (moving MIG instances is not modelled)")
     if plan.reached and not plan.moves:
         print("  no move needed")
     for k, m in enumerate(plan.moves, 1):
+        mig = f" (MIG {', '.join(m.to_mig)})" if m.to_mig else ""
         print(f"  {k}. move {m.pod}: {m.from_node} {', '.join(m.from_cards)} -> "
-              f"{m.to_node} {', '.join(m.to_cards)}")
+              f"{m.to_node} {', '.join(m.to_cards)}{mig}")
     tried = f"{plan.evaluations:,} placements tried"
     if args.free_cards is None and fit is None:         # --budget alone
         how = (f"the best of every plan of up to {args.budget} moves ({tried})"

@@ -288,6 +288,8 @@ def test_pods_on_mig_cards_stay_and_the_others_move_as_hami_places_them(mig_exam
         assert world.move(m.pod) is not None
         assert d.containers == world.where[m.pod][1]
         assert all((p.mig is not None) == (m.to_node == "a100-mig") for p in d.containers[0])
+        assert m.to_mig == tuple(f"{p.mig[0]}@{p.uuid}:{p.mig[1]}" for p in d.containers[0]
+                                 if p.mig is not None)
 
 
 def _after_moves(cluster, state, seq):
@@ -302,6 +304,7 @@ def test_cli_on_a_mig_cluster_says_how_many_pods_it_kept(mig_example, capsys):
     out = capsys.readouterr().out
     assert "goal reached: shortest possible" in out
     assert "1 pod holding a MIG instance kept where it is" in out
+    assert "-> a100-mig GPU-a100-mig-0 (MIG 1g.5gb@GPU-a100-mig-0:" in out
     assert main(args + ["--free-cards", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kept_on_mig"] == 1
 

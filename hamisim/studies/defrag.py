@@ -72,6 +72,8 @@ class Move:
     from_cards: tuple[str, ...]
     to_node: str
     to_cards: tuple[str, ...]
+    #: the MIG instances HAMi cut for it on MIG cards: ``profile@card:start``
+    to_mig: tuple[str, ...] = ()
 
 
 @dataclass
@@ -348,6 +350,12 @@ class _World:
         return d.bound
 
 
+def _move(cluster: Cluster, name: str, old: tuple, new: tuple) -> Move:
+    return Move(name, cluster.nodes[old[0]].name, _cards(old[1]), cluster.nodes[new[0]].name,
+                _cards(new[1]), tuple(f"{p.mig[0]}@{p.uuid}:{p.mig[1]}" for picks in new[1]
+                                      for p in picks if p.mig is not None))
+
+
 def _cards(containers: Sequence[Sequence[Pick]]) -> tuple[str, ...]:
     return tuple(sorted({p.uuid for picks in containers for p in picks}))
 
@@ -404,8 +412,7 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
             if old is None:
                 continue
             new = world.where[name]
-            path.append((name, old, Move(name, cluster.nodes[old[0]].name, _cards(old[1]),
-                                         cluster.nodes[new[0]].name, _cards(new[1]))))
+            path.append((name, old, _move(cluster, name, old, new)))
             found = search(depth)
             if found:
                 return True
@@ -447,8 +454,7 @@ def plan_defrag(cluster: Cluster, state: InitialState, *, free_cards: int | None
                 continue
             new = world.where[name]
             options.append((world.zero_tenant(), -world.scattered(), name,
-                            Move(name, cluster.nodes[old[0]].name, _cards(old[1]),
-                                 cluster.nodes[new[0]].name, _cards(new[1]))))
+                            _move(cluster, name, old, new)))
             world.undo(name, old)
         if not options:
             break
