@@ -322,6 +322,7 @@ def test_a_runs_state_on_a_mig_cluster_keeps_its_mig_instances(mig_example, tmp_
     table = pd.read_parquet(tmp_path / "run" / "pods.parquet").set_index("pod")
     on_mig = set(table.index[table["mig_allocations"].notna()])
     assert on_mig
+    _usage_is_the_runs(tmp_path / "run", [3.5, 10.0])
     cluster, state, _ = state_at(tmp_path / "run", 10.0)
     for p in state.pods:
         migs = [k.mig for picks in p.containers for k in picks]
