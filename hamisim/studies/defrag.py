@@ -124,8 +124,9 @@ class RecordedState:
     """A finished run's cluster at one simulated time (:func:`recorded_at`)."""
 
     cluster: Cluster
-    #: the pods running (bound at or before the time, not gone) where the pods
-    #: table places them
+    #: the pods running (bound at or before the time, not gone) where they were
+    #: then (the pods table's place, or a defragmenter move's), with what HAMi
+    #: counted for them then (init containers done dropped)
     state: InitialState
     #: the running pods' requests as the workload gives them (initial-state
     #: pods: rebuilt from their allocations, :func:`pod_of`)
@@ -266,9 +267,9 @@ def _written_by(summary: dict) -> str:
 def state_at(folder: str | os.PathLike[str], time: float) -> \
         tuple[Cluster, InitialState, dict[str, Pod]]:
     """The cluster of the run in results ``folder``, the pods running on it at
-    simulated ``time`` (bound at or before it, not gone) with the placements its
-    pods table records, and their requests as its workload gives them (so
-    their own policy annotations count); :func:`recorded_at`."""
+    simulated ``time`` (bound at or before it, not gone) where they were then,
+    and their requests as its workload gives them (so their own policy
+    annotations count); :func:`recorded_at`."""
     at = recorded_at(folder, time, "defrag")
     return at.cluster, at.state, at.requests
 
