@@ -98,6 +98,24 @@ def test_a_reason_every_node_gives_is_said_in_words(tmp_path):
     assert found == {0: "asks more CPU than any node has: Insufficient cpu on 3/3 nodes"}
 
 
+def test_mig_geometry_and_node_affinity_are_found(tmp_path):
+    # only 1g/2g profiles are allowed: 30000 MiB fits no MIG instance of any card
+    mig = Path(__file__).parents[1] / "workloads" / "mig" / "cluster-mig-small.yaml"
+    affinity = ('"{""nodeAffinity"":{""requiredDuringSchedulingIgnoredDuringExecution"":'
+                '{""nodeSelectorTerms"":[{""matchExpressions"":[{""key"":""zone"",'
+                '""operator"":""In"",""values"":[""moon""]}]}]}}}"')
+    (tmp_path / "t.csv").write_text("name,arrival,gpu,gpumem,affinity\n"
+                                    "big,0,1,30000,\nok,1,1,9000,\n"
+                                    f"far,2,1,9000,{affinity}\n")
+    trace = read_trace(str(tmp_path / "t.csv"))
+    found = unplaceable_pods(trace, find_unplaceable(cluster_from_path(str(mig)),
+                                                     trace.templates))
+    assert found == {
+        "big": "asks a MIG instance no card's profiles and free slices offer: "
+               "CardMigTopologyInfeasible on 6/6 nodes",
+        "far": "node(s) didn't match Pod's node affinity/selector on 6/6 nodes"}
+
+
 def test_a_pod_that_fits_only_the_empty_cluster_is_not_unplaceable(tmp_path):
     # "fits-a100" asks a whole big node while both are busy: it waits, then binds
     rows = {"busy-0": TRACE_ROWS["fits-a100"], "busy-1": TRACE_ROWS["fits-a100"],

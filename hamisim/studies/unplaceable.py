@@ -42,7 +42,7 @@ _WORDS = {
     "CardInsufficientCore": "more GPU cores than any card has",
     "CardUuidMismatch": "a GPU UUID no node has",
     "NumaNotFit": "its GPUs on one NUMA node, which no node offers",
-    "CardMigTopologyInfeasible": "a MIG geometry no card offers",
+    "CardMigTopologyInfeasible": "a MIG instance no card's profiles and free slices offer",
     "ResourceQuotaNotFit": "more than its namespace's quota on any card",
     "Insufficient cpu": "more CPU than any node has",
     "Insufficient memory": "more memory than any node has",
