@@ -353,7 +353,8 @@ class Recorder:
     def pod_statistics(self, node_group: np.ndarray, end_time: float) -> dict[str, np.ndarray]:
         """Per pod (in the pods table's order): ``class`` (label), ``group`` (code,
         -1 unbound), ``wait`` (pending time), ``delay`` (queueing delay, NaN
-        unbound), ``bound``, ``abandoned``, ``unplaceable``; for :func:`hamisim.sim.stats.run_statistics`."""
+        unbound), ``bound``, ``abandoned``, ``unplaceable``; for
+        :func:`hamisim.sim.stats.run_statistics`."""
         node = np.frombuffer(self.s_group, dtype=np.int32).astype(np.int64)
         arrival = np.frombuffer(self.s_arrival, dtype=np.float64)
         bind = np.frombuffer(self.s_bind, dtype=np.float64)
