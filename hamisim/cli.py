@@ -541,13 +541,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         rows.append(("  running from the initial state", r["initial_pods"]))
     rows += [("bound", r["bound"]), ("departed", r["departed"])]
     if r.get("preempted"):
-        rows.append(("  preempted (kube-scheduler)", r["preempted"]))
+        by_stuck = r.get("unplaceable_preemptions", 0)
+        rows.append(("  preempted (kube-scheduler)", r["preempted"] if not by_stuck else
+                     f"{r['preempted']} ({by_stuck} by unplaceable pods)"))
     rows.append(("abandoned", r["abandoned"]))
     if r.get("rejected"):
         rows.append(("  refused by HAMi's admission webhook", r["rejected"]))
     rows += [("pending at end", r["pending_at_end"]),
              ("scheduling attempts", r["attempts"]),
-             ("pending time p50 / p99 / max (s)", _triple(r, "pending")),
+             ("pending time p50 / p99 / max (s)", _triple(r, "pending")
+              + (" (without the unplaceable)" if r.get("unplaceable") else "")),
+             *_unplaceable_rows(r),
              ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
              ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
              ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"),
@@ -575,6 +579,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
+    _print_unplaceable(r)
     interval = r.get("timeseries_interval_s")
     if interval is not None:
         print(f"  the time series is sampled every {interval:.4g} s "
@@ -640,7 +645,8 @@ def _timing_line(t: dict[str, float], pods: int) -> str:
     per_pod = f" = {1e6 * own / pods:.1f} µs per pod" if pods else ""
     return (f"time {sum(v for k, v in t.items() if k != 'decisions'):.1f} s: read cluster "
             f"{t.get('read_cluster', 0):.2f} s, read trace {t.get('read_trace', 0):.2f} s, "
-            f"prepare workload {t.get('prepare_workload', 0):.2f} s, simulate "
+            f"prepare workload {t.get('prepare_workload', 0):.2f} s, find unplaceable pods "
+            f"{t.get('unplaceable_check', 0):.2f} s, simulate "
             f"{t.get('simulate', 0):.2f} s (scheduler decisions {t.get('decisions', 0):.2f} s, "
             f"engine {own:.2f} s{per_pod}), write {t.get('write', 0):.2f} s")
 
@@ -675,6 +681,34 @@ def _print_breakdowns(r: dict, max_rows: int = 12) -> None:
             print(f"    ... {len(groups) - max_rows} more groups in summary.json")
 
 
+def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:
+    """The console's line for the pods no node could hold even empty."""
+    n = r.get("unplaceable", 0)
+    if not n:
+        return []
+    return [("unplaceable (no node, even empty)",
+             f"{n:,} pods, pending p50 / p99 / max (s) {_triple(r, 'unplaceable_pending')}, "
+             f"caused {r.get('unplaceable_preemptions', 0):,} of "
+             f"{r.get('preempted', 0):,} preemptions")]
+
+
+def _print_unplaceable(r: dict, max_rows: int = 12) -> None:
+    """The unplaceable pods by reason, with a few of their names."""
+    reasons = r.get("unplaceable_reasons", [])
+    if not reasons:
+        return
+    rows = [(f"{x['pods']:,}", x["reason"], ", ".join(x["examples"])
+             + (", ..." if x["pods"] > len(x["examples"]) else ""))
+            for x in reasons[:max_rows]]
+    print("  unplaceable pods (no node of the cluster holds them even empty; they queue,")
+    print("  fail and preempt as in the cluster, apart from the percentiles above):")
+    width = max(len(a) for a, _, _ in rows)
+    for count, reason, names in rows:
+        print(f"    {count.rjust(width)}  {reason}: {names}")
+    if len(reasons) > max_rows:
+        print(f"    ... {len(reasons) - max_rows} more reasons in summary.json")
+
+
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """Rows under a header, the first column left-aligned, the others right."""
     widths = [max(len(str(x[c])) for x in (header, *rows)) for c in range(len(header))]
@@ -692,11 +726,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     keep_runs=args.keep_runs)
     view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
+    _print_compare_unplaceable(table)
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
     print(f"results written to {args.out}/ (report.html, compare, compare_classes, "
           f"compare_groups, figures/compare.png, runs/)")
     return EXIT_OK
+
+
+def _print_compare_unplaceable(table) -> None:
+    """The comparison's own line for the pods no node could hold even empty (the
+    same pods under every policy: their waits are left out of the table above)."""
+    if "unplaceable" not in table.columns or not table["unplaceable"].max():
+        return
+    n = int(table["unplaceable"].max())
+    line = (f"\nunplaceable: {n:,} pods no node holds even empty, left out of the pending "
+            "percentiles above")
+    if "unplaceable_preemptions" in table.columns:
+        by = table.groupby("policy", sort=False)["unplaceable_preemptions"].median()
+        line += "; preemptions they caused (median over seeds): " + ", ".join(
+            f"{p} {v:g}" for p, v in by.items())
+    print(line)
 
 
 def _print_class_waits(out: str, fmt: str) -> None:
@@ -949,8 +999,14 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     from hamisim.io.traces import read_trace
     from collections import Counter
 
-    from hamisim.studies.scaleup import (dry_run_verdicts, group_aliases, node_groups,
-                                         plan_scaleup, queue_order)
+    from hamisim.studies.scaleup import (
+        dry_run_verdicts,
+        group_aliases,
+        node_groups,
+        plan_scaleup,
+        queue_order,
+        unplaceable_pending,
+    )
     costs = {}
     for item in args.cost:
         group, sep, value = item.partition("=")
@@ -980,12 +1036,16 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         groups = node_groups(templates, cluster, costs, group_aliases(args.groups))
     except ValueError as err:
         raise HamisimError(str(err)) from None
-    plan = plan_scaleup(cluster, groups, pods, state, args.max_evaluations)
+    # pods no group can place are named, and the plan is for the others
+    impossible = unplaceable_pending(cluster, groups, pods)
+    plan = plan_scaleup(cluster, groups, [p for p in pods if p.name not in impossible],
+                        state, args.max_evaluations)
     verdicts = dry_run_verdicts(cluster, groups, pods)
     if args.json:
         print(json.dumps({"plan": plan.__dict__, "groups": [
             {"group": g.name, "max_new": g.max_new, "cost": g.cost, "existing": g.existing}
-            for g in groups], "dry_run": verdicts}, indent=2, sort_keys=True, default=str))
+            for g in groups], "dry_run": verdicts, "unplaceable": impossible},
+            indent=2, sort_keys=True, default=str))
         return EXIT_OK
     print(f"hamisim scaleup (a what-if, not HAMi behaviour): {len(pods)} pending pods on "
           f"{where} ({len(cluster.nodes)} nodes, {cluster.n_cards} GPUs"
@@ -995,6 +1055,12 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         kind = f"{len(cards)} x {cards[0].type}" if cards else "no GPU"
         print(f"  group {g.name}: {g.existing} node{'s' if g.existing != 1 else ''} now, up "
               f"to {g.max_new} more at cost {g.cost:g} each ({kind})")
+    if impossible:
+        print(f"  {len(impossible)} pods no group can place (no node of the cluster or of "
+              f"any group holds them even empty); the plan is for the other {plan.pending}:")
+        for why, names in _by_reason(impossible).items():
+            print(f"    {len(names)}  {why}: {', '.join(names[:5])}"
+                  f"{', ...' if len(names) > 5 else ''}")
     print(f"  without new nodes: {plan.placed_now} of {plan.pending} placed")
     if plan.add is None:
         print(f"  no addition places every pod: with the most nodes of every group "
@@ -1015,6 +1081,14 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         for why, n in refusals.most_common():
             print(f"      {n} refused: {why}")
     return EXIT_OK
+
+
+def _by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:
+    """``{reason: pod names}`` from ``{pod name: reason}``, most pods first."""
+    out: dict[str, list[str]] = {}
+    for name, why in reasons.items():
+        out.setdefault(why, []).append(name)
+    return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

@@ -61,6 +61,7 @@ from hamisim.hami.gpuscore import link_entries
 from hamisim.kube.filters import is_unresolvable
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import NO_PERCENTAGE, Pod, Request
+from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE
 from hamisim.sim.placement import NodeFacts
 
 __all__ = ["CardVerdict", "ContainerExplanation", "NodeExplanation", "Explanation",
@@ -255,6 +256,7 @@ class Explanation:
                 "mempercentagereq": r.mempercentagereq, "coresreq": r.coresreq}
                 for j, r in enumerate(self.requests)],
             "cpu_milli": self.pod.cpu_milli, "memory_mib": self.pod.memory_mib,
+            "gpu_types": requested_types(self.pod),
             "gpu_policy": self.gpu_policy, "card_sort": self.card_sort,
             "node_policy": self.node_policy,
             "weights": list(self.weights) if self.weights else None,
@@ -1018,6 +1020,13 @@ def _check_row(d: Decision, k: int, event: str, node, devices, message, where) -
 # ---------------------------------------------------------------------------
 # text
 
+def requested_types(pod: Pod) -> dict[str, str]:
+    """The card types the pod asks for or refuses (``nvidia.com/use-gputype``,
+    ``nvidia.com/nouse-gputype``) as ``{"use": ..., "nouse": ...}``, those given."""
+    return {k: pod.annotations[a] for k, a in (("use", USE_GPUTYPE), ("nouse", NOUSE_GPUTYPE))
+            if pod.annotations.get(a)}
+
+
 def _request_text(r: Request | None) -> str:
     if r is None:
         return "no GPU"
@@ -1047,6 +1056,11 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
         out.append(f"  {kind} {j}: {_request_text(r)}")
     out.append(f"  CPU {p.cpu_milli}m, memory {p.memory_mib} MiB"
                + (f"; priority {p.priority}" if p.priority else ""))
+    types = requested_types(p)
+    if types:
+        out.append("  GPU type: " + "; ".join(
+            f"{'only' if k == 'use' else 'not'} {v} (nvidia.com/{k}-gputype)"
+            for k, v in types.items()))
     if exp.wants_gpu and exp.gpu_policy is not None:
         w = exp.weights or (1, 1, 1)
         out.append(f"  card policy '{exp.gpu_policy}', node policy '{exp.node_policy}'"

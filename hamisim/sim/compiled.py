@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from time import perf_counter
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -391,10 +391,12 @@ def _replay_process(env: simpy.Environment, core):
 def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = EngineConfig(),
                       shapes: Sequence[Shape] = (),
                       sink: TableSink | None = None,
-                      initial: Sequence = ()) -> SimResult:
+                      initial: Sequence = (),
+                      unplaceable: Mapping[str, str] | None = None) -> SimResult:
     """Replay ``trace`` on ``cluster`` with the compiled engine (see the module
     docstring); arguments and result as :func:`hamisim.sim.engine.simulate`
-    (``initial``: pods running from the start). Raises ``ValueError`` when
+    (``initial``: pods running from the start; ``unplaceable`` marks pods for the
+    recorder only). Raises ``ValueError`` when
     :func:`unsupported` names a reason."""
     why = unsupported(cluster, config, trace, initial)
     if why is not None:
@@ -410,7 +412,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     meter = ClusterMeter(cluster, shapes)
     node_groups = [meter.group_names[g] for g in meter.node_group]
     rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster),
-                   MigMeter(cluster, shapes))
+                   MigMeter(cluster, shapes), unplaceable)
     many_groups = len(meter.group_names) > 1
     order = trace.arrival_order()
     names = pa.array(trace.names, pa.string()).take(order)

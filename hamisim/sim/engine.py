@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from time import perf_counter
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 import simpy
@@ -158,7 +158,7 @@ class _FillClock:
 
 class _Engine:
     def __init__(self, cluster: Cluster, config: EngineConfig, shapes: Sequence[Shape],
-                 sink: TableSink | None = None):
+                 sink: TableSink | None = None, unplaceable: Mapping[str, str] | None = None):
         self.cluster = cluster
         self.cfg = config
         if config.defrag_interval is not None:
@@ -177,7 +177,7 @@ class _Engine:
         m = self.meter
         self.node_groups = [m.group_names[g] for g in m.node_group]
         self.rec = Recorder([n.name for n in cluster.nodes], self.node_groups, sink,
-                            PlacementMeter(cluster), MigMeter(cluster, shapes))
+                            PlacementMeter(cluster), MigMeter(cluster, shapes), unplaceable)
         self.many_groups = len(m.group_names) > 1
         self._gpus = ShapeCache(gpu_request, _SHAPES_KEPT)
         self._classes = ShapeCache(lambda pod: self.rec.class_code(request_class(pod)),
@@ -898,7 +898,8 @@ class _Engine:
 
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),
              shapes: Sequence[Shape] = (), total: int | None = None,
-             initial: Sequence = (), sink: TableSink | None = None) -> SimResult:
+             initial: Sequence = (), sink: TableSink | None = None,
+             unplaceable: Mapping[str, str] | None = None) -> SimResult:
     """Run one simulation.
 
     ``workload`` is a :class:`hamisim.workload.Trace` (replayed in arrival order,
@@ -909,7 +910,10 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     (:class:`hamisim.io.initialstate.InitialPod`), adopted before the first
     event. ``sink`` receives the events and pods tables in batches as the run
     goes (``result.events`` and ``result.pods`` are then ``None``); without one
-    they are kept in memory. The same inputs and seed give identical results,
+    they are kept in memory. ``unplaceable`` maps the pods no node could hold
+    even empty to why (:mod:`hamisim.studies.unplaceable`): it changes no decision,
+    only marks them in the pods table and keeps them apart in the summary.
+    The same inputs and seed give identical results,
     whichever engine runs them (``config.engine``: the compiled twin where it
     applies, see :func:`hamisim.sim.compiled.unsupported`).
     """
@@ -921,7 +925,7 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     if engine == "compiled":
         from hamisim.sim import compiled
         result = compiled.simulate_compiled(cluster, workload, config, shapes, sink,
-                                            initial)
+                                            initial, unplaceable)
         result.engine, result.engine_reason = engine, None
         return result
     if config.engine == "compiled":
@@ -930,7 +934,7 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
         total = len(workload) if total is None else total
         workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
     started = perf_counter()
-    eng = _Engine(cluster, config, shapes, sink)
+    eng = _Engine(cluster, config, shapes, sink, unplaceable)
     with quiet_gc():
         eng.adopt_initial(initial)
         if config.mode == "fill":

@@ -15,11 +15,12 @@ sums are kept here (:meth:`Recorder.sample_groups`).
 from __future__ import annotations
 
 from array import array
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS
 from hamisim.sim.placement import PLACEMENT_COLUMNS, MigMeter, PlacementMeter
@@ -43,10 +44,12 @@ INITIAL_STATE_CLASS = "(initial state)"
 #: run; ``departure`` and ``abandon`` are times (NaN when it did not happen),
 #: ``group`` the node group of its node, ``preempted_by`` the pod whose
 #: preemption deleted it (null otherwise), ``mig_allocations`` HAMi's
-#: ``hami.io/vgpu-mig-allocations`` of a pod holding MIG instances (null otherwise).
+#: ``hami.io/vgpu-mig-allocations`` of a pod holding MIG instances (null otherwise),
+#: ``unplaceable`` whether no node could hold it even empty
+#: (:mod:`hamisim.studies.unplaceable`) and ``unplaceable_reason`` why (null otherwise).
 POD_COLUMNS = ("pod", "class", "arrival", "first_attempt", "bind", "wait_s", "node", "group",
                "devices", "attempts", "departure", "abandon", "preempted_by",
-               *PLACEMENT_COLUMNS, "mig_allocations")
+               *PLACEMENT_COLUMNS, "mig_allocations", "unplaceable", "unplaceable_reason")
 #: rows per batch handed to the sink
 BATCH_ROWS = 1 << 16
 
@@ -84,8 +87,19 @@ class Recorder:
 
     def __init__(self, node_names: Sequence[str], node_groups: Sequence[str],
                  sink: TableSink | None = None,
-                 placement: PlacementMeter | None = None, mig: MigMeter | None = None) -> None:
+                 placement: PlacementMeter | None = None, mig: MigMeter | None = None,
+                 unplaceable: Mapping[str, str] | None = None) -> None:
         self.node_names = list(node_names)
+        #: pod name -> why no node could hold it even empty (hamisim.studies.unplaceable);
+        #: marked in the pods table and kept apart in the statistics
+        self.unplaceable = dict(unplaceable or {})
+        self._unplaceable_names = pa.array(list(self.unplaceable), pa.string())
+        #: per pod, in pods-table order: 1 when unplaceable (pod_statistics)
+        self.s_unplaceable = array("b")
+        #: unplaceable pods by reason, in first-seen order: [pods, first names]
+        self.unplaceable_reasons: dict[str, list] = {}
+        #: running pods whose preemptor was an unplaceable pod
+        self.unplaceable_preemptions = 0
         #: measures multi-GPU pods' placements as their rows are written
         self.placement = placement
         #: reads MIG pods' instances as their rows are written (clusters with MIG cards)
@@ -267,6 +281,7 @@ class Recorder:
         if self.mig is not None and mig_allocations is not None:
             self.mig.collect(np.asarray(bind, dtype=np.float64),
                              np.asarray(end, dtype=np.float64), list(mig_allocations))
+        flags, reasons = self._mark_unplaceable(_strings(name), preempted_by)
         if self.discards:
             return
         arrival = np.array(arrival, dtype=np.float64)
@@ -299,7 +314,31 @@ class Recorder:
                         else pa.array(where[c], **nan_null).cast(kind))
         cols.append(pa.nulls(len(arrival), pa.string()) if mig_allocations is None
                     else _strings(mig_allocations))
+        cols += [pa.array(flags.astype(bool)), reasons]
         self.sink.write("pods", pa.table(cols, names=list(POD_COLUMNS)))
+
+    def _mark_unplaceable(self, names: pa.Array, preempted_by) -> tuple[np.ndarray, pa.Array]:
+        """A batch's ``unplaceable`` flags and reasons (kept for the statistics and
+        the per-reason counts), and the victims whose preemptor was unplaceable."""
+        n = len(names)
+        if not self.unplaceable:
+            self.s_unplaceable.frombytes(bytes(n))
+            return np.zeros(n, dtype=np.int8), pa.nulls(n, pa.string())
+        hit = pc.is_in(names, value_set=self._unplaceable_names)
+        flags = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=np.int8)
+        self.s_unplaceable.frombytes(flags.tobytes())
+        reasons = np.full(n, None, dtype=object)
+        for i in np.flatnonzero(flags).tolist():
+            name = names[i].as_py()
+            reason = reasons[i] = self.unplaceable[name]
+            entry = self.unplaceable_reasons.setdefault(reason, [0, []])
+            entry[0] += 1
+            if len(entry[1]) < 5:
+                entry[1].append(name)
+        if preempted_by is not None:
+            by = pc.is_in(_strings(preempted_by), value_set=self._unplaceable_names)
+            self.unplaceable_preemptions += int(pc.sum(by).as_py() or 0)
+        return flags, _strings(reasons)
 
     def set_pod_statistics(self, class_code: np.ndarray, node: np.ndarray,
                            arrival: np.ndarray, bind: np.ndarray, end: np.ndarray) -> None:
@@ -314,7 +353,8 @@ class Recorder:
     def pod_statistics(self, node_group: np.ndarray, end_time: float) -> dict[str, np.ndarray]:
         """Per pod (in the pods table's order): ``class`` (label), ``group`` (code,
         -1 unbound), ``wait`` (pending time), ``delay`` (queueing delay, NaN
-        unbound), ``bound``, ``abandoned``; for :func:`hamisim.sim.stats.run_statistics`."""
+        unbound), ``bound``, ``abandoned``, ``unplaceable``; for
+        :func:`hamisim.sim.stats.run_statistics`."""
         node = np.frombuffer(self.s_group, dtype=np.int32).astype(np.int64)
         arrival = np.frombuffer(self.s_arrival, dtype=np.float64)
         bind = np.frombuffer(self.s_bind, dtype=np.float64)
@@ -327,7 +367,8 @@ class Recorder:
                 "group": group,
                 "wait": np.where(bound, bind, np.where(np.isnan(end), end_time, end)) - arrival,
                 "delay": bind - arrival, "bound": bound,
-                "abandoned": ~bound & ~np.isnan(end)}
+                "abandoned": ~bound & ~np.isnan(end),
+                "unplaceable": np.frombuffer(self.s_unplaceable, dtype=np.int8).astype(bool)}
 
     # -- per-group series ----------------------------------------------------
     def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:

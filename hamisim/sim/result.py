@@ -157,6 +157,14 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         summary["rejected"] = counts.rejected
     if counts.defrag_moves:
         summary["defrag_moves"] = counts.defrag_moves
+    # pods no node could hold even empty: apart from the waits' percentiles
+    summary["unplaceable"] = sum(n for n, _ in rec.unplaceable_reasons.values())
+    if summary["unplaceable"]:
+        summary["unplaceable_preemptions"] = rec.unplaceable_preemptions
+        summary["unplaceable_reasons"] = [
+            {"reason": reason, "pods": n, "examples": names}
+            for reason, (n, names) in sorted(rec.unplaceable_reasons.items(),
+                                             key=lambda kv: -kv[1][0])]
     if len(ts):
         summary["peak_gpu_allocated"] = int(ts["hami_gpu_allocated"].max())
         summary["peak_time_s"] = float(counts.peak_time)

@@ -67,11 +67,19 @@ def run_statistics(pods: dict[str, np.ndarray], ts: pd.DataFrame,
     ``classes`` and ``groups`` breakdowns (lists of mappings).
 
     ``pods`` holds per pod ``class``, ``group`` (code, -1 unbound), ``wait``,
-    ``delay``, ``bound`` and ``abandoned`` (``Recorder.pod_statistics``).
+    ``delay``, ``bound``, ``abandoned`` and ``unplaceable`` (``Recorder.pod_statistics``).
+    Unplaceable pods (no node could hold them even empty) are left out of the
+    pending percentiles and the classes; ``unplaceable_pending_*`` are theirs.
     """
     out: dict[str, Any] = {}
     table = pd.DataFrame(pods)
     arrived = table[table["class"] != INITIAL_STATE_CLASS]
+    if "unplaceable" in arrived and arrived["unplaceable"].any():
+        # pods no node could hold even empty wait to the end whatever the
+        # policy: their own line, not the headline's percentiles
+        stuck = arrived[arrived["unplaceable"]]
+        arrived = arrived[~arrived["unplaceable"]]
+        out.update(percentiles(stuck["wait"].to_numpy(), "unplaceable_pending"))
     out.update(percentiles(arrived["wait"].to_numpy(), "pending"))
     if len(ts):
         t = ts["time"].to_numpy()

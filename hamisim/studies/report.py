@@ -199,6 +199,7 @@ def _run(folder: Path) -> tuple[str, str]:
     if len(groups):
         parts += ["<h2>Node groups</h2>", _table(groups)]
     parts += ["<h2>Headline figures</h2>", _table(_scalars(r))]
+    parts.append(_unplaceable(r))
     if r.get("mig_by_card_type"):
         mig = pd.DataFrame([{"card type": k, **v} for k, v in r["mig_by_card_type"].items()])
         parts += ["<h2>MIG cards</h2>", _table(mig)]
@@ -229,11 +230,42 @@ def _compare(folder: Path) -> tuple[str, str]:
     parts = ["<h2>The comparison</h2>",
              "<p class=\"note\">One row per policy and seed; each run's own folder, when kept, "
              "is under runs/.</p>", _table(table), _figures(folder)]
+    parts.append(_compare_unplaceable(folder))
     if classes is not None and len(classes):
         parts += ["<h2>By pod class</h2>", _table(classes)]
     if groups is not None and len(groups):
         parts += ["<h2>By node group</h2>", _table(groups)]
     return "hamisim compare", "\n".join(parts)
+
+
+def _unplaceable(r: Mapping[str, Any], preemptions: str | None = None) -> str:
+    """The pods no node could hold even empty, by reason (summary.json's
+    ``unplaceable_reasons``); empty when there are none. ``preemptions`` replaces
+    the run's count of the preemptions they caused."""
+    reasons = r.get("unplaceable_reasons") or []
+    if not reasons:
+        return ""
+    table = pd.DataFrame([{"pods": x["pods"], "reason": x["reason"],
+                           "for example": ", ".join(x["examples"])} for x in reasons])
+    if preemptions is None:
+        preemptions = (f"{_number(r.get('unplaceable_preemptions', 0))} of "
+                       f"{_number(r.get('preempted', 0))} preemptions")
+    return ("<h2>Unplaceable pods</h2>\n<p class=\"note\">"
+            f"{_number(r.get('unplaceable', 0))} pods no node of the cluster could hold even "
+            f"empty. They queue, fail and preempt as they would in the cluster ({preemptions}), "
+            "but are left out of the pending percentiles and the per-class table (pods table: "
+            "column unplaceable).</p>\n" + _table(table))
+
+
+def _compare_unplaceable(folder: Path) -> str:
+    """A comparison's unplaceable pods: the same pods under every policy, listed
+    once from its first run's summary."""
+    runs = sorted((folder / "runs").glob("*/summary.json")) if (folder / "runs").is_dir() \
+        else []
+    if not runs:
+        return ""
+    r = json.loads(runs[0].read_text(encoding="utf-8")).get("results", {})
+    return _unplaceable(r, "the table above counts the preemptions they caused, per run")
 
 
 def _sweep(folder: Path) -> tuple[str, str]:

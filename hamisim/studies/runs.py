@@ -41,6 +41,7 @@ from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink
 from hamisim.studies.fillcurves import curves
 from hamisim.studies.report import write_report
+from hamisim.studies.unplaceable import find_unplaceable, unplaceable_pods
 from hamisim.studies.workers import process_pool
 from hamisim.workload import Trace, fill_workload, offered_load, retime
 
@@ -331,8 +332,12 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
                        progress=spec.progress, check=spec.check,
                        sample_interval=sample_interval(spec, prep.workload),
                        defrag_interval=spec.defrag_interval, defrag_moves=spec.defrag_moves)
+    checked = perf_counter()
+    unplaceable = find_unplaceable_pods(prep.workload, cluster, backend, prep.shapes, spec.seed)
+    checked = perf_counter() - checked
     result = simulate(cluster, prep.workload, cfg, prep.shapes,
-                      initial=prep.state.pods if prep.state is not None else (), sink=sink)
+                      initial=prep.state.pods if prep.state is not None else (), sink=sink,
+                      unplaceable=unplaceable)
     s = cluster.scheduler
     retimed = timing is not None and timing.retimed
     result.summary = {
@@ -371,7 +376,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "not_hami": not_hami_notes(cluster, spec.defrag_interval),
         "results": result.summary,
     }
-    result.timings = {**prep.timings, **result.timings}
+    result.timings = {**prep.timings, **result.timings, "unplaceable_check": checked}
     if spec.resize:
         result.summary["inputs"]["resize"] = dict(spec.resize)
     if spec.defrag_interval is not None:
@@ -384,6 +389,16 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         if prep.state.warnings:
             result.summary["inputs"]["state_warnings"] = list(prep.state.warnings)
     return result
+
+
+def find_unplaceable_pods(workload: Trace, cluster: Cluster, backend: str = "kernel",
+                          shapes: Sequence = (), seed: int = 0) -> dict[str, str]:
+    """``{pod name: reason}`` of the workload's pods no node of ``cluster`` could
+    hold even empty (:mod:`hamisim.studies.unplaceable`: one attempt per distinct
+    request on the run's backend and policies, every node examined)."""
+    used = np.unique(workload.template).tolist() if len(workload) else []
+    found = find_unplaceable(cluster, workload.templates, backend, shapes, seed, used=used)
+    return unplaceable_pods(workload, found)
 
 
 def _runs(groups: Sequence[str]) -> list[list]:

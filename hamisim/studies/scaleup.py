@@ -43,10 +43,11 @@ from hamisim.io.initialstate import InitialState
 from hamisim.pods import Pod
 from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
+from hamisim.studies.unplaceable import find_unplaceable
 from hamisim.workload import Trace
 
 __all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups", "group_aliases",
-           "queue_order", "dry_run_verdicts", "DEFAULT_MAX_EVALUATIONS"]
+           "queue_order", "dry_run_verdicts", "unplaceable_pending", "DEFAULT_MAX_EVALUATIONS"]
 
 #: additions tried exhaustively before the search goes greedy
 DEFAULT_MAX_EVALUATIONS = 2000
@@ -306,3 +307,14 @@ def dry_run_verdicts(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequen
             verdict[g.name] = "fits" if d.bound else d.message
             sched.delete(pod.name)          # the next pod sees an empty node again
     return out
+
+
+def unplaceable_pending(cluster: Cluster, groups: Sequence[NodeGroup],
+                        pods: Sequence[Pod]) -> dict[str, str]:
+    """``{pod name: reason}`` of the pods no addition can place: no node of the
+    cluster, nor a new node of any group, could hold them even empty (one
+    attempt each on the empty cluster plus one node per group that may grow,
+    :func:`hamisim.studies.unplaceable.find_unplaceable`). Plan for the others."""
+    grown = _grown(cluster, groups, [1 if g.max_new else 0 for g in groups])
+    found = find_unplaceable(grown, pods)
+    return {pods[i].name: reason for i, reason in found.items()}
