@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from hamisim.cli import main
-from hamisim.studies.openmetrics import parse_start
+from hamisim.studies.openmetrics import parse_start, refresh_every
 
 CLUSTER = """
 nodes:
@@ -123,22 +123,40 @@ def test_families_names_and_labels_are_hamis(run):
             if k[0] == "hami_vgpu_memory_allocated_bytes"} == {"default", "team-a"}
 
 
+def instant(points, t: np.ndarray, lookback: float = 300.0) -> np.ndarray:
+    """What a Prometheus instant query returns at each of the times ``t`` for a
+    series with ``points``: its last sample at or before, if younger than the
+    lookback; NaN where the query finds nothing."""
+    stamps, values = np.array(points, dtype=float).T
+    i = np.searchsorted(stamps, t, side="right") - 1
+    found = (i >= 0) & (t - stamps[np.maximum(i, 0)] < lookback)
+    return np.where(found, values[np.maximum(i, 0)], np.nan)
+
+
 def test_values_equal_the_time_series_at_every_sample(run):
+    # what Prometheus answers at every grid instant, from the thinned file
     base, _ = run
     _, samples = parse(base / "m.om")
     ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+    pods = pd.read_parquet(base / "run" / "pods.parquet").set_index("pod")
     grid = np.arange(int(ts["time"].iloc[-1] // 30) + 1) * 30.0
-    stamps = T0 + grid.astype(np.int64)
+    stamps = T0 + grid
 
     def total(name, every_sample=True):
         out = np.zeros(len(grid))
-        for (n, _), points in samples.items():
+        for (n, labels), points in samples.items():
             if n == name:
-                t, v = np.array(points).T
-                if every_sample:
-                    assert np.array_equal(t, stamps), name      # every sample, in order
+                t = np.array([p[0] for p in points])
                 assert np.all(np.diff(t) > 0)
-                out[((t - T0) // 30).astype(int)] += v
+                got = instant(points, stamps)
+                if every_sample:
+                    assert not np.isnan(got).any(), name    # never stale while the run lasts
+                else:       # a container's series counts while its pod holds the card
+                    pod = pods.loc[dict(labels)["pod"]]
+                    held = (grid >= pod["bind"]) & ~(grid >= pod["departure"])
+                    assert not np.isnan(got[held]).any(), name
+                    got = np.where(held, got, 0)
+                out += got
         return out
 
     assert np.array_equal(total("hami_gpu_memory_allocated_bytes"),
@@ -171,6 +189,33 @@ def test_values_equal_the_time_series_at_every_sample(run):
     assert 0 < max(ratios) <= 1
 
 
+def test_unchanged_values_repeat_only_under_the_lookback(run):
+    # HAMi's per-card and per-container series: every change, an unchanged value
+    # again after exactly 270 s (the most 30 s steps under Prometheus's 5-minute
+    # lookback), and the run's last instant; counters and the cluster-wide gauges
+    # keep every sample (rate() needs two in its window)
+    base, _ = run
+    _, samples = parse(base / "m.om")
+    ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+    last = T0 + int(ts["time"].iloc[-1] // 30) * 30
+    every = refresh_every(30)
+    assert every * 30 < 300 <= (every + 1) * 30 and refresh_every(600) == 1
+    thinned = full = repeats = 0
+    for (name, _), points in samples.items():
+        t, v = np.array(points, dtype=float).T
+        if name.startswith("hami_"):
+            gaps, same = np.diff(t), v[1:] == v[:-1]
+            assert np.all(gaps <= every * 30), name
+            assert np.all((gaps[same] == every * 30) | (t[1:][same] == last)), name
+            repeats += same.sum()
+            thinned += len(t)
+            full += (t[-1] - t[0]) // 30 + 1
+        else:
+            assert len(t) == (last - T0) // 30 + 1, name
+    # most samples are the repeats; the file holds a fraction of the full grid
+    assert repeats > thinned / 2 and thinned < full / 3
+
+
 def test_a_container_series_lives_while_its_pod_holds_the_card(run):
     base, _ = run
     _, samples = parse(base / "m.om")
@@ -180,7 +225,11 @@ def test_a_container_series_lives_while_its_pod_holds_the_card(run):
               if k[0] == "hami_vgpu_memory_allocated_bytes" and dict(k[1])["pod"] == "p4"}
     uuids = [entry.split(",")[0] for entry in pod["devices"].split(":")[:-1]]
     assert sorted(series) == sorted(uuids) and len(uuids) == 4
-    expected = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
+    held = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
+    # the value is unchanged while it lives: sampled when it starts, then again
+    # every 270 s (the most 30 s steps under Prometheus's 5-minute lookback)
+    expected = held[::9]
+    assert len(held) > 9 and expected[-1] < held[-1]
     for points in series.values():
         assert [t for t, _ in points] == expected
         assert {v for _, v in points} == {9000 * 2**20}     # gpumem 3000 + 1500 * 4

@@ -7,7 +7,10 @@ and hamisim's (``workloads/grafana/hamisim-dashboard.json``) show the simulated
 day. Every series is sampled on one grid: ``start + k * interval`` for the
 simulated times ``0, interval, 2 * interval, ...`` up to the end of the run,
 each sample the state right after every event at or before that instant (a
-scrape just then).
+scrape just then). HAMi's per-card and per-container series keep only the
+samples a query needs (every change, an unchanged value again under
+Prometheus's 5-minute lookback, the run's last instant): a default run's file
+is a quarter of the full grid's, and every instant query answers as on it.
 
 The families, names, HELP texts, label names and units are HAMi v2.10.0's
 (``cmd/scheduler/metrics.go``: a fresh registry wrapped with the const label
@@ -44,7 +47,8 @@ from hamisim.workload import Trace
 
 __all__ = ["MetricsFile", "write_openmetrics", "write_run_metrics", "namespaces_of",
            "parse_start", "HAMI_ZONE", "SCHEDULER_PROFILE",
-           "DEFAULT_INTERVAL"]
+           "DEFAULT_INTERVAL", "LOOKBACK", "RETENTION", "refresh_every", "default_start",
+           "series_end"]
 
 #: HAMi's scheduler wraps its registry with ``zone="vGPU"`` (metrics.go initMetrics)
 HAMI_ZONE = "vGPU"
@@ -52,6 +56,12 @@ HAMI_ZONE = "vGPU"
 SCHEDULER_PROFILE = "hami-scheduler"
 #: seconds between samples: Prometheus's default scrape interval
 DEFAULT_INTERVAL = 60.0
+#: Prometheus's ``--query.lookback-delta`` default: a query finds a series' last
+#: sample only if it is younger than this, so an unchanged value is repeated
+#: within it
+LOOKBACK = 300.0
+#: Prometheus's default ``--storage.tsdb.retention.time`` (15 days)
+RETENTION = 15 * 86400.0
 _MIB = 1 << 20
 # cells of a (samples x cards) block built at once: bounds the memory of a
 # large cluster over a long run
@@ -103,6 +113,27 @@ def parse_start(text: str) -> float:
     return seconds
 
 
+def refresh_every(interval: float, lookback: float = LOOKBACK) -> int:
+    """How many sample intervals an unchanged value may go unrepeated: the most
+    whose span stays under Prometheus's lookback (4 at 60 s: every 240 s), at
+    least 1 (every sample, when the interval itself reaches the lookback)."""
+    return max(1, math.ceil(lookback / interval) - 1)
+
+
+def series_end(timeseries: pd.DataFrame, interval: float = DEFAULT_INTERVAL) -> float:
+    """The simulated time of the file's last sample: the run's end, down to the
+    sample grid."""
+    end = float(timeseries["time"].iloc[-1]) if len(timeseries) else 0.0
+    return math.floor(max(end, 0.0) / interval + 1e-9) * interval
+
+
+def default_start(now: float, end: float) -> float:
+    """``--metrics-start`` when not given: the Unix time that puts the last
+    sample (simulated time ``end``) at ``now``, down to a whole minute, so that
+    the series end at the moment of the run, inside Prometheus's retention."""
+    return float(math.floor((now - end) / 60.0) * 60)
+
+
 def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries: pd.DataFrame,
                       pods: pd.DataFrame, start: float, interval: float = DEFAULT_INTERVAL,
                       namespaces: Mapping[str, str] | None = None,
@@ -115,18 +146,29 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     seconds between samples; ``namespaces`` maps pod names to their namespace
     where it is not ``default``; ``labels`` are added to every series (a sweep
     names its cell, so several cells can share one Prometheus).
+
+    The per-card and per-container families (all but a few dozen series, and
+    nearly all the bytes) hold a sample on the grid only where a query needs
+    one: a series' first, every change of value, an unchanged value again every
+    :func:`refresh_every` intervals (under Prometheus's 5-minute lookback), and
+    the run's last instant. An instant query at any time therefore returns what
+    a scrape on the full grid would have; ``*_over_time`` functions over those
+    families count samples, not time. Counters and the cluster-wide gauges keep
+    every sample.
     """
     if not interval > 0:
         raise ValueError(f"the metrics interval must be positive, not {interval}")
-    end = float(timeseries["time"].iloc[-1]) if len(timeseries) else 0.0
-    grid = np.arange(int(math.floor(max(end, 0.0) / interval + 1e-9)) + 1) * interval
+    end = series_end(timeseries, interval)
+    grid = np.arange(int(round(end / interval)) + 1) * interval
     whole = float(start).is_integer() and float(interval).is_integer()
-    stamps = [f" {int(start) + int(t)}" if whole else f" {start + t:.3f}" for t in grid]
+    stamps = np.array([f" {int(start) + int(t)}\n" if whole else f" {start + t:.3f}\n"
+                       for t in grid], dtype=object)
     series = _Series(cluster, pods, grid, namespaces or {})
     counts = [0, 0, 0]          # series, samples, families
     with atomic_file(path) as tmp:
         with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-            writer = _Writer(out, stamps, counts, sorted((labels or {}).items()))
+            writer = _Writer(out, stamps, counts, sorted((labels or {}).items()),
+                             refresh_every(interval))
             series.write(writer, timeseries)
             out.write("# EOF\n")
         size = os.path.getsize(tmp)
@@ -197,39 +239,88 @@ def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
 
 
 class _Writer:
-    """Families and series into the text: a series is a run of samples with one
-    label set, written as whole lines joined at C speed."""
+    """Families and series into the text, whole lines joined at C speed.
 
-    def __init__(self, out: IO[str], stamps: Sequence[str], counts: list[int],
-                 extra: Sequence[tuple[str, str]] = ()) -> None:
+    ``stamps`` are the grid's ``" <unix time>\\n"`` tails; a thinned series
+    keeps the samples :meth:`keep` chooses (``every``: the refresh period in
+    samples)."""
+
+    def __init__(self, out: IO[str], stamps: np.ndarray, counts: list[int],
+                 extra: Sequence[tuple[str, str]] = (), every: int = 1) -> None:
         self.out, self.stamps, self.counts = out, stamps, counts
         self.extra = tuple(extra)
+        self.every = every
 
     def head(self, name: str, labels: Iterable[tuple[str, str]] = ()) -> str:
         """A series' name and labels (the file's extra labels added)."""
+        return name + self.labels(labels)
+
+    def labels(self, labels: Iterable[tuple[str, str]] = ()) -> str:
+        """``{...}`` of a series (the file's extra labels added), '' without labels."""
         pairs = [*labels, *self.extra]
-        return name + _labels(pairs) if pairs else name
+        return _labels(pairs) if pairs else ""
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n")
         self.counts[2] += 1
 
-    def constant(self, head: str, value: str, first: int, stop: int) -> None:
-        """``head value`` at samples ``first`` .. ``stop - 1``."""
-        if stop <= first:
-            return
-        line = f"{head} {value}"
-        self.out.write(line + f"\n{line}".join(self.stamps[first:stop]) + "\n")
-        self.counts[1] += stop - first
+    def keep(self, values: np.ndarray) -> np.ndarray:
+        """(samples x series) -> which samples a thinned series keeps: its first,
+        every change, every ``every``-th of an unchanged run, and the last."""
+        k = len(values)
+        changed = np.ones(values.shape, dtype=bool)
+        changed[1:] = values[1:] != values[:-1]
+        steps = np.arange(k).reshape((k,) + (1,) * (values.ndim - 1))
+        began = np.maximum.accumulate(np.where(changed, steps, 0), axis=0)
+        kept = (steps - began) % self.every == 0
+        kept[-1] = True
+        return kept
 
-    def column(self, head: str, values: np.ndarray, integer: bool) -> None:
-        """``head`` with one value per sample, written run by run of equal values."""
-        n = len(values)
-        cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
-        bounds = np.concatenate(([0], cuts, [n]))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            self.constant(head, _number(values[a], integer), a, b)
-        self.counts[0] += 1
+    def columns(self, heads: Sequence[str], values: np.ndarray, integer: bool,
+                thin: bool = True) -> None:
+        """Series ``heads[j]`` with the values ``values[:, j]`` (samples x series),
+        thinned unless ``thin`` is false, one series after the other."""
+        if not len(heads):
+            return
+        kept = self.keep(values) if thin else np.ones(values.shape, dtype=bool)
+        col, row = np.nonzero(kept.T)              # by series, then time
+        picked = values[row, col]
+        unique, which = np.unique(picked, return_inverse=True)
+        text = np.array([" " + _number(v, integer) for v in unique.tolist()], dtype=object)
+        tails = (text[which.ravel()] + self.stamps[row]).tolist()
+        ends = np.cumsum(np.bincount(col, minlength=len(heads))).tolist()
+        # head + head.join(tails) is the series' lines: the join runs at C speed
+        self.out.write("".join([h + h.join(tails[a:b]) for h, a, b in
+                                zip(heads, [0] + ends[:-1], ends)]))
+        self.counts[0] += len(heads)
+        self.counts[1] += len(row)
+
+    def column(self, head: str, values: np.ndarray, integer: bool, thin: bool = False) -> None:
+        """One series, every sample unless ``thin``."""
+        self.columns([head], np.asarray(values).reshape(-1, 1), integer, thin)
+
+    def spans(self, heads: Sequence[str], values: Sequence[str], first: np.ndarray,
+              stop: np.ndarray) -> None:
+        """Series ``heads[j]`` holding ``values[j]`` at samples ``first[j]`` ..
+        ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
+        last instant when the series lasts to it)."""
+        k = len(self.stamps)
+        first = np.asarray(first, dtype=np.int64)
+        stop = np.asarray(stop, dtype=np.int64)
+        length = np.maximum(stop - first, 0)
+        n = (length + self.every - 1) // self.every
+        n += (stop == k) & (length > 0) & ((length - 1) % self.every != 0)
+        series = np.repeat(np.arange(len(heads)), n)
+        # the i-th sample of a series: first + i * every, its last at stop - 1
+        offset = np.arange(len(series)) - np.repeat(np.cumsum(n) - n, n)
+        row = np.minimum(first[series] + offset * self.every, stop[series] - 1)
+        tails = self.stamps[row].tolist()
+        ends = np.cumsum(n).tolist()
+        self.out.write("".join([line + line.join(tails[a:b]) for line, a, b in
+                                zip((h + " " + v for h, v in zip(heads, values)),
+                                    [0] + ends[:-1], ends) if b > a]))
+        self.counts[0] += int(np.count_nonzero(length))
+        self.counts[1] += len(row)
 
 
 def _number(value, integer: bool) -> str:
@@ -247,6 +338,8 @@ def _labels(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def _escape(value: str) -> str:
+    if "\\" not in value and '"' not in value and "\n" not in value:
+        return value
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -338,36 +431,42 @@ class _Series:
     def write(self, w: _Writer, ts: pd.DataFrame) -> None:
         """Every family, in a fixed order."""
         n_cards = len(self.cards)
-        block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
+        k = len(self.grid)
+        block = max(1, _BLOCK_CELLS // max(k, 1))
+        amd = np.array([_amd(c.type, c.devcore) for _, c in self.cards], dtype=bool)
+        # the label sets of the card families, written out once per card
+        label_sets = {extra: [] for _, _, extra, _ in _CARD_FAMILIES}
+        for i in range(n_cards):
+            labels = self.card_labels(i)
+            for extra, out in label_sets.items():
+                more = {"device_cores": str(int(self.devcore[i])),
+                        "device_memory_limit": str(int(self.devmem[i]))}
+                out.append(w.labels([*labels.items(), *((key, more[key]) for key in extra)]))
         for name, help_text, extra, what in _CARD_FAMILIES:
             w.family(name, "gauge", help_text)
             for lo in range(0, n_cards, block):
                 hi = min(lo + block, n_cards)
                 used = self.usage(lo, hi)
-                for j in range(hi - lo):
-                    labels = self.card_labels(lo + j)
-                    devmem, devcore = int(self.devmem[lo + j]), int(self.devcore[lo + j])
-                    if "device_cores" in extra:
-                        labels["device_cores"] = str(devcore)
-                    if "device_memory_limit" in extra:
-                        labels["device_memory_limit"] = str(devmem)
-                    amd = _amd(labels["device_type"], devcore)
-                    head = w.head(name, labels.items())
-                    if what == "memory_limit":
-                        w.column(head, np.full(len(self.grid), devmem * _MIB), True)
-                    elif what == "core_limit":
-                        w.column(head, np.full(len(self.grid), 100 if amd else devcore), True)
-                    elif what == "memory":
-                        w.column(head, used["mem"][:, j] * _MIB, True)
-                    elif what == "count":
-                        w.column(head, used["count"][:, j], True)
-                    elif what == "cores":
-                        cores = used["core"][:, j]
-                        if amd:
-                            cores = np.ceil(cores / devcore * 100).astype(np.int64)
-                        w.column(head, cores, True)
-                    elif devmem > 0:        # HAMi skips the ratio of a card without memory
-                        w.column(head, used["mem"][:, j] / devmem, False)
+                devmem, devcore = self.devmem[lo:hi], self.devcore[lo:hi]
+                heads = [name + text for text in label_sets[extra][lo:hi]]
+                if what == "memory_limit":
+                    values = np.broadcast_to(devmem * _MIB, (k, hi - lo))
+                elif what == "core_limit":
+                    values = np.broadcast_to(np.where(amd[lo:hi], 100, devcore), (k, hi - lo))
+                elif what == "memory":
+                    values = used["mem"] * _MIB
+                elif what == "count":
+                    values = used["count"]
+                elif what == "cores":
+                    values = np.where(amd[lo:hi], np.ceil(used["core"] / np.maximum(devcore, 1)
+                                                          * 100).astype(np.int64),
+                                      used["core"])
+                else:                   # HAMi skips the ratio of a card without memory
+                    has = np.flatnonzero(devmem > 0)
+                    w.columns([heads[j] for j in has.tolist()],
+                              used["mem"][:, has] / devmem[has], False)
+                    continue
+                w.columns(heads, values, True)
         self._containers(w)
         self._scheduler(w, ts)
         self._hamisim(w, ts)
@@ -383,30 +482,34 @@ class _Series:
         rows = self.pod_rows
         names = rows["pod"].tolist()
         nodes = rows["node"].tolist()
+        r_all = merged["row"].to_numpy()
+        texts = []
+        for r, c, col in zip(r_all.tolist(), merged["ctr"].tolist(), merged["col"].tolist()):
+            pod = names[r]
+            namespace = self.namespaces.get(pod, "default")
+            if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
+                pod = pod[len(namespace) + 1:]
+            texts.append(w.labels((("namespace", namespace), ("node", nodes[r]), ("pod", pod),
+                                   ("container_index", str(c)),
+                                   ("device_uuid", self.cards[col][1].id),
+                                   ("zone", HAMI_ZONE))))
+        first, stop = self.pod_first[r_all], self.pod_stop[r_all]
         for name, help_text, field in (
                 ("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container",
                  "mem"),
                 ("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container",
                  "core")):
             w.family(name, "gauge", help_text)
-            for r, c, col, value in zip(merged["row"].tolist(), merged["ctr"].tolist(),
-                                        merged["col"].tolist(), merged[field].tolist()):
-                pod = names[r]
+            values = []
+            for col, value in zip(merged["col"].tolist(), merged[field].tolist()):
                 if field == "mem":
                     value *= _MIB
                 else:
                     card = self.cards[col][1]
                     if _amd(card.type, card.devcore):
                         value = math.ceil(value / card.devcore * 100)
-                namespace = self.namespaces.get(pod, "default")
-                if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
-                    pod = pod[len(namespace) + 1:]
-                labels = {"namespace": namespace, "node": nodes[r],
-                          "pod": pod, "container_index": str(c),
-                          "device_uuid": self.cards[col][1].id, "zone": HAMI_ZONE}
-                w.constant(w.head(name, labels.items()), str(value),
-                           int(self.pod_first[r]), int(self.pod_stop[r]))
-                w.counts[0] += 1
+                values.append(str(value))
+            w.spans([name + text for text in texts], values, first, stop)
 
     # -- kube-scheduler ------------------------------------------------------------
     def _at_samples(self, ts: pd.DataFrame) -> np.ndarray:
