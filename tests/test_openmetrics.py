@@ -270,8 +270,6 @@ def test_start_must_say_its_time_zone():
 def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
     base, _ = run
     common = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--out", str(tmp_path / "r")]
-    assert main(common + ["--metrics-out", str(tmp_path / "m.om")]) == 2
-    assert "--metrics-out needs --metrics-start" in capsys.readouterr().err
     assert main(common + ["--metrics-out", str(tmp_path / "no" / "m.om"),
                           "--metrics-start", START]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -282,6 +280,49 @@ def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
                        "2026-11-30 00:00"])
     assert exit_.value.code == 2 and "no time zone" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "m.om").exists()
+
+
+def test_the_default_start_ends_the_series_at_the_moment_of_the_run(run, tmp_path, capsys):
+    # without --metrics-start the last sample is the moment of the run (down to
+    # the minute), inside Prometheus's retention; the start is printed and kept
+    # in summary.json, and giving it back writes the same bytes
+    base, _ = run
+    common = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--no-progress",
+              "--metrics-interval", "30"]
+    before = time.time()
+    assert main(common + ["--out", str(tmp_path / "a"), "--metrics-out",
+                          str(tmp_path / "a.om")]) == 0
+    after = time.time()
+    out = capsys.readouterr()
+    recorded = json.loads((tmp_path / "a" / "summary.json").read_text())["metrics"]
+    assert f"--metrics-start {recorded['start']} (default" in out.out
+    assert "warning" not in out.err
+    assert parse_start(recorded["start"]) == recorded["start_unix"] and not recorded["start_given"]
+    _, samples = parse(tmp_path / "a.om")
+    last = max(t for points in samples.values() for t, _ in points)
+    assert before - 60 < last <= after and recorded["start_unix"] % 60 == 0
+    assert recorded["samples"] == sum(len(p) for p in samples.values())
+    assert main(common + ["--out", str(tmp_path / "b"), "--metrics-out", str(tmp_path / "b.om"),
+                          "--metrics-start", recorded["start"]]) == 0
+    assert (tmp_path / "b.om").read_bytes() == (tmp_path / "a.om").read_bytes()
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["metrics"]["start_given"]
+    capsys.readouterr()
+    # a start beyond Prometheus's 15-day retention is said, with the flag that keeps it
+    month_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30 * 86400))
+    assert main(common + ["--out", str(tmp_path / "c"), "--metrics-out", str(tmp_path / "c.om"),
+                          "--metrics-start", month_ago]) == 0
+    err = capsys.readouterr().err
+    assert f"--metrics-out {tmp_path / 'c.om'}: warning: the samples start on {month_ago}" in err
+    assert "deletes all of them" in err and "--storage.tsdb.retention.time=3" in err
+
+
+def test_a_run_longer_than_the_retention_is_warned_about():
+    from hamisim.studies.openmetrics import retention_warning
+    now = 2_000_000_000.0
+    assert retention_warning(now - 14 * 86400, now, now) is None
+    said = retention_warning(now - 20 * 86400, now, now)
+    assert "deletes those before" in said and "spans more than 15 days" in said
+    assert "retention.time=21d" in said
 
 
 DASHBOARD = Path(__file__).parents[1] / "workloads" / "grafana" / "hamisim-dashboard.json"

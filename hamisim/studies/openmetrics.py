@@ -48,7 +48,7 @@ from hamisim.workload import Trace
 __all__ = ["MetricsFile", "write_openmetrics", "write_run_metrics", "namespaces_of",
            "parse_start", "HAMI_ZONE", "SCHEDULER_PROFILE",
            "DEFAULT_INTERVAL", "LOOKBACK", "RETENTION", "refresh_every", "default_start",
-           "series_end"]
+           "series_end", "retention_warning", "utc"]
 
 #: HAMi's scheduler wraps its registry with ``zone="vGPU"`` (metrics.go initMetrics)
 HAMI_ZONE = "vGPU"
@@ -84,8 +84,7 @@ class MetricsFile:
 
     def describe(self) -> str:
         """One line for the console."""
-        first = datetime.fromtimestamp(self.first, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        last = datetime.fromtimestamp(self.last, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        first, last = utc(self.first), utc(self.last)
         return (f"{self.path}: {self.families} families, {self.series:,} series, "
                 f"{self.samples:,} samples every {self.interval:g} s from {first} to {last} "
                 f"({self.size_bytes / 1e6:,.1f} MB)")
@@ -132,6 +131,31 @@ def default_start(now: float, end: float) -> float:
     sample (simulated time ``end``) at ``now``, down to a whole minute, so that
     the series end at the moment of the run, inside Prometheus's retention."""
     return float(math.floor((now - end) / 60.0) * 60)
+
+
+def utc(seconds: float) -> str:
+    """Unix seconds as ISO 8601 UTC (``2026-11-30T00:00:00Z``), as
+    ``--metrics-start`` takes it."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def retention_warning(first: float, last: float, now: float,
+                      retention: float = RETENTION) -> str | None:
+    """What to tell the user when samples from ``first`` to ``last`` (Unix
+    seconds) reach back beyond Prometheus's default retention at ``now``
+    (Prometheus deletes those blocks when it starts); ``None`` when they don't."""
+    cutoff = now - retention
+    if first >= cutoff:
+        return None
+    days = retention / 86400
+    span = math.ceil((now - first) / 86400)
+    part = ("all of them" if last < cutoff else
+            f"those before {utc(cutoff)}")
+    return (f"the samples start on {utc(first)}, more than {days:g} days ago: a Prometheus with "
+            f"its default retention ({days:g} d) deletes {part}; start it with "
+            f"--storage.tsdb.retention.time={span + 1}d or longer"
+            + (", or give a later --metrics-start" if now - (last - first) >= cutoff else
+               f" (the run spans more than {days:g} days)"))
 
 
 def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries: pd.DataFrame,
