@@ -185,16 +185,16 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     end = series_end(timeseries, interval)
     grid = np.arange(int(round(end / interval)) + 1) * interval
     whole = float(start).is_integer() and float(interval).is_integer()
-    stamps = np.array([f" {int(start) + int(t)}\n" if whole else f" {start + t:.3f}\n"
-                       for t in grid], dtype=object)
+    stamps = [(f" {int(start) + int(t)}\n" if whole else f" {start + t:.3f}\n").encode()
+              for t in grid]
     series = _Series(cluster, pods, grid, namespaces or {})
     counts = [0, 0, 0]          # series, samples, families
     with atomic_file(path) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        with open(tmp, "wb") as out:
             writer = _Writer(out, stamps, counts, sorted((labels or {}).items()),
                              refresh_every(interval))
             series.write(writer, timeseries)
-            out.write("# EOF\n")
+            out.write(b"# EOF\n")
         size = os.path.getsize(tmp)
     return MetricsFile(os.fspath(path), size, counts[2], counts[0], counts[1],
                        start + grid[0], start + grid[-1], float(interval))
@@ -263,13 +263,12 @@ def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
 
 
 class _Writer:
-    """Families and series into the text, whole lines joined at C speed.
+    """Families and series into the (UTF-8) text, whole lines joined at C speed.
 
-    ``stamps`` are the grid's ``" <unix time>\\n"`` tails; a thinned series
-    keeps the samples :meth:`keep` chooses (``every``: the refresh period in
-    samples)."""
+    ``stamps`` are the grid's ``b" <unix time>\\n"`` tails; ``every`` is the
+    refresh period of a thinned series, in samples."""
 
-    def __init__(self, out: IO[str], stamps: np.ndarray, counts: list[int],
+    def __init__(self, out: IO[bytes], stamps: list[bytes], counts: list[int],
                  extra: Sequence[tuple[str, str]] = (), every: int = 1) -> None:
         self.out, self.stamps, self.counts = out, stamps, counts
         self.extra = tuple(extra)
@@ -285,39 +284,47 @@ class _Writer:
         return _labels(pairs) if pairs else ""
 
     def family(self, name: str, kind: str, help_text: str) -> None:
-        self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n")
+        self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
         self.counts[2] += 1
 
-    def keep(self, values: np.ndarray) -> np.ndarray:
-        """(samples x series) -> which samples a thinned series keeps: its first,
-        every change, every ``every``-th of an unchanged run, and the last."""
-        k = len(values)
-        changed = np.ones(values.shape, dtype=bool)
-        changed[1:] = values[1:] != values[:-1]
-        steps = np.arange(k).reshape((k,) + (1,) * (values.ndim - 1))
-        began = np.maximum.accumulate(np.where(changed, steps, 0), axis=0)
-        kept = (steps - began) % self.every == 0
-        kept[-1] = True
-        return kept
+    def _run(self, line: bytes, a: int, b: int) -> bytes:
+        """The lines of a run of ``line`` (a series and its value) over samples
+        ``a`` .. ``b - 1``: the first, every ``every``-th after it, and the run's
+        last instant when it is the file's (one C-speed join)."""
+        stamps = self.stamps[a:b:self.every]
+        if b == len(self.stamps) and (b - 1 - a) % self.every:
+            stamps.append(self.stamps[b - 1])
+        self.counts[1] += len(stamps)
+        return line + line.join(stamps)
 
     def columns(self, heads: Sequence[str], values: np.ndarray, integer: bool,
                 thin: bool = True) -> None:
         """Series ``heads[j]`` with the values ``values[:, j]`` (samples x series),
-        thinned unless ``thin`` is false, one series after the other."""
-        if not len(heads):
+        one after the other; ``thin``: a sample at every change of value, an
+        unchanged value again every ``every`` samples and at the last."""
+        k = len(values)
+        if not len(heads) or not k:
             return
-        kept = self.keep(values) if thin else np.ones(values.shape, dtype=bool)
-        col, row = np.nonzero(kept.T)              # by series, then time
-        picked = values[row, col]
-        unique, which = np.unique(picked, return_inverse=True)
-        text = np.array([" " + _number(v, integer) for v in unique.tolist()], dtype=object)
-        tails = (text[which.ravel()] + self.stamps[row]).tolist()
-        ends = np.cumsum(np.bincount(col, minlength=len(heads))).tolist()
-        # head + head.join(tails) is the series' lines: the join runs at C speed
-        self.out.write("".join([h + h.join(tails[a:b]) for h, a, b in
-                                zip(heads, [0] + ends[:-1], ends)]))
+        every = self.every
+        if not thin:
+            self.every = 1
+        changed = np.ones(values.shape, dtype=bool)
+        changed[1:] = values[1:] != values[:-1]
+        series, start = np.nonzero(changed.T)       # each run of one value, by series
+        stop = np.append(start[1:], k)
+        stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file
+        text: dict = {}
+        names = [h.encode() for h in heads]
+        parts = []
+        for j, a, b, v in zip(series.tolist(), start.tolist(), stop.tolist(),
+                              values[start, series].tolist()):
+            number = text.get(v)
+            if number is None:
+                number = text[v] = f" {_number(v, integer)}".encode()
+            parts.append(self._run(names[j] + number, a, b))
+        self.every = every
+        self.out.writelines(parts)
         self.counts[0] += len(heads)
-        self.counts[1] += len(row)
 
     def column(self, head: str, values: np.ndarray, integer: bool, thin: bool = False) -> None:
         """One series, every sample unless ``thin``."""
@@ -328,23 +335,11 @@ class _Writer:
         """Series ``heads[j]`` holding ``values[j]`` at samples ``first[j]`` ..
         ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
         last instant when the series lasts to it)."""
-        k = len(self.stamps)
-        first = np.asarray(first, dtype=np.int64)
-        stop = np.asarray(stop, dtype=np.int64)
-        length = np.maximum(stop - first, 0)
-        n = (length + self.every - 1) // self.every
-        n += (stop == k) & (length > 0) & ((length - 1) % self.every != 0)
-        series = np.repeat(np.arange(len(heads)), n)
-        # the i-th sample of a series: first + i * every, its last at stop - 1
-        offset = np.arange(len(series)) - np.repeat(np.cumsum(n) - n, n)
-        row = np.minimum(first[series] + offset * self.every, stop[series] - 1)
-        tails = self.stamps[row].tolist()
-        ends = np.cumsum(n).tolist()
-        self.out.write("".join([line + line.join(tails[a:b]) for line, a, b in
-                                zip((h + " " + v for h, v in zip(heads, values)),
-                                    [0] + ends[:-1], ends) if b > a]))
-        self.counts[0] += int(np.count_nonzero(length))
-        self.counts[1] += len(row)
+        parts = [self._run(f"{h} {v}".encode(), a, b) for h, v, a, b in
+                 zip(heads, values, np.asarray(first).tolist(), np.asarray(stop).tolist())
+                 if b > a]
+        self.out.writelines(parts)
+        self.counts[0] += len(parts)
 
 
 def _number(value, integer: bool) -> str:
