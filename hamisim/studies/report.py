@@ -313,7 +313,7 @@ def _headline(summary: Mapping[str, Any]) -> str:
             text += f", peak {r['peak_gpu_allocated']:,}" + (f" of {gpus:,}" if gpus else "") \
                 + " GPUs"
             if "peak_time_s" in r:
-                text += f" at {_duration(r['peak_time_s'])}"
+                text += f" (first at {_duration(r['peak_time_s'])})"
         items.append(("GPU allocated (cards with a tenant)", text))
     if "pods" in r:
         text = (f"{r['pods']:,} arrived, {r.get('bound', 0):,} bound, "
