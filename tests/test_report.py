@@ -78,8 +78,8 @@ def test_the_headline_says_the_figures_in_words_with_units(run_dir):
     r = summary["results"]
     headline = _section(page, "Headline figures").split("<details>")[0]
     assert (f"<strong>GPU allocated (cards with a tenant)</strong>: mean "
-            f"{r['mean_gpu_allocated_pct']:.1f} %, peak {r['peak_gpu_allocated']} of 10 GPUs (first at "
-            in headline)
+            f"{r['mean_gpu_allocated_pct']:.1f} %, peak {r['peak_gpu_allocated']} of 10 GPUs "
+            "(first at " in headline)
     assert f"<strong>Pods</strong>: {r['pods']} arrived, {r['bound']} bound" in headline
     assert re.search(r"<strong>Simulated time</strong>: \d+ min( \d+ s)?</li>", headline)
     assert re.search(r"longest (\d+ min )?\d+ s", headline)
