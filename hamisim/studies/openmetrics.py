@@ -36,7 +36,7 @@ import math
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Iterable, Mapping, Sequence
+from typing import IO, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -283,19 +283,38 @@ class _Writer:
         pairs = [*labels, *self.extra]
         return _labels(pairs) if pairs else ""
 
+    def template(self, keys: Sequence[str]) -> Callable[..., str]:
+        """:meth:`labels` for many series with the label names ``keys``: a
+        function of their values, in the order of ``keys``."""
+        pairs = sorted([*((k, i) for i, k in enumerate(keys)), *self.extra],
+                       key=lambda pair: pair[0])
+        text = ",".join(f'{k}="{{{x}}}"' if isinstance(x, int) else
+                        f'{k}="{_escape(x).replace("{", "{{").replace("}", "}}")}"'
+                        for k, x in pairs)
+        form = ("{{" + text + "}}").format
+        return lambda *values: form(*map(_escape, values))
+
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
         self.counts[2] += 1
 
-    def _run(self, line: bytes, a: int, b: int) -> bytes:
-        """The lines of a run of ``line`` (a series and its value) over samples
-        ``a`` .. ``b - 1``: the first, every ``every``-th after it, and the run's
-        last instant when it is the file's (one C-speed join)."""
-        stamps = self.stamps[a:b:self.every]
-        if b == len(self.stamps) and (b - 1 - a) % self.every:
-            stamps.append(self.stamps[b - 1])
-        self.counts[1] += len(stamps)
-        return line + line.join(stamps)
+    def _runs(self, lines: Iterable[bytes], first: Iterable[int],
+              stop: Iterable[int]) -> None:
+        """Each ``lines[i]`` (a series and its value) at samples ``first[i]`` ..
+        ``stop[i] - 1``: the first, every ``every``-th after it, and the run's
+        last instant when it is the file's; one C-speed join per run."""
+        stamps, every, k = self.stamps, self.every, len(self.stamps)
+        parts = []
+        samples = 0
+        for line, a, b in zip(lines, first, stop):
+            picked = stamps[a:b:every]
+            if b == k and (b - 1 - a) % every:
+                picked.append(stamps[b - 1])
+            samples += len(picked)
+            picked.insert(0, b"")
+            parts.append(line.join(picked))
+        self.out.writelines(parts)
+        self.counts[1] += samples
 
     def columns(self, heads: Sequence[str], values: np.ndarray, integer: bool,
                 thin: bool = True) -> None:
@@ -313,17 +332,12 @@ class _Writer:
         series, start = np.nonzero(changed.T)       # each run of one value, by series
         stop = np.append(start[1:], k)
         stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file
-        text: dict = {}
+        text = {v: f" {_number(v, integer)}".encode() for v in set(values[start, series].tolist())}
         names = [h.encode() for h in heads]
-        parts = []
-        for j, a, b, v in zip(series.tolist(), start.tolist(), stop.tolist(),
-                              values[start, series].tolist()):
-            number = text.get(v)
-            if number is None:
-                number = text[v] = f" {_number(v, integer)}".encode()
-            parts.append(self._run(names[j] + number, a, b))
+        self._runs([names[j] + text[v] for j, v in zip(series.tolist(),
+                                                        values[start, series].tolist())],
+                   start.tolist(), stop.tolist())
         self.every = every
-        self.out.writelines(parts)
         self.counts[0] += len(heads)
 
     def column(self, head: str, values: np.ndarray, integer: bool, thin: bool = False) -> None:
@@ -335,11 +349,11 @@ class _Writer:
         """Series ``heads[j]`` holding ``values[j]`` at samples ``first[j]`` ..
         ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
         last instant when the series lasts to it)."""
-        parts = [self._run(f"{h} {v}".encode(), a, b) for h, v, a, b in
-                 zip(heads, values, np.asarray(first).tolist(), np.asarray(stop).tolist())
-                 if b > a]
-        self.out.writelines(parts)
-        self.counts[0] += len(parts)
+        first, stop = np.asarray(first), np.asarray(stop)
+        live = np.flatnonzero(stop > first).tolist()
+        self._runs([f"{heads[i]} {values[i]}".encode() for i in live], first[live].tolist(),
+                   stop[live].tolist())
+        self.counts[0] += len(live)
 
 
 def _number(value, integer: bool) -> str:
@@ -442,11 +456,6 @@ class _Series:
         self._block = ((lo, hi), out)
         return out
 
-    def card_labels(self, i: int) -> dict[str, str]:
-        node, card = self.cards[i]
-        return {"node": node, "device_uuid": card.id, "device_index": str(card.index),
-                "device_type": card.type, "zone": HAMI_ZONE}
-
     def write(self, w: _Writer, ts: pd.DataFrame) -> None:
         """Every family, in a fixed order."""
         n_cards = len(self.cards)
@@ -454,13 +463,15 @@ class _Series:
         block = max(1, _BLOCK_CELLS // max(k, 1))
         amd = np.array([_amd(c.type, c.devcore) for _, c in self.cards], dtype=bool)
         # the label sets of the card families, written out once per card
-        label_sets = {extra: [] for _, _, extra, _ in _CARD_FAMILIES}
-        for i in range(n_cards):
-            labels = self.card_labels(i)
-            for extra, out in label_sets.items():
-                more = {"device_cores": str(int(self.devcore[i])),
-                        "device_memory_limit": str(int(self.devmem[i]))}
-                out.append(w.labels([*labels.items(), *((key, more[key]) for key in extra)]))
+        label_sets = {}
+        base = ("node", "device_uuid", "device_index", "device_type", "zone")
+        more = {"device_cores": self.devcore.tolist(), "device_memory_limit": self.devmem.tolist()}
+        for extra in {extra for _, _, extra, _ in _CARD_FAMILIES}:
+            form = w.template(base + extra)
+            label_sets[extra] = [
+                form(node, card.id, str(card.index), card.type, HAMI_ZONE,
+                     *(str(more[key][i]) for key in extra))
+                for i, (node, card) in enumerate(self.cards)]
         for name, help_text, extra, what in _CARD_FAMILIES:
             w.family(name, "gauge", help_text)
             for lo in range(0, n_cards, block):
@@ -503,15 +514,14 @@ class _Series:
         nodes = rows["node"].tolist()
         r_all = merged["row"].to_numpy()
         texts = []
+        form = w.template(("namespace", "node", "pod", "container_index", "device_uuid", "zone"))
         for r, c, col in zip(r_all.tolist(), merged["ctr"].tolist(), merged["col"].tolist()):
             pod = names[r]
             namespace = self.namespaces.get(pod, "default")
             if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
                 pod = pod[len(namespace) + 1:]
-            texts.append(w.labels((("namespace", namespace), ("node", nodes[r]), ("pod", pod),
-                                   ("container_index", str(c)),
-                                   ("device_uuid", self.cards[col][1].id),
-                                   ("zone", HAMI_ZONE))))
+            texts.append(form(namespace, nodes[r], pod, str(c), self.cards[col][1].id,
+                              HAMI_ZONE))
         first, stop = self.pod_first[r_all], self.pod_stop[r_all]
         for name, help_text, field in (
                 ("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container",
