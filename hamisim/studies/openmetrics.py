@@ -313,6 +313,9 @@ class _Writer:
             samples += len(picked)
             picked.insert(0, b"")
             parts.append(line.join(picked))
+            if len(parts) == 4096:      # bounds the memory of a large family
+                self.out.writelines(parts)
+                parts.clear()
         self.out.writelines(parts)
         self.counts[1] += samples
 
