@@ -335,11 +335,15 @@ class _Writer:
         series, start = np.nonzero(changed.T)       # each run of one value, by series
         stop = np.append(start[1:], k)
         stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file
-        text = {v: f" {_number(v, integer)}".encode() for v in set(values[start, series].tolist())}
         names = [h.encode() for h in heads]
-        self._runs([names[j] + text[v] for j, v in zip(series.tolist(),
-                                                        values[start, series].tolist())],
-                   start.tolist(), stop.tolist())
+        text: dict = {}
+        lines = []
+        for j, v in zip(series.tolist(), values[start, series].tolist()):
+            number = text.get(v)        # (a NaN is formatted each time: NaN != NaN)
+            if number is None:
+                number = text[v] = f" {_number(v, integer)}".encode()
+            lines.append(names[j] + number)
+        self._runs(lines, start.tolist(), stop.tolist())
         self.every = every
         self.counts[0] += len(heads)
 
