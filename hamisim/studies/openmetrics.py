@@ -10,7 +10,8 @@ each sample the state right after every event at or before that instant (a
 scrape just then). HAMi's per-card and per-container series keep only the
 samples a query needs (every change, an unchanged value again under
 Prometheus's 5-minute lookback, the run's last instant): a default run's file
-is a quarter of the full grid's, and every instant query answers as on it.
+is a quarter of the full grid's, and an instant query answers as on the full
+grid while the series lasts.
 
 The families, names, HELP texts, label names and units are HAMi v2.10.0's
 (``cmd/scheduler/metrics.go``: a fresh registry wrapped with the const label
@@ -175,10 +176,11 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     nearly all the bytes) hold a sample on the grid only where a query needs
     one: a series' first, every change of value, an unchanged value again every
     :func:`refresh_every` intervals (under Prometheus's 5-minute lookback), and
-    the run's last instant. An instant query at any time therefore returns what
-    a scrape on the full grid would have; ``*_over_time`` functions over those
-    families count samples, not time. Counters and the cluster-wide gauges keep
-    every sample.
+    the run's last instant. An instant query at any time while a series lasts
+    therefore returns what it would on the full grid (a series that ends, its
+    pod gone, goes stale up to 4 minutes sooner, never later); ``*_over_time``
+    functions over those families count samples, not time. Counters and the
+    cluster-wide gauges keep every sample.
     """
     if not interval > 0:
         raise ValueError(f"the metrics interval must be positive, not {interval}")
