@@ -613,7 +613,9 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
                                  "start_given": args.metrics_start is not None,
                                  "interval_s": args.metrics_interval,
                                  "series": written.series, "samples": written.samples}
-    write_json(result.summary, Path(args.out) / "summary.json")
+    tmp = Path(args.out) / f".summary.json.{os.getpid()}"     # replaced whole, as report.html
+    write_json(result.summary, tmp)
+    os.replace(tmp, Path(args.out) / "summary.json")
 
 
 def _metrics_target(args: argparse.Namespace) -> str | None:
