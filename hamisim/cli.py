@@ -88,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write the time series as OpenMetrics text to FILE")
     om.add_argument("--metrics-start", type=_wall_clock, metavar="TIME",
                     help="wall-clock time of the simulation's time 0: ISO 8601 with a time "
-                         "zone (2026-11-30T00:00:00Z) or Unix seconds (needed with "
-                         "--metrics-out)")
+                         "zone (2026-11-30T00:00:00Z) or Unix seconds (default: the time that "
+                         "puts the last sample at the moment of the run, down to the minute; "
+                         "printed and kept in summary.json)")
     om.add_argument("--metrics-interval", type=_positive_seconds, default=60.0, metavar="S",
                     help="seconds between samples, Prometheus's scrape interval "
                          "(default: %(default)g)")
@@ -589,26 +590,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("  " + _timing_line(result.timings, r["pods"])
           + (" (figures drawn on worker processes)" if figure_workers > 1 else ""))
     if metrics is not None:
-        from hamisim.studies.openmetrics import write_run_metrics
-        started = perf_counter()
-        written = write_run_metrics(metrics, prep, result.timeseries, out, args.format,
-                                    args.metrics_start, args.metrics_interval)
-        print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
+        _write_metrics(args, metrics, prep, result)
     return EXIT_OK
 
 
+def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
+    """``--metrics-out``: the file, its start on the console and in summary.json
+    (the default start is the moment of the run, so that a rerun with
+    ``--metrics-start`` can reproduce the bytes), and a warning where samples
+    fall beyond Prometheus's default retention."""
+    import time
+    from pathlib import Path
+
+    from hamisim.io.outputs import write_json
+    from hamisim.studies.openmetrics import (
+        default_start,
+        retention_warning,
+        series_end,
+        utc,
+        write_run_metrics,
+    )
+    now = time.time()
+    start = args.metrics_start
+    if start is None:
+        start = default_start(now, series_end(result.timeseries, args.metrics_interval))
+        print(f"hamisim run: --metrics-start {utc(start)} (default: the last sample at the "
+              "moment of the run; give it to write this file again byte for byte)", flush=True)
+    started = perf_counter()
+    written = write_run_metrics(target, prep, result.timeseries, args.out, args.format, start,
+                                args.metrics_interval)
+    print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
+    warning = retention_warning(written.first, written.last, now)
+    if warning:
+        _print_warnings(f"--metrics-out {target}", [warning])
+    result.summary["metrics"] = {"start": utc(start), "start_unix": start,
+                                 "start_given": args.metrics_start is not None,
+                                 "interval_s": args.metrics_interval,
+                                 "series": written.series, "samples": written.samples}
+    tmp = Path(args.out) / f".summary.json.{os.getpid()}"     # replaced whole, as report.html
+    write_json(result.summary, tmp)
+    os.replace(tmp, Path(args.out) / "summary.json")
+
+
 def _metrics_target(args: argparse.Namespace) -> str | None:
-    """``--metrics-out``, checked before the run: it needs ``--metrics-start`` and a
-    folder that exists."""
+    """``--metrics-out``, checked before the run: a file in a folder that exists
+    (``--metrics-start`` only with it)."""
     target = getattr(args, "metrics_out", None)
     if target is None:
         if getattr(args, "metrics_start", None) is not None:
             raise HamisimError("--metrics-start needs --metrics-out FILE")
         return None
-    if args.metrics_start is None:
-        raise HamisimError("--metrics-out needs --metrics-start TIME, the wall-clock time of the "
-                         "simulation's time 0 (e.g. --metrics-start 2026-11-30T00:00:00Z; "
-                         "Prometheus keeps 15 days by default, so pick a recent day)")
     folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
         raise HamisimError(f"--metrics-out {target}: folder {folder} does not exist")

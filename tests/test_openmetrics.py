@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from hamisim.cli import main
-from hamisim.studies.openmetrics import parse_start
+from hamisim.studies.openmetrics import parse_start, refresh_every
 
 CLUSTER = """
 nodes:
@@ -123,22 +123,40 @@ def test_families_names_and_labels_are_hamis(run):
             if k[0] == "hami_vgpu_memory_allocated_bytes"} == {"default", "team-a"}
 
 
+def instant(points, t: np.ndarray, lookback: float = 300.0) -> np.ndarray:
+    """What a Prometheus instant query returns at each of the times ``t`` for a
+    series with ``points``: its last sample at or before, if younger than the
+    lookback; NaN where the query finds nothing."""
+    stamps, values = np.array(points, dtype=float).T
+    i = np.searchsorted(stamps, t, side="right") - 1
+    found = (i >= 0) & (t - stamps[np.maximum(i, 0)] < lookback)
+    return np.where(found, values[np.maximum(i, 0)], np.nan)
+
+
 def test_values_equal_the_time_series_at_every_sample(run):
+    # what Prometheus answers at every grid instant, from the thinned file
     base, _ = run
     _, samples = parse(base / "m.om")
     ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+    pods = pd.read_parquet(base / "run" / "pods.parquet").set_index("pod")
     grid = np.arange(int(ts["time"].iloc[-1] // 30) + 1) * 30.0
-    stamps = T0 + grid.astype(np.int64)
+    stamps = T0 + grid
 
     def total(name, every_sample=True):
         out = np.zeros(len(grid))
-        for (n, _), points in samples.items():
+        for (n, labels), points in samples.items():
             if n == name:
-                t, v = np.array(points).T
-                if every_sample:
-                    assert np.array_equal(t, stamps), name      # every sample, in order
+                t = np.array([p[0] for p in points])
                 assert np.all(np.diff(t) > 0)
-                out[((t - T0) // 30).astype(int)] += v
+                got = instant(points, stamps)
+                if every_sample:
+                    assert not np.isnan(got).any(), name    # never stale while the run lasts
+                else:       # a container's series counts while its pod holds the card
+                    pod = pods.loc[dict(labels)["pod"]]
+                    held = (grid >= pod["bind"]) & ~(grid >= pod["departure"])
+                    assert not np.isnan(got[held]).any(), name
+                    got = np.where(held, got, 0)
+                out += got
         return out
 
     assert np.array_equal(total("hami_gpu_memory_allocated_bytes"),
@@ -171,6 +189,33 @@ def test_values_equal_the_time_series_at_every_sample(run):
     assert 0 < max(ratios) <= 1
 
 
+def test_unchanged_values_repeat_only_under_the_lookback(run):
+    # HAMi's per-card and per-container series: every change, an unchanged value
+    # again after exactly 270 s (the most 30 s steps under Prometheus's 5-minute
+    # lookback), and the run's last instant; counters and the cluster-wide gauges
+    # keep every sample (rate() needs two in its window)
+    base, _ = run
+    _, samples = parse(base / "m.om")
+    ts = pd.read_parquet(base / "run" / "timeseries.parquet")
+    last = T0 + int(ts["time"].iloc[-1] // 30) * 30
+    every = refresh_every(30)
+    assert every * 30 < 300 <= (every + 1) * 30 and refresh_every(600) == 1
+    thinned = full = repeats = 0
+    for (name, _), points in samples.items():
+        t, v = np.array(points, dtype=float).T
+        if name.startswith("hami_"):
+            gaps, same = np.diff(t), v[1:] == v[:-1]
+            assert np.all(gaps <= every * 30), name
+            assert np.all((gaps[same] == every * 30) | (t[1:][same] == last)), name
+            repeats += same.sum()
+            thinned += len(t)
+            full += (t[-1] - t[0]) // 30 + 1
+        else:
+            assert len(t) == (last - T0) // 30 + 1, name
+    # most samples are the repeats; the file holds a fraction of the full grid
+    assert repeats > thinned / 2 and thinned < full / 3
+
+
 def test_a_container_series_lives_while_its_pod_holds_the_card(run):
     base, _ = run
     _, samples = parse(base / "m.om")
@@ -180,7 +225,11 @@ def test_a_container_series_lives_while_its_pod_holds_the_card(run):
               if k[0] == "hami_vgpu_memory_allocated_bytes" and dict(k[1])["pod"] == "p4"}
     uuids = [entry.split(",")[0] for entry in pod["devices"].split(":")[:-1]]
     assert sorted(series) == sorted(uuids) and len(uuids) == 4
-    expected = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
+    held = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
+    # the value is unchanged while it lives: sampled when it starts, then again
+    # every 270 s (the most 30 s steps under Prometheus's 5-minute lookback)
+    expected = held[::9]
+    assert len(held) > 9 and expected[-1] < held[-1]
     for points in series.values():
         assert [t for t, _ in points] == expected
         assert {v for _, v in points} == {9000 * 2**20}     # gpumem 3000 + 1500 * 4
@@ -221,8 +270,6 @@ def test_start_must_say_its_time_zone():
 def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
     base, _ = run
     common = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--out", str(tmp_path / "r")]
-    assert main(common + ["--metrics-out", str(tmp_path / "m.om")]) == 2
-    assert "--metrics-out needs --metrics-start" in capsys.readouterr().err
     assert main(common + ["--metrics-out", str(tmp_path / "no" / "m.om"),
                           "--metrics-start", START]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -233,6 +280,49 @@ def test_metrics_options_are_checked_before_the_run(run, tmp_path, capsys):
                        "2026-11-30 00:00"])
     assert exit_.value.code == 2 and "no time zone" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "m.om").exists()
+
+
+def test_the_default_start_ends_the_series_at_the_moment_of_the_run(run, tmp_path, capsys):
+    # without --metrics-start the last sample is the moment of the run (down to
+    # the minute), inside Prometheus's retention; the start is printed and kept
+    # in summary.json, and giving it back writes the same bytes
+    base, _ = run
+    common = ["run", str(base / "c.yaml"), str(base / "t.csv"), "--no-progress",
+              "--metrics-interval", "30"]
+    before = time.time()
+    assert main(common + ["--out", str(tmp_path / "a"), "--metrics-out",
+                          str(tmp_path / "a.om")]) == 0
+    after = time.time()
+    out = capsys.readouterr()
+    recorded = json.loads((tmp_path / "a" / "summary.json").read_text())["metrics"]
+    assert f"--metrics-start {recorded['start']} (default" in out.out
+    assert "warning" not in out.err
+    assert parse_start(recorded["start"]) == recorded["start_unix"] and not recorded["start_given"]
+    _, samples = parse(tmp_path / "a.om")
+    last = max(t for points in samples.values() for t, _ in points)
+    assert before - 60 < last <= after and recorded["start_unix"] % 60 == 0
+    assert recorded["samples"] == sum(len(p) for p in samples.values())
+    assert main(common + ["--out", str(tmp_path / "b"), "--metrics-out", str(tmp_path / "b.om"),
+                          "--metrics-start", recorded["start"]]) == 0
+    assert (tmp_path / "b.om").read_bytes() == (tmp_path / "a.om").read_bytes()
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["metrics"]["start_given"]
+    capsys.readouterr()
+    # a start beyond Prometheus's 15-day retention is said, with the flag that keeps it
+    month_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 30 * 86400))
+    assert main(common + ["--out", str(tmp_path / "c"), "--metrics-out", str(tmp_path / "c.om"),
+                          "--metrics-start", month_ago]) == 0
+    err = capsys.readouterr().err
+    assert f"--metrics-out {tmp_path / 'c.om'}: warning: the samples start on {month_ago}" in err
+    assert "deletes all of them" in err and "--storage.tsdb.retention.time=3" in err
+
+
+def test_a_run_longer_than_the_retention_is_warned_about():
+    from hamisim.studies.openmetrics import retention_warning
+    now = 2_000_000_000.0
+    assert retention_warning(now - 14 * 86400, now, now) is None
+    said = retention_warning(now - 20 * 86400, now, now)
+    assert "deletes those before" in said and "spans more than 15 days" in said
+    assert "retention.time=21d" in said
 
 
 DASHBOARD = Path(__file__).parents[1] / "workloads" / "grafana" / "hamisim-dashboard.json"
@@ -309,8 +399,10 @@ def test_prometheus_serves_the_backfilled_run(run, tmp_path):
         ts = pd.read_parquet(base / "run" / "timeseries.parquet")
         end = int(ts["time"].iloc[-1] // 30) * 30
         checked = 0
-        for t in sorted({0, 600, 1200, 1830, end // 2 // 30 * 30, end}):
-            when = T0 + t
+        # on the grid and between its instants (thinned series: the last sample
+        # kept, up to 270 s back, answers)
+        for t in sorted({0, 600, 1200, 1830, 1845, 2013, end // 2 // 30 * 30, end}):
+            when, t = T0 + t, t // 30 * 30
             assert _query(port, "count(hami_gpu_memory_limit_bytes)", when) == 20
             for expr, column in (("sum(hami_gpu_memory_allocated_bytes)",
                                   "hami_gpu_memory_allocated_bytes"),

@@ -8,16 +8,18 @@ test skips and says why.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from hamisim.cli import main
-from hamisim.studies.report import FIGURE_NOTES, folder_kind
+from hamisim.studies.report import FIGURE_NOTES, folder_kind, write_report
 
 CLUSTER = """
 nodes:
@@ -62,6 +64,42 @@ def test_a_run_writes_a_self_contained_report(run_dir, capsys):
     assert main(["report", str(run_dir)]) == 0
     assert (run_dir / "report.html").read_bytes() == before     # rebuilt byte for byte
     capsys.readouterr()
+
+
+def _section(page: str, title: str) -> str:
+    start = page.index(f"<h2>{title}</h2>")
+    end = page.find("<h2>", start + 1)
+    return page[start:end if end > 0 else None]
+
+
+def test_the_headline_says_the_figures_in_words_with_units(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    r = summary["results"]
+    headline = _section(page, "Headline figures").split("<details>")[0]
+    assert (f"<strong>GPU allocated (cards with a tenant)</strong>: mean "
+            f"{r['mean_gpu_allocated_pct']:.1f} %, peak {r['peak_gpu_allocated']} of 10 GPUs "
+            "(first at " in headline)
+    assert f"<strong>Pods</strong>: {r['pods']} arrived, {r['bound']} bound" in headline
+    assert re.search(r"<strong>Simulated time</strong>: \d+ min( \d+ s)?</li>", headline)
+    assert re.search(r"longest (\d+ min )?\d+ s", headline)
+    assert f"% of {r['mig_slots_total']} (peak {r['mig_slots_used_peak']})" in headline
+    assert "<strong>Engine</strong>: compiled (hamisim._core)" in headline
+    assert not re.search(r"[a-z]+_[a-z]+_", headline)          # no summary.json keys
+    # the keys themselves stay one click away
+    assert "final_unallocated_gpu_pct" in _section(page, "Headline figures")
+
+
+def test_tables_start_with_what_identifies_a_row(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    table = _section(page, "By pod class")
+    assert '<div class="wide"><table>' in table
+    keys = re.findall(r'<th(?: title="([^"]+)")?>([^<]+)</th>', table)
+    headers = [text for _, text in keys]
+    assert headers[:4] == ["class", "pods", "bound", "abandoned"]
+    assert headers.index("pending p99 (s)") < headers.index("queueing delay p99 (s)")
+    assert not any("_" in h for h in headers)
+    assert ("pending_p99_s", "pending p99 (s)") in keys
 
 
 def test_compare_sweep_and_plan_folders_get_reports(run_dir, tmp_path):
@@ -123,6 +161,27 @@ def test_the_report_renders_in_a_browser(run_dir, tmp_path):
     assert (tmp_path / "report.png").stat().st_size > 50_000     # kept: a picture of the page
     console = [line for line in (dom.stderr + shot.stderr).splitlines() if "CONSOLE" in line]
     assert not console, console
+    # a table wider than the window scrolls in its box: the page stays 1,280 px wide
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    pd.DataFrame({"policy": ["node=binpack card=spread"],
+                  **{f"measure_{i}_pct": [12345.678] for i in range(40)}}).to_csv(
+        wide / "compare.csv", index=False)
+    write_report(wide)
+    probe = tmp_path / "width.html"
+    probe.write_text(
+        "<!DOCTYPE html><html><head><title>waiting</title></head><body style='margin:0'>"
+        "<iframe id='r' src='wide/report.html' width='1280' height='800'></iframe><script>"
+        "document.getElementById('r').addEventListener('load', function () {"
+        " var d = this.contentDocument.documentElement, t = this.contentDocument"
+        ".querySelector('table');"
+        " document.title = 'page ' + d.scrollWidth + ' table ' + t.scrollWidth; });"
+        "</script></body></html>")
+    dom = subprocess.run([browser, *flags, "--virtual-time-budget=10000", "--dump-dom",
+                          probe.as_uri()], capture_output=True, text=True, timeout=120)
+    widths = re.search(r"<title>page (\d+) table (\d+)</title>", dom.stdout)
+    assert widths, dom.stdout[:500]
+    assert int(widths[1]) <= 1280 < int(widths[2])
 
 
 def test_results_display_in_a_notebook(run_dir, tmp_path):

@@ -7,7 +7,11 @@ and hamisim's (``workloads/grafana/hamisim-dashboard.json``) show the simulated
 day. Every series is sampled on one grid: ``start + k * interval`` for the
 simulated times ``0, interval, 2 * interval, ...`` up to the end of the run,
 each sample the state right after every event at or before that instant (a
-scrape just then).
+scrape just then). HAMi's per-card and per-container series keep only the
+samples a query needs (every change, an unchanged value again under
+Prometheus's 5-minute lookback, the run's last instant): a default run's file
+is a quarter of the full grid's, and an instant query answers as on the full
+grid while the series lasts.
 
 The families, names, HELP texts, label names and units are HAMi v2.10.0's
 (``cmd/scheduler/metrics.go``: a fresh registry wrapped with the const label
@@ -33,7 +37,7 @@ import math
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Iterable, Mapping, Sequence
+from typing import IO, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,7 +48,8 @@ from hamisim.workload import Trace
 
 __all__ = ["MetricsFile", "write_openmetrics", "write_run_metrics", "namespaces_of",
            "parse_start", "HAMI_ZONE", "SCHEDULER_PROFILE",
-           "DEFAULT_INTERVAL"]
+           "DEFAULT_INTERVAL", "LOOKBACK", "RETENTION", "refresh_every", "default_start",
+           "series_end", "retention_warning", "utc"]
 
 #: HAMi's scheduler wraps its registry with ``zone="vGPU"`` (metrics.go initMetrics)
 HAMI_ZONE = "vGPU"
@@ -52,6 +57,12 @@ HAMI_ZONE = "vGPU"
 SCHEDULER_PROFILE = "hami-scheduler"
 #: seconds between samples: Prometheus's default scrape interval
 DEFAULT_INTERVAL = 60.0
+#: Prometheus's ``--query.lookback-delta`` default: a query finds a series' last
+#: sample only if it is younger than this, so an unchanged value is repeated
+#: within it
+LOOKBACK = 300.0
+#: Prometheus's default ``--storage.tsdb.retention.time`` (15 days)
+RETENTION = 15 * 86400.0
 _MIB = 1 << 20
 # cells of a (samples x cards) block built at once: bounds the memory of a
 # large cluster over a long run
@@ -74,8 +85,7 @@ class MetricsFile:
 
     def describe(self) -> str:
         """One line for the console."""
-        first = datetime.fromtimestamp(self.first, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        last = datetime.fromtimestamp(self.last, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        first, last = utc(self.first), utc(self.last)
         return (f"{self.path}: {self.families} families, {self.series:,} series, "
                 f"{self.samples:,} samples every {self.interval:g} s from {first} to {last} "
                 f"({self.size_bytes / 1e6:,.1f} MB)")
@@ -103,6 +113,52 @@ def parse_start(text: str) -> float:
     return seconds
 
 
+def refresh_every(interval: float, lookback: float = LOOKBACK) -> int:
+    """How many sample intervals an unchanged value may go unrepeated: the most
+    whose span stays under Prometheus's lookback (4 at 60 s: every 240 s), at
+    least 1 (every sample, when the interval itself reaches the lookback)."""
+    return max(1, math.ceil(lookback / interval) - 1)
+
+
+def series_end(timeseries: pd.DataFrame, interval: float = DEFAULT_INTERVAL) -> float:
+    """The simulated time of the file's last sample: the run's end, down to the
+    sample grid."""
+    end = float(timeseries["time"].iloc[-1]) if len(timeseries) else 0.0
+    return math.floor(max(end, 0.0) / interval + 1e-9) * interval
+
+
+def default_start(now: float, end: float) -> float:
+    """``--metrics-start`` when not given: the Unix time that puts the last
+    sample (simulated time ``end``) at ``now``, down to a whole minute, so that
+    the series end at the moment of the run, inside Prometheus's retention."""
+    return float(math.floor((now - end) / 60.0) * 60)
+
+
+def utc(seconds: float) -> str:
+    """Unix seconds as ISO 8601 UTC (``2026-11-30T00:00:00Z``), as
+    ``--metrics-start`` takes it."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def retention_warning(first: float, last: float, now: float,
+                      retention: float = RETENTION) -> str | None:
+    """What to tell the user when samples from ``first`` to ``last`` (Unix
+    seconds) reach back beyond Prometheus's default retention at ``now``
+    (Prometheus deletes those blocks when it starts); ``None`` when they don't."""
+    cutoff = now - retention
+    if first >= cutoff:
+        return None
+    days = retention / 86400
+    span = math.ceil((now - first) / 86400)
+    part = ("all of them" if last < cutoff else
+            f"those before {utc(cutoff)}")
+    return (f"the samples start on {utc(first)}, more than {days:g} days ago: a Prometheus with "
+            f"its default retention ({days:g} d) deletes {part}; start it with "
+            f"--storage.tsdb.retention.time={span + 1}d or longer"
+            + (", or give a later --metrics-start" if now - (last - first) >= cutoff else
+               f" (the run spans more than {days:g} days)"))
+
+
 def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries: pd.DataFrame,
                       pods: pd.DataFrame, start: float, interval: float = DEFAULT_INTERVAL,
                       namespaces: Mapping[str, str] | None = None,
@@ -115,20 +171,32 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     seconds between samples; ``namespaces`` maps pod names to their namespace
     where it is not ``default``; ``labels`` are added to every series (a sweep
     names its cell, so several cells can share one Prometheus).
+
+    The per-card and per-container families (all but a few dozen series, and
+    nearly all the bytes) hold a sample on the grid only where a query needs
+    one: a series' first, every change of value, an unchanged value again every
+    :func:`refresh_every` intervals (under Prometheus's 5-minute lookback), and
+    the run's last instant. An instant query at any time while a series lasts
+    therefore returns what it would on the full grid (a series that ends, its
+    pod gone, goes stale up to 4 minutes sooner, never later); ``*_over_time``
+    functions over those families count samples, not time. Counters and the
+    cluster-wide gauges keep every sample.
     """
     if not interval > 0:
         raise ValueError(f"the metrics interval must be positive, not {interval}")
-    end = float(timeseries["time"].iloc[-1]) if len(timeseries) else 0.0
-    grid = np.arange(int(math.floor(max(end, 0.0) / interval + 1e-9)) + 1) * interval
+    end = series_end(timeseries, interval)
+    grid = np.arange(int(round(end / interval)) + 1) * interval
     whole = float(start).is_integer() and float(interval).is_integer()
-    stamps = [f" {int(start) + int(t)}" if whole else f" {start + t:.3f}" for t in grid]
+    stamps = [(f" {int(start) + int(t)}\n" if whole else f" {start + t:.3f}\n").encode()
+              for t in grid]
     series = _Series(cluster, pods, grid, namespaces or {})
     counts = [0, 0, 0]          # series, samples, families
     with atomic_file(path) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
-            writer = _Writer(out, stamps, counts, sorted((labels or {}).items()))
+        with open(tmp, "wb") as out:
+            writer = _Writer(out, stamps, counts, sorted((labels or {}).items()),
+                             refresh_every(interval))
             series.write(writer, timeseries)
-            out.write("# EOF\n")
+            out.write(b"# EOF\n")
         size = os.path.getsize(tmp)
     return MetricsFile(os.fspath(path), size, counts[2], counts[0], counts[1],
                        start + grid[0], start + grid[-1], float(interval))
@@ -197,39 +265,104 @@ def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
 
 
 class _Writer:
-    """Families and series into the text: a series is a run of samples with one
-    label set, written as whole lines joined at C speed."""
+    """Families and series into the (UTF-8) text, whole lines joined at C speed.
 
-    def __init__(self, out: IO[str], stamps: Sequence[str], counts: list[int],
-                 extra: Sequence[tuple[str, str]] = ()) -> None:
+    ``stamps`` are the grid's ``b" <unix time>\\n"`` tails; ``every`` is the
+    refresh period of a thinned series, in samples."""
+
+    def __init__(self, out: IO[bytes], stamps: list[bytes], counts: list[int],
+                 extra: Sequence[tuple[str, str]] = (), every: int = 1) -> None:
         self.out, self.stamps, self.counts = out, stamps, counts
         self.extra = tuple(extra)
+        self.every = every
 
     def head(self, name: str, labels: Iterable[tuple[str, str]] = ()) -> str:
         """A series' name and labels (the file's extra labels added)."""
+        return name + self.labels(labels)
+
+    def labels(self, labels: Iterable[tuple[str, str]] = ()) -> str:
+        """``{...}`` of a series (the file's extra labels added), '' without labels."""
         pairs = [*labels, *self.extra]
-        return name + _labels(pairs) if pairs else name
+        return _labels(pairs) if pairs else ""
+
+    def template(self, keys: Sequence[str]) -> Callable[..., str]:
+        """:meth:`labels` for many series with the label names ``keys``: a
+        function of their values, in the order of ``keys``."""
+        pairs = sorted([*((k, i) for i, k in enumerate(keys)), *self.extra],
+                       key=lambda pair: pair[0])
+        text = ",".join(f'{k}="{{{x}}}"' if isinstance(x, int) else
+                        f'{k}="{_escape(x).replace("{", "{{").replace("}", "}}")}"'
+                        for k, x in pairs)
+        form = ("{{" + text + "}}").format
+        return lambda *values: form(*map(_escape, values))
 
     def family(self, name: str, kind: str, help_text: str) -> None:
-        self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n")
+        self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
         self.counts[2] += 1
 
-    def constant(self, head: str, value: str, first: int, stop: int) -> None:
-        """``head value`` at samples ``first`` .. ``stop - 1``."""
-        if stop <= first:
-            return
-        line = f"{head} {value}"
-        self.out.write(line + f"\n{line}".join(self.stamps[first:stop]) + "\n")
-        self.counts[1] += stop - first
+    def _runs(self, lines: Iterable[bytes], first: Iterable[int],
+              stop: Iterable[int]) -> None:
+        """Each ``lines[i]`` (a series and its value) at samples ``first[i]`` ..
+        ``stop[i] - 1``: the first, every ``every``-th after it, and the run's
+        last instant when it is the file's; one C-speed join per run."""
+        stamps, every, k = self.stamps, self.every, len(self.stamps)
+        parts = []
+        samples = 0
+        for line, a, b in zip(lines, first, stop):
+            picked = stamps[a:b:every]
+            if b == k and (b - 1 - a) % every:
+                picked.append(stamps[b - 1])
+            samples += len(picked)
+            picked.insert(0, b"")
+            parts.append(line.join(picked))
+            if len(parts) == 4096:      # bounds the memory of a large family
+                self.out.writelines(parts)
+                parts.clear()
+        self.out.writelines(parts)
+        self.counts[1] += samples
 
-    def column(self, head: str, values: np.ndarray, integer: bool) -> None:
-        """``head`` with one value per sample, written run by run of equal values."""
-        n = len(values)
-        cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
-        bounds = np.concatenate(([0], cuts, [n]))
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            self.constant(head, _number(values[a], integer), a, b)
-        self.counts[0] += 1
+    def columns(self, heads: Sequence[str], values: np.ndarray, integer: bool,
+                thin: bool = True) -> None:
+        """Series ``heads[j]`` with the values ``values[:, j]`` (samples x series),
+        one after the other; ``thin``: a sample at every change of value, an
+        unchanged value again every ``every`` samples and at the last."""
+        k = len(values)
+        if not len(heads) or not k:
+            return
+        every = self.every
+        if not thin:
+            self.every = 1
+        changed = np.ones(values.shape, dtype=bool)
+        changed[1:] = values[1:] != values[:-1]
+        series, start = np.nonzero(changed.T)       # each run of one value, by series
+        stop = np.append(start[1:], k)
+        stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file
+        names = [h.encode() for h in heads]
+        text: dict = {}
+        lines = []
+        for j, v in zip(series.tolist(), values[start, series].tolist()):
+            number = text.get(v)        # (a NaN is formatted each time: NaN != NaN)
+            if number is None:
+                number = text[v] = f" {_number(v, integer)}".encode()
+            lines.append(names[j] + number)
+        self._runs(lines, start.tolist(), stop.tolist())
+        self.every = every
+        self.counts[0] += len(heads)
+
+    def column(self, head: str, values: np.ndarray, integer: bool, thin: bool = False) -> None:
+        """One series, every sample unless ``thin``."""
+        self.columns([head], np.asarray(values).reshape(-1, 1), integer, thin)
+
+    def spans(self, heads: Sequence[str], values: Sequence[str], first: np.ndarray,
+              stop: np.ndarray) -> None:
+        """Series ``heads[j]`` holding ``values[j]`` at samples ``first[j]`` ..
+        ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
+        last instant when the series lasts to it)."""
+        first, stop = np.asarray(first), np.asarray(stop)
+        live = np.flatnonzero(stop > first).tolist()
+        self._runs([f"{heads[i]} {values[i]}".encode() for i in live], first[live].tolist(),
+                   stop[live].tolist())
+        self.counts[0] += len(live)
 
 
 def _number(value, integer: bool) -> str:
@@ -247,6 +380,8 @@ def _labels(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def _escape(value: str) -> str:
+    if "\\" not in value and '"' not in value and "\n" not in value:
+        return value
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -330,44 +465,47 @@ class _Series:
         self._block = ((lo, hi), out)
         return out
 
-    def card_labels(self, i: int) -> dict[str, str]:
-        node, card = self.cards[i]
-        return {"node": node, "device_uuid": card.id, "device_index": str(card.index),
-                "device_type": card.type, "zone": HAMI_ZONE}
-
     def write(self, w: _Writer, ts: pd.DataFrame) -> None:
         """Every family, in a fixed order."""
         n_cards = len(self.cards)
-        block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
+        k = len(self.grid)
+        block = max(1, _BLOCK_CELLS // max(k, 1))
+        amd = np.array([_amd(c.type, c.devcore) for _, c in self.cards], dtype=bool)
+        # the label sets of the card families, written out once per card
+        label_sets = {}
+        base = ("node", "device_uuid", "device_index", "device_type", "zone")
+        more = {"device_cores": self.devcore.tolist(), "device_memory_limit": self.devmem.tolist()}
+        for extra in {extra for _, _, extra, _ in _CARD_FAMILIES}:
+            form = w.template(base + extra)
+            label_sets[extra] = [
+                form(node, card.id, str(card.index), card.type, HAMI_ZONE,
+                     *(str(more[key][i]) for key in extra))
+                for i, (node, card) in enumerate(self.cards)]
         for name, help_text, extra, what in _CARD_FAMILIES:
             w.family(name, "gauge", help_text)
             for lo in range(0, n_cards, block):
                 hi = min(lo + block, n_cards)
                 used = self.usage(lo, hi)
-                for j in range(hi - lo):
-                    labels = self.card_labels(lo + j)
-                    devmem, devcore = int(self.devmem[lo + j]), int(self.devcore[lo + j])
-                    if "device_cores" in extra:
-                        labels["device_cores"] = str(devcore)
-                    if "device_memory_limit" in extra:
-                        labels["device_memory_limit"] = str(devmem)
-                    amd = _amd(labels["device_type"], devcore)
-                    head = w.head(name, labels.items())
-                    if what == "memory_limit":
-                        w.column(head, np.full(len(self.grid), devmem * _MIB), True)
-                    elif what == "core_limit":
-                        w.column(head, np.full(len(self.grid), 100 if amd else devcore), True)
-                    elif what == "memory":
-                        w.column(head, used["mem"][:, j] * _MIB, True)
-                    elif what == "count":
-                        w.column(head, used["count"][:, j], True)
-                    elif what == "cores":
-                        cores = used["core"][:, j]
-                        if amd:
-                            cores = np.ceil(cores / devcore * 100).astype(np.int64)
-                        w.column(head, cores, True)
-                    elif devmem > 0:        # HAMi skips the ratio of a card without memory
-                        w.column(head, used["mem"][:, j] / devmem, False)
+                devmem, devcore = self.devmem[lo:hi], self.devcore[lo:hi]
+                heads = [name + text for text in label_sets[extra][lo:hi]]
+                if what == "memory_limit":
+                    values = np.broadcast_to(devmem * _MIB, (k, hi - lo))
+                elif what == "core_limit":
+                    values = np.broadcast_to(np.where(amd[lo:hi], 100, devcore), (k, hi - lo))
+                elif what == "memory":
+                    values = used["mem"] * _MIB
+                elif what == "count":
+                    values = used["count"]
+                elif what == "cores":
+                    values = np.where(amd[lo:hi], np.ceil(used["core"] / np.maximum(devcore, 1)
+                                                          * 100).astype(np.int64),
+                                      used["core"])
+                else:                   # HAMi skips the ratio of a card without memory
+                    has = np.flatnonzero(devmem > 0)
+                    w.columns([heads[j] for j in has.tolist()],
+                              used["mem"][:, has] / devmem[has], False)
+                    continue
+                w.columns(heads, values, True)
         self._containers(w)
         self._scheduler(w, ts)
         self._hamisim(w, ts)
@@ -383,30 +521,33 @@ class _Series:
         rows = self.pod_rows
         names = rows["pod"].tolist()
         nodes = rows["node"].tolist()
+        r_all = merged["row"].to_numpy()
+        texts = []
+        form = w.template(("namespace", "node", "pod", "container_index", "device_uuid", "zone"))
+        for r, c, col in zip(r_all.tolist(), merged["ctr"].tolist(), merged["col"].tolist()):
+            pod = names[r]
+            namespace = self.namespaces.get(pod, "default")
+            if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
+                pod = pod[len(namespace) + 1:]
+            texts.append(form(namespace, nodes[r], pod, str(c), self.cards[col][1].id,
+                              HAMI_ZONE))
+        first, stop = self.pod_first[r_all], self.pod_stop[r_all]
         for name, help_text, field in (
                 ("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container",
                  "mem"),
                 ("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container",
                  "core")):
             w.family(name, "gauge", help_text)
-            for r, c, col, value in zip(merged["row"].tolist(), merged["ctr"].tolist(),
-                                        merged["col"].tolist(), merged[field].tolist()):
-                pod = names[r]
+            values = []
+            for col, value in zip(merged["col"].tolist(), merged[field].tolist()):
                 if field == "mem":
                     value *= _MIB
                 else:
                     card = self.cards[col][1]
                     if _amd(card.type, card.devcore):
                         value = math.ceil(value / card.devcore * 100)
-                namespace = self.namespaces.get(pod, "default")
-                if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
-                    pod = pod[len(namespace) + 1:]
-                labels = {"namespace": namespace, "node": nodes[r],
-                          "pod": pod, "container_index": str(c),
-                          "device_uuid": self.cards[col][1].id, "zone": HAMI_ZONE}
-                w.constant(w.head(name, labels.items()), str(value),
-                           int(self.pod_first[r]), int(self.pod_stop[r]))
-                w.counts[0] += 1
+                values.append(str(value))
+            w.spans([name + text for text in texts], values, first, stop)
 
     # -- kube-scheduler ------------------------------------------------------------
     def _at_samples(self, ts: pd.DataFrame) -> np.ndarray:

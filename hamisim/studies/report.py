@@ -58,9 +58,13 @@ _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:72rem;
 color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
-th,td{border:1px solid #ddd;padding:.2rem .5rem;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+.wide{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.2rem .45rem;text-align:right}
+th{background:#f3f3f3;vertical-align:bottom;font-weight:600;min-width:3.5rem;max-width:8rem}
+td{white-space:nowrap}td:first-child,th:first-child{text-align:left}
+ul.headline{padding-left:1.2rem;font-size:.95rem}ul.headline li{margin:.15rem 0}
+details{margin:.5rem 0;font-size:.9rem}summary{cursor:pointer;color:#444}
 figure{margin:1.5rem 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:.9rem;color:#444;max-width:60rem}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem;font-size:.9rem}
@@ -121,14 +125,85 @@ def _number(v: Any) -> str:
     return str(v)
 
 
-def _table(df: pd.DataFrame, caption: str = "") -> str:
+def _table(df: pd.DataFrame, caption: str = "", readable: bool = False,
+           order: bool = False) -> str:
+    """``df`` as an HTML table; ``readable``: the identifying columns first, short
+    headers, in a box that scrolls sideways rather than widening the page, and
+    with ``order`` the measures in reading order too (:func:`_readable`; for
+    tables whose columns come alphabetically from summary.json)."""
     if df is None or not len(df):
         return ""
-    head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
+    keys = list(df.columns)
+    if readable:
+        df, keys = _readable(df, order)
+    head = "".join(f"<th title=\"{_e(k)}\">{_e(c)}</th>" if readable and k != c
+                   else f"<th>{_e(c)}</th>" for k, c in zip(keys, df.columns))
     rows = "".join("<tr>" + "".join(f"<td>{_e(_number(v))}</td>" for v in row) + "</tr>"
                    for row in df.itertuples(index=False, name=None))
     cap = f"<caption class=\"note\">{_e(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n"
+    table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    return f"<div class=\"wide\">{table}</div>\n" if readable else table + "\n"
+
+
+#: the columns that say what a row is, first in a table, in this order
+_IDENTIFYING = ("cell", "policy", "seed", "group", "class", "card type", "card_type", "node")
+#: the measures in reading order (counts, waits, allocation, placement); a
+#: table's other columns follow in their own order
+_READING_ORDER = (
+    "nodes", "gpus", "replicas", "pods", "pods_bound", "bound", "departed", "abandoned",
+    "abandoned_pct", "unplaced_pct", "pending_at_end", "running_at_end", "attempts",
+    "peak_gpu_allocated", "peak_gpu_allocated_pct", "mean_gpu_allocated_pct",
+    "mean_frag_pct_of_capacity", "mean_stranded_pct_of_capacity", "mean_stranded_pct_of_gpus",
+    "mean_unfit_pct_of_capacity", "mean_unfit_pct_of_gpus", "final_unallocated_gpu_pct",
+    "pending_p50_s", "pending_p99_s", "pending_max_s", "queueing_delay_p50_s",
+    "queueing_delay_p99_s", "queueing_delay_max_s", "multi_gpu_pods", "cross_numa_pct",
+    "cross_switch_pct", "pairs_without_nvlink_pct", "mean_pair_score", "mean_min_pair_score",
+    "mig_slots_total", "mig_slots_used_mean_pct", "mig_slots_used_peak",
+    "mig_slots_stranded_mean_pct", "end_time_s")
+#: short headers for the tables' columns (the key is the header's tooltip)
+_HEADERS = {
+    "gpus": "GPUs", "gpu": "GPUs", "card_type": "card type", "pods_bound": "pods bound",
+    "abandoned_pct": "abandoned %", "unplaced_pct": "unplaced %",
+    "pending_at_end": "pending at end", "running_at_end": "running at end",
+    "pending_p50_s": "pending p50 (s)", "pending_p99_s": "pending p99 (s)",
+    "pending_max_s": "pending max (s)", "queueing_delay_p50_s": "queueing delay p50 (s)",
+    "queueing_delay_p99_s": "queueing delay p99 (s)",
+    "queueing_delay_max_s": "queueing delay max (s)",
+    "peak_gpu_allocated": "peak GPUs with a tenant",
+    "peak_gpu_allocated_pct": "peak GPUs with a tenant %",
+    "mean_gpu_allocated_pct": "GPUs with a tenant, mean %",
+    "mean_frag_pct_of_capacity": "fragmented, mean % of GPUs",
+    "mean_stranded_pct_of_capacity": "stranded, mean % of GPUs",
+    "mean_stranded_pct_of_gpus": "stranded, mean % of GPUs",
+    "mean_unfit_pct_of_capacity": "unfit, mean % of GPUs",
+    "mean_unfit_pct_of_gpus": "unfit, mean % of GPUs",
+    "final_unallocated_gpu_pct": "unallocated at end %", "multi_gpu_pods": "multi-GPU pods",
+    "cross_numa_pct": "across NUMA %", "cross_switch_pct": "across PCIe switches %",
+    "pairs_without_nvlink_pct": "card pairs without NVLink %",
+    "mean_pair_score": "mean pair score", "mean_min_pair_score": "mean min pair score",
+    "mig_slots_total": "MIG slices", "mig_slots_used_mean_pct": "MIG slices used, mean %",
+    "mig_slots_used_peak": "MIG slices used, peak",
+    "mig_slots_stranded_mean_pct": "MIG slices stranded, mean %",
+    "end_time_s": "simulated time (s)",
+}
+
+
+def _readable(df: pd.DataFrame, order: bool) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` with its identifying columns first, with ``order`` its measures in
+    reading order, short headers, and percentages and seconds to one decimal;
+    and the column keys (the table's field names) in the new order."""
+    known = {c: i for i, c in enumerate(_READING_ORDER)}
+    ident = [c for c in _IDENTIFYING if c in df.columns]
+    rest = [c for c in df.columns if c not in ident]
+    if order:
+        rest = sorted(rest, key=lambda c: (c not in known, known.get(c, 0), rest.index(c)))
+    keys = ident + rest
+    out = df[keys].copy()
+    for c in keys:
+        if ("_pct" in c or c.endswith("_s")) and pd.api.types.is_float_dtype(out[c]):
+            out[c] = [("" if pd.isna(v) else f"{v:,.1f}") for v in out[c]]
+    out.columns = [_HEADERS.get(c, c.replace("_", " ")) for c in keys]
+    return out, keys
 
 
 def _facts(items: Sequence[tuple[str, Any]]) -> str:
@@ -189,25 +264,117 @@ def _run(folder: Path) -> tuple[str, str]:
         ("not HAMi behaviour", "; ".join(s.get("not_hami") or []) or None),
         ("mode", inputs.get("mode")), ("seed", inputs.get("seed")),
         ("timing", inputs.get("timing")), ("backend", inputs.get("backend")),
-        ("engine", engine_label(inputs)),
         ("kube-scheduler", s.get("scheduler", {}).get("kube_scheduler_version")),
         ("hamisim", s.get("hamisim_version")),
         ("cluster file sha256", inputs.get("cluster_sha256")),
         ("trace sha256", inputs.get("trace_sha256")),
     ])]
+    parts += ["<h2>Headline figures</h2>", _headline(s),
+              "<details><summary>Every figure of summary.json, by its name</summary>",
+              _table(_scalars(r)), "</details>"]
     groups = pd.DataFrame(r.get("groups", []))
     if len(groups):
-        parts += ["<h2>Node groups</h2>", _table(groups)]
-    parts += ["<h2>Headline figures</h2>", _table(_scalars(r))]
+        parts += ["<h2>Node groups</h2>", _table(groups, readable=True, order=True)]
     parts.append(_unplaceable(r))
     if r.get("mig_by_card_type"):
         mig = pd.DataFrame([{"card type": k, **v} for k, v in r["mig_by_card_type"].items()])
-        parts += ["<h2>MIG cards</h2>", _table(mig)]
+        parts += ["<h2>MIG cards</h2>", _table(mig, readable=True, order=True)]
     parts.append(_figures(folder))
     classes = pd.DataFrame(r.get("classes", []))
     if len(classes):
-        parts += ["<h2>By pod class</h2>", _table(classes)]
+        parts += ["<h2>By pod class</h2>", _table(classes, readable=True, order=True)]
     return title, "\n".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    """``3 h 5 min``, ``12 min 5 s``, ``42 s``, ``0.4 s``."""
+    seconds = float(seconds)
+    if seconds < 10 and not seconds.is_integer():
+        return f"{seconds:.1f} s"
+    whole = int(round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s" if whole % 60 else f"{whole // 60} min"
+    return f"{whole // 3600:,} h {whole % 3600 // 60} min"
+
+
+def _pct(value: float, digits: int = 1) -> str:
+    return f"{value:,.{digits}f} %"
+
+
+def _headline(summary: Mapping[str, Any]) -> str:
+    """A run's headline figures in words, with their units."""
+    r = summary.get("results", {})
+    gpus = summary.get("cluster", {}).get("gpus")
+    items: list[tuple[str, str]] = []
+    if "mean_gpu_allocated_pct" in r:
+        text = f"mean {_pct(r['mean_gpu_allocated_pct'])}"
+        if "peak_gpu_allocated" in r:
+            text += f", peak {r['peak_gpu_allocated']:,}" + (f" of {gpus:,}" if gpus else "") \
+                + " GPUs"
+            if "peak_time_s" in r:
+                text += f" (first at {_duration(r['peak_time_s'])})"
+        items.append(("GPU allocated (cards with a tenant)", text))
+    if "pods" in r:
+        text = (f"{r['pods']:,} arrived, {r.get('bound', 0):,} bound, "
+                f"{r.get('departed', 0):,} departed, {r.get('abandoned', 0):,} abandoned, "
+                f"{r.get('pending_at_end', 0):,} still pending at the end")
+        extra = [f"{r[k]:,} {what}" for k, what in (
+            ("initial_pods", "running from the initial state"),
+            ("preempted", "preempted by kube-scheduler"),
+            ("rejected", "refused by HAMi's admission webhook")) if r.get(k)]
+        items.append(("Pods", text + (f" ({'; '.join(extra)})" if extra else "")))
+    if r.get("unplaceable"):
+        items.append(("Unplaceable (no node holds them even empty)",
+                      f"{r['unplaceable']:,} pods, the cause of "
+                      f"{r.get('unplaceable_preemptions', 0):,} preemptions; left out of the "
+                      "times below (section Unplaceable pods)"))
+    if "pending_p50_s" in r:
+        items.append(("Time pending (every placeable pod: arrival to bind, abandonment or "
+                      "the end)" if r.get("unplaceable") else
+                      "Time pending (every pod: arrival to bind, abandonment or the end)",
+                      f"median {_duration(r['pending_p50_s'])}, 99th percentile "
+                      f"{_duration(r['pending_p99_s'])}, longest {_duration(r['pending_max_s'])}"))
+    if "queueing_delay_p99_s" in r:
+        items.append(("Queueing delay of bound pods",
+                      f"99th percentile {_duration(r['queueing_delay_p99_s'])}, longest "
+                      f"{_duration(r['queueing_delay_max_s'])}"))
+    if "attempts" in r:
+        per = f" ({r['attempts'] / r['pods']:,.2f} per pod)" if r.get("pods") else ""
+        items.append(("Scheduling attempts", f"{r['attempts']:,}{per}"))
+    if "mean_frag_pct_of_capacity" in r:
+        items.append(("Fragmentation (free GPU the typical pods cannot use)",
+                      f"mean {_pct(r['mean_frag_pct_of_capacity'], 2)} of GPU capacity: "
+                      f"{_pct(r.get('mean_stranded_pct_of_capacity', 0), 2)} stranded by "
+                      f"placement, {_pct(r.get('mean_unfit_pct_of_capacity', 0), 2)} unfit "
+                      "even on an empty node"))
+    if "final_unallocated_gpu_pct" in r:
+        items.append(("At the end", f"{r.get('running_at_end', 0):,} pods running, "
+                      f"{_pct(r['final_unallocated_gpu_pct'])} of GPU capacity unallocated"))
+    if r.get("multi_gpu_pods"):
+        text = f"{r['multi_gpu_pods']:,} placed"
+        if "cross_numa_pct" in r:
+            text += f", {_pct(r['cross_numa_pct'])} across NUMA nodes"
+        if "cross_switch_pct" in r:
+            text += f", {_pct(r['cross_switch_pct'])} across PCIe switches"
+        if "mean_pair_score" in r:
+            text += f", mean pair score {r['mean_pair_score']:,.2f}"
+        items.append(("Multi-GPU pods", text))
+    if r.get("mig_slots_total"):
+        items.append(("MIG slices in use",
+                      f"mean {_pct(r['mig_slots_used_mean_pct'])} of {r['mig_slots_total']:,}"
+                      f" (peak {r.get('mig_slots_used_peak', 0):,}), "
+                      f"{_pct(r.get('mig_slots_stranded_mean_pct', 0))} stranded by geometry"))
+    if r.get("defrag_moves"):
+        items.append(("Defragmenter (what-if, not HAMi)", f"{r['defrag_moves']:,} moves"))
+    if "end_time_s" in r:
+        items.append(("Simulated time", _duration(r["end_time_s"])))
+    engine = engine_label(summary.get("inputs", {}))
+    if engine:
+        items.append(("Engine", engine))
+    return ("<ul class=\"headline\">" + "".join(f"<li><strong>{_e(k)}</strong>: {_e(v)}</li>"
+                                                for k, v in items) + "</ul>\n")
 
 
 def engine_label(inputs: dict) -> str | None:
@@ -229,12 +396,12 @@ def _compare(folder: Path) -> tuple[str, str]:
     groups = _table_file(folder, "compare_groups")
     parts = ["<h2>The comparison</h2>",
              "<p class=\"note\">One row per policy and seed; each run's own folder, when kept, "
-             "is under runs/.</p>", _table(table), _figures(folder)]
+             "is under runs/.</p>", _table(table, readable=True, order=True), _figures(folder)]
     parts.append(_compare_unplaceable(folder))
     if classes is not None and len(classes):
-        parts += ["<h2>By pod class</h2>", _table(classes)]
+        parts += ["<h2>By pod class</h2>", _table(classes, readable=True, order=True)]
     if groups is not None and len(groups):
-        parts += ["<h2>By node group</h2>", _table(groups)]
+        parts += ["<h2>By node group</h2>", _table(groups, readable=True, order=True)]
     return "hamisim compare", "\n".join(parts)
 
 
@@ -254,7 +421,7 @@ def _unplaceable(r: Mapping[str, Any], preemptions: str | None = None) -> str:
             f"{_number(r.get('unplaceable', 0))} pods no node of the cluster could hold even "
             f"empty. They queue, fail and preempt as they would in the cluster ({preemptions}), "
             "but are left out of the pending percentiles and the per-class table (pods table: "
-            "column unplaceable).</p>\n" + _table(table))
+            "column unplaceable).</p>\n" + _table(table, readable=True))
 
 
 def _compare_unplaceable(folder: Path) -> str:
@@ -277,7 +444,7 @@ def _sweep(folder: Path) -> tuple[str, str]:
         ("hamisim", manifest.get("hamisim_version"))]),
         "<h2>Results</h2>",
         "<p class=\"note\">One row per cell; a failed cell says why in its error column.</p>",
-        _table(table), _figures(folder)]
+        _table(table, readable=True), _figures(folder)]
     return "hamisim sweep", "\n".join(parts)
 
 
@@ -291,7 +458,8 @@ def _plan(folder: Path) -> tuple[str, str]:
              _facts([("cluster", plan.get("cluster")), ("policy", plan.get("policy")),
                      ("aggregate", plan.get("aggregate")), ("seeds", plan.get("seeds")),
                      ("evaluations", plan.get("evaluations")), ("note", plan.get("note"))]),
-             "<h2>The search</h2>", _table(_table_file(folder, "curve")), _figures(folder)]
+             "<h2>The search</h2>", _table(_table_file(folder, "curve"), readable=True),
+             _figures(folder)]
     return "hamisim plan", "\n".join(parts)
 
 
