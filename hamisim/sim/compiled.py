@@ -95,7 +95,11 @@ _TK_OK, _TK_ADMISSION, _TK_FILTER_ERROR = 0, 1, 2
 
 
 def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Sequence) -> str | None:
-    """Why the compiled engine cannot run this (``None`` when it can)."""
+    """Why the compiled engine cannot run this (``None`` when it can): the
+    reference backend, ``--check``, a workload that is not a :class:`Trace`, a
+    Python node policy that is not vectorised (a user's ``ModelPolicy`` on the
+    research model included), a Python card policy. The six research node
+    policies run compiled (ResearchCore inside ReplayCore)."""
     if config.backend != "kernel":
         return f"the {config.backend} backend"
     if config.check:
