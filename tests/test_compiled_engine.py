@@ -331,6 +331,28 @@ def test_compiled_engine_equals_python_engine_under_a_research_policy(policy, da
         event("several pods bound")
 
 
+@pytest.mark.parametrize("what", ["defragmenter", "quota", "mig"])
+def test_a_research_policy_refuses_the_same_on_both_engines(what):
+    """What a research policy does not model (the defragmenter, ResourceQuota,
+    MIG cards) is refused by the compiled engine with the Python engine's words."""
+    one_g = (MigProfile("1g.5gb", 4864, 15, 1, tuple(MigPlacement(i, 1) for i in range(7)), 7),)
+    card = Card("g0", 0, 10, 16000, 100, "NVIDIA-A100",
+                **({"mode": "mig", "mig_profiles": one_g} if what == "mig" else {}))
+    cluster = Cluster((Node("n", (card,), 8000, 16000),),
+                      SchedulerConfig(node_scheduler_policy="bestfit"),
+                      quotas={"default": Quota(memory=1000)} if what == "quota" else {})
+    trace = Trace.from_pods("t", [TracePod(Pod("a", (Container({"nvidia.com/gpu": 1}),)),
+                                           0.0, 1.0)])
+    config = EngineConfig(defrag_interval=5.0 if what == "defragmenter" else None)
+    errors = []
+    for engine in ("python", "compiled"):
+        with pytest.raises(Exception) as err:
+            simulate(cluster, trace, dataclasses.replace(config, engine=engine))
+        errors.append((type(err.value), str(err.value)))
+    assert errors[0] == errors[1]
+    assert "research" in errors[0][1] or "defragmenter" in errors[0][1]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
 @given(data=st.data())
 def test_compiled_engine_equals_python_engine_sampled_window(data):
