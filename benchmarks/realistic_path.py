@@ -19,8 +19,14 @@ each run's wall time, the child's peak RSS, the engine it ran on (the
 console's ``engine`` line), preemptions, and the CLI's time split, then the
 ratio realistic / plain of the median wall times (issue 30's target: <= 1.5).
 
+``--research POLICY`` instead replays the plain files under one of the FGD
+paper's research node policies (``--node-policy POLICY``), on the compiled
+engine and on the readable Python engine (the CLI through
+``user_path.PYTHON_ENGINE``), and prints python / compiled.
+
     python benchmarks/realistic_path.py [--pods 200000] [--nodes 1500] [--load 0.8]
                                         [--repeat 3] [--workdir DIR] [--keep]
+                                        [--research fgd]
 """
 from __future__ import annotations
 
@@ -94,6 +100,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", type=Path, help="where the files go (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the files and the results")
+    ap.add_argument("--research", metavar="POLICY",
+                    help="replay the plain files under this research node policy, compiled "
+                         "against the Python engine")
     ap.add_argument("--make-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hamisim-realistic-"))
@@ -119,6 +128,9 @@ def main() -> None:
         print(f"wrote the clusters and traces in {time.perf_counter() - t0:.0f} s")
     print(f"{args.pods:,} pods on {args.nodes:,} nodes x 8 H100 at load {args.load:g}; "
           f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs")
+    if args.research:
+        research(args, workdir)
+        return
     medians = {}
     for kind in ("plain", "realistic"):
         walls, rsss = [], []
@@ -138,6 +150,30 @@ def main() -> None:
         medians[kind] = statistics.median(walls)
         print(f"  {kind}: median wall {medians[kind]:.1f} s, peak RSS {max(rsss):,.0f} MiB")
     print(f"realistic / plain: {medians['realistic'] / medians['plain']:.2f}x (target <= 1.5x)")
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def research(args, workdir: Path) -> None:
+    """The plain files under a research node policy: compiled, then Python engine."""
+    medians = {}
+    for kind in ("compiled", "python"):
+        walls = []
+        for k in range(args.repeat):
+            out = workdir / f"results-research-{kind}-{k}"
+            wall, rss, stdout = time_cli(["run", "plain.json", "plain.parquet", "--node-policy",
+                                          args.research, "--out", str(out), "--no-progress"],
+                                         workdir, python_engine=kind == "python")
+            walls.append(wall)
+            engine = " ".join(console_line(stdout, "engine").split())
+            print(f"  {args.research} {kind} run {k + 1}: {wall:.1f} s, peak RSS {rss:,.0f} MiB; "
+                  f"{engine}")
+            print(f"    {console_line(stdout, 'time ')}")
+            if not args.keep:
+                shutil.rmtree(out, ignore_errors=True)
+        medians[kind] = statistics.median(walls)
+    print(f"{args.research}: python / compiled {medians['python'] / medians['compiled']:.2f}x "
+          f"({medians['python']:.1f} s against {medians['compiled']:.1f} s)")
     if not args.keep and args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -80,12 +80,23 @@ def to_parquet(csv_path: Path, path: Path) -> None:
     pd.read_csv(csv_path, dtype={"gpu_policy": str}).to_parquet(path, index=False)
 
 
-def time_cli(argv: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, str]:
+#: ``python -c`` source of the CLI on the readable (Python) engine: the CLI has no engine
+#: option (it runs the compiled twin wherever it applies), so this launcher makes the
+#: compiled engine decline every run, as it declines what it does not cover
+PYTHON_ENGINE = ("import sys; from hamisim.sim import compiled; "
+                 "compiled.unsupported = lambda *args: 'this benchmark run (Python engine)'; "
+                 "from hamisim.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def time_cli(argv: list[str], cwd: Path, env: dict | None = None,
+             python_engine: bool = False) -> tuple[float, float, str]:
     """``python -m hamisim.cli ARGV`` as a separate process in ``cwd``: (wall s, the
-    child's own peak RSS in MiB, its stdout); exits with its stderr when it fails."""
+    child's own peak RSS in MiB, its stdout); exits with its stderr when it fails.
+    ``python_engine``: the same CLI on the readable engine (:data:`PYTHON_ENGINE`)."""
+    cli = ["-c", PYTHON_ENGINE] if python_engine else ["-m", "hamisim.cli"]
     with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", *argv], cwd=cwd,
+        proc = subprocess.Popen([sys.executable, *cli, *argv], cwd=cwd,
                                 stdout=so, stderr=se, text=True, env=env)
         # wait4 gives this child's own peak RSS (getrusage's children figure is
         # the largest child so far)

@@ -203,6 +203,9 @@ def node_less(spread: bool, a: float, b: float) -> bool: ...   # float a, float 
 # --- research node policies of the FGD paper (hamisim/_research.pxi) ---------
 
 RESEARCH_CODES: dict[str, int]  # policy codes (RESEARCH_POLICIES order), rejection bits, constants
+RESEARCH_REASONS: tuple[str, str, str, str]     # reasons of the rejection bits, bit order
+# [rng.integers(n) for n in n_values], drawn in C from rng's bit generator (n <= 2**32)
+def bounded_draws(rng: np.random.Generator, n_values: Any) -> list[int]: ...
 F64 = npt.NDArray[np.float64]
 
 class ResearchCore:
@@ -272,6 +275,19 @@ class ResearchCore:
     def choose(
         self, policy: int, node: int, k: int, milli: int, type_ok: U8, draw: int = ...
     ) -> int: ...               # int: cards chosen (np_pick), -1 = none
+    # ReplayCore's research attempts (hamisim.sim.compiled): per template the
+    # request, its type filter, FGD spec id, class and cards per container; the
+    # scheduler's generator; card ids and memory
+    replaying: bool
+    def replay_setup(
+        self, *, policy: int, draw_ties: bool, rng: np.random.Generator, t_cpu: I64,
+        t_cpu_s: I64, t_mem: I64, t_k: I32, t_milli: I64, t_tok: U8, t_spec: I32, t_cls: I32,
+        t_noreq: U8, t_n_init: I32, t_cc_off: I64, t_cc: I32, card_ids: list[str],
+        card_devmem: Any, n_pods: int, n_initial: int,
+    ) -> None: ...
+    # initial pod k as ResearchScheduler.bound_of records it
+    def replay_initial(self, k: int, node: int, pos: Any, milli: Any, cpu: int, mem: int,
+                       cls: int) -> None: ...
 
 
 class MeterCore:
@@ -411,6 +427,8 @@ class ReplayCore:
         defrag_moves: int = ...,                      # ... at most this many moves a round
         by_name: I64 | None = ...,                    # pods in name order (its trial order)
         node_names: list[str] | None = ...,           # for the move rows' text
+        research: ResearchCore | None = ...,          # a research policy decides (after
+                                                      # ResearchCore.replay_setup)
     ) -> None: ...
     # an initial pod at time 0 (before run, in order), then the time-0 sample
     def adopt(self, k: int, node: int, rows: list[int], used: list[int], mem: list[int],

@@ -256,6 +256,9 @@ cdef class ReplayCore:
     #: not HAMi: the cluster's vectorised Python node policy (a
     #: hamisim.hami.noderows.RowRanker) for templates whose spec.user_rank is set
     cdef public object ranker
+    # a research node policy decides instead of HAMi (_research.pxi's replay_*
+    # methods; None: HAMi's kernel)
+    cdef ResearchCore rcore
     # callbacks
     cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
     cdef FailText ftext                 # the failure text in C (None: fail_message)
@@ -442,11 +445,14 @@ cdef class ReplayCore:
                  quota_denied=None,
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
-                 node_names=None):
+                 node_names=None, ResearchCore research=None):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
         self.meter = meter
+        if research is not None and not research.replaying:
+            raise ValueError("research: call ResearchCore.replay_setup first")
+        self.rcore = research
         self.n_pods = <int>n
         self.arrival, self.duration, self.deletion = arrival, duration, deletion
         self.tmpl, self.priority, self.pod_class = template, priority, pod_class
@@ -1097,7 +1103,9 @@ cdef class ReplayCore:
     cdef object _fail_text(self, int t):
         # kube-scheduler's text for the failed attempt just made (the kernel's
         # buffers) when PostFilter's verdict is the uniform one: built in C, else
-        # by fail_message (which reads counts/ncards)
+        # by fail_message (which reads counts/ncards); a research policy's own text
+        if self.rcore is not None:
+            return self.rcore.replay_fail_text()
         if self.ftext is not None:
             message = self.ftext.text(t)
             if message is not None:
@@ -1114,6 +1122,8 @@ cdef class ReplayCore:
         cdef bint wants_gpu
         if kind == TK_ADMISSION:
             return -2
+        if self.rcore is not None:
+            return self._research_decide(k, t, kind)
         core._fit_pod(spec)
         if self.quotas:
             self._quota_gate(t, spec)
@@ -1148,6 +1158,29 @@ cdef class ReplayCore:
             best = <int>core.tied[j]
         node = <int>core.window[best]
         self._hold(k, node)
+        return node
+
+    cdef int _research_decide(self, int k, int t, int kind) except -3:
+        # ResearchScheduler.schedule (no kube-scheduler around it: no nominations,
+        # no preemption): ResearchCore decides; the pod's cards go into a new slot
+        cdef int node, sl
+        cdef Py_ssize_t base
+        if kind == TK_FILTER_ERROR:
+            return -2                   # its request cannot be mapped (pod_error)
+        node = self.rcore.replay_attempt(t, self.next_start, self.wanted)
+        self.next_start = self.rcore.next_start
+        if node < 0:
+            self.rej_last = REJ_FIT     # a resource filter's verdict
+            return -1
+        sl = self.slot[k] = self._new_slot()
+        base = <Py_ssize_t>sl * self.slot_width
+        self.slot_devices[sl] = self.rcore.replay_take(
+            t, node, self.aligned[node], self.pad_empty[node], self.slot_rows + base,
+            self.slot_used + base, self.slot_mem + base, self.slot_cores + base,
+            self.slot_n + sl, self.after_rows + base, self.after_used + base,
+            self.after_mem + base, self.after_cores + base, self.after_n + sl)
+        self.slot_mig[sl] = None
+        self._kernel_apply(k, node, 1)
         return node
 
     cdef int _hold(self, int k, int node) except -1:
@@ -1332,6 +1365,10 @@ cdef class ReplayCore:
         # KernelScheduler._add (sign 1) / delete (-1): the kernel's usage and aggregates
         cdef int sl = self.slot[k], t = self.tmpl[k]
         cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        if self.rcore is not None:      # the research policy's books instead
+            self.rcore.replay_apply(k, t, node, self.slot_rows + base, self.slot_mem + base,
+                                    self.slot_cores + base, self.slot_n[sl], sign)
+            return
         self.core._apply_c(node, self.slot_rows + base, self.slot_used + base,
                            self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                            self.t_cpu[t], self.t_mem[t], sign)
@@ -1479,6 +1516,8 @@ cdef class ReplayCore:
         self._kernel_apply(k, node, -1)
         if self.quotas:
             self._quota_apply(k, -1)        # the namespace's usage follows the slot
+        if self.rcore is not None:
+            self.rcore.replay_readopted(k)  # ResearchScheduler.adopt of the app cards
         for i in range(self.after_n[sl]):
             self.slot_rows[base + i] = self.after_rows[base + i]
             self.slot_used[base + i] = self.after_used[base + i]

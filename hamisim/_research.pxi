@@ -22,6 +22,18 @@
 # A pod changes one node, so a decision recomputes only the nodes that changed
 # since the same spec was last scored.
 from libc.math cimport exp
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.string cimport strcmp, strlen
+from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
+
+cdef extern from "numpy/random/bitgen.h":
+    # numpy's bit generator interface (numpy.random's C API, header only)
+    ctypedef struct bitgen_t:
+        void* state
+        uint64_t (*next_uint64)(void* st) noexcept nogil
+        uint32_t (*next_uint32)(void* st) noexcept nogil
+        double (*next_double)(void* st) noexcept nogil
+        uint64_t (*next_raw)(void* st) noexcept nogil
 
 cdef enum:
     RP_RANDOM = 0
@@ -48,6 +60,68 @@ RESEARCH_CODES = {
 
 # a node whose BestFit raw score Go would reject (free below the request)
 cdef int64_t R_SCORE_NONE = -4611686018427387904
+
+#: the FailedScheduling reasons of the rejection bits, in bit order
+#: (hamisim.research.model.reasons_of; checked against it at import by sim.compiled)
+RESEARCH_REASONS = ("Insufficient cpu", "Insufficient memory", "GPU model mismatch",
+                    "Insufficient GPU")
+cdef const char* _RS_REASONS[4]
+_RS_REASONS[0] = "Insufficient cpu"
+_RS_REASONS[1] = "Insufficient memory"
+_RS_REASONS[2] = "GPU model mismatch"
+_RS_REASONS[3] = "Insufficient GPU"
+
+
+cdef inline int64_t _bounded_draw(bitgen_t* g, int64_t n) noexcept nogil:
+    """numpy's ``Generator.integers(n)`` (int64, ``1 <= n <= 2**32``) on the bit
+    generator ``g``: nothing is drawn for ``n == 1``; otherwise Lemire's bounded
+    method on 32-bit draws (numpy's ``buffered_bounded_lemire_uint32``), which
+    numpy uses for every range below 2**32 (tests/test_research_policies.py
+    checks the equality against ``rng.integers`` over many ``n`` and states)."""
+    cdef uint32_t rng, excl, leftover, threshold
+    cdef uint64_t m
+    if n <= 1:
+        return 0
+    rng = <uint32_t>(n - 1)
+    if rng == 0xFFFFFFFFu:
+        return <int64_t>g.next_uint32(g.state)
+    excl = rng + 1
+    m = <uint64_t>g.next_uint32(g.state) * excl
+    leftover = <uint32_t>(m & 0xFFFFFFFFu)
+    if leftover < excl:
+        threshold = (0xFFFFFFFFu - rng) % excl
+        while leftover < threshold:
+            m = <uint64_t>g.next_uint32(g.state) * excl
+            leftover = <uint32_t>(m & 0xFFFFFFFFu)
+    return <int64_t>(m >> 32)
+
+
+cdef inline Py_ssize_t _rs_write_int(char* out, int64_t v) noexcept nogil:
+    # decimal digits of v >= 0 at out, returns how many (as Python's str(int))
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, k
+    if v == 0:
+        out[0] = 48
+        return 1
+    while v > 0:
+        tmp[n] = <char>(48 + v % 10)
+        v //= 10
+        n += 1
+    for k in range(n):
+        out[k] = tmp[n - 1 - k]
+    return n
+
+
+def bounded_draws(rng, n_values):
+    """``[rng.integers(n) for n in n_values]`` drawn in C from ``rng``'s bit
+    generator (what ReplayCore draws for a research policy); for tests."""
+    bitgen = rng.bit_generator
+    cdef bitgen_t* g = <bitgen_t*>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
+    out = []
+    with bitgen.lock:
+        for n in n_values:
+            out.append(_bounded_draw(g, n))
+    return out
 
 
 cdef inline int64_t* _rs_i64(a):
@@ -122,6 +196,26 @@ cdef class ResearchCore:
     cdef uint8_t* mark
     cdef int64_t* chg_row
     cdef int64_t* chg_new
+    # -- replay (ReplayCore decides research attempts through these; replay_setup)
+    # per template: the request on this model, its type filter (rt_tok[t, type]),
+    # FGD's spec id, GpuClustering's class, cards per container (init first)
+    cdef readonly bint replaying
+    cdef int rp_policy
+    cdef bint rp_draw_ties             # node_tie_break random, or the policy's own
+    cdef object rp_rng                 # the seeded generator (kept alive: rp_bitgen)
+    cdef bitgen_t* rp_bitgen
+    cdef const int64_t[::1] rt_cpu, rt_cpu_s, rt_mem, rt_milli, rt_cc_off
+    cdef const int32_t[::1] rt_k, rt_spec, rt_cls, rt_n_init, rt_cc
+    cdef const uint8_t[::1] rt_noreq, rt_tok
+    cdef const int64_t[::1] card_devmem, card_off
+    cdef bytes card_text
+    cdef int n_initial
+    cdef list rp_initial                # per initial pod: (node, pos, milli, cpu, mem, cls)
+    cdef uint8_t[::1] rp_readopt       # per pod: its cards re-adopted (init containers done)
+    cdef char* rp_buf                  # devices / failure text
+    cdef object rp_keep_buf
+    cdef int64_t rp_last_counts[4]     # the last failure's reason counts and its text
+    cdef object rp_last_text
 
     def __init__(self, node_start, card_type, card_usable, cpu_cap, mem_cap, int n_types,
                  sh_cpu, sh_milli, sh_k, sh_w, sh_type_ok, int spec_cap=16):
@@ -310,6 +404,10 @@ cdef class ResearchCore:
         ``draw`` is Random's index among the fitting cards of a share pod."""
         if not 0 <= node < self.n_nodes:
             raise IndexError(f"node {node} out of range")
+        return self._choose(policy, node, k, milli, &type_ok[0], draw)
+
+    cdef int _choose(self, int policy, int node, int k, int64_t milli, const uint8_t* type_ok,
+                     int draw) noexcept nogil:
         cdef int64_t a = self.node_start[node], b = self.node_start[node + 1], r
         cdef int n = 0
         self.n_pick = 0
@@ -330,7 +428,7 @@ cdef class ResearchCore:
                         return 1
                     n += 1
             return -1
-        n = self._tightest(node, k, milli, &type_ok[0])
+        n = self._tightest(node, k, milli, type_ok)
         if n < k:
             return -1
         self.n_pick = k
@@ -645,3 +743,280 @@ cdef class ResearchCore:
             if self.score[j] == best:
                 self.tied[self.n_tied] = self.feas[j]
                 self.n_tied += 1
+
+    # -- replay: ReplayCore's research attempts (hamisim.sim.compiled) -------------
+    # ResearchScheduler.schedule/delete/adopt for the compiled engine, in C: the
+    # attempt and its draws, the pod's cards as the meter's usage and devices
+    # annotation, and the model's books when a pod binds, leaves or re-adopts its
+    # app containers' cards. ReplayCore calls these at its hook points only.
+    def replay_setup(self, *, int policy, bint draw_ties, rng, t_cpu, t_cpu_s, t_mem, t_k,
+                     t_milli, t_tok, t_spec, t_cls, t_noreq, t_n_init, t_cc_off, t_cc,
+                     card_ids, card_devmem, int n_pods, int n_initial):
+        """Get ready to decide a replay's attempts: per template its request
+        (``t_cpu`` fit CPU, ``t_cpu_s`` scoring CPU, ``t_mem``, ``t_k`` cards of
+        ``t_milli`` each, ``t_tok`` uint8[T, n_types] its type filter, ``t_spec``
+        FGD's spec id (-1 otherwise), ``t_cls`` its class, ``t_noreq`` no
+        request at all, ``t_n_init`` init containers, its containers' cards
+        ``t_cc[t_cc_off[t]:t_cc_off[t+1]]``, init first); ``rng`` the
+        scheduler's own seeded generator (ties and Random's card draw, drawn
+        in C from its bit generator); per card its id and memory (MiB); pods
+        ``0 .. n_initial-1`` are an initial state (:meth:`replay_initial`)."""
+        if policy < RP_RANDOM or policy > RP_FGD:
+            raise ValueError(f"unknown research policy code {policy}")
+        T = len(t_cpu)
+        tok = np.ascontiguousarray(t_tok, dtype=np.uint8).reshape(T, self.n_types) \
+            if T else np.zeros(0, dtype=np.uint8)
+        cc_off = np.ascontiguousarray(t_cc_off, dtype=np.int64)
+        if len(cc_off) != T + 1 or len(card_ids) != self.n_cards \
+                or len(card_devmem) != self.n_cards:
+            raise ValueError("replay_setup: expected one entry per template / card")
+        spec = np.ascontiguousarray(t_spec, dtype=np.int32)
+        if T and spec.max() >= self.spec_cap:
+            self.grow_specs(int(spec.max()) + 1)
+        self.rp_policy = policy
+        self.rp_draw_ties = draw_ties
+        self.rp_rng = rng
+        self.rp_bitgen = <bitgen_t*>PyCapsule_GetPointer(rng.bit_generator.capsule,
+                                                         "BitGenerator")
+        self.rt_cpu = np.ascontiguousarray(t_cpu, dtype=np.int64)
+        self.rt_cpu_s = np.ascontiguousarray(t_cpu_s, dtype=np.int64)
+        self.rt_mem = np.ascontiguousarray(t_mem, dtype=np.int64)
+        self.rt_milli = np.ascontiguousarray(t_milli, dtype=np.int64)
+        self.rt_k = np.ascontiguousarray(t_k, dtype=np.int32)
+        self.rt_spec = spec
+        self.rt_cls = np.ascontiguousarray(t_cls, dtype=np.int32)
+        self.rt_noreq = np.ascontiguousarray(t_noreq, dtype=np.uint8)
+        self.rt_n_init = np.ascontiguousarray(t_n_init, dtype=np.int32)
+        self.rt_tok = tok.reshape(-1)
+        self.rt_cc_off = cc_off
+        self.rt_cc = np.ascontiguousarray(t_cc, dtype=np.int32)
+        encoded = [c.encode("utf-8") for c in card_ids]
+        off = np.zeros(len(encoded) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(b) for b in encoded])
+        self.card_off = off
+        self.card_text = b"".join(encoded) + b"\0"
+        self.card_devmem = np.ascontiguousarray(card_devmem, dtype=np.int64)
+        self.n_initial = n_initial
+        self.rp_initial = [None] * n_initial
+        self.rp_readopt = np.zeros(max(n_pods, 1), dtype=np.uint8)
+        # the longest devices text: every card of a node, each with its id, two
+        # numbers and separators, plus one ';' per container
+        widest = int(np.diff(off).max()) if len(encoded) else 0
+        n_cont = int(np.diff(cc_off).max()) if T else 0
+        buf = np.zeros(max(self.max_cards, 1) * (widest + 64) + n_cont + 256, dtype=np.uint8)
+        self.rp_keep_buf = buf
+        cdef uint8_t[::1] view = buf
+        self.rp_buf = <char*>&view[0]
+        self.replaying = True
+
+    def replay_initial(self, int k, int node, pos, milli, int64_t cpu, int64_t mem, int cls):
+        """Initial pod ``k``'s place on this model (ResearchScheduler.adopt's
+        ``_Bound``): applied when ReplayCore adopts it, removed when it leaves."""
+        self.rp_initial[k] = (node, tuple(pos), tuple(milli), cpu, mem, cls)
+
+    cdef int replay_attempt(self, int t, int start, int wanted) except -2:
+        # ResearchScheduler.schedule: the chosen node (its cards in pick[:n_pick]),
+        # or -1 (the examined nodes' bits in rej_node/rej_bits); next_start moves
+        cdef int k = self.rt_k[t], j, node, n_fit = 0, got
+        cdef int64_t milli = self.rt_milli[t], r, draw = 0
+        cdef const uint8_t* tok = &self.rt_tok[<Py_ssize_t>t * self.n_types]
+        cdef int spec = self.rt_spec[t] if self.rp_policy == RP_FGD else -1
+        self._attempt(self.rp_policy, self.rt_cpu[t], self.rt_cpu_s[t], self.rt_mem[t], k,
+                      milli, tok, spec, self.rt_cls[t], self.rt_noreq[t], start, wanted)
+        if self.n_tied == 0:
+            return -1
+        j = self.n_tied - 1                 # node_tie_break "last"
+        if self.n_tied > 1 and self.rp_draw_ties:
+            j = <int>_bounded_draw(self.rp_bitgen, self.n_tied)
+        node = <int>self.tied[j]
+        if self.rp_policy == RP_RANDOM and k == 1 and milli < R_MILLI:
+            for r in range(self.node_start[node], self.node_start[node + 1]):
+                if tok[self.card_type[r]] and self.left[r] >= milli:
+                    n_fit += 1
+            draw = _bounded_draw(self.rp_bitgen, n_fit)
+        got = self._choose(self.rp_policy, node, k, milli, tok, <int>draw)
+        if got != k:        # pragma: no cover - the filter guarantees the cards
+            raise AssertionError("research kernel: chosen node no longer fits")
+        return node
+
+    cdef object replay_take(self, int t, int node, bint aligned, bint pad, int64_t* rows,
+                            int64_t* used, int64_t* mem, int64_t* cores, int32_t* n,
+                            int64_t* a_rows, int64_t* a_used, int64_t* a_mem,
+                            int64_t* a_cores, int32_t* a_n):
+        # the pod's cards just chosen (pick[:n_pick]) as engine._usage derives them
+        # from the decision's containers: one slot per card (a research pod's cards
+        # are distinct), usedmem = devmem*milli//1000, usedcores = milli//10, into
+        # rows/used/mem/cores[:n]; the app containers' alone (engine._init_done)
+        # into a_*[:a_n]; returns the devices annotation (None without cards)
+        cdef int64_t a = self.node_start[node], milli = self.rt_milli[t], r, m, c
+        cdef int64_t cc0 = self.rt_cc_off[t], cc1 = self.rt_cc_off[t + 1], ci
+        cdef int n_init = self.rt_n_init[t], e = -1, p = 0, i, cnt, na = 0
+        cdef Py_ssize_t pos = 0, idlen
+        cdef const char* ids = self.card_text
+        n[0] = 0
+        a_n[0] = 0
+        if self.n_pick == 0:
+            return None
+        c = milli // 10
+        for ci in range(cc0, cc1):
+            cnt = self.rt_cc[ci]
+            if cnt > 0 or aligned:
+                e += 1              # HAMi's list: GPU-less containers only when aligned
+            if cnt == 0 and not pad:
+                continue            # nor in the annotation when the node does not pad
+            for i in range(cnt):
+                r = a + self.pick[p]
+                p += 1
+                m = self.card_devmem[r] * milli // R_MILLI
+                rows[p - 1] = r
+                used[p - 1] = 1
+                mem[p - 1] = m
+                cores[p - 1] = c
+                if e >= n_init:
+                    a_rows[na] = r
+                    a_used[na] = 1
+                    a_mem[na] = m
+                    a_cores[na] = c
+                    na += 1
+                idlen = self.card_off[r + 1] - self.card_off[r]
+                memcpy(self.rp_buf + pos, ids + self.card_off[r], idlen)
+                pos += idlen
+                memcpy(self.rp_buf + pos, b",NVIDIA,", 8)
+                pos += 8
+                pos += _rs_write_int(self.rp_buf + pos, m)
+                self.rp_buf[pos] = 44      # ','
+                pos += 1
+                pos += _rs_write_int(self.rp_buf + pos, c)
+                self.rp_buf[pos] = 58      # ':'
+                pos += 1
+            self.rp_buf[pos] = 59          # ';'
+            pos += 1
+        n[0] = p
+        a_n[0] = na
+        return PyUnicode_DecodeUTF8(self.rp_buf, pos, NULL)
+
+    cdef void replay_apply(self, int k, int t, int node, const int64_t* rows,
+                           const int64_t* mem, const int64_t* cores, int n, int sign):
+        # ResearchScheduler._apply (sign 1) / delete (-1) of pod k on node, whose
+        # cards are rows[:n]: milli per card the template's, or after its init
+        # containers finished (replay_readopted) read back from its usage as
+        # ResearchScheduler.adopt reads a pick; an initial pod as adopted
+        cdef int i, cls
+        cdef int64_t r, m, top = 0
+        if k < self.n_initial:
+            b = self.rp_initial[k]          # (node, pos, milli, cpu, mem, cls): cold
+            for p, mm in zip(b[1], b[2]):
+                self.bind(b[0], (p,), mm, 0, 0, -1, sign)
+            self.bind(b[0], (), 0, b[3], b[4], b[5], sign)
+            return
+        if not self.rp_readopt[k]:
+            m = self.rt_milli[t]
+            for i in range(n):
+                if self.card_usable[rows[i]]:
+                    self.left[rows[i]] -= sign * m
+            cls = self.rt_cls[t]
+        else:
+            for i in range(n):
+                r = rows[i]
+                if cores[i] > 0:
+                    m = (cores[i] if cores[i] < 100 else 100) * 10
+                elif self.card_devmem[r] > 0:
+                    m = mem[i] * R_MILLI // self.card_devmem[r]
+                    if m > R_MILLI:
+                        m = R_MILLI
+                else:
+                    m = R_MILLI
+                if m > top:
+                    top = m
+                if self.card_usable[r]:
+                    self.left[r] -= sign * m
+            # hamisim.research.model.pod_class of the cards kept
+            if n <= 0 or n > self.max_cards:
+                cls = -1
+            elif top >= R_MILLI:
+                cls = n
+            elif n == 1:
+                cls = 0
+            else:
+                cls = self.max_cards + n
+        self._add_pod(node, self.rt_cpu[t], self.rt_mem[t], cls, sign)
+
+    cdef void replay_readopted(self, int k) noexcept:
+        # engine._init_done re-adopts pod k's app containers' cards: from now on its
+        # milli per card is read back from its usage (replay_apply)
+        self.rp_readopt[k] = 1
+
+    cdef void _add_pod(self, int node, int64_t cpu, int64_t mem, int cls, int sign) noexcept:
+        # bind's CPU, memory and class part; the node changed
+        cdef int64_t before, after
+        self.cpu_req[node] += sign * cpu
+        self.mem_req[node] += sign * mem
+        if 0 <= cls < self.n_cls:
+            before = self.cls_cnt[node * self.n_cls + cls]
+            after = before + sign
+            self.cls_cnt[node * self.n_cls + cls] = after
+            if before <= 0 < after:
+                self.cls_present[node] += 1
+            elif after <= 0 < before:
+                self.cls_present[node] -= 1
+        self.node_ver[node] += 1
+
+    cdef object replay_fail_text(self):
+        # histogram_message(n_nodes, bits_histogram(bits)) of the failed attempt:
+        # "0/N nodes are available: <n> <reason>, ... ." with the entries sorted
+        # as strings (kube-scheduler sorts them so)
+        cdef int64_t counts[4]
+        cdef char entry[4][48]
+        cdef int order[4]
+        cdef int i, j, b, n_entries = 0, tmp
+        cdef Py_ssize_t pos = 0, length
+        cdef size_t rlen
+        cdef bint same = self.rp_last_text is not None
+        for b in range(4):
+            counts[b] = 0
+        for i in range(self.n_rejected):
+            for b in range(4):
+                if self.rej_bits[i] & (1 << b):
+                    counts[b] += 1
+        for b in range(4):
+            if counts[b] != self.rp_last_counts[b]:
+                same = False
+            self.rp_last_counts[b] = counts[b]
+        if same:            # a saturated cluster repeats its verdict: the same text
+            return self.rp_last_text
+        for b in range(4):
+            if counts[b] == 0:
+                continue
+            length = _rs_write_int(entry[n_entries], counts[b])
+            entry[n_entries][length] = 32       # ' '
+            rlen = strlen(_RS_REASONS[b])
+            memcpy(&entry[n_entries][length + 1], _RS_REASONS[b], rlen)
+            entry[n_entries][length + 1 + rlen] = 0
+            order[n_entries] = n_entries
+            n_entries += 1
+        for i in range(1, n_entries):           # insertion sort by strcmp
+            j = i
+            while j > 0 and strcmp(entry[order[j - 1]], entry[order[j]]) > 0:
+                tmp = order[j]
+                order[j] = order[j - 1]
+                order[j - 1] = tmp
+                j -= 1
+        memcpy(self.rp_buf, b"0/", 2)
+        pos = 2
+        pos += _rs_write_int(self.rp_buf + pos, self.n_nodes)
+        memcpy(self.rp_buf + pos, b" nodes are available:", 21)
+        pos += 21
+        for i in range(n_entries):
+            self.rp_buf[pos] = 32 if i == 0 else 44
+            pos += 1
+            if i > 0:
+                self.rp_buf[pos] = 32
+                pos += 1
+            length = strlen(entry[order[i]])
+            memcpy(self.rp_buf + pos, entry[order[i]], length)
+            pos += length
+        if n_entries:
+            self.rp_buf[pos] = 46      # '.'
+            pos += 1
+        self.rp_last_text = PyUnicode_DecodeASCII(self.rp_buf, pos, NULL)
+        return self.rp_last_text

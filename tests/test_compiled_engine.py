@@ -8,9 +8,10 @@ pods, the trace's own class labels) are replayed by both engines under random
 queue settings, and in fill mode; with the pod lifecycle too: an initial
 state (pods adopted at time 0, some departing), deletions within a termination
 grace period, init containers that finish (HAMi's onUpdatePod collapse) and
-the what-if card policy mutex-reserve; the events, the pods table, the time series (per event and
-sampled), the per-group series, the summary and the occupancy must be equal,
-value for value.
+the what-if card policy mutex-reserve; and under the FGD paper's research node
+policies (ResearchCore deciding, its own seeded draws in C); the events, the
+pods table, the time series (per event and sampled), the per-group series, the
+summary and the occupancy must be equal, value for value.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from hamisim.io.initialstate import InitialPod
 from hamisim.shapes import typical_shapes
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.compiled import simulate_compiled, unsupported
-from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.sim.engine import EngineConfig, choose_engine, simulate
 from hamisim.sim.result import SimResult
 from hamisim.workload import Trace, TracePod
 
@@ -302,6 +303,56 @@ def test_lifecycle_runs_in_the_compiled_engine():
     assert run.summary["initial_pods"] == 1
 
 
+RESEARCH = ["random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", RESEARCH)
+@settings(max_examples=12, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_compiled_engine_equals_python_engine_under_a_research_policy(policy, data):
+    """A research node policy decides in ResearchCore, its ties and Random's
+    card draws from the scheduler's own generator drawn in C: the same run as
+    the Python engine's ResearchScheduler on mixed and unusable cards, CPU and
+    memory limits, fractional, multi-card and init-container pods, deletions,
+    a warm start (placed by HAMi, re-read by the model) and both tie-breaks."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False,
+                                 modes=["hami-core", "mps"]))
+    initial = data.draw(initial_states(cluster, max_pods=3))
+    cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+        cluster.scheduler, node_scheduler_policy=policy,
+        node_tie_break=data.draw(st.sampled_from(["last", "random"]))))
+    trace = data.draw(traces(cluster, max_pods=25))
+    config = data.draw(configs())
+    assert choose_engine(cluster, config, trace, initial) == ("compiled", None)
+    run = assert_same_run(cluster, trace, config, initial)
+    _note(run, trace)
+    if (run.events.event == "bind").sum() > 1:
+        event("several pods bound")
+
+
+@pytest.mark.parametrize("what", ["defragmenter", "quota", "mig"])
+def test_a_research_policy_refuses_the_same_on_both_engines(what):
+    """What a research policy does not model (the defragmenter, ResourceQuota,
+    MIG cards) is refused by the compiled engine with the Python engine's words."""
+    one_g = (MigProfile("1g.5gb", 4864, 15, 1, tuple(MigPlacement(i, 1) for i in range(7)), 7),)
+    card = Card("g0", 0, 10, 16000, 100, "NVIDIA-A100",
+                **({"mode": "mig", "mig_profiles": one_g} if what == "mig" else {}))
+    cluster = Cluster((Node("n", (card,), 8000, 16000),),
+                      SchedulerConfig(node_scheduler_policy="bestfit"),
+                      quotas={"default": Quota(memory=1000)} if what == "quota" else {})
+    trace = Trace.from_pods("t", [TracePod(Pod("a", (Container({"nvidia.com/gpu": 1}),)),
+                                           0.0, 1.0)])
+    config = EngineConfig(defrag_interval=5.0 if what == "defragmenter" else None)
+    errors = []
+    for engine in ("python", "compiled"):
+        with pytest.raises(Exception) as err:
+            simulate(cluster, trace, dataclasses.replace(config, engine=engine))
+        errors.append((type(err.value), str(err.value)))
+    assert errors[0] == errors[1]
+    assert "research" in errors[0][1] or "defragmenter" in errors[0][1]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW)
 @given(data=st.data())
 def test_compiled_engine_equals_python_engine_sampled_window(data):
@@ -560,7 +611,7 @@ def test_what_the_compiled_engine_does_not_run_goes_to_the_python_engine():
     assert unsupported(cluster, EngineConfig(), life, warm) is None
     fgd = dataclasses.replace(cluster, scheduler=dataclasses.replace(
         cluster.scheduler, node_scheduler_policy="fgd"))
-    assert "research policy" in unsupported(fgd, EngineConfig(), trace, ())
+    assert unsupported(fgd, EngineConfig(), trace, ()) is None      # research runs compiled
     for name, why in (("ties", None), ("score_each", "the Python node policy")):
         path = VECTOR_POLICIES if name == "ties" else \
             Path(__file__).parents[1] / "workloads" / "policies" / "numa_pack.py"

@@ -238,6 +238,25 @@ def test_random_tie_break_is_seeded():
     assert {sched(cl_last, seed=s).schedule(whole("p")).node for s in range(12)} == {"n7"}
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**63), ranges=st.lists(
+    st.integers(1, 40) | st.integers(41, 2**31) | st.sampled_from(
+        [2**31 + 1, 2**32 - 1, 2**32, 3, 5, 7, 1000, 3 * 2**30]), min_size=1, max_size=60))
+def test_draws_in_c_are_generator_integers(seed, ranges):
+    """ReplayCore draws a research policy's ties and Random's cards in C from the
+    scheduler's generator: the values ``rng.integers(n)`` gives, the generator
+    left in the same state (nothing drawn for n = 1, rejections and the 2**32
+    edge included)."""
+    import numpy as np
+
+    from hamisim import _core
+    ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+    ranges = ranges + [n + 1 for n in ranges if n < 2**32]   # (C: n <= 2**32)
+    assert _core.bounded_draws(ours, ranges) == [int(numpys.integers(n)) for n in ranges]
+    assert ours.bit_generator.state == numpys.bit_generator.state
+
+
 # ---------------------------------------------------------------------------
 # Failures, state
 # ---------------------------------------------------------------------------

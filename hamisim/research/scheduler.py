@@ -183,6 +183,14 @@ class ResearchScheduler:
         no ResourceQuota (:func:`hamisim.sim.backend.make_scheduler` refuses
         a cluster with quotas for them)."""
         self.delete(name)
+        b = self.bound_of(node_index, containers, n_init, cpu_milli, memory_mib)
+        self._apply(b, 1)
+        self._pods[name] = b
+
+    def bound_of(self, node_index: int, containers: list[list[Pick]], n_init: int = 0,
+                 cpu_milli: int = 0, memory_mib: int = 0) -> _Bound:
+        """What :meth:`adopt` records for a placement made elsewhere (its node,
+        card positions, milli per card, CPU, memory and class), applying nothing."""
         a = int(self.node_start[node_index])
         pos, milli = [], []
         for picks in containers[n_init:]:
@@ -197,10 +205,8 @@ class ResearchScheduler:
                     m = MILLI
                 milli.append(m)
         cls = pod_class(len(pos), max(milli, default=0), self.max_cards)
-        b = _Bound(node_index, tuple(pos), tuple(milli), cpu_milli, memory_mib, cls,
-                   containers, n_init)
-        self._apply(b, 1)
-        self._pods[name] = b
+        return _Bound(node_index, tuple(pos), tuple(milli), cpu_milli, memory_mib, cls,
+                      containers, n_init)
 
     def usage_by_card(self) -> dict[str, tuple[int, int, int]]:
         """``{card id: (tenants, usedmem, usedcores)}`` in HAMi's terms."""

@@ -9,9 +9,11 @@ same pods table, time series, summary and figures, checked on random clusters
 and traces by ``tests/test_compiled_engine.py``. The Python engine stays the
 specification and the path for everything the compiled one does not cover
 (:func:`unsupported`): the reference backend (per-candidate Python policies
-and Python card policies with it), the research policies, ``--check``,
-workloads that are not a :class:`Trace`. ResourceQuota and vectorised Python
-node policies run here, and so does the pod lifecycle: an initial state (the core's first pods, adopted
+and Python card policies with it, and a user's ``ModelPolicy``), ``--check``,
+workloads that are not a :class:`Trace`. ResourceQuota, vectorised Python
+node policies and the FGD paper's six research node policies (ResearchCore
+deciding in C; their seeded draws drawn in C from the research scheduler's own
+generator) run here, and so does the pod lifecycle: an initial state (the core's first pods, adopted
 before the run), deletions within a termination grace period, init
 containers that finish, the what-if mutex-reserve and periodic defragmenter
 (in C: rounds are rare, but a round tries every running pod); and priorities
@@ -62,8 +64,11 @@ from hamisim.kube.scheduler import (
     recalls_deleting,
     uniform_postfix,
 )
+from hamisim.pods import Container, Pod, admission_error
 from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.research.model import P_FGD, pod_class, reasons_of, research_request
 from hamisim.research.plugins import runs_compiled
+from hamisim.sim.backend import make_scheduler
 from hamisim.shapes import Shape, gpu_request, request_class
 from hamisim.sim.config import EngineConfig, progress_bar, quiet_gc
 from hamisim.sim.kernel import KernelScheduler, _limit
@@ -82,21 +87,25 @@ from hamisim.workload import Trace
 __all__ = ["unsupported", "simulate_compiled"]
 
 assert BATCH_ROWS == 65536, "hamisim._core.ReplayCore batches 65,536 rows"
+assert tuple(_core.RESEARCH_REASONS) == tuple(reasons_of(15)), \
+    "hamisim._core research reasons out of date"
 
 # ReplayCore's template kinds
 _TK_OK, _TK_ADMISSION, _TK_FILTER_ERROR = 0, 1, 2
 
 
 def unsupported(cluster: Cluster, config: EngineConfig, workload, initial: Sequence) -> str | None:
-    """Why the compiled engine cannot run this (``None`` when it can)."""
+    """Why the compiled engine cannot run this (``None`` when it can): the
+    reference backend, ``--check``, a workload that is not a :class:`Trace`, a
+    Python node policy that is not vectorised (a user's ``ModelPolicy`` on the
+    research model included), a Python card policy. The six research node
+    policies run compiled (ResearchCore inside ReplayCore)."""
     if config.backend != "kernel":
         return f"the {config.backend} backend"
     if config.check:
         return "--check"
     if not isinstance(workload, Trace):
         return "a workload that is not a Trace"
-    if is_research_policy(cluster.scheduler.node_scheduler_policy):
-        return f"the research policy {cluster.scheduler.node_scheduler_policy}"
     if is_plugin_policy(cluster.scheduler.node_scheduler_policy) and not runs_compiled(
             cluster.scheduler.node_scheduler_policy, None):
         return f"the Python node policy {cluster.scheduler.node_scheduler_policy} " \
@@ -181,6 +190,92 @@ def _templates(sched: KernelScheduler, trace: Trace, replay: bool,
     return out
 
 
+def _research_templates(rsched, trace: Trace, replay: bool, initial: Sequence = ()
+                        ) -> tuple[dict, dict]:
+    """ReplayCore's per-template columns for a research node policy (as
+    :func:`_templates`, from :func:`hamisim.research.model.research_request`
+    instead of HAMi's encoding: the Python engine asks HAMi's webhook first,
+    ``_TK_FILTER_ERROR`` is a request the model cannot map, an error each
+    attempt), and the arguments of :meth:`hamisim._core.ResearchCore.replay_setup`."""
+    cols: dict[str, list] = {k: [] for k in (
+        "t_kind", "t_wants_gpu", "t_n_init", "t_cpu", "t_mem", "t_gpu", "t_grace",
+        "t_init_after")}
+    rcols: dict[str, list] = {k: [] for k in (
+        "t_cpu", "t_cpu_s", "t_mem", "t_k", "t_milli", "t_tok", "t_spec", "t_cls",
+        "t_noreq", "t_n_init")}
+    cc_off, cc = [0], []
+    none_ok = np.zeros(rsched.core.n_types, dtype=np.uint8)
+    pods = [(pod, True) for pod in trace.templates] + \
+        [(Pod(ip.name, init_containers=(Container(),) * ip.n_init, cpu_milli=ip.cpu_milli,
+              memory_mib=ip.memory_mib), False) for ip in initial]
+    for pod, attempted in pods:
+        req = None
+        kind = _TK_OK
+        if attempted and admission_error(pod):
+            kind = _TK_ADMISSION
+        elif attempted:
+            try:
+                req = research_request(pod, rsched.config)
+            except ValueError:
+                kind = _TK_FILTER_ERROR
+        init_after = pod.init_duration if replay and pod.init_duration is not None \
+            and pod.init_containers else math.nan
+        for key, value in (("t_kind", kind), ("t_wants_gpu", req is not None and req.k > 0),
+                           ("t_n_init", len(pod.init_containers)), ("t_cpu", pod.cpu_milli),
+                           ("t_mem", pod.memory_mib),
+                           ("t_gpu", gpu_request(pod) if attempted else 0.0),
+                           ("t_grace", (pod.termination_grace_period if replay or not
+                                        pod.termination_grace_period else math.inf)
+                            if attempted else 0),
+                           ("t_init_after", init_after if attempted else math.nan)):
+            cols[key].append(value)
+        if req is None:
+            values = (pod.cpu_milli, 0, pod.memory_mib, 0, 0, none_ok, -1, -1, 0,
+                      len(pod.init_containers))
+        else:
+            tok = rsched.type_filter(req.use_gputype, req.nouse_gputype)
+            values = (req.cpu_milli, req.score_cpu, req.memory_mib, req.k, req.milli, tok,
+                      rsched._spec_id(req, tok) if rsched.code == P_FGD else -1,
+                      pod_class(req.k, req.milli, rsched.max_cards), req.no_requests,
+                      len(pod.init_containers))
+            cc.extend(req.container_cards)
+        for key, value in zip(rcols, values):
+            rcols[key].append(value)
+        cc_off.append(len(cc))
+    out: dict = {"t_spec": [None] * len(pods)}
+    for key, dtype in (("t_kind", np.uint8), ("t_wants_gpu", np.uint8), ("t_n_init", np.int32),
+                       ("t_cpu", np.int64), ("t_mem", np.int64), ("t_gpu", np.float64),
+                       ("t_grace", np.float64), ("t_init_after", np.float64)):
+        out[key] = np.array(cols[key], dtype=dtype)
+    n = len(pods)
+    out["t_node_spread"] = np.zeros(n, dtype=np.uint8)
+    out["t_reserve"] = np.zeros(n, dtype=np.uint8)      # no what-if card policy there
+    setup = {key: np.array(rcols[key], dtype=dtype) for key, dtype in (
+        ("t_cpu", np.int64), ("t_cpu_s", np.int64), ("t_mem", np.int64), ("t_k", np.int32),
+        ("t_milli", np.int64), ("t_spec", np.int32), ("t_cls", np.int32),
+        ("t_noreq", np.uint8), ("t_n_init", np.int32))}
+    setup["t_tok"] = np.array(rcols["t_tok"], dtype=np.uint8).reshape(n, rsched.core.n_types)
+    setup["t_cc_off"] = np.array(cc_off, dtype=np.int64)
+    setup["t_cc"] = np.array(cc, dtype=np.int32)
+    return out, setup
+
+
+def _research_pod_error(trace: Trace, order: np.ndarray, config, n_init: int = 0):
+    """``pod_error(k)`` under a research policy (:func:`_pod_error`): the
+    webhook's refusal, else why the model cannot map the pod's request."""
+    def pod_error(k: int) -> str:
+        pod = trace.pod(int(order[k - n_init]))
+        denied = admission_error(pod)
+        if denied:
+            return denied
+        try:
+            research_request(pod, config)
+        except ValueError as err:
+            return str(err)
+        raise AssertionError("pod_error: the pod maps onto the research model")
+    return pod_error
+
+
 def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
             initial: Sequence = ()) -> dict:
     """ReplayCore's ResourceQuota columns: namespaces with a limit get codes
@@ -212,13 +307,20 @@ def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
             "q_lim_mem": np.array([_limit(g.limit_mem) for g in gates], dtype=np.int64),
             "q_lim_cores": np.array([_limit(g.limit_cores) for g in gates], dtype=np.int64),
             "quota_denied": QUOTA_DENIED}
-def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool) -> None:
+def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool,
+                   rsched=None) -> None:
     """engine.adopt_initial on the core: initial pod ``k`` is the core's pod ``k``;
-    its usage is HAMi's collapsed usage of its picks, as the kernel adopts it."""
+    its usage is HAMi's collapsed usage of its picks, as the kernel adopts it
+    (``rsched``: a research policy's ResearchScheduler, whose books the core
+    keeps as ResearchScheduler.adopt records the pod)."""
     state = sched.state
     node_index = {n.name: i for i, n in enumerate(sched.cluster.nodes)}
     for k, ip in enumerate(initial):
         i = node_index[ip.node]
+        if rsched is not None:
+            b = rsched.bound_of(i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
+            rsched.core.replay_initial(k, b.node, b.pos, b.milli, b.cpu_milli, b.memory_mib,
+                                       b.cls)
         r0, r1 = int(state.node_start[i]), int(state.node_start[i + 1])
         row_of = {cid: r0 + p for p, cid in enumerate(state.card_ids[r0:r1])}
         per_card = collapsed_usage(ip.containers, ip.n_init, sched._aligned[i])
@@ -423,6 +525,14 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     defrag = config.defrag_interval is not None
     if defrag and (not config.defrag_interval > 0 or config.defrag_moves < 1):
         raise HamisimError("the defragmenter needs an interval > 0 and at least one move")
+    research = is_research_policy(cluster.scheduler.node_scheduler_policy)
+    if research and defrag:
+        raise HamisimError("the defragmenter moves pods under HAMi's policies, not "
+                           "under a research node policy")
+    # a research policy decides with its own scheduler (its checks, its seeded
+    # generator); HAMi's kernel scheduler still gives the cluster's arrays
+    rsched = make_scheduler(cluster, backend="kernel", shapes=shapes, seed=config.seed) \
+        if research else None
     if n_init:
         # the core's pods 0 .. n_init-1 are the initial state, then the trace's
         names = pa.concat_arrays([pa.array([ip.name for ip in initial], pa.string()), names])
@@ -441,7 +551,15 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         offsets = np.random.default_rng([config.seed, 1])
         bar = progress_bar(len(order), config.progress)
         try:
-            templates = _templates(sched, trace, replay, initial)
+            if research:
+                templates, setup = _research_templates(rsched, trace, replay, initial)
+                rsched.core.replay_setup(
+                    policy=rsched.code,
+                    draw_ties=rsched.tie_random or rsched.model_policy.random_ties,
+                    rng=rsched.rng, card_ids=rsched.card_ids, card_devmem=rsched.card_devmem,
+                    n_pods=n_init + len(order), n_initial=n_init, **setup)
+            else:
+                templates = _templates(sched, trace, replay, initial)
             # the engine's fill protocol submits pods without the webhook's
             # quota check (engine._fill): Fit alone enforces the quota there
             quotas = _quotas(sched, trace, webhook=config.mode == "replay", initial=initial)
@@ -485,18 +603,24 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 backoff_flush_period=float(config.backoff_flush_period),
                 leftover_flush_period=float(config.leftover_flush_period),
                 sample_interval=config.sample_interval,
-                random_ties=random_ties, wanted=sched._wanted, next_start=sched.next_start,
+                random_ties=random_ties,
+                wanted=rsched._wanted if research else sched._wanted,
+                next_start=rsched.next_start if research else sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
                 fail_message=fail_message,
-                fail_text=_core.FailText(sched._core, templates["t_wants_gpu"], postfix_class,
-                                         sched.reason_text, postfix),
-                pod_error=_pod_error(sched, trace, order, n_init),
+                fail_text=None if research else _core.FailText(
+                    sched._core, templates["t_wants_gpu"], postfix_class, sched.reason_text,
+                    postfix),
+                pod_error=_research_pod_error(trace, order, cluster.scheduler, n_init)
+                if research else _pod_error(sched, trace, order, n_init),
                 draw_block=rng.random,
                 progress=bar.update if bar is not None else None,
                 on_events=tables.events, on_pods=tables.pods,
                 mp_name=state.mp_name, pl_place=state.pl_place,
                 mig_annotation=encode_mig_allocations,
-                preemption=bool(cluster.scheduler.preemption),
+                # the research schedulers model no kube-scheduler around them
+                # (KubeScheduler passes their attempts through)
+                preemption=bool(cluster.scheduler.preemption) and not research,
                 # (the initial pods' templates: never attempted, never preempting)
                 t_never=np.array([t.preemption_policy == "Never" for t in trace.templates]
                                  + [False] * n_init, dtype=np.uint8),
@@ -504,10 +628,11 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 draw_offset=lambda n: int(offsets.integers(n)),
                 preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
-                                               f"{cluster.nodes[node].name}")
+                                               f"{cluster.nodes[node].name}",
+                research=rsched.core if research else None)
             core.ranker = sched.ranker      # a vectorised Python node policy, or None
             core_ref.append(core)
-            _adopt_initial(core, sched, initial, replay)
+            _adopt_initial(core, sched, initial, replay, rsched)
             env = simpy.Environment()
             env.process(_replay_process(env, core))
             env.run()

@@ -24,7 +24,7 @@ This module is the readable engine, the specification of a run.
 :func:`simulate` hands a :class:`~hamisim.workload.Trace` on the kernel backend
 to its compiled twin, :mod:`hamisim.sim.compiled`, which produces the identical
 run several times faster (``EngineConfig.engine`` chooses explicitly); the
-reference backend, the research policies, ``check`` and what else
+reference backend, ``check`` and what else
 :func:`hamisim.sim.compiled.unsupported` names run here.
 """
 from __future__ import annotations
