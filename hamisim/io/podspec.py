@@ -69,8 +69,10 @@ Which keys are allowed is a parameter: scenario steps use
 from __future__ import annotations
 
 import re
-from typing import Collection, Mapping
+import warnings
+from typing import Collection, Iterable, Mapping
 
+from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, Doc, Value
 from hamisim.kube.filters import selector_problem
 from hamisim.kube.quantity import parse_memory_mib
@@ -94,7 +96,7 @@ __all__ = [
     "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
     "preemption_policy_from_value", "grace_period_from_value", "placement_fields",
     "namespace_from_value",
-    "placement_json",
+    "placement_json", "warn_core_limits",
 ]
 
 #: Trace column -> pod annotation name.
@@ -485,3 +487,23 @@ def _boolean(v: Value, what: str) -> bool:
         if word in _FALSE:
             return False
     raise v.error(f"{what} must be true/false, 1/0 or yes/no, got {v.describe()}")
+
+
+def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
+    """Warn about ``gpucores`` above 100, once per distinct value (at its first
+    ``where``); ``pods`` yields ``(where, pod)``.
+
+    Such a value is valid, and HAMi's Fit charges it as 100 (a whole card's
+    cores, sticky for the rest of the request): the pod is simulated that way,
+    but the number written probably meant something else (a share of several
+    cards, or a milli-unit)."""
+    seen: set[int] = set()
+    for where, pod in pods:
+        for c in (*pod.init_containers, *pod.containers):
+            cores = c.value(GPUCORES)
+            if cores is None or cores <= 100 or cores in seen:
+                continue
+            seen.add(cores)
+            warnings.warn(InputWarning(where, (
+                f"pod '{pod.name}': gpucores {cores} is more than one card's 100 percent: "
+                "HAMi charges it as 100 on every card (gpucores is per card)")), stacklevel=2)
