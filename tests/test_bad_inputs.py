@@ -435,6 +435,20 @@ MEANT_OTHERWISE = [
      ("t.csv", "name,arrival,duration,gpu,gpumem,gpucores\na,0,2,1,1000,50\n"
                "b,1,2,1,1000,150\nc,2,2,1,1000,150\n"), ("t.csv", 3),
      "pod 'b': gpucores 150 is more than one card's 100 percent: HAMi charges it as 100"),
+    ("use-gputype-typo",
+     "nodes:\n" + T4_NODE,
+     ("t.csv", "name,arrival,duration,gpu,gpumem,use_gputype,nouse_gputype\n"
+               "a,0,2,1,1000,t4,\nb,1,2,1,1000,,T4\nc,2,2,1,1000,T4,\nd,3,2,1,1000,,T4\n"),
+     ("t.csv", 3),
+     "pod 'b': nvidia.com/nouse-gputype 'T4' leaves it no card of the cluster, so HAMi "
+     "never binds it (card types: NVIDIA-Tesla T4;"),
+    ("use-gpuuuid-unknown",
+     "nodes:\n" + T4_NODE,
+     ("t.jsonl", '{"name": "a", "arrival": 0, "gpu": 1, "use_gpuuuid": ["GPU-T"]}\n'
+                 '{"name": "b", "arrival": 1, "gpu": 1, "use_gpuuuid": ["GPU-X", "GPU-Y"]}\n'
+                 '{"name": "c", "arrival": 1, "gpu": 0, "use_gputype": "H100"}\n'),
+     ("t.jsonl", 2),
+     "pod 'b': nvidia.com/use-gpuuuid 'GPU-X,GPU-Y' leaves it no card of the cluster"),
     ("gpucores-jsonl-container",
      "nodes:\n" + T4_NODE,
      ("t.jsonl", '{"name": "a", "arrival": 0, "gpu": 1}\n'

@@ -59,6 +59,7 @@ from hamisim.io.podspec import (
     placement_json,
     pod_from_document,
     warn_core_limits,
+    warn_no_card_allowed,
 )
 from hamisim.io.tables import (
     csv_header,
@@ -73,6 +74,7 @@ from hamisim.pods import GPUMEM, Container
 from hamisim.workload import Trace, TracePod, pod_like
 
 __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
+           "warn_unmatched_filters",
            "SUSPECT_GPUMEM_MIB", "LARGE_CARD_MIB"]
 
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
@@ -725,3 +727,14 @@ def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
             f"pod '{tp.name}': gpumem {value} is MiB, did you mean {value * 1024} "
             f"({value} GiB)? Every card it may use has at least {card} MiB{others}")),
             stacklevel=2)
+
+
+def warn_unmatched_filters(trace: Trace, cluster: Cluster) -> None:
+    """Warn (at the first pod's row) about card filters that leave pods no card of
+    ``cluster`` (:func:`hamisim.io.podspec.warn_no_card_allowed`), once per
+    distinct request."""
+    counts = trace.template_counts()
+    first = trace.first_rows()
+    rows = sorted(int(first[t]) for t in range(len(trace.templates)) if counts[t])
+    warn_no_card_allowed(((trace.where(tp), tp.pod) for tp in map(trace.trace_pod, rows)),
+                         [c for n in cluster.nodes for c in n.cards])
