@@ -420,6 +420,17 @@ MEANT_OTHERWISE = [
      '   "card": {"type": "NVIDIA-Tesla T4", "devmem": 16}}\n]}\n',
      ("t.csv", ONE_POD), ("c.json", 3),
      "node group 'g': card template: devmem 16 is MiB, did you mean 16384 (16 GiB)?"),
+    ("node-memory-in-gib",
+     "nodes:\n  - name: t4\n    cpu_milli: 64000\n    memory_mib: 512\n"
+     "    devices:\n      - {id: GPU-T, devmem: 15360, type: NVIDIA-Tesla T4}\n",
+     ("t.csv", ONE_POD), ("c.yaml", 4),
+     "node 't4': 'memory_mib: 512' is less than a GPU server has, did you mean 524288 "
+     "(512 GiB)?"),
+    ("node-cpus-json",
+     '{"nodes": [{"name": "t4", "cpu_milli": 64, "memory_mib": 262144,\n'
+     '  "devices": [{"id": "GPU-T", "devmem": 15360, "type": "NVIDIA-Tesla T4"}]}]}\n',
+     ("t.csv", ONE_POD), ("c.json", 1),
+     "node 't4': 'cpu_milli: 64' is less than a GPU server has, did you mean 64000 (64 CPUs)?"),
     ("annotation-mode",
      "nodes:\n  - name: n\n    devices: >-\n"
      '      [{"id": "GPU-A", "type": "NVIDIA-Tesla T4", "devmem": 15360, "count": 10,\n'

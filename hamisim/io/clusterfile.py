@@ -604,6 +604,9 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
         if any(e.get("cpu_milli") is not None for e in entries) else None
     mem = _ints([e.get("memory_mib", -1) for e in entries], -1, MAX_SAFE_INT) \
         if any(e.get("memory_mib") is not None for e in entries) else None
+    for values, limit in ((cpu, SUSPECT_CPU_MILLI), (mem, SUSPECT_MEMORY_MIB)):
+        if values and min(filter(lambda v: v > 0, values), default=limit) < limit:
+            raise _Slow                     # probably CPUs or GiB: warned at its line
     groups = [e.get("group") for e in entries]
     if any(g is not None for g in groups):
         _strs([g for g in groups if g is not None])
@@ -715,6 +718,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
     entry = entry.with_context(ctx)
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
+    _warn_node_units(entry, cpu, mem)
     topology = server_topology(entry.get("topology")) if "topology" in entry else None
     specs = _card_specs(entry, derived_ids=group, allowlist=allowlist)
     if topology is not None:
@@ -766,6 +770,23 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes
+
+
+#: a node's allocatable CPU or memory below these is probably in whole CPUs or GiB
+SUSPECT_CPU_MILLI, SUSPECT_MEMORY_MIB = 1000, 1024
+
+
+def _warn_node_units(entry: Doc, cpu: int | None, mem: int | None) -> None:
+    """``cpu_milli`` below one CPU, ``memory_mib`` below 1 GiB: valid, but no
+    GPU server has so little; probably CPUs or GiB. Warned at the value's line."""
+    for key, value, limit, unit, scale in (
+            ("cpu_milli", cpu, SUSPECT_CPU_MILLI, "CPUs", 1000),
+            ("memory_mib", mem, SUSPECT_MEMORY_MIB, "GiB", 1024)):
+        if value is not None and 0 < value < limit:
+            v = entry.get(key)
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{entry.context}: '{key}: {value}' is less than a GPU server has, did you "
+                f"mean {value * scale} ({value} {unit})?")), stacklevel=3)
 
 
 TOPOLOGY_KEYS = frozenset({"template", "gpus", "nvlink", "nvswitch", "nics", "score"})
