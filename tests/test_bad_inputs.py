@@ -505,3 +505,20 @@ def test_gpucores_above_100_is_charged_as_100(tmp_path):
         result = run_scenario(load_scenario(spath), backend="reference")
     bound = {e.pod: e.devices for e in result.events if e.devices}
     assert list(bound) == ["big"]
+
+
+def test_a_scenario_pod_no_card_allows_warns_at_its_step(tmp_path, capsys):
+    """The card filters are checked against the scenario's own cluster: a type that
+    matches no card warns at the step that creates the pod, which stays pending."""
+    spath = tmp_path / "s.yaml"
+    spath.write_text("nodes:\n" + T4_NODE + textwrap.dedent("""\
+        steps:
+          - create: {name: ok, gpu: 1, gpumem: 1000, use_gputype: tesla}
+          - create: {name: typo, gpu: 1, gpumem: 1000, use_gputype: A100}
+          - expect: {ok: GPU-T, typo: pending}
+        """))
+    assert main(["scenario", str(spath)]) == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {spath}:7: warning: pod 'typo': nvidia.com/use-gputype 'A100' leaves it no "
+        "card of the cluster, so HAMi never binds it (card types: NVIDIA-Tesla T4; types "
+        "match as case-insensitive substrings, UUIDs exactly)"]
