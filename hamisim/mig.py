@@ -24,7 +24,7 @@ HAMi's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["MigPlacement", "MigProfile", "NvmlProfile", "NvmlGpu", "AllowedMigProfiles",
@@ -121,9 +121,6 @@ class AllowedMigProfiles:
 
     models: tuple[str, ...]
     profiles: tuple[str, ...]
-    #: where each profile name was written (``(file, line)``; empty for the
-    #: chart's default), for the reader's messages; not part of the value
-    where: tuple[tuple[str | None, int], ...] = field(default=(), compare=False, repr=False)
 
 
 def _row(slices, name, memory_mb, sms, instances, slice_count, starts, size):

@@ -198,7 +198,7 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
     nodes = nodes_from_document(doc.require("nodes"), resize=resize,
                                 gpu_policy=gpu_policy or config.gpu_scheduler_policy,
-                                allowlist=config.mig_profile_allowlist)
+                                allowlist=_located_allowlist(sched, config.mig_profile_allowlist))
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
                    quotas=quotas_from_document(quotas) if quotas is not None else {})
@@ -325,8 +325,7 @@ def _allowlist(doc: Doc) -> tuple[AllowedMigProfiles, ...]:
         for key in ("models", "profiles"):
             items[key] = entry.optional_list(key) or []
             lists[key] = tuple(v.as_str(f"'{key}' item", nonempty=True) for v in items[key])
-        allowed = AllowedMigProfiles(lists["models"], lists["profiles"],
-                                     tuple((v.path, v.line) for v in items["profiles"]))
+        allowed = AllowedMigProfiles(lists["models"], lists["profiles"])
         problem = allowlist_problem([allowed])
         if problem is not None:
             raise entry.error(f"{problem} (HAMi's scheduler refuses to start)")
@@ -341,6 +340,27 @@ def _allowlist(doc: Doc) -> tuple[AllowedMigProfiles, ...]:
     return tuple(out)
 
 
+class _LocatedAllowlist(tuple):
+    """A file's ``migProfileAllowlist`` as handed to its cards, with ``where``: per
+    entry, the ``(file, line)`` of each profile name (for messages only; the
+    :class:`SchedulerConfig` keeps the plain tuple)."""
+
+    where: tuple[tuple[tuple[str | None, int], ...], ...] = ()
+
+
+def _located_allowlist(sched: Doc | None,
+                       allowlist: tuple[AllowedMigProfiles, ...]) -> tuple[AllowedMigProfiles, ...]:
+    """``allowlist`` (read by :func:`_allowlist` from ``sched``) with where its
+    names were written; the chart's default as it is."""
+    if sched is None or "migProfileAllowlist" not in sched:
+        return allowlist
+    located = _LocatedAllowlist(allowlist)
+    located.where = tuple(
+        tuple((v.path, v.line) for v in item.as_doc("an entry").optional_list("profiles") or [])
+        for item in sched.require("migProfileAllowlist").as_list("'migProfileAllowlist'"))
+    return located
+
+
 def _check_allowlisted(table, card_type: str,
                        allowlist: tuple[AllowedMigProfiles, ...]) -> None:
     """The allowlist entry that applies to a MIG card of ``card_type`` (with the
@@ -352,11 +372,13 @@ def _check_allowlisted(table, card_type: str,
     GPU's profiles. A known prefix with another memory (``2g.12gb`` on an A100
     40GB) is registered under the name written but with NVML's memory: HAMi
     accepts it with another meaning, so a warning. Only a file's own allowlist
-    is checked (the chart's default carries HAMi's own quirks, e.g. ``7g.79gb``)."""
-    entry = next((e for e in allowlist if any(m in card_type for m in e.models)), None)
-    if entry is None or not entry.where:
+    is checked (:class:`_LocatedAllowlist`; the chart's default carries HAMi's own
+    quirks, e.g. ``7g.79gb``)."""
+    k = next((k for k, e in enumerate(allowlist) if any(m in card_type for m in e.models)), None)
+    where = getattr(allowlist, "where", ())
+    if k is None or not where:
         return
-    for name, (path, line) in zip(entry.profiles, entry.where):
+    for name, (path, line) in zip(allowlist[k].profiles, where[k]):
         prefix = name.partition(".")[0]
         nvml = next((p for p in table.profiles if p.slices == prefix), None)
         if nvml is None:
