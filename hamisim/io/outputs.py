@@ -59,8 +59,9 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
     included, the temporary folder is removed and ``target`` is left as it
     was. The final swap (previous folder aside, new folder in, previous folder
     removed) and that removal ignore both signals, so an interrupt never
-    leaves neither or both, nor half a temporary folder. ``InputError`` when ``target`` is an existing
-    file (it is never replaced by a folder) or cannot be created.
+    leaves neither or both, nor half a temporary folder. ``InputError`` when
+    ``target`` is an existing file (it is never replaced by a folder) or
+    cannot be created.
     """
     target = Path(target)
     if target.name in ("", ".", ".."):
