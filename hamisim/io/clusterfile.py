@@ -348,8 +348,8 @@ class _LocatedAllowlist(tuple):
     where: tuple[tuple[tuple[str | None, int], ...], ...] = ()
 
 
-def _located_allowlist(sched: Doc | None,
-                       allowlist: tuple[AllowedMigProfiles, ...]) -> tuple[AllowedMigProfiles, ...]:
+def _located_allowlist(sched: Doc | None, allowlist: tuple[AllowedMigProfiles, ...]
+                       ) -> tuple[AllowedMigProfiles, ...]:
     """``allowlist`` (read by :func:`_allowlist` from ``sched``) with where its
     names were written; the chart's default as it is."""
     if sched is None or "migProfileAllowlist" not in sched:
