@@ -522,3 +522,13 @@ def test_a_scenario_pod_no_card_allows_warns_at_its_step(tmp_path, capsys):
         f"hamisim: {spath}:7: warning: pod 'typo': nvidia.com/use-gputype 'A100' leaves it no "
         "card of the cluster, so HAMi never binds it (card types: NVIDIA-Tesla T4; types "
         "match as case-insensitive substrings, UUIDs exactly)"]
+
+
+def test_explain_warns_about_a_pod_file_as_run_does(tmp_path, capsys):
+    """explain's own pod file (the trace-column form) gets the gpucores warning too."""
+    ppath = tmp_path / "p.yaml"
+    ppath.write_text("name: p\ngpu: 1\ngpumem: 1000\ngpucores: 300\n")
+    assert main(["explain", str(GOOD_CLUSTER), str(ppath)]) == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {ppath}:1: warning: pod 'p': gpucores 300 is more than one card's 100 "
+        "percent: HAMi charges it as 100 on every card (gpucores is per card)"]
