@@ -532,3 +532,19 @@ def test_explain_warns_about_a_pod_file_as_run_does(tmp_path, capsys):
     assert warning_lines(capsys.readouterr().err) == [
         f"hamisim: {ppath}:1: warning: pod 'p': gpucores 300 is more than one card's 100 "
         "percent: HAMi charges it as 100 on every card (gpucores is per card)"]
+
+
+def test_a_state_pod_with_more_init_containers_than_segments_warns(tmp_path, capsys):
+    """init_containers beyond the containers 'devices' gives makes every container
+    an init container (peak, not sum): valid, and warned at its line."""
+    spath = tmp_path / "state.yaml"
+    spath.write_text("pods:\n  - name: p\n    node: node1\n"
+                     "    devices: \"GPU-A,NVIDIA,1000,0:;GPU-A,NVIDIA,2000,0:;\"\n"
+                     "    init_containers: 3\n")
+    status = main(["run", str(GOOD_CLUSTER), str(GOOD_TRACE), "--as-traced", "--state",
+                   str(spath), "--out", str(tmp_path / "out"), "--format", "csv"])
+    assert status == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {spath}:5: warning: pod 'p': 'init_containers: 3' is more than the 2 "
+        "containers 'devices' gives: all of them count as init containers (the pod's usage "
+        "is their peak, not their sum)"]
