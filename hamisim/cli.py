@@ -22,6 +22,8 @@ from hamisim.sim.backend import BACKENDS
 EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 #: --check found a broken invariant (hamisim.sim.checker); 130 = interrupted (Ctrl-C)
 EXIT_INVARIANT, EXIT_INTERRUPTED = 3, 130
+#: stopped by SIGTERM (``timeout``, a batch system): 128 + 15, as a shell reports it
+EXIT_TERMINATED = 143
 
 
 def _add_backend(p: argparse.ArgumentParser, python_policies: bool = False) -> None:
@@ -1168,8 +1170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hamisim.sim.checker import InvariantError
     parser = build_parser()
     args = parser.parse_args(argv)
+    from hamisim.errors import Terminated
+    from hamisim.io.outputs import sigterm_as_interrupt
     try:
-        with _policy_warnings():
+        with sigterm_as_interrupt(), _policy_warnings():
             return args.func(args)
     except InputError as err:
         print(f"hamisim: {err}", file=sys.stderr)
@@ -1184,14 +1188,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
         print(f"hamisim: error: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
         # results folders are swapped in whole (hamisim.io.outputs.atomic_folder),
-        # so an interrupted run or compare has written nothing
+        # so an interrupted run or compare has written nothing; SIGTERM unwinds
+        # the same way (Terminated is a KeyboardInterrupt)
         done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
+        how = "terminated" if isinstance(err, Terminated) else "interrupted"
         _close_progress_bars(getattr(args, "progress", None))
-        print(f"hamisim: interrupted:{done}" if done else "hamisim: interrupted",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"hamisim: {how}:{done}" if done else f"hamisim: {how}", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(err, Terminated) else EXIT_INTERRUPTED
 
 
 def _close_progress_bars(progress: bool | None) -> None:

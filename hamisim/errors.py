@@ -44,3 +44,11 @@ class InputWarning(UserWarning):
 class SchedulerError(HamisimError):
     """A HAMi Filter *error* (not an unschedulable result), e.g. invalid
     ``hami.io/device-scoring-weights``; HAMi reports these as scheduler errors."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a batch system, a CI job cancelling), raised where
+    Ctrl-C raises :class:`KeyboardInterrupt` once the CLI has installed
+    :func:`hamisim.io.outputs.sigterm_as_interrupt`: a subclass, so that every
+    ``except KeyboardInterrupt`` cleanup (the results folder's above all) runs
+    for it too. The CLI exits with status 143 (128 + SIGTERM)."""

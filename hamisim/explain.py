@@ -827,7 +827,7 @@ def load_pod(path: str, name: str | None = None) -> Pod:
         return _pick({tp.pod.name: tp.pod for tp in trace.pods}, name, path)
     from hamisim.io.documents import load_document
     from hamisim.io.kubeimport import kubernetes_pods, pod_from_kubernetes
-    from hamisim.io.podspec import TRACE_POD_KEYS, pod_from_document
+    from hamisim.io.podspec import TRACE_POD_KEYS, pod_from_document, warn_core_limits
     root = load_document(path)
     if root.is_mapping:
         doc = root.as_doc("the top level")
@@ -840,6 +840,7 @@ def load_pod(path: str, name: str | None = None) -> Pod:
                 pods[pod.name] = pod
             return _pick(pods, name, path)
         pod = pod_from_document(doc, path, allowed_keys=TRACE_POD_KEYS)
+        warn_core_limits([(f"{path}:{doc.line}", pod)])
         return _pick({pod.name: pod}, name, path)
     raise root.error(f"expected a pod (a mapping), got {root.describe()}")
 

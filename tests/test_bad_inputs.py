@@ -385,3 +385,166 @@ def test_every_message_names_a_file_and_line_or_the_whole_file():
             assert case["message"].strip()
             assert not re.search(r"^\s|\s$", case["message"])
     assert os.path.isfile(GOOD_CLUSTER) and os.path.isfile(GOOD_TRACE)
+
+
+# ---------------------------------------------------------------------------
+# valid values HAMi reads with another meaning: simulated as HAMi reads them,
+# with one located warning (issue 31: no silent values)
+
+T4_NODE = "  - name: t4\n    devices:\n      - {id: GPU-T, devmem: 15360, type: NVIDIA-Tesla T4}\n"
+ONE_POD = "name,arrival,duration,gpu,gpumem\na,0,2,1,1000\n"
+A100_40 = "NVIDIA A100-SXM4-40GB"
+
+#: (name, cluster file text, trace file name and text, line warned, fragment)
+MEANT_OTHERWISE = [
+    ("mig-profile-memory",
+     "scheduler:\n  migProfileAllowlist:\n    - models: [A100-SXM4-40GB]\n"
+     "      profiles:\n        - 1g.5gb\n        - 2g.12gb\n"
+     f"nodes:\n  - name: m\n    devices:\n      - {{id: GPU-M, type: {A100_40}, mode: mig}}\n",
+     ("t.csv", ONE_POD), ("c.yaml", 6),
+     f"MIG profile '2g.12gb': on card type '{A100_40}' HAMi's device plugin registers it "
+     "with NVML's '2g' profile 2g.10gb (9984 MiB of memory)"),
+    ("gpus-0-template",
+     "nodes:\n" + T4_NODE + "  - name_prefix: cpu\n    replicas: 3\n    gpus: 0\n"
+     "    card: {devmem: 15360, type: NVIDIA-Tesla T4}\n",
+     ("t.csv", ONE_POD), ("c.yaml", 7),
+     "node group 'cpu': 'gpus: 0' leaves the card template unused: these nodes have no "
+     "HAMi cards"),
+    ("devmem-in-gib",
+     "nodes:\n" + T4_NODE + "  - name: big\n    devices:\n"
+     "      - {id: GPU-B, type: NVIDIA A100-SXM4-80GB,\n         devmem: 80}\n",
+     ("t.csv", ONE_POD), ("c.yaml", 8),
+     "node 'big': card 0: devmem 80 is MiB, did you mean 81920 (80 GiB)?"),
+    ("devmem-in-gib-json-group",
+     '{"nodes": [\n  {"name_prefix": "g", "replicas": 2, "gpus": 1,\n'
+     '   "card": {"type": "NVIDIA-Tesla T4", "devmem": 16}}\n]}\n',
+     ("t.csv", ONE_POD), ("c.json", 3),
+     "node group 'g': card template: devmem 16 is MiB, did you mean 16384 (16 GiB)?"),
+    ("node-memory-in-gib",
+     "nodes:\n  - name: t4\n    cpu_milli: 64000\n    memory_mib: 512\n"
+     "    devices:\n      - {id: GPU-T, devmem: 15360, type: NVIDIA-Tesla T4}\n",
+     ("t.csv", ONE_POD), ("c.yaml", 4),
+     "node 't4': 'memory_mib: 512' is less than a GPU server has, did you mean 524288 "
+     "(512 GiB)?"),
+    ("node-cpus-json",
+     '{"nodes": [{"name": "t4", "cpu_milli": 64, "memory_mib": 262144,\n'
+     '  "devices": [{"id": "GPU-T", "devmem": 15360, "type": "NVIDIA-Tesla T4"}]}]}\n',
+     ("t.csv", ONE_POD), ("c.json", 1),
+     "node 't4': 'cpu_milli: 64' is less than a GPU server has, did you mean 64000 (64 CPUs)?"),
+    ("annotation-mode",
+     "nodes:\n  - name: n\n    devices: >-\n"
+     '      [{"id": "GPU-A", "type": "NVIDIA-Tesla T4", "devmem": 15360, "count": 10,\n'
+     '        "devcore": 100, "health": true, "mode": "hami_core"}]\n',
+     ("t.csv", ONE_POD), ("c.yaml", 3),
+     "card mode 'hami_core' is none HAMi's device plugin registers (hami-core, mig, mps)"),
+    ("default-cores",
+     "scheduler:\n  default_cores: 150\nnodes:\n" + T4_NODE,
+     ("t.csv", ONE_POD), ("c.yaml", 2),
+     "'default_cores: 150' is more than one card's 100 percent: HAMi charges it as 100"),
+    ("gpucores-csv",
+     "nodes:\n" + T4_NODE,
+     ("t.csv", "name,arrival,duration,gpu,gpumem,gpucores\na,0,2,1,1000,50\n"
+               "b,1,2,1,1000,150\nc,2,2,1,1000,150\n"), ("t.csv", 3),
+     "pod 'b': gpucores 150 is more than one card's 100 percent: HAMi charges it as 100"),
+    ("use-gputype-typo",
+     "nodes:\n" + T4_NODE,
+     ("t.csv", "name,arrival,duration,gpu,gpumem,use_gputype,nouse_gputype\n"
+               "a,0,2,1,1000,t4,\nb,1,2,1,1000,,T4\nc,2,2,1,1000,T4,\nd,3,2,1,1000,,T4\n"),
+     ("t.csv", 3),
+     "pod 'b': nvidia.com/nouse-gputype 'T4' leaves it no card of the cluster, so HAMi "
+     "never binds it (card types: NVIDIA-Tesla T4;"),
+    ("use-gpuuuid-unknown",
+     "nodes:\n" + T4_NODE,
+     ("t.jsonl", '{"name": "a", "arrival": 0, "gpu": 1, "use_gpuuuid": ["GPU-T"]}\n'
+                 '{"name": "b", "arrival": 1, "gpu": 1, "use_gpuuuid": ["GPU-X", "GPU-Y"]}\n'
+                 '{"name": "c", "arrival": 1, "gpu": 0, "use_gputype": "H100"}\n'),
+     ("t.jsonl", 2),
+     "pod 'b': nvidia.com/use-gpuuuid 'GPU-X,GPU-Y' leaves it no card of the cluster"),
+    ("gpucores-jsonl-container",
+     "nodes:\n" + T4_NODE,
+     ("t.jsonl", '{"name": "a", "arrival": 0, "gpu": 1}\n'
+                 '{"name": "b", "arrival": 1, "containers": [{"gpu": 1, "gpucores": 120}]}\n'),
+     ("t.jsonl", 2),
+     "pod 'b': gpucores 120 is more than one card's 100 percent"),
+]
+
+
+@pytest.mark.parametrize("name,cluster,trace,where,fragment", MEANT_OTHERWISE,
+                         ids=[c[0] for c in MEANT_OTHERWISE])
+def test_values_hami_reads_otherwise_warn_once_at_their_line(name, cluster, trace, where,
+                                                             fragment, tmp_path, capsys):
+    cpath = tmp_path / ("c.json" if cluster.startswith("{") else "c.yaml")
+    cpath.write_text(cluster)
+    tpath = tmp_path / trace[0]
+    tpath.write_text(trace[1])
+    status = main(["run", str(cpath), str(tpath), "--as-traced", "--out",
+                   str(tmp_path / "out"), "--format", "csv"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert warning_lines(err) == [line for line in err.splitlines()
+                                  if line.startswith(f"hamisim: {tmp_path / where[0]}:")]
+    assert len(warning_lines(err)) == 1, err
+    assert warning_lines(err)[0].startswith(
+        f"hamisim: {tmp_path / where[0]}:{where[1]}: warning: "), err
+    assert fragment in err
+    assert (tmp_path / "out" / "summary.json").exists()
+
+
+def test_gpucores_above_100_is_charged_as_100(tmp_path):
+    """What the gpucores warning says: HAMi's Fit charges 150 as a whole card's
+    cores, so a second pod asking cores finds no room on a one-card node."""
+    cpath = tmp_path / "c.yaml"
+    cpath.write_text("nodes:\n" + T4_NODE)
+    spath = tmp_path / "s.yaml"
+    spath.write_text(cpath.read_text() + textwrap.dedent("""\
+        steps:
+          - create: {name: big, gpu: 1, gpumem: 1000, gpucores: 150}
+          - create: {name: small, gpu: 1, gpumem: 1000, gpucores: 10}
+        """))
+    with pytest.warns(Warning, match=r"s\.yaml:6: warning: pod 'big': gpucores 150"):
+        result = run_scenario(load_scenario(spath), backend="reference")
+    bound = {e.pod: e.devices for e in result.events if e.devices}
+    assert list(bound) == ["big"]
+
+
+def test_a_scenario_pod_no_card_allows_warns_at_its_step(tmp_path, capsys):
+    """The card filters are checked against the scenario's own cluster: a type that
+    matches no card warns at the step that creates the pod, which stays pending."""
+    spath = tmp_path / "s.yaml"
+    spath.write_text("nodes:\n" + T4_NODE + textwrap.dedent("""\
+        steps:
+          - create: {name: ok, gpu: 1, gpumem: 1000, use_gputype: tesla}
+          - create: {name: typo, gpu: 1, gpumem: 1000, use_gputype: A100}
+          - expect: {ok: GPU-T, typo: pending}
+        """))
+    assert main(["scenario", str(spath)]) == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {spath}:7: warning: pod 'typo': nvidia.com/use-gputype 'A100' leaves it no "
+        "card of the cluster, so HAMi never binds it (card types: NVIDIA-Tesla T4; types "
+        "match as case-insensitive substrings, UUIDs exactly)"]
+
+
+def test_explain_warns_about_a_pod_file_as_run_does(tmp_path, capsys):
+    """explain's own pod file (the trace-column form) gets the gpucores warning too."""
+    ppath = tmp_path / "p.yaml"
+    ppath.write_text("name: p\ngpu: 1\ngpumem: 1000\ngpucores: 300\n")
+    assert main(["explain", str(GOOD_CLUSTER), str(ppath)]) == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {ppath}:1: warning: pod 'p': gpucores 300 is more than one card's 100 "
+        "percent: HAMi charges it as 100 on every card (gpucores is per card)"]
+
+
+def test_a_state_pod_with_more_init_containers_than_segments_warns(tmp_path, capsys):
+    """init_containers beyond the containers 'devices' gives makes every container
+    an init container (peak, not sum): valid, and warned at its line."""
+    spath = tmp_path / "state.yaml"
+    spath.write_text("pods:\n  - name: p\n    node: node1\n"
+                     "    devices: \"GPU-A,NVIDIA,1000,0:;GPU-A,NVIDIA,2000,0:;\"\n"
+                     "    init_containers: 3\n")
+    status = main(["run", str(GOOD_CLUSTER), str(GOOD_TRACE), "--as-traced", "--state",
+                   str(spath), "--out", str(tmp_path / "out"), "--format", "csv"])
+    assert status == 0
+    assert warning_lines(capsys.readouterr().err) == [
+        f"hamisim: {spath}:5: warning: pod 'p': 'init_containers: 3' is more than the 2 "
+        "containers 'devices' gives: all of them count as init containers (the pod's usage "
+        "is their peak, not their sum)"]

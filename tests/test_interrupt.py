@@ -1,8 +1,10 @@
-"""Ctrl-C during ``run`` and ``compare``: exit 130, one message, nothing half-written.
+"""Ctrl-C and SIGTERM during ``run`` and ``compare``: exit 130 (143 for SIGTERM),
+one message, nothing half-written, no worker left behind.
 
-Real processes get a real SIGINT once they are visibly simulating (their
-progress bar has started); an in-process test interrupts the writing of the
-results itself, where the temporary folder already holds files.
+Real processes get a real SIGINT or SIGTERM once they are visibly simulating
+(their progress bar has started, their temporary folder exists); an in-process
+test interrupts the writing of the results itself, where the temporary folder
+already holds files.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from hamisim.io import outputs
 from hamisim.studies import runs as study
 
 MESSAGE = "hamisim: interrupted: no results written"
+#: what each signal makes the CLI say, and its exit status
+SIGNALS = {signal.SIGINT: (130, MESSAGE),
+           signal.SIGTERM: (143, "hamisim: terminated: no results written")}
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
@@ -50,27 +55,90 @@ def wait_for(proc: subprocess.Popen, text: bytes, times: int = 1, timeout: float
     return seen
 
 
-def interrupt(proc: subprocess.Popen, seen: bytes) -> tuple[int, str]:
-    proc.send_signal(signal.SIGINT)
+def interrupt(proc: subprocess.Popen, seen: bytes,
+              sig: int = signal.SIGINT) -> tuple[int, str]:
+    proc.send_signal(sig)
     _, rest = proc.communicate(timeout=120)
     return proc.returncode, (seen + rest).decode("utf-8", "replace")
 
 
-def assert_clean_interrupt(status: int, err: str) -> None:
-    assert status == 130, err[-2000:]
+def assert_clean_interrupt(status: int, err: str, sig: int = signal.SIGINT) -> None:
+    code, message = SIGNALS[sig]
+    assert status == code, err[-2000:]
     lines = [line.strip("\r ") for line in err.replace("\r", "\n").splitlines()]
-    assert [line for line in lines if line.startswith("hamisim:")] == [MESSAGE]
+    assert [line for line in lines if line.startswith("hamisim:")] == [message]
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
 
 
-def test_ctrl_c_while_run_simulates(tmp_path):
-    """The bundled replay: nothing is written, and no hidden temporary folder stays."""
+def wait_for_path(folder: Path, pattern: str, proc: subprocess.Popen,
+                  timeout: float = 120) -> Path:
+    """Poll until a path matching ``pattern`` exists below ``folder``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = sorted(folder.glob(pattern))
+        if found:
+            return found[0]
+        assert proc.poll() is None, "the run ended before it was interrupted"
+        assert time.monotonic() < deadline, f"{pattern} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
+def test_interrupt_while_run_simulates(tmp_path, sig):
+    """The bundled replay: nothing is written, and no hidden temporary folder stays
+    (SIGTERM, as ``timeout`` or a batch system sends it, unwinds as Ctrl-C does)."""
     proc = start(["run", "--progress", "--out", "results"], tmp_path)
     seen = wait_for(proc, b"simulating")
+    wait_for_path(tmp_path, ".results.partial-*", proc)  # the half-written folder is there
     time.sleep(0.3)                                     # well inside the event loop
-    status, err = interrupt(proc, seen)
-    assert_clean_interrupt(status, err)
+    status, err = interrupt(proc, seen, sig)
+    assert_clean_interrupt(status, err, sig)
     assert list(tmp_path.iterdir()) == []
+
+
+def group_gone(pgid: int, timeout: float = 30) -> bool:
+    """Whether every process of group ``pgid`` has ended within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+COMPARE_ON_WORKERS = ["compare", "--mode", "fill", "--fill-to", "60", "--node-policy", "bestfit",
+                      "--node-policy", "fgd", "--node-policy", "gpupacking", "--workers", "2",
+                      "--format", "csv", "--out", "cmp"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("whole_group", [False, True], ids=["timeout", "batch-system"])
+def test_sigterm_during_compare_on_workers(tmp_path, whole_group):
+    """compare on two worker processes, its runs filed into the temporary folder
+    as they finish: SIGTERM to the CLI alone (``timeout``) or to its whole process
+    group (a batch system) ends it with 143, no folder at all, and no worker or
+    fork server left running. The CLI stops its workers itself instead of letting
+    them run the remaining simulations first."""
+    proc = subprocess.Popen([sys.executable, "-m", "hamisim.cli", *COMPARE_ON_WORKERS],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint, start_new_session=True)
+    wait_for_path(tmp_path, ".cmp.partial-*/runs", proc)
+    time.sleep(1.0)                                     # the workers are simulating
+    started = time.monotonic()
+    if whole_group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    took = time.monotonic() - started
+    assert_clean_interrupt(proc.returncode, err.decode("utf-8", "replace"), signal.SIGTERM)
+    assert list(tmp_path.iterdir()) == []
+    assert group_gone(proc.pid), "a worker or the fork server outlived the CLI"
+    # stopped at once: well under a second here; letting the workers finish their
+    # runs first takes over ten
+    assert took < 5, f"{took:.1f} s: the workers were not stopped at once"
 
 
 def test_ctrl_c_during_compare_keeps_the_earlier_results(tmp_path):
@@ -102,10 +170,12 @@ nodes:
 TRACE = "name,arrival,duration,gpu,gpumem\na,0,2,1,9000\nb,1,2,1,9000\n"
 
 
+@pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", ["run", "compare"])
-def test_ctrl_c_while_the_results_are_written(tmp_path, monkeypatch, capsys, command):
-    """Interrupted half-way through writing: the half-written folder is removed
-    and the previous one of the same name stays as it was."""
+def test_interrupt_while_the_results_are_written(tmp_path, monkeypatch, capsys, command, sig):
+    """Interrupted half-way through writing (Ctrl-C, or SIGTERM as the CLI turns it
+    into an interrupt): the half-written folder is removed and the previous one of
+    the same name stays as it was."""
     cpath, tpath = tmp_path / "c.yaml", tmp_path / "t.csv"
     cpath.write_text(CLUSTER)
     tpath.write_text(TRACE)
@@ -117,34 +187,51 @@ def test_ctrl_c_while_the_results_are_written(tmp_path, monkeypatch, capsys, com
 
     def write_then_interrupt(df, folder, name, fmt):
         written.append(original(df, folder, name, fmt))
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), sig)
+        time.sleep(5)                   # the CLI's handler raises before this ends
     monkeypatch.setattr(study, "write_table", write_then_interrupt)
 
     status = main([command, str(cpath), str(tpath), "--as-traced", "--format", "csv",
                    "--out", str(out)])
-    assert status == 130 and capsys.readouterr().err == MESSAGE + "\n"
+    code, message = SIGNALS[sig]
+    assert status == code and capsys.readouterr().err == message + "\n"
     assert written and not written[0].exists()         # a file was written, then removed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "out", "t.csv"]
     assert [p.name for p in out.iterdir()] == ["summary.json"]
 
 
-def test_ctrl_c_during_the_swap_is_ignored(tmp_path, monkeypatch):
-    """The final swap cannot be interrupted half-way: a SIGINT sent while it runs
-    neither leaves the target missing nor raises."""
+@pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
+def test_interrupt_during_the_swap_is_ignored(tmp_path, monkeypatch, sig):
+    """The final swap cannot be interrupted half-way: a SIGINT or SIGTERM (as the
+    CLI turns it into an interrupt) sent while it runs neither leaves the target
+    missing nor raises."""
     target = tmp_path / "out"
     target.mkdir()
     (target / "old.txt").write_text("old")
     original = os.replace
 
     def replace_with_a_signal(src, dst):
-        os.kill(os.getpid(), signal.SIGINT)             # Ctrl-C right inside the swap
+        os.kill(os.getpid(), sig)                       # the signal right inside the swap
         original(src, dst)
     monkeypatch.setattr(outputs.os, "replace", replace_with_a_signal)
-    with outputs.atomic_folder(target) as tmp:
+    with outputs.sigterm_as_interrupt(), outputs.atomic_folder(target) as tmp:
         (tmp / "new.txt").write_text("new")
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert [p.name for p in target.iterdir()] == ["new.txt"]
+
+
+def test_sigterm_is_an_interrupt_only_inside_the_block():
+    """sigterm_as_interrupt raises Terminated (a KeyboardInterrupt, so every Ctrl-C
+    cleanup runs for it) and gives SIGTERM its previous handler back."""
+    from hamisim.errors import Terminated
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as caught:
+        with outputs.sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)                               # the handler raises before this ends
+    assert isinstance(caught.value, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_ctrl_c_while_the_figure_fork_server_loads(tmp_path):

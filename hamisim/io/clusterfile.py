@@ -31,9 +31,11 @@ decodes from a registration without one, loads with a warning), ``devmem`` (requ
 MiB), ``count`` (vGPU slots; default 10, HAMi's chart ``deviceSplitCount``),
 ``devcore`` (default 100), ``index`` (default:
 the card's position in the list), ``numa`` (default 0), ``health`` (default
-true), ``mode`` (default ``hami-core``; ``mig`` is rejected, MIG is out of
-scope). ``count``, ``devmem``, ``devcore``, ``index``, ``numa`` are integers
-in 0..2**31-1. GPU indexes must be distinct within a node.
+true), ``mode`` (default ``hami-core``; ``mig`` or ``mps``, or ``''`` as HAMi
+decodes a registration without one; any other spelling is an error, since
+HAMi's device plugin registers no other). ``count``, ``devmem``, ``devcore``,
+``index``, ``numa`` are integers in 0..2**31-1; a ``devmem`` below 256 is
+probably GiB and warned. GPU indexes must be distinct within a node.
 
 ``devices`` may instead be the annotation's JSON string pasted verbatim. It is
 decoded as HAMi decodes it: keys match case-insensitively, unknown keys
@@ -58,7 +60,8 @@ zero-padded to the width of N-1 (``replicas: 1000`` gives ``gpu-000`` ..
 * ``cpu_milli``, ``memory_mib``: as for a node, per node;
 * the cards, either ``devices`` (a list or annotation JSON as above, ``id``
   optional) or ``gpus: K`` with a single ``card:`` template (the card keys
-  except ``id`` and ``index``; cards get indexes 0..K-1);
+  except ``id`` and ``index``; cards get indexes 0..K-1; ``gpus: 0`` leaves
+  the template unused and warns);
 * ``nvidia_score``, ``cordon``: as for a node, naming cards by their *local*
   name (the card's ``id`` as written, or its index as a string when ``id``
   is omitted); applied to every node of the group;
@@ -99,7 +102,7 @@ from hamisim.cluster import (
 )
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.gpuscore import gpu_scores, topology_scored
-from hamisim.hami.policy import policy_problem, warn_policy
+from hamisim.hami.policy import CARD_MODES, policy_problem, warn_policy
 from hamisim.io.documents import (
     INT32_MAX,
     MAX_SAFE_INT,
@@ -115,6 +118,7 @@ from hamisim.mig import (
     DEFAULT_ALLOWLIST,
     MAX_PLACEMENT_END,
     NVML_TABLES,
+    SLICE_KEYS,
     AllowedMigProfiles,
     MigPlacement,
     MigProfile,
@@ -194,7 +198,7 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
     nodes = nodes_from_document(doc.require("nodes"), resize=resize,
                                 gpu_policy=gpu_policy or config.gpu_scheduler_policy,
-                                allowlist=config.mig_profile_allowlist)
+                                allowlist=_located_allowlist(sched, config.mig_profile_allowlist))
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
                    quotas=quotas_from_document(quotas) if quotas is not None else {})
@@ -282,6 +286,11 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
         mig_profile_allowlist=_allowlist(doc) if "migProfileAllowlist" in doc
         else d.mig_profile_allowlist,
     )
+    if config.default_cores > 100:
+        v = doc.get("default_cores")
+        warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+            f"'default_cores: {config.default_cores}' is more than one card's 100 percent: "
+            "HAMi charges it as 100 on every card")), stacklevel=2)
     # HAMi ignores what it does not understand in a policy; hamisim does the same, and says so
     for key, kind in (("gpu_scheduler_policy", "gpu"), ("node_scheduler_policy", "node")):
         v = doc.get(key)
@@ -312,16 +321,77 @@ def _allowlist(doc: Doc) -> tuple[AllowedMigProfiles, ...]:
             "'migProfileAllowlist'")):
         entry = item.as_doc(f"entry {pos}").with_context(f"migProfileAllowlist entry {pos}")
         entry.check_keys({"models", "profiles"}, "an allowlist entry")
-        lists = {}
+        lists, items = {}, {}
         for key in ("models", "profiles"):
-            values = entry.optional_list(key) or []
-            lists[key] = tuple(v.as_str(f"'{key}' item", nonempty=True) for v in values)
+            items[key] = entry.optional_list(key) or []
+            lists[key] = tuple(v.as_str(f"'{key}' item", nonempty=True) for v in items[key])
         allowed = AllowedMigProfiles(lists["models"], lists["profiles"])
         problem = allowlist_problem([allowed])
         if problem is not None:
             raise entry.error(f"{problem} (HAMi's scheduler refuses to start)")
+        for v, name in zip(items["profiles"], allowed.profiles):
+            if name.partition(".")[0] not in SLICE_KEYS:
+                # no GPU has it: HAMi's device plugin skips the name on every GPU
+                raise v.error(f"MIG profile {name!r}: HAMi's device plugin maps no "
+                              f"GPU-instance profile to '{name.partition('.')[0]}' and skips "
+                              f"the name without a word; the slice prefixes it knows: "
+                              f"{', '.join(SLICE_KEYS)}")
         out.append(allowed)
     return tuple(out)
+
+
+class _LocatedAllowlist(tuple):
+    """A file's ``migProfileAllowlist`` as handed to its cards, with ``where``: per
+    entry, the ``(file, line)`` of each profile name (for messages only; the
+    :class:`SchedulerConfig` keeps the plain tuple)."""
+
+    where: tuple[tuple[tuple[str | None, int], ...], ...] = ()
+
+
+def _located_allowlist(sched: Doc | None, allowlist: tuple[AllowedMigProfiles, ...]
+                       ) -> tuple[AllowedMigProfiles, ...]:
+    """``allowlist`` (read by :func:`_allowlist` from ``sched``) with where its
+    names were written; the chart's default as it is."""
+    if sched is None or "migProfileAllowlist" not in sched:
+        return allowlist
+    located = _LocatedAllowlist(allowlist)
+    located.where = tuple(
+        tuple((v.path, v.line) for v in item.as_doc("an entry").optional_list("profiles") or [])
+        for item in sched.require("migProfileAllowlist").as_list("'migProfileAllowlist'"))
+    return located
+
+
+def _check_allowlisted(table, card_type: str,
+                       allowlist: tuple[AllowedMigProfiles, ...]) -> None:
+    """The allowlist entry that applies to a MIG card of ``card_type`` (with the
+    built-in NVML ``table``) against NVML's profiles, as HAMi's device plugin looks
+    each name up: by its slice prefix only (:func:`hamisim.mig.register_profiles`).
+
+    A name whose prefix the GPU has no profile for (``9g.90gb``, or ``3g`` on an
+    A30) is skipped by HAMi without a word: an error at the name, listing the
+    GPU's profiles. A known prefix with another memory (``2g.12gb`` on an A100
+    40GB) is registered under the name written but with NVML's memory: HAMi
+    accepts it with another meaning, so a warning. Only a file's own allowlist
+    is checked (:class:`_LocatedAllowlist`; the chart's default carries HAMi's own
+    quirks, e.g. ``7g.79gb``)."""
+    k = next((k for k, e in enumerate(allowlist) if any(m in card_type for m in e.models)), None)
+    where = getattr(allowlist, "where", ())
+    if k is None or not where:
+        return
+    for name, (path, line) in zip(allowlist[k].profiles, where[k]):
+        prefix = name.partition(".")[0]
+        nvml = next((p for p in table.profiles if p.slices == prefix), None)
+        if nvml is None:
+            raise InputError(path, line, (
+                f"MIG profile {name!r}: {table.nvml_name} has no '{prefix}' GPU-instance "
+                f"profile, so HAMi's device plugin skips the name without a word; card type "
+                f"{card_type!r} has " + ", ".join(p.name for p in table.profiles)))
+        if nvml.name != name:
+            warnings.warn(InputWarning(f"{path}:{line}", (
+                f"MIG profile {name!r}: on card type {card_type!r} HAMi's device plugin "
+                f"registers it with NVML's '{prefix}' profile {nvml.name} ({nvml.memory_mb} "
+                "MiB of memory): it looks profiles up by their slice prefix only")),
+                stacklevel=4)
 
 
 def _choice(doc: Doc, key: str, default: str, choices: tuple[str, ...]) -> str:
@@ -442,7 +512,13 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
             totals[1] += len(node.cards)
         else:                               # the full reader, for this entry only
             doc = from_plain(entry, path, 0).as_doc(f"node {pos}").with_context(f"node {pos}")
-            nodes += [n for n, _ in _expand_entry(doc, totals, resize, resized)]
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always", InputWarning)
+                nodes += [n for n, _ in _expand_entry(doc, totals, resize, resized)]
+            if any(issubclass(w.category, InputWarning) for w in warned):
+                raise _Slow                 # plain data has no lines: warn at the entry's own
+            for w in warned:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if totals[0] > MAX_NODES or totals[1] > MAX_CARDS or set(resize or ()) - resized:
         raise _Slow
     names = [n.name for n in nodes]
@@ -550,6 +626,9 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
         if any(e.get("cpu_milli") is not None for e in entries) else None
     mem = _ints([e.get("memory_mib", -1) for e in entries], -1, MAX_SAFE_INT) \
         if any(e.get("memory_mib") is not None for e in entries) else None
+    for values, limit in ((cpu, SUSPECT_CPU_MILLI), (mem, SUSPECT_MEMORY_MIB)):
+        if values and min(filter(lambda v: v > 0, values), default=limit) < limit:
+            raise _Slow                     # probably CPUs or GiB: warned at its line
     groups = [e.get("group") for e in entries]
     if any(g is not None for g in groups):
         _strs([g for g in groups if g is not None])
@@ -570,12 +649,13 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
     index = _ints(index, None, INT32_MAX)
     count = _ints(column("count"), 10, INT32_MAX)
     devmem = _ints(column("devmem"), None, INT32_MAX)
+    if devmem and min(filter(None, devmem), default=SUSPECT_DEVMEM_MIB) < SUSPECT_DEVMEM_MIB:
+        raise _Slow                         # probably GiB: the full reader warns at its line
     devcore = _ints(column("devcore"), 100, INT32_MAX)
     numa = _ints(column("numa"), 0, INT32_MAX)
     health = [True if v is None else v for v in column("health")]
     mode = [_HAMI_CORE if v is None else v for v in column("mode")]
-    if devs and (set(map(type, health)) != {bool} or set(map(type, mode)) != {str}
-                 or "mig" in mode):
+    if devs and (set(map(type, health)) != {bool} or not set(mode) <= _PLAIN_MODES):
         raise _Slow
     cards = list(map(_card, ids, index, count, devmem, devcore, types, numa, health, mode))
     nodes, k = [], 0
@@ -591,6 +671,8 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
 
 
 _HAMI_CORE = "hami-core"
+#: the card modes a plain card may have (``mig`` cards and typos: the full reader)
+_PLAIN_MODES = frozenset(CARD_MODES) - {"mig"} | {""}
 
 
 def _card(id, index, count, devmem, devcore, type, numa, health, mode) -> Card:
@@ -658,6 +740,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
     entry = entry.with_context(ctx)
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
+    _warn_node_units(entry, cpu, mem)
     topology = server_topology(entry.get("topology")) if "topology" in entry else None
     specs = _card_specs(entry, derived_ids=group, allowlist=allowlist)
     if topology is not None:
@@ -709,6 +792,23 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes
+
+
+#: a node's allocatable CPU or memory below these is probably in whole CPUs or GiB
+SUSPECT_CPU_MILLI, SUSPECT_MEMORY_MIB = 1000, 1024
+
+
+def _warn_node_units(entry: Doc, cpu: int | None, mem: int | None) -> None:
+    """``cpu_milli`` below one CPU, ``memory_mib`` below 1 GiB: valid, but no
+    GPU server has so little; probably CPUs or GiB. Warned at the value's line."""
+    for key, value, limit, unit, scale in (
+            ("cpu_milli", cpu, SUSPECT_CPU_MILLI, "CPUs", 1000),
+            ("memory_mib", mem, SUSPECT_MEMORY_MIB, "GiB", 1024)):
+        if value is not None and 0 < value < limit:
+            v = entry.get(key)
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{entry.context}: '{key}: {value}' is less than a GPU server has, did you "
+                f"mean {value * scale} ({value} {unit})?")), stacklevel=3)
 
 
 TOPOLOGY_KEYS = frozenset({"template", "gpus", "nvlink", "nvswitch", "nics", "score"})
@@ -855,6 +955,12 @@ def _card_specs(entry: Doc, *, derived_ids: bool,
                                  line=tmpl.key_line(key))
         tmpl.check_keys(TEMPLATE_KEYS, "a card template")
         card = _yaml_card(tmpl, index=0, card_id="", allowlist=allowlist)
+        if n == 0:
+            # valid (CPU-only nodes), but the template then describes nothing
+            warnings.warn(InputWarning(
+                f"{entry.path}:{entry.key_line('gpus')}",
+                f"{entry.context}: 'gpus: 0' leaves the card template unused: these nodes "
+                "have no HAMi cards (drop 'card', or give 'gpus' >= 1)"), stacklevel=2)
         return [_CardSpec(replace(card, index=i), str(i), tmpl.line, explicit_id=False,
                           numa_given="numa" in tmpl) for i in range(n)]
     devices = entry.get("devices")
@@ -881,9 +987,25 @@ def _card_specs(entry: Doc, *, derived_ids: bool,
     return specs
 
 
+def _card_mode(doc: Doc) -> str:
+    """``mode``: one of :data:`~hamisim.hami.policy.CARD_MODES`, spelt as HAMi's
+    device plugin registers it, or ``''`` (what HAMi decodes from a registration
+    without one; a cluster written from an annotation keeps it). Any other string
+    is an error: the plugin never registers it, and HAMi's scheduler would keep it
+    verbatim, so that only an ``nvidia.com/vgpu-mode`` annotation containing the
+    typo would select the card."""
+    mode = doc.optional_str("mode", "hami-core")
+    if mode not in CARD_MODES and mode != "":
+        near = difflib.get_close_matches(mode.lower().replace("_", "-"), CARD_MODES, n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise doc.get("mode").error(f"unknown card mode {mode!r}{hint}; HAMi's device plugin "
+                                    f"registers {', '.join(CARD_MODES)}")
+    return mode
+
+
 def _yaml_card(doc: Doc, *, index: int, card_id: str,
                allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST) -> Card:
-    mode = doc.optional_str("mode", "hami-core")
+    mode = _card_mode(doc)
     if mode == "mig":
         return _mig_card(doc, index=index, card_id=card_id, allowlist=allowlist)
     if "migProfiles" in doc:
@@ -894,13 +1016,30 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str,
     return Card(
         id=card_id, index=index,
         count=doc.optional_int("count", 10, min=0, max=INT32_MAX),
-        devmem=doc.require_int("devmem", min=0, max=INT32_MAX),
+        devmem=_devmem(doc),
         devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
         type=_card_type(doc),
         numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
         health=doc.optional_bool("health", True),
         mode=mode,
     )
+
+
+#: a card ``devmem`` below this many MiB is probably GiB (no NVIDIA GPU HAMi
+#: schedules has less)
+SUSPECT_DEVMEM_MIB = 256
+
+
+def _devmem(doc: Doc) -> int:
+    """``devmem`` (MiB, required). A value in 1..255 is valid (HAMi takes what
+    the device plugin registers) but probably GiB: warned at its line."""
+    devmem = doc.require_int("devmem", min=0, max=INT32_MAX)
+    if 0 < devmem < SUSPECT_DEVMEM_MIB:
+        v = doc.get("devmem")
+        warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+            f"{doc.context}: devmem {devmem} is MiB, did you mean {devmem * 1024} "
+            f"({devmem} GiB)?")), stacklevel=3)
+    return devmem
 
 
 def _mig_card(doc: Doc, *, index: int, card_id: str,
@@ -920,6 +1059,7 @@ def _mig_card(doc: Doc, *, index: int, card_id: str,
                 + ", ".join(g.nvml_name for g in NVML_TABLES)
                 + "): give its 'migProfiles' as HAMi's device plugin registers them "
                 "(the node's hami.io/node-nvidia-register annotation)")
+        _check_allowlisted(table, card_type, allowlist)
         profiles = register_profiles(table, card_type, allowlist)
         if not profiles:
             raise doc.error(
@@ -1050,6 +1190,13 @@ def _annotation_cards(devices: Value, entry: Doc, derived_ids: bool) -> list[_Ca
                 for k in ("index", "count", "devmem", "devcore", "numa")}
         strs = {k: fields[k].as_str(f"'{k}'") if k in fields else ""
                 for k in ("id", "type", "mode")}
+        if strs["mode"] and strs["mode"] not in CARD_MODES:
+            v = fields["mode"]
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{doc.context}: card mode {strs['mode']!r} is none HAMi's device plugin "
+                f"registers ({', '.join(CARD_MODES)}); HAMi's scheduler keeps it as written, "
+                "so only an nvidia.com/vgpu-mode annotation containing it selects the card")),
+                stacklevel=2)
         health = fields["health"].as_bool("'health'") if "health" in fields else False
         profiles = mig_profiles_from_value(fields["migProfiles"], json_keys=True,
                                            context=doc.context) \

@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from hamisim.cluster import Cluster
-from hamisim.errors import InputError
+from hamisim.errors import InputError, InputWarning
 from hamisim.hami.decision import Pick
 from hamisim.hami.reference import collapsed_usage
 from hamisim.io.documents import INT32_MAX, Doc, Value, from_plain, load_mapping, parse_json
@@ -155,6 +156,12 @@ def state_from_document(doc: Doc, cluster: Cluster, path: str | None = None) -> 
         cards = {c.id: c for c in node.cards}
         containers = decode_devices(devices, dev_v, cards, node_name) if devices else []
         containers = _with_mig(entry, containers, cards)
+        if devices and n_init > len(containers):
+            v = entry.get("init_containers")
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{entry.context}: 'init_containers: {n_init}' is more than the "
+                f"{len(containers)} containers 'devices' gives: all of them count as init "
+                "containers (the pod's usage is their peak, not their sum)")), stacklevel=2)
         if finished:
             containers = [[] if k < n_init else picks for k, picks in enumerate(containers)]
         departure = _departure(entry)

@@ -5,7 +5,8 @@ at the end, so a crash or Ctrl-C never leaves a half-written results folder
 (nor the hidden one); a previous folder of the same name is replaced only
 once the new one is complete, and an existing *file* is never replaced.
 Nothing written depends on the wall clock, so the same inputs and seed give
-byte-identical files.
+byte-identical files. SIGTERM is the same as Ctrl-C here once
+:func:`sigterm_as_interrupt` is installed (the CLI does).
 """
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from typing import Iterator, Mapping
 
 import pandas as pd
 
-from hamisim.errors import InputError
+from hamisim.errors import InputError, Terminated
 
-__all__ = ["FORMATS", "atomic_folder", "atomic_file", "write_table", "write_json", "read_table", "TableFiles"]
+__all__ = ["FORMATS", "atomic_folder", "atomic_file", "write_table", "write_json", "read_table",
+           "TableFiles", "sigterm_as_interrupt"]
 
 FORMATS = ("parquet", "csv")
 
@@ -53,11 +55,13 @@ def atomic_file(target: str | os.PathLike[str]) -> Iterator[str]:
 def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary folder that replaces ``target`` when the block succeeds.
 
-    On any exception, Ctrl-C included, the temporary folder is removed and
-    ``target`` is left as it was. The final swap (previous folder aside, new
-    folder in, previous folder removed) ignores Ctrl-C, so an interrupt never
-    leaves neither or both. ``InputError`` when ``target`` is an existing
-    file (it is never replaced by a folder) or cannot be created.
+    On any exception, Ctrl-C (and SIGTERM, :func:`sigterm_as_interrupt`)
+    included, the temporary folder is removed and ``target`` is left as it
+    was. The final swap (previous folder aside, new folder in, previous folder
+    removed) and that removal ignore both signals, so an interrupt never
+    leaves neither or both, nor half a temporary folder. ``InputError`` when
+    ``target`` is an existing file (it is never replaced by a folder) or
+    cannot be created.
     """
     target = Path(target)
     if target.name in ("", ".", ".."):
@@ -77,10 +81,10 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
         raise InputError(str(target), None, f"cannot create the results folder: {why}") from None
     try:
         yield tmp
-        with _sigint_ignored():
+        with _interrupts_ignored():
             _swap_in(tmp, target)
     except BaseException:
-        with _sigint_ignored():
+        with _interrupts_ignored():
             shutil.rmtree(tmp, ignore_errors=True)
         raise
 
@@ -100,21 +104,48 @@ def _swap_in(tmp: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+#: the signals that interrupt a run: Ctrl-C, and SIGTERM once turned into one
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ctrl-C is ignored inside the block (main thread only; elsewhere a no-op)."""
+def _interrupts_ignored() -> Iterator[None]:
+    """Ctrl-C and SIGTERM are ignored inside the block (main thread only; elsewhere
+    a no-op); a signal whose handler was not installed from Python is left alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is None:                # a handler not installed from Python
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS}
+    previous = {sig: handler for sig, handler in previous.items() if handler is not None}
+    for sig in previous:
+        signal.signal(sig, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block SIGTERM raises :class:`~hamisim.errors.Terminated` (a
+    :class:`KeyboardInterrupt`), so that ``timeout``, a batch system or a CI job
+    stopping the process unwinds it as Ctrl-C does: every results folder is
+    written whole or not at all. Main thread only (elsewhere a no-op), and not
+    where SIGTERM is ignored (the process was started to ignore it)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, None):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def write_table(df: pd.DataFrame, folder: Path, name: str, fmt: str) -> Path:

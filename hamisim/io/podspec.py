@@ -69,8 +69,10 @@ Which keys are allowed is a parameter: scenario steps use
 from __future__ import annotations
 
 import re
-from typing import Collection, Mapping
+import warnings
+from typing import Collection, Iterable, Mapping
 
+from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, Doc, Value
 from hamisim.kube.filters import selector_problem
 from hamisim.kube.quantity import parse_memory_mib
@@ -94,7 +96,7 @@ __all__ = [
     "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
     "preemption_policy_from_value", "grace_period_from_value", "placement_fields",
     "namespace_from_value",
-    "placement_json",
+    "placement_json", "warn_core_limits", "warn_no_card_allowed",
 ]
 
 #: Trace column -> pod annotation name.
@@ -485,3 +487,57 @@ def _boolean(v: Value, what: str) -> bool:
         if word in _FALSE:
             return False
     raise v.error(f"{what} must be true/false, 1/0 or yes/no, got {v.describe()}")
+
+
+def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
+    """Warn about ``gpucores`` above 100, once per distinct value (at its first
+    ``where``); ``pods`` yields ``(where, pod)``.
+
+    Such a value is valid, and HAMi's Fit charges it as 100 (a whole card's
+    cores, sticky for the rest of the request): the pod is simulated that way,
+    but the number written probably meant something else (a share of several
+    cards, or a milli-unit)."""
+    seen: set[int] = set()
+    for where, pod in pods:
+        for c in (*pod.init_containers, *pod.containers):
+            cores = c.value(GPUCORES)
+            if cores is None or cores <= 100 or cores in seen:
+                continue
+            seen.add(cores)
+            warnings.warn(InputWarning(where, (
+                f"pod '{pod.name}': gpucores {cores} is more than one card's 100 percent: "
+                "HAMi charges it as 100 on every card (gpucores is per card)")), stacklevel=2)
+
+
+#: the pod annotations that choose cards by type or UUID (HAMi's Fit, step 2)
+_CARD_FILTERS = tuple(TRACE_COLUMN_ANNOTATIONS[c] for c in ("use_gputype", "nouse_gputype",
+                                                               "use_gpuuuid", "nouse_gpuuuid"))
+
+
+def warn_no_card_allowed(pods: Iterable[tuple[str | None, Pod]], cards) -> None:
+    """Warn about pods asking for cards whose ``use-``/``nouse-gputype`` and
+    ``use-``/``nouse-gpuuuid`` annotations leave them no card of the cluster (a
+    typo in a type or UUID, e.g. ``A10O``): valid, and HAMi then offers the pod no
+    card, so it never binds. Once per distinct set of filters, at its first
+    ``where``; ``pods`` yields ``(where, pod)``, ``cards`` the cluster's cards."""
+    from hamisim.hami.reference import type_allowed, uuid_allowed
+    cards = list(cards)
+    types = sorted({c.type for c in cards})
+    seen: set[tuple] = set()
+    for where, pod in pods:
+        ann = pod.annotations or {}
+        key = tuple(ann.get(a) for a in _CARD_FILTERS)
+        if key in seen or not any(key):
+            continue
+        seen.add(key)
+        if not any((c.value(GPU) or 0) > 0 for c in (*pod.init_containers, *pod.containers)):
+            continue
+        allowed = [t for t in types if type_allowed(ann, t)]
+        if allowed and (key[2:] == (None, None) or any(   # the UUID filters: card by card
+                type_allowed(ann, c.type) and uuid_allowed(ann, c.id) for c in cards)):
+            continue
+        given = ", ".join(f"{a} {v!r}" for a, v in zip(_CARD_FILTERS, key) if v is not None)
+        warnings.warn(InputWarning(where, (
+            f"pod '{pod.name}': {given} leaves it no card of the cluster, so HAMi never "
+            f"binds it (card types: {', '.join(types) or 'none'}; types match as "
+            "case-insensitive substrings, UUIDs exactly)")), stacklevel=2)

@@ -37,7 +37,12 @@ from hamisim.hami.policy import warn_pod_policies
 from hamisim.io.clusterfile import cluster_from_document
 from hamisim.io.documents import Doc, load_mapping
 from hamisim.io.initialstate import InitialState, load_state
-from hamisim.io.podspec import SCENARIO_POD_KEYS, pod_from_document
+from hamisim.io.podspec import (
+    SCENARIO_POD_KEYS,
+    pod_from_document,
+    warn_core_limits,
+    warn_no_card_allowed,
+)
 from hamisim.pods import Pod
 
 __all__ = [
@@ -185,6 +190,11 @@ def scenario_from_document(doc: Doc, path: str, *,
             steps.append(ExpectMessageStep(expected=messages, line=line))
     warn_pod_policies((f"{path}:{st.line}", st.pod.annotations)
                       for st in steps if isinstance(st, CreateStep))
+    warn_core_limits((f"{path}:{st.line}", st.pod)
+                     for st in steps if isinstance(st, CreateStep))
+    warn_no_card_allowed(((f"{path}:{st.line}", st.pod)
+                          for st in steps if isinstance(st, CreateStep)),
+                         [c for n in cluster.nodes for c in n.cards])
     return Scenario(cluster=cluster, steps=steps, path=path, state=state)
 
 

@@ -58,6 +58,8 @@ from hamisim.io.podspec import (
     TRACE_POD_KEYS,
     placement_json,
     pod_from_document,
+    warn_core_limits,
+    warn_no_card_allowed,
 )
 from hamisim.io.tables import (
     csv_header,
@@ -72,6 +74,7 @@ from hamisim.pods import GPUMEM, Container
 from hamisim.workload import Trace, TracePod, pod_like
 
 __all__ = ["TRACE_COLUMNS", "read_trace", "write_trace", "warn_suspect_units",
+           "warn_unmatched_filters",
            "SUSPECT_GPUMEM_MIB", "LARGE_CARD_MIB"]
 
 _TIME_COLUMNS = ("arrival", "duration", "deletion")
@@ -120,6 +123,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     pods = _build(rows, name, fmt)
     trace = Trace(name=_stem(name), pods=pods, path=name, format=fmt)
     warn_pod_policies((trace.where(tp), tp.pod.annotations) for tp in pods)
+    warn_core_limits((trace.where(tp), tp.pod) for tp in pods)
     return trace
 
 
@@ -272,6 +276,9 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
     order = np.argsort(first, kind="stable")
     warn_pod_policies((trace.where_line(int(first[k]) + first_line, names[first[k]]),
                        templates[k].annotations) for k in order.tolist())
+    warn_core_limits((trace.where_line(int(first[k]) + first_line, names[first[k]]),
+                      pod_like(templates[k], names[first[k]], templates[k].priority))
+                     for k in order.tolist())
     return trace
 
 
@@ -720,3 +727,14 @@ def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
             f"pod '{tp.name}': gpumem {value} is MiB, did you mean {value * 1024} "
             f"({value} GiB)? Every card it may use has at least {card} MiB{others}")),
             stacklevel=2)
+
+
+def warn_unmatched_filters(trace: Trace, cluster: Cluster) -> None:
+    """Warn (at the first pod's row) about card filters that leave pods no card of
+    ``cluster`` (:func:`hamisim.io.podspec.warn_no_card_allowed`), once per
+    distinct request."""
+    counts = trace.template_counts()
+    first = trace.first_rows()
+    rows = sorted(int(first[t]) for t in range(len(trace.templates)) if counts[t])
+    warn_no_card_allowed(((trace.where(tp), tp.pod) for tp in map(trace.trace_pod, rows)),
+                         [c for n in cluster.nodes for c in n.cards])

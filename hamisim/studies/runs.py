@@ -32,7 +32,7 @@ from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import cluster_from_path
 from hamisim.io.initialstate import InitialState, load_state
 from hamisim.io.outputs import TableFiles, atomic_folder, read_table, write_json, write_table
-from hamisim.io.traces import read_trace, warn_suspect_units
+from hamisim.io.traces import read_trace, warn_suspect_units, warn_unmatched_filters
 from hamisim.hami.policy import policy_contains
 from hamisim.registry import RESERVE_TOKEN, is_plugin_policy
 from hamisim.research.plugins import default_backend, on_research_model
@@ -235,6 +235,7 @@ def _prepare(spec: RunSpec) -> Prepared:
     trace = source = read_trace(trace_path)
     read_trace_done = perf_counter()
     warn_suspect_units(trace, cluster)
+    warn_unmatched_filters(trace, cluster)
     shapes = typical_shapes(trace.templates, cluster.scheduler, counts=trace.template_counts())
     state = load_state(spec.state, cluster) if spec.state is not None else None
     timing = None

@@ -4,7 +4,8 @@
 whose workers come from a fork server (clean, single-threaded: safe when the
 caller has threads), ignore Ctrl-C (the submitting process alone handles it
 and stops them), stay quiet about input warnings the submitting process
-already showed, and leave when the submitting process dies.
+already showed, and leave when the submitting process dies. A ``with`` block
+left by an exception (Ctrl-C, SIGTERM) stops them at once.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from typing import Any, Sequence
 
 from hamisim.errors import InputWarning
 
-__all__ = ["process_pool", "cpu_count", "idle_cpus", "start_fork_server", "FIGURE_MODULES"]
+__all__ = ["process_pool", "stop_pool", "cpu_count", "idle_cpus", "start_fork_server",
+           "FIGURE_MODULES"]
 
 #: what drawing a figure needs (:class:`hamisim.plots.FigureJob` s carry numpy
 #: arrays, not pandas), for :func:`start_fork_server`
@@ -44,8 +46,35 @@ def process_pool(workers: int, tmp_root: str | None = None) -> cf.ProcessPoolExe
         ctx = multiprocessing.get_context("forkserver")
     else:                                       # pragma: no cover - Windows
         ctx = multiprocessing.get_context("spawn")
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                  initializer=_init_worker, initargs=(tmp_root,))
+    return _Pool(max_workers=workers, mp_context=ctx,
+                 initializer=_init_worker, initargs=(tmp_root,))
+
+
+class _Pool(cf.ProcessPoolExecutor):
+    """A process pool whose ``with`` block, left by an exception (Ctrl-C, SIGTERM
+    turned into one by :func:`hamisim.io.outputs.sigterm_as_interrupt`), drops the
+    jobs not started and ends the running ones at once, and returns only when every
+    worker is gone: an interrupted ``compare`` does not run its remaining
+    simulations first, and no worker writes into a results folder being removed
+    (the caller removes its temporary folder after the block)."""
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            return super().__exit__(exc_type, exc, tb)
+        stop_pool(self)
+        return False
+
+
+def stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """End ``pool`` now: queued jobs dropped, workers terminated (SIGTERM, whose
+    default ends them silently) and waited for."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
 
 
 def start_fork_server(preload: Sequence[str] = ()) -> bool:
@@ -130,8 +159,11 @@ def _init_worker(tmp_root: str | None = None) -> None:
     if tmp_root is not None:
         tempfile.tempdir = tmp_root
     # Ctrl-C reaches the whole process group: the submitting process alone
-    # handles it (and stops the workers), so workers print no tracebacks
+    # handles it (and stops the workers), so workers print no tracebacks.
+    # SIGTERM keeps its default (the worker ends without a word): it is how the
+    # submitting process stops them, and what a batch system sends them all
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # the submitting process showed the inputs' policy warnings once already
     warnings.simplefilter("ignore", InputWarning)
     # a pool worker outlives a killed submitting process (it waits on a queue
