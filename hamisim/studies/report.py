@@ -286,8 +286,11 @@ def _run(folder: Path) -> tuple[str, str]:
     return title, "\n".join(parts)
 
 
-def _duration(seconds: float) -> str:
-    """``3 h 5 min``, ``12 min 5 s``, ``42 s``, ``0.4 s``."""
+def _duration(seconds: float | None) -> str:
+    """``3 h 5 min``, ``12 min 5 s``, ``42 s``, ``0.4 s``; ``none`` when there is
+    no figure (``None``: e.g. percentiles over no placeable pod)."""
+    if seconds is None or seconds != seconds:
+        return "none"
     seconds = float(seconds)
     if seconds < 10 and not seconds.is_integer():
         return f"{seconds:.1f} s"
@@ -299,7 +302,9 @@ def _duration(seconds: float) -> str:
     return f"{whole // 3600:,} h {whole % 3600 // 60} min"
 
 
-def _pct(value: float, digits: int = 1) -> str:
+def _pct(value: float | None, digits: int = 1) -> str:
+    if value is None or value != value:
+        return "none"
     return f"{value:,.{digits}f} %"
 
 
