@@ -3,7 +3,10 @@
 A ``create`` is scheduled at once, a ``delete`` frees the pod and retries every
 pending pod once, an ``expect`` compares the pods' cards with what the file
 says; :func:`format_table` prints the result for a terminal. The file format
-and its reader are :mod:`hamisim.io.scenariofile`.
+and its reader are :mod:`hamisim.io.scenariofile`. What a bind, a failure, a
+preemption, a deletion, a departure or init containers that finish do is the
+replay engine's (:class:`hamisim.sim.engine.PodLifecycle`): the runner keeps
+only its steps, the retries after them and its rows.
 """
 from __future__ import annotations
 
@@ -129,7 +132,7 @@ class _Run(PodLifecycle):
         self.row_of = self.meter.row
         self.rec = _Rows()
         self.env = Clock()
-        self.rng, self.random_ties = None, False    # no tie-break draw: kube-scheduler's own
+        self.rng, self.random_ties = None, False    # a scenario draws no node tie-break
         self._denied = ShapeCache(lambda pod: admission_error(pod) or "")
         self.replay = self.retry = True
         self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
