@@ -44,8 +44,9 @@ class ScenarioEvent:
     ``preempt`` (a running pod deleted by kube-scheduler's preemption; with
     kube-scheduler <= 1.34 again for a victim already terminating, whose
     deadline stands),
-    ``rejected`` (HAMi's admission webhook refused to create the pod) or
-    ``gone`` (a deleted pod's grace period ended)."""
+    ``rejected`` (HAMi's admission webhook refused to create the pod),
+    ``gone`` (a deleted pod's grace period ended) or ``init done`` (its init
+    containers finished: HAMi keeps only the app containers' usage)."""
 
     step: int
     pod: str
@@ -216,6 +217,13 @@ class _Run(PodLifecycle):
         else:
             self.state[name] = EXPECT_PENDING
 
+    def delete(self, name: str) -> None:
+        """A ``delete`` row, then the pod is deleted: a pending one is abandoned
+        (kube-scheduler's PriorityQueue.Delete clears its nomination too), a
+        running one terminates; one already terminating or gone is left alone."""
+        self.rec.events.append(ScenarioEvent(self.rec.step, name, "delete"))
+        self._deletion(name)
+
     def retry_pending(self) -> None:
         """Every pending pod once, higher priority first, then in creation order;
         again while that freed room."""
@@ -281,11 +289,7 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
             if run.freed:
                 run.retry_pending()
         elif isinstance(step, DeleteStep):
-            rows.events.append(ScenarioEvent(i, step.pod_name, "delete"))
-            # a pending pod is abandoned (kube-scheduler's PriorityQueue.Delete
-            # clears its nomination too); a running one terminates; a pod
-            # already terminating or gone is left alone
-            run._deletion(step.pod_name)
+            run.delete(step.pod_name)
             run.retry_pending()
         elif isinstance(step, WaitStep):
             run.wait(step.seconds)
