@@ -153,10 +153,12 @@ class _Run(PodLifecycle):
 
     # -- the lifecycle's hooks -------------------------------------------------
     def _done(self, st: PodState, end: float) -> None:
-        self.state[st.pod.name] = EXPECT_DELETED
-        self.init_end.pop(st.pod.name, None)
+        self.state[st.pod.name] = EXPECT_DELETED    # a refused pod: attempt() says so
+        self.init_end.pop(st.pod.name, None)        # its init containers end with it
 
     def _changed(self, event: int) -> None:
+        # only a pod that left frees room for a retry (wait() adds init containers
+        # that finished); a bind or a terminating pod does not
         if event == ASSIGNED_POD_DELETE:
             self.freed = True
 
