@@ -14,10 +14,12 @@ from hamisim.errors import InputError
 from hamisim.hami.decision import Pick
 from hamisim.hami.reference import collapsed_usage
 from hamisim.io.initialstate import load_state
+from hamisim.io.scenariofile import load_scenario
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.engine import EngineConfig, simulate
 from hamisim.sim.recorder import INITIAL_STATE_MESSAGE
 from hamisim.studies.runs import RunSpec, run
+from hamisim.studies.scenario import run_scenario
 from hamisim.workload import TracePod
 
 BACKENDS = ["kernel", "reference"]
@@ -276,6 +278,23 @@ def test_scenario_with_state(tmp_path, capsys):
     # without the state the pod binds at once, and 'busy-bc' is unknown
     assert main(["scenario", str(scen)]) == 2
     assert "pod 'busy-bc'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["kernel", "reference"])
+def test_a_scenario_with_state_passes_the_checker(tmp_path, backend):
+    # the state's pods arrive and are adopted one by one, as in a run, so the
+    # checker's books follow the scheduler's (the runner used to adopt all first)
+    c, s = _files(tmp_path, STATE)
+    scen = tmp_path / "scen.yaml"
+    scen.write_text(CLUSTER_YAML + textwrap.dedent("""\
+        steps:
+          - create: {name: w, gpu: 1}
+          - delete: busy-bc
+          - expect: {w: GPU-B, busy-bc: deleted}
+    """))
+    result = run_scenario(load_scenario(scen, state=s), backend=backend, check=True)
+    assert result.ok and [(e.pod, e.event) for e in result.events] == [
+        ("w", "unschedulable"), ("busy-bc", "delete"), ("w", "bind")]
 
 
 def test_a_pod_on_a_mig_card_needs_its_mig_allocations(tmp_path):

@@ -152,3 +152,42 @@ def test_the_reservation_outlives_the_init_containers_in_a_replay(backend):
     ev = runs[0].events
     assert ev[(ev.pod == "z") & (ev.event == "bind")].time.tolist() == [20.0]
     assert "CardReservedByMutex" in ev[ev.pod == "z"].message.dropna().iloc[0]
+
+
+@pytest.mark.parametrize("backend", ["kernel", "reference"])
+def test_the_reservation_outlives_init_containers_in_a_scenario_as_in_a_replay(
+        tmp_path, backend):
+    # HAMi re-reads the pod when its init containers finish; its cards stay reserved
+    from hamisim.io.scenariofile import load_scenario
+    from hamisim.studies.scenario import run_scenario
+    path = tmp_path / "s.yaml"
+    path.write_text("""
+scheduler: {gpu_scheduler_policy: binpack}
+nodes:
+  - name: n0
+    devices: [{id: A, devmem: 1000, type: NVIDIA}, {id: B, devmem: 1000, type: NVIDIA}]
+steps:
+  - create:
+      name: m
+      annotations: {hami.io/gpu-scheduler-policy: mutex-reserve}
+      init_containers: [{gpu: 1, gpumem: 100}]
+      containers: [{gpu: 1, gpumem: 100}]
+      init_duration: 10
+  - wait: 10
+  - create: {name: x, gpu: 1, gpumem: 100}
+""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scenario = load_scenario(path)
+    events = run_scenario(scenario, backend=backend).events
+    assert [(e.pod, e.event, e.devices) for e in events] == [
+        ("m", "bind", "B,NVIDIA,100,0:;B,NVIDIA,100,0:;"), ("m", "init done", None),
+        ("x", "bind", "A,NVIDIA,100,0:;")]
+    # the replay engine, which the scenario runs on, places x alike
+    m = next(s.pod for s in scenario.steps if getattr(s, "pod", None) is not None)
+    trace = Trace.from_pods("t", [TracePod(m, 0.0, 100.0), TracePod(pod("x"), 10.0, 100.0)])
+    run = simulate(scenario.cluster, trace, EngineConfig(backend=backend, engine="python",
+                                                         progress=False))
+    binds = run.events[run.events["event"] == "bind"]
+    assert binds.set_index("pod")["devices"].to_dict() == {
+        "m": "B,NVIDIA,100,0:;B,NVIDIA,100,0:;", "x": "A,NVIDIA,100,0:;"}

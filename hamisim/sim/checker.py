@@ -201,18 +201,6 @@ class Checker:
         self.n["pods_pending"] += 1
         self._verify("arrive", name, ())
 
-    def adopt_state(self, state) -> None:
-        """Every pod of a :class:`hamisim.io.initialstate.InitialState`, as
-        :meth:`arrive` then :meth:`adopt`."""
-        from hamisim.pods import Container
-        index = {n: i for i, n in enumerate(self.node_names)}
-        for ip in state.pods:
-            pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
-                      cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib)
-            self.arrive(ip.name)
-            self.adopt(pod, Decision(ip.name, ip.node, ip.containers,
-                                     node_index=index.get(ip.node, -1)))
-
     def unschedulable(self, name: str) -> None:
         self._expect(name, _PENDING, "unschedulable")
         self._verify("unschedulable", name, ())

@@ -20,6 +20,11 @@ deletion is pending, and every pending pod has been tried since the cluster
 last changed (later retries would meet the same cluster). Arrivals are read lazily from the
 trace; each pod's work is a callback on a SimPy event, not a process.
 
+What happens to a pod when it is bound, fails (and preempts), is deleted,
+departs or finishes its init containers is :class:`PodLifecycle`, which the
+scenario runner (:mod:`hamisim.studies.scenario`) drives too; the SimPy timing
+and kube-scheduler's queue are :class:`_Engine`'s.
+
 This module is the readable engine, the specification of a run.
 :func:`simulate` hands a :class:`~hamisim.workload.Trace` on the kernel backend
 to its compiled twin, :mod:`hamisim.sim.compiled`, which produces the identical
@@ -72,7 +77,8 @@ from hamisim.sim.recorder import (
 from hamisim.sim.result import RunCounts, SimResult, assemble_result
 from hamisim.workload import Trace
 
-__all__ = ["EngineConfig", "SimResult", "simulate", "choose_engine", "quiet_gc", "EVENT_COLUMNS"]
+__all__ = ["EngineConfig", "SimResult", "simulate", "choose_engine", "quiet_gc", "EVENT_COLUMNS",
+           "PodLifecycle", "PodState", "Clock"]
 
 # SimPy orders events at equal times by priority: departures, then arrivals and
 # timers, then the scheduling pass.
@@ -82,15 +88,11 @@ _SHAPES_KEPT = 4096
 _NAN = float("nan")
 
 
-class TracePodLike(Protocol):
-    pod: Pod
-    arrival: float
-    duration: float | None
-    deletion: float | None
+# -- the pod lifecycle: one event path for the engine and the scenario runner --
 
 
-class _PodState:
-    """A pod the engine is responsible for, from arrival until it leaves."""
+class PodState:
+    """A pod a driver is responsible for, from arrival until it leaves."""
 
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "gen", "node", "usage", "cls", "first_attempt",
@@ -121,8 +123,359 @@ class _PodState:
         self.timestamp = arrival        # arrival, then the time of the last failure
         self.rejectors = 0              # the plugins that rejected the last attempt
         self.message: str | None = None # the last FailedScheduling text written
-        self.tried = -1                 # Engine.changes at the last attempt
+        self.tried = -1                 # changes at the last attempt
         self.held: list | None = None   # its picks while bound (the defragmenter's undo)
+
+
+class Clock:
+    """A clock without an event loop: the driver sets ``now``."""
+
+    now: float = 0.0
+
+
+class PodLifecycle:
+    """A pod's life on the cluster, one event path for every driver.
+
+    What happens to HAMi's scheduler, kube-scheduler's books
+    (:class:`hamisim.kube.scheduler.KubeScheduler`), the pod's state, the meter,
+    the invariant checker and the event rows when a pod of an initial state is
+    adopted, when a pod is tried (bound, or failed with its PostFilter result
+    and the preemption of its victims), is deleted (with or without a grace
+    period), departs, or finishes its init containers. The replay engine
+    (:class:`_Engine`) and the scenario runner (:mod:`hamisim.studies.scenario`)
+    both subclass it, so a scenario runs on the engine's handlers; each driver
+    keeps only its clock, timers, queue and output.
+
+    What a driver provides (attributes, then methods the handlers call):
+
+    * ``cluster``, ``sched`` (a HAMi backend), ``kube`` (its ``KubeScheduler``),
+      ``rec`` (``event(time, pod, event, node, devices, message)``), ``meter``
+      (``apply_rows``) and ``row_of`` (card id -> meter row), ``checker``
+      (:class:`hamisim.sim.checker.Checker` or ``None``), ``env`` (``.now``,
+      the clock), ``rng`` and ``random_ties``, ``_denied`` (``.get(pod)``: HAMi's
+      admission webhook's refusal, or ``""``), ``replay`` (a pod's timers run:
+      its duration, grace period and init containers end), ``retry`` (a failed
+      pod waits to be tried again; else it is abandoned), ``_aligned`` (per
+      node: HAMi lists every container,
+      :func:`hamisim.hami.reference.aligned_usage`), and the books
+      :meth:`_start_books` sets;
+    * ``_done(st, end)``: the pod left (or was refused) at ``end``;
+    * ``_changed(event)``: the cluster changed by a ``hamisim.kube.queue``
+      assigned-pod event;
+    * ``_sample()``: a moment to sample the cluster;
+    * ``_unschedulable(st, rejectors, message, renominated)``: the attempt
+      failed and the pod is retried (the driver's queue takes it);
+    * ``_own_update(st)``: kube-scheduler wrote the pending pod's status;
+    * ``_dequeue(name)``: the pending pod left: out of the driver's queue;
+    * ``_depart_in(delay, name)``: call :meth:`_delete` ``(name)`` after
+      ``delay`` (a duration or a grace period ran out);
+    * ``_init_in(delay, item)``: call :meth:`_init_done` ``(item)`` after ``delay``.
+
+    The handlers are the engine's hot path: they use the attributes directly
+    and call the driver's hooks only where something driver-specific happens.
+    """
+
+    def _start_books(self) -> None:
+        """The pods and the counts the handlers keep, all empty."""
+        self.pods: dict[str, PodState] = {}
+        self.changes = 0        # cluster changes so far (binds, departures, updates)
+        self.stale = 0          # pending pods not tried since the last change
+        # the pods by what became of them
+        self.n_arrived = self.n_pending = self.n_running = 0
+        self.n_departed = self.n_abandoned = self.n_preempted = self.n_rejected = 0
+        self.gpu_arrived = 0.0
+        self.delays = array("d")                # queueing delay of every bound pod
+        self.n_attempts = 0
+        #: pending pods by status (scheduler_pending_pods{queue}) and attempts by
+        #: kube-scheduler's result (scheduler_schedule_attempts_total{result})
+        self.n_status = dict.fromkeys(("queued", "backoff", "unschedulable"), 0)
+        self.n_result = [0, 0, 0]        # scheduled, unschedulable, error
+        self.row_time: float = -1.0             # binds at the current time, for the
+        self.row_delay_sum = 0.0                # time series' queueing delay
+        self.row_delay_n = 0
+        self.decision_time = 0.0                # seconds inside sched.schedule
+
+    def _set_status(self, st: PodState, status: str) -> None:
+        """``st.status = status``, keeping the pending pods' counts by queue."""
+        counts = self.n_status
+        if st.status in counts:
+            counts[st.status] -= 1
+        if status in counts:
+            counts[status] += 1
+        st.status = status
+
+    def _adopt(self, ip, node: int, order: int, cls: int) -> PodState:
+        """The initial-state pod ``ip`` (:class:`hamisim.io.initialstate.InitialPod`)
+        runs on ``node`` from time 0: adopted by HAMi and kube-scheduler, logged
+        as an ``arrive`` and a ``bind`` row (message ``initial state``,
+        ``devices`` re-encoded with every segment kept). Its departure, if any,
+        is the driver's to schedule."""
+        pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
+                  cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib, namespace=ip.namespace)
+        st = PodState(pod, order, 0.0, None, ip.departure, 0.0, cls)
+        self.pods[ip.name] = st
+        self.n_arrived += 1
+        self.n_pending += 1
+        self.rec.event(0.0, ip.name, "arrive")
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.arrive(ip.name)
+        self.sched.adopt(ip.name, node, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib,
+                         namespace=ip.namespace)
+        self.kube.bound(pod, node, 0.0)
+        st.status, st.node = "running", node
+        d = Decision(ip.name, self.cluster.nodes[node].name, ip.containers, node_index=node)
+        st.usage = self._usage(st, d)
+        self.meter.apply_rows(node, *st.usage, ip.cpu_milli, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        devices = devices_annotation(ip.containers) if any(ip.containers) else None
+        st.bind_time, st.devices = 0.0, devices
+        st.mig = mig_allocations_annotation(ip.containers)
+        self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.adopt(pod, d)
+        return st
+
+    # -- an attempt ----------------------------------------------------------
+    def _attempt(self, st: PodState) -> Decision | None:
+        """Try the pod once: bound, or failed (then retried through the driver's
+        ``_unschedulable``, or abandoned without ``retry``) with the victims of
+        its preemption deleted; ``None`` when HAMi's admission webhook refused
+        it (it is gone)."""
+        now = self.env.now
+        denied = self._denied.get(st.pod)
+        if denied:
+            # HAMi's admission webhook refused the pod: it was never created,
+            # so it is never scheduled (kube-apiserver's answer is the message)
+            self._abandon(st, denied, event="rejected")
+            return None
+        draw = float(self.rng.random()) if self.random_ties else None
+        self.n_attempts += 1
+        if not st.attempts:
+            st.first_attempt = now
+        st.attempts += 1
+        if st.tried != self.changes:
+            self.stale -= 1
+            st.tried = self.changes
+        nominated = self.kube.nominated.get(st.pod.name)
+        started = perf_counter()
+        post = None
+        try:
+            d, post = self.kube.schedule(st.pod, draw)
+        except ValueError as err:     # HAMi Filter error or admission rejection
+            d = Decision(st.pod.name, message=str(err))
+        self.decision_time += perf_counter() - started
+        if d.node is not None:
+            self.n_result[0] += 1
+            self._bind(st, d)
+        else:
+            # kube-scheduler's result: an error when no plugin rejected the pod
+            self.n_result[1 if d.rejectors else 2] += 1
+            message = full_message(d.message, post.message) if post else d.message
+            self.rec.event(now, st.pod.name, "unschedulable", message=message)
+            if self.checker is not None:  # --check (hamisim/sim/checker.py)
+                self.checker.unschedulable(st.pod.name)
+            if not self.retry:
+                self._abandon(st, "not retried (retry: none)")
+            else:
+                renominated = self.kube.nominated.get(st.pod.name) != nominated
+                self._unschedulable(st, d.rejectors, message, renominated)
+            if post is not None and post.victims:
+                node = self.cluster.nodes[post.nominate].name
+                for name in post.cleared:
+                    # kube-scheduler clears their nominated node: a status update
+                    cleared = self.pods.get(name)
+                    if cleared is not None:
+                        self._own_update(cleared)
+                for v in post.victims:
+                    self._preempt(v.name, st.pod.name, node)
+        return d
+
+    def _usage(self, st: PodState, d: Decision) -> tuple:
+        """The pod's cards as (meter rows, slots, memory, cores): the kernel's own
+        bookkeeping when it gives it, else HAMi's collapsed usage of the decision."""
+        if d.usage is not None:
+            return d.usage
+        per_card = collapsed_usage(d.containers, len(st.pod.init_containers),
+                                   self._aligned[d.node_index])
+        row = self.row_of
+        return ([row[u] for u in per_card], [v[0] for v in per_card.values()],
+                [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
+
+    def _bind(self, st: PodState, d: Decision) -> None:
+        now = self.env.now
+        pod = st.pod
+        self._set_status(st, "running")
+        st.gen += 1
+        st.node = node = d.node_index
+        st.bind_time = now
+        st.devices = devices = d.devices
+        st.mig = d.mig_allocations
+        st.held = d.containers
+        st.usage = usage = self._usage(st, d)
+        self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
+        self.n_pending -= 1
+        self.n_running += 1
+        delay = now - st.arrival
+        self.delays.append(delay)
+        if self.row_time != now:
+            self.row_time, self.row_delay_sum, self.row_delay_n = now, 0.0, 0
+        self.row_delay_sum += delay
+        self.row_delay_n += 1
+        self.kube.bound(pod, node, now)
+        self.rec.event(now, pod.name, "bind", d.node, devices)
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.bind(pod, d)
+        self._changed(ASSIGNED_POD_ADD)
+        if self.replay and st.deletion is None and st.duration is not None:
+            self._depart_in(st.duration, pod.name)
+        if self.replay and pod.init_duration is not None and pod.init_containers \
+                and any(d.containers):
+            st.containers = d.containers
+            self._init_in(pod.init_duration, (st, st.gen))
+
+    def _abandon(self, st: PodState, why: str, event: str = "abandon") -> None:
+        """The pending pod is gone: deleted, not retried, or (``rejected``)
+        refused by HAMi's admission webhook."""
+        self.kube.gone(st.pod.name)
+        self._set_status(st, "gone")
+        st.gen += 1
+        self._dequeue(st.pod.name)
+        if st.tried != self.changes:
+            self.stale -= 1
+        self.n_pending -= 1
+        self.n_abandoned += 1
+        if event == "rejected":
+            self.n_rejected += 1
+        self.rec.event(self.env.now, st.pod.name, event, message=why)
+        self._done(st, self.env.now)
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.abandon(st.pod.name)
+        if self.replay:
+            del self.pods[st.pod.name]      # memory stays flat in long replays
+
+    # -- departures ----------------------------------------------------------
+    def _delete(self, name: str) -> None:
+        """The pod's duration ran out (it Succeeded: HAMi and kube-scheduler
+        release it at once), or its grace period after a deletion ended."""
+        self._remove(name, "depart")
+
+    def _init_done(self, item: tuple[PodState, int]) -> bool:
+        """Every init container succeeded: HAMi v2.10.0 (``onUpdatePod`` ->
+        ``AppContainersOnlyDeviceUsage``) drops the first ``len(init_containers)``
+        entries of its list and keeps the rest, one slot per entry and card. On
+        a real node the list has no entry for GPU-less containers, so this can
+        drop app containers' usage (HAMi issue #2965). ``False`` (and nothing
+        done) when the pod was rebound, is terminating or is gone."""
+        st, gen = item
+        if st.gen != gen or st.status != "running":
+            return False  # HAMi's onUpdatePod only refreshes a terminating pod: no shrink
+        name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
+        entries = st.containers if self._aligned[node] else [c for c in st.containers if c]
+        st.containers = None
+        app_only = [list(c) for c in entries[n_init:]]
+        self.meter.apply_rows(node, *st.usage, 0, -1)
+        # adopt replaces the pod's usage and keeps a mutex-reserve pod's
+        # reservation (a delete first would drop it: its cards are still held)
+        self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
+                         namespace=st.pod.namespace)
+        st.held = None          # the defragmenter leaves pods with init containers alone
+        per_card = collapsed_usage(app_only, 0)
+        row = self.row_of
+        st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
+                    [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
+        self.meter.apply_rows(node, *st.usage, 0, 1)
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.init_done(name, app_only)
+        self._changed(ASSIGNED_POD_UPDATE)      # HAMi sees room on that card now
+        self._sample()
+        return True
+
+    def _preempt(self, name: str, preemptor: str, node: str) -> None:
+        """kube-scheduler's preemption deletes the running pod ``name``
+        (:meth:`hamisim.kube.scheduler.KubeScheduler.preempt_victim` says what
+        happens to a pod whose deletion is already under way: its deadline
+        stands, it is counted and attributed once; with kube-scheduler <= 1.34
+        a ``preempt`` row is written again, and a pod deleted by its trace now
+        counts as terminating by preemption, an assigned-pod update)."""
+        vst = self.pods[name]
+        message = f"Preempted by pod {preemptor} on node {node}"
+        action = self.kube.preempt_victim(name, vst.status == "terminating")
+        if action == "delete":
+            vst.preempted_by = preemptor
+            self._terminate(name, "preempt", message)
+        elif action != "skip":
+            self.rec.event(self.env.now, name, "preempt", node, message=message)
+            if action == "update":
+                self._changed(ASSIGNED_POD_UPDATE)      # its DisruptionTarget condition
+
+    def _deletion(self, name: str) -> None:
+        """The pod is deleted (a trace's ``deletion``, a scenario's ``delete``):
+        a pending one is abandoned, a running one terminates (within its grace
+        period, keeping its cards until then)."""
+        self._terminate(name, "terminate")
+
+    def _terminate(self, name: str, event: str, message: str | None = None) -> None:
+        """``name`` is deleted: ``terminate`` (the trace's deletion) or
+        ``preempt`` (a victim of kube-scheduler's preemption). With a
+        ``termination_grace_period`` it keeps its node, cards and CPU until the
+        period ends (HAMi and kube-scheduler both keep a terminating pod until
+        it is gone), else it leaves at once. A pod already terminating is left
+        alone: a second DELETE cannot restart or lengthen a graceful deletion
+        under way (kube-apiserver only shortens it, and the pod's own period is
+        no shorter), so it leaves when its first period ends. Without
+        ``replay`` (fill mode has no clock) a pod terminating there holds its
+        node and cards to the end."""
+        st = self.pods.get(name)
+        if st is None or st.status in ("gone", "terminating"):
+            return
+        grace = st.pod.termination_grace_period
+        if st.status == "running" and grace > 0:
+            self._set_status(st, "terminating")
+            if event == "preempt":
+                self.n_preempted += 1
+            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
+                           message=message)
+            if self.replay:     # fill mode has no clock: it terminates to the end
+                self._depart_in(grace, name)
+            self._changed(ASSIGNED_POD_UPDATE)  # its deletionTimestamp is set
+            return
+        self._remove(name, "depart" if event == "terminate" else event, message)
+
+    def _remove(self, name: str, event: str, message: str | None = None) -> None:
+        """``name`` leaves: ``depart`` (its duration ran out, it was deleted, its
+        grace period ended) or ``preempt`` (a victim of kube-scheduler's
+        preemption without a grace period)."""
+        st = self.pods.get(name)
+        if st is None or st.status == "gone":
+            return
+        if st.status in ("running", "terminating"):
+            self.sched.delete(name)
+            self.kube.gone(name)
+            self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
+            self._set_status(st, "gone")
+            st.gen += 1
+            self.n_running -= 1
+            self.n_departed += 1
+            if event == "preempt":
+                self.n_preempted += 1
+            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
+                           message=message)
+            self._done(st, self.env.now)
+            if self.checker is not None:  # --check (hamisim/sim/checker.py)
+                self.checker.depart(name)
+            del self.pods[name]
+            self._changed(ASSIGNED_POD_DELETE)
+        else:
+            self._abandon(st, "deleted while pending")
+        self._sample()
+
+
+class TracePodLike(Protocol):
+    pod: Pod
+    arrival: float
+    duration: float | None
+    deletion: float | None
 
 
 class _Timer(simpy.events.Event):
@@ -150,13 +503,10 @@ class _Timer(simpy.events.Event):
         env.schedule(self, priority, delay)
 
 
-class _FillClock:
-    """The clock of fill mode, which has no event loop (``now`` is set per pod)."""
+class _Engine(PodLifecycle):
+    """A run: SimPy's clock and timers and kube-scheduler's queue around the pod
+    lifecycle's handlers (:class:`PodLifecycle`)."""
 
-    now: float = 0.0
-
-
-class _Engine:
     def __init__(self, cluster: Cluster, config: EngineConfig, shapes: Sequence[Shape],
                  sink: TableSink | None = None, unplaceable: Mapping[str, str] | None = None):
         self.cluster = cluster
@@ -194,7 +544,7 @@ class _Engine:
         self.replay = config.mode == "replay"
         self.retry = config.retry != "none" and config.mode == "replay"   # fill: one attempt
         self.env = simpy.Environment()
-        self.pods: dict[str, _PodState] = {}
+        self._start_books()                     # pods and counts (PodLifecycle)
         self.active: list[tuple[int, float, int, str]] = []
         #: unschedulable pods HAMi rejected (moved by any pod event with
         #: QueueingHints), and those only NodeResourcesFit and the static filters
@@ -203,31 +553,15 @@ class _Engine:
         self.unschedulable_extender: dict[str, None] = {}
         self.unschedulable_fit: dict[str, None] = {}
         self.hints = queueing_hints(cluster.scheduler.kube_scheduler_version)
-        self.changes = 0        # cluster changes so far (binds, departures, updates)
-        self.stale = 0          # pending pods not tried since the last change
         self.pass_wanted = False                # a scheduling pass is due at this time
         self.pass_scheduled = False             # ... and queued as a SimPy event
         self.upcoming = None                    # next (order, trace pod) to arrive
-        # the pods by what became of them
-        self.n_arrived = self.n_pending = self.n_running = 0
-        self.n_departed = self.n_abandoned = self.n_preempted = self.n_rejected = 0
-        self.gpu_arrived = 0.0
-        self.delays = array("d")                # queueing delay of every bound pod
-        self.n_attempts = 0
         self.n_defrag_moves = 0
-        #: pending pods by status (scheduler_pending_pods{queue}) and attempts by
-        #: kube-scheduler's result (scheduler_schedule_attempts_total{result})
-        self.n_status = dict.fromkeys(("queued", "backoff", "unschedulable"), 0)
-        self.n_result = [0, 0, 0]        # scheduled, unschedulable, error
         self.live = 0                           # pending timers that can change state
         self.next_sample = 0.0                  # with a sample interval
-        self.row_time: float = -1.0             # binds at the current time, for the
-        self.row_delay_sum = 0.0                # time series' queueing delay
-        self.row_delay_n = 0
         self.feeder_done = False
         self.peak_alloc = -1
         self.peak_time = 0.0
-        self.decision_time = 0.0                # seconds inside sched.schedule
         self.row_of = m.row                     # card id -> meter row (other backends)
         self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
         # --check: independent books verified after every event; None costs one test
@@ -282,6 +616,17 @@ class _Engine:
         self.live += 1
         _Timer(self.env, delay, priority, self._on_timer, action, arg, live=True)
 
+    def _depart_in(self, delay: float, name: str) -> None:
+        """:meth:`_delete` ``(name)`` after ``delay``, a live departure timer
+        (PodLifecycle's hook; :meth:`_at_live` inlined: once per bound pod)."""
+        self.live += 1
+        _Timer(self.env, delay, _DEPART, self._on_timer, self._delete, name, True)
+
+    def _init_in(self, delay: float, item: tuple[PodState, int]) -> None:
+        """:meth:`_init_done` ``(item)`` after ``delay`` (PodLifecycle's hook)."""
+        self.live += 1
+        _Timer(self.env, delay, _DEPART, self._on_timer, self._init_done, item, True)
+
     def _on_timer(self, timer: _Timer) -> None:
         if timer.live:
             self.live -= 1
@@ -319,21 +664,12 @@ class _Engine:
             return self.rec.class_code(label)
         return self._classes.get(getattr(tp, "pod", tp))
 
-    def _done(self, st: _PodState, end: float) -> None:
+    def _done(self, st: PodState, end: float) -> None:
         """Write the pod's row: it left at ``end``, or the run is over (NaN)."""
         self.rec.pod_done(st.pod.name, st.cls, st.arrival, st.first_attempt, st.bind_time,
                           st.node, st.devices, st.attempts, end, st.preempted_by, st.mig)
 
-    def _set_status(self, st: _PodState, status: str) -> None:
-        """``st.status = status``, keeping the pending pods' counts by queue."""
-        counts = self.n_status
-        if st.status in counts:
-            counts[st.status] -= 1
-        if status in counts:
-            counts[status] += 1
-        st.status = status
-
-    def _enqueue(self, st: _PodState) -> None:
+    def _enqueue(self, st: PodState) -> None:
         """Into the active queue: by priority, then queue timestamp, then arrival."""
         self._set_status(st, "queued")
         st.gen += 1
@@ -364,7 +700,7 @@ class _Engine:
         pod = tp.pod
         name = pod.name
         now = self.env.now
-        st = _PodState(pod, order, float(now), tp.duration, tp.deletion, self._gpus.get(pod),
+        st = PodState(pod, order, float(now), tp.duration, tp.deletion, self._gpus.get(pod),
                        self._class_of(tp))
         self.pods[name] = st
         self.n_arrived += 1
@@ -398,234 +734,8 @@ class _Engine:
             self._attempt(st)
         self._sample()
 
-    def _attempt(self, st: _PodState) -> Decision | None:
-        now = self.env.now
-        denied = self._denied.get(st.pod)
-        if denied:
-            # HAMi's admission webhook refused the pod: it was never created,
-            # so it is never scheduled (kube-apiserver's answer is the message)
-            self._abandon(st, denied, event="rejected")
-            return None
-        draw = float(self.rng.random()) if self.random_ties else None
-        self.n_attempts += 1
-        if not st.attempts:
-            st.first_attempt = now
-        st.attempts += 1
-        if st.tried != self.changes:
-            self.stale -= 1
-            st.tried = self.changes
-        nominated = self.kube.nominated.get(st.pod.name)
-        started = perf_counter()
-        post = None
-        try:
-            d, post = self.kube.schedule(st.pod, draw)
-        except ValueError as err:     # HAMi Filter error or admission rejection
-            d = Decision(st.pod.name, message=str(err))
-        self.decision_time += perf_counter() - started
-        if d.node is not None:
-            self.n_result[0] += 1
-            self._bind(st, d)
-        else:
-            # kube-scheduler's result: an error when no plugin rejected the pod
-            self.n_result[1 if d.rejectors else 2] += 1
-            message = full_message(d.message, post.message) if post else d.message
-            self.rec.event(now, st.pod.name, "unschedulable", message=message)
-            if self.checker is not None:  # --check (hamisim/sim/checker.py)
-                self.checker.unschedulable(st.pod.name)
-            if not self.retry:
-                self._abandon(st, "not retried (retry: none)")
-            else:
-                renominated = self.kube.nominated.get(st.pod.name) != nominated
-                self._unschedulable(st, d.rejectors, message, renominated)
-            if post is not None and post.victims:
-                node = self.cluster.nodes[post.nominate].name
-                for name in post.cleared:
-                    # kube-scheduler clears their nominated node: a status update
-                    cleared = self.pods.get(name)
-                    if cleared is not None:
-                        self._own_update(cleared)
-                for v in post.victims:
-                    self._preempt(v.name, st.pod.name, node)
-        return d
-
-    def _usage(self, st: _PodState, d: Decision) -> tuple:
-        """The pod's cards as (meter rows, slots, memory, cores): the kernel's own
-        bookkeeping when it gives it, else HAMi's collapsed usage of the decision."""
-        if d.usage is not None:
-            return d.usage
-        per_card = collapsed_usage(d.containers, len(st.pod.init_containers),
-                                   self._aligned[d.node_index])
-        row = self.row_of
-        return ([row[u] for u in per_card], [v[0] for v in per_card.values()],
-                [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
-
-    def _bind(self, st: _PodState, d: Decision) -> None:
-        now = self.env.now
-        pod = st.pod
-        self._set_status(st, "running")
-        st.gen += 1
-        st.node = node = d.node_index
-        st.bind_time = now
-        st.devices = devices = d.devices
-        st.mig = d.mig_allocations
-        st.held = d.containers
-        st.usage = usage = self._usage(st, d)
-        self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
-        self.n_pending -= 1
-        self.n_running += 1
-        delay = now - st.arrival
-        self.delays.append(delay)
-        if self.row_time != now:
-            self.row_time, self.row_delay_sum, self.row_delay_n = now, 0.0, 0
-        self.row_delay_sum += delay
-        self.row_delay_n += 1
-        self.kube.bound(pod, node, now)
-        self.rec.event(now, pod.name, "bind", d.node, devices)
-        if self.checker is not None:  # --check (hamisim/sim/checker.py)
-            self.checker.bind(pod, d)
-        self._changed(ASSIGNED_POD_ADD)
-        if self.replay and st.deletion is None and st.duration is not None:
-            self._at_live(st.duration, _DEPART, self._delete, pod.name)
-        if self.replay and pod.init_duration is not None and pod.init_containers \
-                and any(d.containers):
-            st.containers = d.containers
-            self._at_live(pod.init_duration, _DEPART, self._init_done, (st, st.gen))
-
-    def _abandon(self, st: _PodState, why: str, event: str = "abandon") -> None:
-        """The pending pod is gone: deleted, not retried, or (``rejected``)
-        refused by HAMi's admission webhook."""
-        self.kube.gone(st.pod.name)
-        self._set_status(st, "gone")
-        st.gen += 1
-        self.unschedulable_extender.pop(st.pod.name, None)
-        self.unschedulable_fit.pop(st.pod.name, None)
-        if st.tried != self.changes:
-            self.stale -= 1
-        self.n_pending -= 1
-        self.n_abandoned += 1
-        if event == "rejected":
-            self.n_rejected += 1
-        self.rec.event(self.env.now, st.pod.name, event, message=why)
-        self._done(st, self.env.now)
-        if self.checker is not None:  # --check (hamisim/sim/checker.py)
-            self.checker.abandon(st.pod.name)
-        if self.replay:
-            del self.pods[st.pod.name]      # memory stays flat in long replays
-
-    # -- departures and retries ------------------------------------------
-    def _delete(self, name: str) -> None:
-        """The pod's duration ran out (it Succeeded: HAMi and kube-scheduler
-        release it at once), or its grace period after a deletion ended."""
-        self._remove(name, "depart")
-
-    def _init_done(self, item: tuple[_PodState, int]) -> None:
-        """Every init container succeeded: HAMi v2.10.0 (``onUpdatePod`` ->
-        ``AppContainersOnlyDeviceUsage``) drops the first ``len(init_containers)``
-        entries of its list and keeps the rest, one slot per entry and card. On
-        a real node the list has no entry for GPU-less containers, so this can
-        drop app containers' usage (HAMi issue #2965)."""
-        st, gen = item
-        if st.gen != gen or st.status != "running":
-            return      # HAMi's onUpdatePod only refreshes a terminating pod: no shrink
-        name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
-        entries = st.containers if self._aligned[node] else [c for c in st.containers if c]
-        st.containers = None
-        app_only = [list(c) for c in entries[n_init:]]
-        self.meter.apply_rows(node, *st.usage, 0, -1)
-        # adopt replaces the pod's usage and keeps a mutex-reserve pod's
-        # reservation (a delete first would drop it: its cards are still held)
-        self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
-                         namespace=st.pod.namespace)
-        st.held = None          # the defragmenter leaves pods with init containers alone
-        per_card = collapsed_usage(app_only, 0)
-        row = self.row_of
-        st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
-                    [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
-        self.meter.apply_rows(node, *st.usage, 0, 1)
-        if self.checker is not None:  # --check (hamisim/sim/checker.py)
-            self.checker.init_done(name, app_only)
-        self._changed(ASSIGNED_POD_UPDATE)      # HAMi sees room on that card now
-        self._sample()
-
-    def _preempt(self, name: str, preemptor: str, node: str) -> None:
-        """kube-scheduler's preemption deletes the running pod ``name``
-        (:meth:`hamisim.kube.scheduler.KubeScheduler.preempt_victim` says what
-        happens to a pod whose deletion is already under way: its deadline
-        stands, it is counted and attributed once; with kube-scheduler <= 1.34
-        a ``preempt`` row is written again, and a pod deleted by its trace now
-        counts as terminating by preemption, an assigned-pod update)."""
-        vst = self.pods[name]
-        message = f"Preempted by pod {preemptor} on node {node}"
-        action = self.kube.preempt_victim(name, vst.status == "terminating")
-        if action == "delete":
-            vst.preempted_by = preemptor
-            self._terminate(name, "preempt", message)
-        elif action != "skip":
-            self.rec.event(self.env.now, name, "preempt", node, message=message)
-            if action == "update":
-                self._changed(ASSIGNED_POD_UPDATE)      # its DisruptionTarget condition
-
-    def _deletion(self, name: str) -> None:
-        """The trace deletes the pod: a pending one is abandoned, a running one
-        terminates (within its grace period, keeping its cards until then)."""
-        self._terminate(name, "terminate")
-
-    def _terminate(self, name: str, event: str, message: str | None = None) -> None:
-        """``name`` is deleted: ``terminate`` (the trace's deletion) or
-        ``preempt`` (a victim of kube-scheduler's preemption). With a
-        ``termination_grace_period`` it keeps its node, cards and CPU until the
-        period ends (HAMi and kube-scheduler both keep a terminating pod until
-        it is gone), else it leaves at once. A pod already terminating is left
-        alone: a second DELETE cannot restart or lengthen a graceful deletion
-        under way (kube-apiserver only shortens it, and the pod's own period is
-        no shorter), so it leaves when its first period ends. Fill mode has no
-        clock: a pod terminating there holds its node and cards to the end."""
-        st = self.pods.get(name)
-        if st is None or st.status in ("gone", "terminating"):
-            return
-        grace = st.pod.termination_grace_period
-        if st.status == "running" and grace > 0:
-            self._set_status(st, "terminating")
-            if event == "preempt":
-                self.n_preempted += 1
-            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
-                           message=message)
-            if self.replay:     # fill mode has no clock: it terminates to the end
-                self._at_live(grace, _DEPART, self._delete, name)
-            self._changed(ASSIGNED_POD_UPDATE)  # its deletionTimestamp is set
-            return
-        self._remove(name, "depart" if event == "terminate" else event, message)
-
-    def _remove(self, name: str, event: str, message: str | None = None) -> None:
-        """``name`` leaves: ``depart`` (its duration ran out, it was deleted, its
-        grace period ended) or ``preempt`` (a victim of kube-scheduler's
-        preemption without a grace period)."""
-        st = self.pods.get(name)
-        if st is None or st.status == "gone":
-            return
-        if st.status in ("running", "terminating"):
-            self.sched.delete(name)
-            self.kube.gone(name)
-            self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
-            self._set_status(st, "gone")
-            st.gen += 1
-            self.n_running -= 1
-            self.n_departed += 1
-            if event == "preempt":
-                self.n_preempted += 1
-            self.rec.event(self.env.now, name, event, self.cluster.nodes[st.node].name,
-                           message=message)
-            self._done(st, self.env.now)
-            if self.checker is not None:  # --check (hamisim/sim/checker.py)
-                self.checker.depart(name)
-            del self.pods[name]
-            self._changed(ASSIGNED_POD_DELETE)
-        else:
-            self._abandon(st, "deleted while pending")
-        self._sample()
-
     # -- kube-scheduler's queue (hamisim.kube.queue) ------------------------
-    def _unschedulable(self, st: _PodState, rejectors: int, message: str,
+    def _unschedulable(self, st: PodState, rejectors: int, message: str,
                        renominated: bool) -> None:
         """The attempt failed: the pod waits among the unschedulable pods, or in
         the backoff queue after an error (no plugin rejected it)."""
@@ -649,7 +759,12 @@ class _Engine:
         if written:
             self._own_update(st)
 
-    def _own_update(self, st: _PodState) -> None:
+    def _dequeue(self, name: str) -> None:
+        """The pending pod left: no longer among the unschedulable pods."""
+        self.unschedulable_extender.pop(name, None)
+        self.unschedulable_fit.pop(name, None)
+
+    def _own_update(self, st: PodState) -> None:
         """kube-scheduler wrote the pending pod's status: with QueueingHints the
         extender's registration for every event moves it."""
         if st.status == "unschedulable" and self.hints and st.rejectors & REJ_EXTENDER:
@@ -668,11 +783,11 @@ class _Engine:
             for name in list(self.unschedulable_fit):
                 self._move(self.pods[name])
 
-    def _backoff_end(self, st: _PodState) -> float:
+    def _backoff_end(self, st: PodState) -> float:
         return st.timestamp + backoff_duration(st.attempts, self.cfg.backoff_initial,
                                                self.cfg.backoff_max)
 
-    def _move(self, st: _PodState) -> None:
+    def _move(self, st: PodState) -> None:
         """Out of the unschedulable pods: to the active queue when its backoff
         is over, else to the backoff queue."""
         self.unschedulable_extender.pop(st.pod.name, None)
@@ -683,7 +798,7 @@ class _Engine:
         else:
             self._to_backoff(st)
 
-    def _to_backoff(self, st: _PodState) -> None:
+    def _to_backoff(self, st: PodState) -> None:
         """Into the backoff queue, until the flush tick after its backoff ends."""
         self._set_status(st, "backoff")
         st.gen += 1
@@ -695,13 +810,13 @@ class _Engine:
         """Whether nothing can change any more (then the queue's timers lapse)."""
         return self.feeder_done and self.live == 0 and self.stale == 0
 
-    def _retry(self, item: tuple[_PodState, int]) -> None:
+    def _retry(self, item: tuple[PodState, int]) -> None:
         st, gen = item
         if st.gen == gen and st.status == "backoff" and not self._over():
             self._enqueue(st)
             self._request_pass()
 
-    def _leftover(self, item: tuple[_PodState, int]) -> None:
+    def _leftover(self, item: tuple[PodState, int]) -> None:
         st, gen = item
         if st.gen == gen and st.status == "unschedulable" and not self._over():
             self._move(st)
@@ -719,14 +834,14 @@ class _Engine:
         if moved or not self._over():
             self._at(self.cfg.defrag_interval, _ARRIVE, self._defrag_round)
 
-    def _movable(self) -> list[_PodState]:
+    def _movable(self) -> list[PodState]:
         """Running pods the defragmenter may move: on cards, no init containers,
         no MIG instance, by name."""
         return sorted((st for st in self.pods.values() if st.status == "running"
                        and st.held is not None and st.usage[0] and st.mig is None
                        and not st.pod.init_containers), key=lambda st: st.pod.name)
 
-    def _replace(self, st: _PodState) -> Decision | None:
+    def _replace(self, st: PodState) -> Decision | None:
         """Evict ``st`` and let HAMi place it again; ``None`` (and nothing changed)
         when it lands on the same cards."""
         sched, start = self.sched, self.sched.next_start
@@ -738,7 +853,7 @@ class _Engine:
             return None
         return d
 
-    def _restore(self, st: _PodState, start: int) -> None:
+    def _restore(self, st: PodState, start: int) -> None:
         sched, pod = self.sched, st.pod
         sched.delete(pod.name)
         sched.adopt(pod.name, st.node, st.held, 0, pod.cpu_milli, pod.memory_mib,
@@ -749,7 +864,7 @@ class _Engine:
         return parse_card_policy(pod_gpu_policy(self.cluster.scheduler.gpu_scheduler_policy,
                                                 pod.annotations)).reserve
 
-    def _emptied(self, st: _PodState, d: Decision) -> int:
+    def _emptied(self, st: PodState, d: Decision) -> int:
         """Cards with no tenant after moving ``st`` as ``d``, minus before."""
         used = self.meter.used
         old = dict(zip(st.usage[0], st.usage[1]))
@@ -809,7 +924,7 @@ class _Engine:
             self._sample(force=True)        # the final state
 
     def run_fill(self, pods: Iterable, total: int | None) -> None:
-        self.env = _FillClock()             # no event loop, only a clock
+        self.env = Clock()             # no event loop, only a clock
         progress = progress_bar(total, self.cfg.progress)
         try:
             self._fill(pods, progress)
@@ -821,7 +936,7 @@ class _Engine:
         for order, item in enumerate(pods):
             pod = getattr(item, "pod", item)
             self.env.now = float(order)        # one submission per second
-            st = _PodState(pod, order, float(order), None, None, self._gpus.get(pod),
+            st = PodState(pod, order, float(order), None, None, self._gpus.get(pod),
                            self._class_of(item))
             self.pods[pod.name] = st
             self.n_arrived += 1
@@ -850,33 +965,9 @@ class _Engine:
         node_index = {n.name: i for i, n in enumerate(self.cluster.nodes)}
         cls = self.rec.class_code(INITIAL_STATE_CLASS)
         for order, ip in enumerate(initial, start=-len(initial)):
-            i = node_index[ip.node]
-            pod = Pod(ip.name, init_containers=(Container(),) * ip.n_init,
-                      cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib, namespace=ip.namespace)
-            st = _PodState(pod, order, 0.0, None, ip.departure, 0.0, cls)
-            self.pods[ip.name] = st
-            self.n_arrived += 1
-            self.n_pending += 1
-            self.rec.event(0.0, ip.name, "arrive")
-            if self.checker is not None:  # --check (hamisim/sim/checker.py)
-                self.checker.arrive(ip.name)
-            self.sched.adopt(ip.name, i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib,
-                             namespace=ip.namespace)
-            self.kube.bound(pod, i, 0.0)
-            st.status, st.node = "running", i
-            d = Decision(ip.name, self.cluster.nodes[i].name, ip.containers, node_index=i)
-            st.usage = self._usage(st, d)
-            self.meter.apply_rows(i, *st.usage, ip.cpu_milli, 1)
-            self.n_pending -= 1
-            self.n_running += 1
-            devices = devices_annotation(ip.containers) if any(ip.containers) else None
-            st.bind_time, st.devices = 0.0, devices
-            st.mig = mig_allocations_annotation(ip.containers)
-            self.rec.event(0.0, ip.name, "bind", d.node, devices, INITIAL_STATE_MESSAGE)
-            if self.checker is not None:  # --check (hamisim/sim/checker.py)
-                self.checker.adopt(pod, d)
+            self._adopt(ip, node_index[ip.node], order, cls)
             if ip.departure is not None and self.replay:
-                self._at_live(ip.departure, _DEPART, self._delete, ip.name)
+                self._depart_in(ip.departure, ip.name)
         self.n_initial = len(initial)
         self._sample()
 

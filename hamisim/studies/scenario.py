@@ -3,7 +3,10 @@
 A ``create`` is scheduled at once, a ``delete`` frees the pod and retries every
 pending pod once, an ``expect`` compares the pods' cards with what the file
 says; :func:`format_table` prints the result for a terminal. The file format
-and its reader are :mod:`hamisim.io.scenariofile`.
+and its reader are :mod:`hamisim.io.scenariofile`. What a bind, a failure, a
+preemption, a deletion, a departure or init containers that finish do is the
+replay engine's (:class:`hamisim.sim.engine.PodLifecycle`): the runner keeps
+only its steps, the retries after them and its rows.
 """
 from __future__ import annotations
 
@@ -19,12 +22,17 @@ from hamisim.io.scenariofile import (
     Scenario,
     WaitStep,
 )
-from hamisim.kube.scheduler import KubeScheduler, full_message
+from hamisim.io.initialstate import InitialState
+from hamisim.kube.queue import ASSIGNED_POD_DELETE
+from hamisim.kube.scheduler import KubeScheduler
 from hamisim.hami.reference import aligned_usage
-from hamisim.pods import AdmissionDenied, Pod
+from hamisim.pods import Pod, admission_error
 from hamisim.research.plugins import default_backend
+from hamisim.shapes import ShapeCache
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
+from hamisim.sim.engine import Clock, PodLifecycle, PodState
+from hamisim.sim.metrics import ClusterMeter
 
 __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario",
            "format_table"]
@@ -36,8 +44,9 @@ class ScenarioEvent:
     ``preempt`` (a running pod deleted by kube-scheduler's preemption; with
     kube-scheduler <= 1.34 again for a victim already terminating, whose
     deadline stands),
-    ``rejected`` (HAMi's admission webhook refused to create the pod) or
-    ``gone`` (a deleted pod's grace period ended)."""
+    ``rejected`` (HAMi's admission webhook refused to create the pod),
+    ``gone`` (a deleted pod's grace period ended) or ``init done`` (its init
+    containers finished: HAMi keeps only the app containers' usage)."""
 
     step: int
     pod: str
@@ -88,6 +97,166 @@ def _same_cards(expected: str, actual: str) -> bool:
     return sorted(expected.split(",")) == sorted(actual.split(","))
 
 
+#: the lifecycle's event rows a scenario shows; it writes ``delete``, ``gone`` and
+#: ``init done`` itself (a deletion, the end of a grace period and of init
+#: containers are its steps), and no ``arrive``, ``abandon``, ``terminate`` or
+#: ``depart`` row
+_ROWS = frozenset(("bind", "unschedulable", "rejected", "preempt"))
+
+
+class _Rows:
+    """The scenario's event rows, as the lifecycle's recorder (``event``), from
+    the first step on (``step`` is ``None`` while the initial state is adopted);
+    each pod's last FailedScheduling message."""
+
+    def __init__(self) -> None:
+        self.step: int | None = None
+        self.events: list[ScenarioEvent] = []
+        self.messages: dict[str, str] = {}
+
+    def event(self, time, pod, event, node=None, devices=None, message=None) -> None:
+        if event in _ROWS and self.step is not None:
+            self.events.append(ScenarioEvent(self.step, pod, event, node, devices, message))
+            if event != "bind" and event != "preempt":
+                self.messages[pod] = message
+
+
+class _Run(PodLifecycle):
+    """One scenario on the pod lifecycle's handlers (hamisim.sim.engine):
+    steps instead of a queue, and the clock moved by ``wait`` steps."""
+
+    def __init__(self, scenario: Scenario, backend: str, check: bool) -> None:
+        cluster = self.cluster = scenario.cluster
+        self.sched = make_scheduler(cluster, backend=backend)
+        self.kube = KubeScheduler(cluster, self.sched, lambda n: 0)
+        self.meter = ClusterMeter(cluster)
+        self.row_of = self.meter.row
+        self.rec = _Rows()
+        self.env = Clock()
+        self.rng, self.random_ties = None, False    # a scenario draws no node tie-break
+        self._denied = ShapeCache(lambda pod: admission_error(pod) or "")
+        self.replay = self.retry = True
+        self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
+        #: some namespace has a ResourceQuota: HAMi's webhook checks pods at creation
+        self.quotas = any(cluster.quota_of(ns) is not None for ns in cluster.quotas)
+        self._start_books()
+        self.at = "the initial state"
+        self.checker = None
+        if check:  # --check: independent books of the cards (hamisim/sim/checker.py)
+            self.checker = Checker(cluster, scheduler=self.sched, where=lambda: self.at)
+        #: each pod's state as ``expect`` reads it: its cards, or a keyword
+        self.state: dict[str, str] = {}
+        self.freed = False          # a pod left or shrank: retry the pending ones
+        self.deadlines: dict[str, float] = {}               # terminating pod -> gone at
+        self.init_end: dict[str, tuple[float, tuple]] = {}  # pod -> (init done at, item)
+        self.created = 0
+
+    # -- the lifecycle's hooks -------------------------------------------------
+    def _done(self, st: PodState, end: float) -> None:
+        self.state[st.pod.name] = EXPECT_DELETED    # a refused pod: attempt() says so
+        self.init_end.pop(st.pod.name, None)        # its init containers end with it
+
+    def _changed(self, event: int) -> None:
+        # only a pod that left frees room for a retry (wait() adds init containers
+        # that finished); a bind or a terminating pod does not
+        if event == ASSIGNED_POD_DELETE:
+            self.freed = True
+
+    def _sample(self) -> None:
+        pass
+
+    def _unschedulable(self, st: PodState, rejectors: int, message: str,
+                       renominated: bool) -> None:
+        self._set_status(st, "unschedulable")   # retried by the steps
+
+    def _own_update(self, st: PodState) -> None:
+        pass
+
+    def _dequeue(self, name: str) -> None:
+        pass
+
+    def _depart_in(self, delay: float, name: str) -> None:
+        self.deadlines[name] = self.env.now + delay     # only grace periods here
+
+    def _init_in(self, delay: float, item: tuple) -> None:
+        self.init_end[item[0].pod.name] = (self.env.now + delay, item)
+
+    # -- steps ------------------------------------------------------------------
+    def adopt_state(self, initial: InitialState) -> None:
+        """The pods of the initial state run from the start (no rows)."""
+        node_index = {n.name: i for i, n in enumerate(self.cluster.nodes)}
+        for order, ip in enumerate(initial.pods, start=-len(initial.pods)):
+            self._adopt(ip, node_index[ip.node], order, 0)
+            ids = [p.uuid for picks in ip.containers for p in picks]
+            self.state[ip.name] = ",".join(ids) if ids else f"(no GPU) {ip.node}"
+
+    def create(self, pod: Pod) -> None:
+        """The pod is created (HAMi's webhook checks its namespace's quota) and
+        tried at once."""
+        st = PodState(pod, self.created, self.env.now, None, None, 0.0, 0)
+        self.created += 1
+        self.pods[pod.name] = st
+        self.n_arrived += 1
+        self.n_pending += 1
+        self.stale += 1
+        if self.checker is not None:
+            self.checker.arrive(pod.name)
+        if self.quotas:
+            denied = self.sched.admission_denial(pod)
+            if denied:
+                self._abandon(st, denied, event="rejected")
+                self.state[pod.name] = EXPECT_REJECTED
+                return
+        self.attempt(st)
+
+    def attempt(self, st: PodState) -> None:
+        d = self._attempt(st)
+        name = st.pod.name
+        if d is None:
+            self.state[name] = EXPECT_REJECTED
+        elif d.node is not None:
+            self.state[name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
+        else:
+            self.state[name] = EXPECT_PENDING
+
+    def delete(self, name: str) -> None:
+        """A ``delete`` row, then the pod is deleted: a pending one is abandoned
+        (kube-scheduler's PriorityQueue.Delete clears its nomination too), a
+        running one terminates; one already terminating or gone is left alone."""
+        self.rec.events.append(ScenarioEvent(self.rec.step, name, "delete"))
+        self._deletion(name)
+
+    def retry_pending(self) -> None:
+        """Every pending pod once, higher priority first, then in creation order;
+        again while that freed room."""
+        while True:
+            self.freed = False
+            pending = [st for st in self.pods.values() if st.status == "unschedulable"]
+            for st in sorted(pending, key=lambda st: (-st.pod.priority, st.order)):
+                if st.status == "unschedulable":
+                    self.attempt(st)
+            if not self.freed:
+                return
+
+    def wait(self, seconds: float) -> None:
+        """The clock moves: init containers that finished by now shrink their pod
+        (HAMi keeps only the app entries), then deleted pods whose grace period
+        ended are gone, each in time order."""
+        now = self.env.now = self.env.now + seconds
+        step = self.rec.step
+        for name, (end, item) in sorted(self.init_end.items(), key=lambda t: t[1][0]):
+            if end <= now:
+                del self.init_end[name]
+                if self._init_done(item):     # not when terminating (HAMi only refreshes it)
+                    self.rec.events.append(ScenarioEvent(step, name, "init done"))
+                    self.freed = True
+        for name, end in sorted(self.deadlines.items(), key=lambda t: t[1]):
+            if end <= now:
+                del self.deadlines[name]
+                self.rec.events.append(ScenarioEvent(step, name, "gone"))
+                self._delete(name)
+
+
 def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool = False
                  ) -> ScenarioResult:
     """Run every step in order on a fresh scheduler.
@@ -100,195 +269,47 @@ def run_scenario(scenario: Scenario, backend: str | None = "kernel", check: bool
     false. A bound pod's state is its card ids
     in annotation order; expectations compare card ids as a multiset. The
     pods of the scenario's initial state are adopted before the first step.
+    Binds, failures, preemptions, deletions, departures and init containers
+    that finish run on the replay engine's handlers
+    (:class:`hamisim.sim.engine.PodLifecycle`).
     ``check=True`` verifies the invariants of :mod:`hamisim.sim.checker` after
     every event (raising :class:`hamisim.sim.checker.InvariantError`).
     ``backend=None``: the kernel, or the readable backend for a Python policy.
     """
     s = scenario.cluster.scheduler
     backend = backend or default_backend(s.node_scheduler_policy, s.gpu_scheduler_policy)
-    sched = make_scheduler(scenario.cluster, backend=backend)
-    kube = KubeScheduler(scenario.cluster, sched, lambda n: 0)
-    at = ["the initial state"]
-    checker = None
-    if check:  # --check: independent books of the cards (hamisim/sim/checker.py)
-        checker = Checker(scenario.cluster, scheduler=sched, where=lambda: at[0])
-    events: list[ScenarioEvent] = []
-    checks: list[ExpectationResult] = []
-    state: dict[str, str] = {}
+    run = _Run(scenario, backend, check)
     if scenario.state is not None:
-        scenario.state.adopt_into(sched, scenario.cluster)
-        node_index = {n.name: i for i, n in enumerate(scenario.cluster.nodes)}
-        for ip in scenario.state.pods:
-            kube.bound(Pod(ip.name, cpu_milli=ip.cpu_milli, memory_mib=ip.memory_mib),
-                       node_index[ip.node], 0.0)
-            ids = [p.uuid for picks in ip.containers for p in picks]
-            state[ip.name] = ",".join(ids) if ids else f"(no GPU) {ip.node}"
-        if checker is not None:
-            checker.adopt_state(scenario.state)
-    pending: dict[str, Pod] = {}          # insertion order = creation order
-    freed = [False]                       # a preemption deleted pods: retry
-    clock = [0.0]                         # advanced by wait steps
-    terminating: dict[str, float] = {}    # deleted pod -> end of its grace period
-    grace_of: dict[str, int] = {}         # running pod -> its grace period
-    init_end: dict[str, tuple] = {}       # running pod -> (when its init containers end, ...)
-    aligned = [aligned_usage(n, scenario.cluster.scheduler) for n in scenario.cluster.nodes]
-
-    def init_done(name: str) -> None:
-        """HAMi keeps only the app entries of its list (see the engine's _init_done)."""
-        _, pod, d = init_end.pop(name)
-        entries = d.containers if aligned[d.node_index] else [c for c in d.containers if c]
-        app_only = [list(c) for c in entries[len(pod.init_containers):]]
-        sched.delete(name)
-        sched.adopt(name, d.node_index, app_only, 0, pod.cpu_milli, pod.memory_mib,
-                    namespace=pod.namespace)
-        if checker is not None:
-            checker.init_done(name, app_only)
-        freed[0] = True
-    messages: dict[str, str] = {}         # each pod's last FailedScheduling message
-
-    quotas = any(scenario.cluster.quota_of(ns) is not None for ns in scenario.cluster.quotas)
-
-    def attempt(step: int, pod: Pod, created: bool = False) -> None:
-        at[0] = f"step {step}"
-        if checker is not None and pod.name not in pending:
-            checker.arrive(pod.name)
-        post = None
-        try:
-            if created and quotas:
-                # HAMi's webhook checks the namespace's quota once, at creation
-                denied = sched.admission_denial(pod)
-                if denied:
-                    raise AdmissionDenied(denied)
-            d, post = kube.schedule(pod)
-        except AdmissionDenied as err:
-            # HAMi's admission webhook refused it: the pod never exists
-            events.append(ScenarioEvent(step, pod.name, "rejected", message=str(err)))
-            messages[pod.name] = str(err)
-            state[pod.name] = EXPECT_REJECTED
-            pending.pop(pod.name, None)
-            kube.gone(pod.name)           # as the engine's _abandon: no nomination left
-            if checker is not None:
-                checker.abandon(pod.name)
-            return
-        except ValueError as err:
-            # A HAMi Filter error (e.g. bad device-scoring-weights) or an
-            # admission rejection: the pod is not placed.
-            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=str(err)))
-            messages[pod.name] = str(err)
-            state[pod.name] = EXPECT_PENDING
-            pending[pod.name] = pod
-            if checker is not None:
-                checker.unschedulable(pod.name)
-            return
-        if d.bound:
-            events.append(ScenarioEvent(step, pod.name, "bind", d.node, d.devices))
-            state[pod.name] = ",".join(d.card_ids) if d.card_ids else f"(no GPU) {d.node}"
-            pending.pop(pod.name, None)
-            kube.bound(pod, d.node_index, clock[0])
-            grace_of[pod.name] = pod.termination_grace_period
-            if pod.init_duration is not None and pod.init_containers and any(d.containers):
-                init_end[pod.name] = (clock[0] + pod.init_duration, pod, d)
-            if checker is not None:
-                checker.bind(pod, d)
-        else:
-            message = full_message(d.message, post.message) if post else d.message
-            events.append(ScenarioEvent(step, pod.name, "unschedulable", message=message))
-            messages[pod.name] = message
-            state[pod.name] = EXPECT_PENDING
-            pending[pod.name] = pod
-            if checker is not None:
-                checker.unschedulable(pod.name)
-            if post is not None and post.victims:
-                node = scenario.cluster.nodes[post.nominate].name
-                for v in post.victims:
-                    # a victim already terminating keeps its deadline; kube-scheduler
-                    # <= 1.34 records the event again, 1.35+ skips it (preempt_victim)
-                    action = kube.preempt_victim(v.name, v.name in terminating)
-                    if action == "skip":
-                        continue
-                    events.append(ScenarioEvent(
-                        step, v.name, "preempt", node,
-                        message=f"Preempted by pod {pod.name} on node {node}"))
-                    if action == "delete":
-                        leave(v.name, step)
-
-    def leave(name: str, step: int) -> None:
-        """A running pod is deleted: gone now, or at the end of its grace period.
-        A pod already terminating is left alone: a second DELETE cannot restart
-        or lengthen a graceful deletion under way (kube-apiserver only shortens
-        it, and the pod's own period is no shorter)."""
-        if name in terminating:
-            return
-        grace = grace_of.get(name, 0)
-        if grace > 0:
-            terminating[name] = clock[0] + grace
-            return
-        init_end.pop(name, None)
-        sched.delete(name)
-        kube.gone(name)
-        state[name] = EXPECT_DELETED
-        if checker is not None:
-            checker.depart(name)
-        freed[0] = True
-
-    def retry_pending(step: int) -> None:
-        while True:
-            freed[0] = False
-            order = {name: k for k, name in enumerate(pending)}
-            for pod in sorted(pending.values(), key=lambda p: (-p.priority, order[p.name])):
-                if pod.name in pending:
-                    attempt(step, pod)
-            if not freed[0]:
-                return
-
+        run.adopt_state(scenario.state)
+    rows = run.rec
+    checks: list[ExpectationResult] = []
     for i, step in enumerate(scenario.steps):
+        rows.step = i
+        run.at = f"step {i}"
         if isinstance(step, CreateStep):
-            attempt(i, step.pod, created=True)
-            if freed[0]:
-                retry_pending(i)
+            run.create(step.pod)
+            if run.freed:
+                run.retry_pending()
         elif isinstance(step, DeleteStep):
-            events.append(ScenarioEvent(i, step.pod_name, "delete"))
-            at[0] = f"step {i}"
-            if pending.pop(step.pod_name, None) is not None:
-                # kube-scheduler's PriorityQueue.Delete clears its nomination too
-                kube.gone(step.pod_name)
-                state[step.pod_name] = EXPECT_DELETED
-                if checker is not None:
-                    checker.abandon(step.pod_name)
-            elif step.pod_name not in terminating and state.get(step.pod_name) not in (
-                    EXPECT_DELETED, EXPECT_REJECTED):
-                leave(step.pod_name, i)
-            retry_pending(i)
+            run.delete(step.pod_name)
+            run.retry_pending()
         elif isinstance(step, WaitStep):
-            clock[0] += step.seconds
-            at[0] = f"step {i}"
-            for name, (end, _, _) in sorted(init_end.items(), key=lambda t: t[1][0]):
-                # a terminating pod is not shrunk (HAMi's onUpdatePod only refreshes it)
-                if end <= clock[0] and name not in terminating and \
-                        state.get(name) != EXPECT_DELETED:
-                    events.append(ScenarioEvent(i, name, "init done"))
-                    init_done(name)
-            for name, end in sorted(terminating.items(), key=lambda t: t[1]):
-                if end <= clock[0]:
-                    del terminating[name]
-                    grace_of[name] = 0
-                    events.append(ScenarioEvent(i, name, "gone"))
-                    leave(name, i)
-            if freed[0]:
-                retry_pending(i)
+            run.wait(step.seconds)
+            if run.freed:
+                run.retry_pending()
         elif isinstance(step, ExpectMessageStep):
             for pod, expected in step.expected.items():
-                actual = messages.get(pod) or "(no FailedScheduling message)"
+                actual = rows.messages.get(pod) or "(no FailedScheduling message)"
                 checks.append(ExpectationResult(i, pod, expected, actual, expected == actual))
         else:
             for pod, expected in step.expected.items():
-                actual = state[pod]
+                actual = run.state[pod]
                 checks.append(ExpectationResult(i, pod, expected, actual,
                                                 _same_cards(expected, actual)))
-    if checker is not None:
-        at[0] = "the end"
-        checker.finish()
-    return ScenarioResult(scenario.path, backend, events, checks)
+    if run.checker is not None:
+        run.at = "the end"
+        run.checker.finish()
+    return ScenarioResult(scenario.path, backend, rows.events, checks)
 
 
 def format_table(result: ScenarioResult) -> str:
