@@ -202,6 +202,22 @@ def test_a_replay_refuses_pods_while_their_namespace_is_full(backend, engine):
 
 
 @pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_a_fill_creates_its_pods_through_the_webhook_too(engine):
+    # fill mode submits each pod like any creation: the webhook refuses the one
+    # over the quota (rejected, never attempted) rather than Fit failing it
+    cluster = _cluster({"team": Quota(memory=10000)})
+    pods = [_pod("a", "team", gpu(6000)), _pod("b", "team", gpu(6000)),
+            _pod("c", "team", gpu(4000))]
+    res = simulate(cluster, Trace.from_pods("t", [TracePod(p, 0.0, None) for p in pods]),
+                   EngineConfig(mode="fill", engine=engine))
+    ev = res.events
+    assert ev[ev.pod == "b"].event.tolist() == ["arrive", "rejected"]
+    assert ev[ev.pod == "b"].message.iloc[1] == QUOTA_DENIED
+    assert ev[ev.pod == "c"].event.tolist() == ["arrive", "bind"]
+    assert res.summary["rejected"] == 1 and res.summary["attempts"] == 2
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
 def test_fit_sees_the_namespace_usage_after_a_departure(engine):
     # admitted together while the namespace is empty; Fit then refuses the one
     # that would exceed the quota until the first one has left

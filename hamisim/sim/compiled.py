@@ -276,12 +276,12 @@ def _research_pod_error(trace: Trace, order: np.ndarray, config, n_init: int = 0
     return pod_error
 
 
-def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
+def _quotas(sched: KernelScheduler, trace: Trace,
             initial: Sequence = ()) -> dict:
     """ReplayCore's ResourceQuota columns: namespaces with a limit get codes
     0.. (in name order); per template its namespace code (-1: no limit there)
-    and the webhook's request (MiB, cores; -1 MiB: the webhook checks nothing,
-    for every template when not ``webhook``); per code the limits (memory x
+    and the webhook's request (MiB, cores; -1 MiB: the webhook checks nothing);
+    per code the limits (memory x
     ``memory_factor``; -1 = not set). The initial pods' templates follow the
     trace's (as in :func:`_templates`): their namespace counts, the webhook
     never checks them (they already run)."""
@@ -298,7 +298,7 @@ def _quotas(sched: KernelScheduler, trace: Trace, webhook: bool,
         if c < 0:
             continue
         t_qns[t] = c
-        request = webhook_request(pod, cfg) if webhook else None
+        request = webhook_request(pod, cfg)
         if request is not None:
             t_qmem[t], t_qcores[t] = request
     for j, ip in enumerate(initial):
@@ -560,9 +560,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                     n_pods=n_init + len(order), n_initial=n_init, **setup)
             else:
                 templates = _templates(sched, trace, replay, initial)
-            # the engine's fill protocol submits pods without the webhook's
-            # quota check (engine._fill): Fit alone enforces the quota there
-            quotas = _quotas(sched, trace, webhook=config.mode == "replay", initial=initial)
+            # fill mode submits pods through HAMi's webhook as replay does
+            quotas = _quotas(sched, trace, initial=initial)
             fail_message, postfix, postfix_class = _fail_message(sched, trace,
                                                                  templates["t_wants_gpu"])
             preempt_message, preempt_postfix = _preempt_message(sched, templates["t_wants_gpu"])

@@ -946,7 +946,13 @@ class _Engine(PodLifecycle):
             self.rec.event(order, pod.name, "arrive")
             if self.checker is not None:  # --check (hamisim/sim/checker.py)
                 self.checker.arrive(pod.name)
-            self._attempt(st)
+            denied = self.quotas and self.sched.admission_denial(pod)
+            if denied:
+                # created like any pod: HAMi's webhook refuses it when its
+                # namespace's quota is used up, and it is never attempted
+                self._abandon(st, denied, event="rejected")
+            else:
+                self._attempt(st)
             self._sample()
             if progress is not None:
                 progress.update(1)
