@@ -949,11 +949,12 @@ class _Engine(PodLifecycle):
             denied = self.quotas and self.sched.admission_denial(pod)
             if denied:
                 # created like any pod: HAMi's webhook refuses it when its
-                # namespace's quota is used up, and it is never attempted
+                # namespace's quota is used up, and it is never attempted (no
+                # scheduling pass, so no sample: as a replay's refused arrival)
                 self._abandon(st, denied, event="rejected")
             else:
                 self._attempt(st)
-            self._sample()
+                self._sample()
             if progress is not None:
                 progress.update(1)
 
