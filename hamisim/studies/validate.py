@@ -56,11 +56,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from hamisim import _core
 from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import REASONS, fit_reason
 from hamisim.hami.policy import pod_gpu_policy, pod_node_policy
+from hamisim.hami.reference import CardUsage, node_base_score
 from hamisim.io.auditlog import (
     ANNOTATE,
     BIND,
@@ -318,11 +318,14 @@ class _Walk:
         return shape
 
     def _score(self, node: int) -> float:
+        """HAMi's node score of ``node`` now (before the pod; HAMI-SEMANTICS §5.3)."""
         s = self.state
         r0, r1 = int(s.node_start[node]), int(s.node_start[node + 1])
-        return float(str(np.float32(_core.node_base_score(
-            s.count[r0:r1], s.devmem[r0:r1], s.devcore[r0:r1], s.used[r0:r1],
-            s.usedmem[r0:r1], s.usedcores[r0:r1]))))
+        cards = [CardUsage("", count=int(s.count[r]), devmem=int(s.devmem[r]),
+                           devcore=int(s.devcore[r]), used=int(s.used[r]),
+                           usedmem=int(s.usedmem[r]), usedcores=int(s.usedcores[r]))
+                 for r in range(r0, r1)]
+        return float(str(np.float32(node_base_score(cards))))
 
     def _kube_ok(self, pod: Pod, shape, node: int) -> list[str]:
         if shape.gate is not None and shape.gate[node]:
