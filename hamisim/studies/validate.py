@@ -60,7 +60,6 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import REASONS, fit_reason
 from hamisim.hami.policy import pod_gpu_policy, pod_node_policy
-from hamisim.hami.reference import CardUsage, node_base_score
 from hamisim.io.auditlog import (
     ANNOTATE,
     BIND,
@@ -138,6 +137,11 @@ class _Walk:
         self.wanted = num_feasible_nodes_to_find(cluster.scheduler.percentage_of_nodes_to_score,
                                                  self.n)
         self.node_index = {nd.name: i for i, nd in enumerate(cluster.nodes)}
+        self.capacity = [(sum(c.count for c in nd.cards), sum(c.devcore for c in nd.cards),
+                          sum(c.devmem for c in nd.cards)) for nd in cluster.nodes]
+        #: node scores (float32) and the nodes whose score changed since
+        self.score_of = np.zeros(self.n, dtype=np.float32)
+        self.dirty: set[int] = set(range(self.n))
         self.cards = [{c.id: c for c in nd.cards} for nd in cluster.nodes]
         self.grace = pending_grace
         self.explain_limit = explain_limit
@@ -244,6 +248,7 @@ class _Walk:
         r = self.running.pop(rec.pod, None)
         if r is not None:
             self.ks.delete(rec.pod)
+            self.dirty.add(r.node)
             self.releases += 1
         self.ann.pop(rec.pod, None)
 
@@ -297,9 +302,12 @@ class _Walk:
 
     def apply(self, name: str, node: int, containers: list, devices: str | None, n_init: int,
               cpu: int, mem: int, namespace: str) -> None:
-        if name in self.running:
+        old = self.running.get(name)
+        if old is not None:
             self.ks.delete(name)
+            self.dirty.add(old.node)
         self.ks.adopt(name, node, containers, n_init, cpu, mem, namespace=namespace)
+        self.dirty.add(node)
         self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace)
 
     def _shape(self, pod: Pod):
@@ -317,15 +325,30 @@ class _Walk:
                                      _limit(gate.limit_mem), _limit(gate.limit_cores))
         return shape
 
-    def _score(self, node: int) -> float:
-        """HAMi's node score of ``node`` now (before the pod; HAMI-SEMANTICS §5.3)."""
+    def _node_score(self, node: int) -> np.float32:
+        """HAMi's node score of ``node`` now, before the pod (HAMI-SEMANTICS §5.3;
+        float32 as :func:`hamisim.hami.reference.node_base_score`)."""
         s = self.state
         r0, r1 = int(s.node_start[node]), int(s.node_start[node + 1])
-        cards = [CardUsage("", count=int(s.count[r]), devmem=int(s.devmem[r]),
-                           devcore=int(s.devcore[r]), used=int(s.used[r]),
-                           usedmem=int(s.usedmem[r]), usedcores=int(s.usedcores[r]))
-                 for r in range(r0, r1)]
-        return float(str(np.float32(node_base_score(cards))))
+        count, devcore, devmem = self.capacity[node]
+        if count == 0 or devcore == 0 or devmem == 0:
+            return np.float32(0)
+        f = np.float32
+        used = int(s.used[r0:r1].sum())
+        cores = int(s.usedcores[r0:r1].sum())
+        mem = int(s.usedmem[r0:r1].sum())
+        return f(10) * ((f(used) / f(count) + f(cores) / f(devcore)) + f(mem) / f(devmem))
+
+    def _scores(self) -> np.ndarray:
+        """Every node's score, kept up to date for the nodes pods left or joined."""
+        for i in self.dirty:
+            self.score_of[i] = self._node_score(i)
+        self.dirty.clear()
+        return self.score_of
+
+    def _score(self, node: int) -> float:
+        """HAMi's node score of ``node`` now, as the shortest decimal of its float32."""
+        return float(str(self._node_score(node)))
 
     def _kube_ok(self, pod: Pod, shape, node: int) -> list[str]:
         if shape.gate is not None and shape.gate[node]:
@@ -443,28 +466,45 @@ class _Walk:
         if outcome in ("disagree", "unschedulable") or not cards_ok:
             self.add_row(row, p)
 
+    def _feasible(self, pod: Pod, shape) -> np.ndarray:
+        """kube-scheduler's filters and NodeResourcesFit for every node (the kernel's test)."""
+        s = self.state
+        ok = np.ones(self.n, dtype=bool)
+        if shape.gate is not None:
+            ok &= np.asarray(shape.gate) == 0
+        if pod.cpu_milli > 0:
+            ok &= (s.alloc_cpu == -1) | (pod.cpu_milli <= s.alloc_cpu - s.req_cpu)
+        if pod.memory_mib > 0:
+            ok &= (s.alloc_mem == -1) | (pod.memory_mib <= s.alloc_mem - s.req_mem)
+        return ok
+
     def _best_in_some_sample(self, pod: Pod, shape, node: int, spread: bool) -> bool:
         """Whether some run of ``wanted`` consecutive kube-feasible nodes (cyclic,
         cluster order) holds ``node`` and no fitting node scoring better."""
-        n = self.n
-        mine = self._score(node)
-        feasible = [i for i in range(n) if not self._kube_ok(pod, shape, i)]
-        if len(feasible) <= self.wanted:
-            return False            # every feasible node is examined: the full rule stands
-        pos = feasible.index(node)
+        feasible = np.flatnonzero(self._feasible(pod, shape))
         m = len(feasible)
+        if m <= self.wanted:
+            return False            # every feasible node is examined: the full rule stands
+        scores = self._scores()[feasible]
+        pos = int(np.searchsorted(feasible, node))
+        mine = scores[pos]
+        better = scores < mine if spread else scores > mine
+        # positions of better-scoring feasible nodes, by cyclic distance each side
+        cand = np.flatnonzero(better)
+        right = np.sort((cand - pos) % m)
+        left = np.sort((pos - cand) % m)
+        fits: dict[int, bool] = {}
 
-        def blocks(i: int) -> bool:
-            sc = self._score(i)
-            better = sc < mine if spread else sc > mine
-            return better and self.core.place(shape.spec, i) == _ST_FIT
-
-        run = 1
-        for step in (1, -1):
-            k = 1
-            while run < self.wanted and k < m and not blocks(feasible[(pos + step * k) % m]):
-                run += 1
-                k += 1
+        def nearest(distances: np.ndarray, sign: int) -> int:
+            for d in distances.tolist():
+                i = int(feasible[(pos + sign * d) % m])
+                if i not in fits:
+                    fits[i] = self.core.place(shape.spec, i) == _ST_FIT
+                if fits[i]:
+                    return d
+            return m
+        # nodes strictly between the nearest fitting better node on each side
+        run = nearest(right, 1) + nearest(left, -1) - 1
         return run >= self.wanted
 
     def add_row(self, row: dict, p: _Pending) -> None:
