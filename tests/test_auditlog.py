@@ -246,3 +246,22 @@ def test_writer_lines_read_back_as_the_run_wrote_them(tmp_path):
     assert back == pod.renamed("team-a/p")
     assert stats.skipped["stage not ResponseComplete"] == 1        # the create's first stage
     assert stats.skipped["failed request"] == 3                    # the noise
+
+
+def test_the_readme_audit_policy_is_the_one_the_reader_needs():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from hamisim.io.auditlog import AUDIT_POLICY
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Validate against a cluster's audit log"):]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    assert snippet == AUDIT_POLICY
+    policy = yaml.safe_load(snippet)
+    assert (policy["apiVersion"], policy["kind"]) == ("audit.k8s.io/v1", "Policy")
+    first = policy["rules"][0]
+    assert first["level"] == "RequestResponse"
+    assert {"create", "patch", "update", "delete"} <= set(first["verbs"])
+    assert {"pods", "pods/binding", "pods/status"} <= set(first["resources"][0]["resources"])
