@@ -348,7 +348,10 @@ class _Walk:
 
     def _score(self, node: int) -> float:
         """HAMi's node score of ``node`` now, as the shortest decimal of its float32."""
-        return float(str(self._node_score(node)))
+        if node in self.dirty:
+            self.score_of[node] = self._node_score(node)
+            self.dirty.discard(node)
+        return float(str(self.score_of[node]))
 
     def _kube_ok(self, pod: Pod, shape, node: int) -> list[str]:
         if shape.gate is not None and shape.gate[node]:
@@ -412,7 +415,7 @@ class _Walk:
             return
         window = core.np_window
         chosen = int(window[best])
-        tied = [int(window[j]) for j in core.np_tied[:core.n_tied].tolist()]
+        tied = window[core.np_tied[:core.n_tied]]
         row["hamisim_node"] = self.cluster.nodes[chosen].name
         row["hamisim_node_score"] = self._score(chosen)
         row["tied_nodes"] = len(tied)
@@ -421,7 +424,7 @@ class _Walk:
         node_policy = pod_node_policy(cfg.node_scheduler_policy, pod.annotations)
         if node == chosen:
             outcome = "agree"
-        elif node in tied:
+        elif bool((tied == node).any()):
             outcome = "tie"
         elif rec_reasons is None and self.wanted < self.n and \
                 self._best_in_some_sample(pod, shape, node, spread):
@@ -496,12 +499,14 @@ class _Walk:
         fits: dict[int, bool] = {}
 
         def nearest(distances: np.ndarray, sign: int) -> int:
-            for d in distances.tolist():
-                i = int(feasible[(pos + sign * d) % m])
-                if i not in fits:
-                    fits[i] = self.core.place(shape.spec, i) == _ST_FIT
-                if fits[i]:
-                    return d
+            # the nearest few usually settle it: convert the rest only when needed
+            for part in (distances[:8], distances[8:]):
+                for d in part.tolist():
+                    i = int(feasible[(pos + sign * d) % m])
+                    if i not in fits:
+                        fits[i] = self.core.place(shape.spec, i) == _ST_FIT
+                    if fits[i]:
+                        return d
             return m
         # nodes strictly between the nearest fitting better node on each side
         run = nearest(right, 1) + nearest(left, -1) - 1
