@@ -234,3 +234,26 @@ def test_skipped_pods_say_why_and_initial_state(tmp_path):
     v = validate_files(c, [stray])
     assert v.summary["skipped"] == {"created before the log starts (give --state)": 1,
                                     "bound to a node not in the cluster": 1}
+
+
+@pytest.mark.parametrize("used, outcome", [((150,), "sample"), ((150, 50), "disagree")])
+def test_sample_rule_past_many_better_nodes_that_do_not_fit(tmp_path, used, outcome):
+    # full cards score better than x's node but do not fit: 10 on each side of gpu-100
+    cluster = cluster_file(tmp_path, 200, "binpack", gpus=1)
+    full = [n for n in range(90, 111) if n != 100]
+    pods = {f"f{n}": gpu_pod(f"f{n}", mem=16000) for n in full}
+    pods |= {f"u{n}": gpu_pod(f"u{n}") for n in used} | {"x": gpu_pod("x")}
+    rows = []
+    for name, n in [(f"f{n}", n) for n in full] + [(f"u{n}", n) for n in used]:
+        mem = pods[name].containers[0].limits["nvidia.com/gpumem"]
+        rows += [(0, name, "arrive", None, None),
+                 (0, name, "bind", f"gpu-{n:03d}", f"GPU-gpu-{n:03d}-0,NVIDIA,{mem},10:;")]
+    rows += [(1, "x", "arrive", None, None),
+             (1, "x", "bind", "gpu-100", "GPU-gpu-100-0,NVIDIA,2000,10:;")]
+    v = walk(tmp_path, cluster, pods, rows)
+    x = [r for r in v.rows if r["pod"] == "default/x"]
+    if outcome == "sample":
+        assert x == [] and v.summary["node_outcomes"]["sample"] >= 1
+    else:
+        # the nodes between gpu-050 and gpu-150 (99) are one short of a sample
+        assert x[0]["node_outcome"] == "disagree"

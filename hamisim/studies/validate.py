@@ -470,7 +470,8 @@ class _Walk:
             self.add_row(row, p)
 
     def _feasible(self, pod: Pod, shape) -> np.ndarray:
-        """kube-scheduler's filters and NodeResourcesFit for every node (the kernel's test)."""
+        """The kube-feasible nodes (kube-scheduler's filters and NodeResourcesFit,
+        as the kernel tests them), in cluster order."""
         s = self.state
         ok = np.ones(self.n, dtype=bool)
         if shape.gate is not None:
@@ -479,38 +480,58 @@ class _Walk:
             ok &= (s.alloc_cpu == -1) | (pod.cpu_milli <= s.alloc_cpu - s.req_cpu)
         if pod.memory_mib > 0:
             ok &= (s.alloc_mem == -1) | (pod.memory_mib <= s.alloc_mem - s.req_mem)
-        return ok
+        return np.flatnonzero(ok)
 
     def _best_in_some_sample(self, pod: Pod, shape, node: int, spread: bool) -> bool:
         """Whether some run of ``wanted`` consecutive kube-feasible nodes (cyclic,
-        cluster order) holds ``node`` and no fitting node scoring better."""
-        feasible = np.flatnonzero(self._feasible(pod, shape))
+        cluster order) holds ``node`` and no fitting node scoring better.
+
+        The blockers are the better-scoring nodes HAMi's Filter passes: the
+        nearest few on each side are tried one by one (usually enough); else one
+        kernel pass over every node (:meth:`hamisim._core.Core.rank_attempt`,
+        its rows are the nodes that fit) settles it."""
+        feasible = self._feasible(pod, shape)
         m = len(feasible)
         if m <= self.wanted:
             return False            # every feasible node is examined: the full rule stands
-        scores = self._scores()[feasible]
+        scores = self._scores()
+        mine = scores[node]
+        theirs = scores[feasible]
+        cand = np.flatnonzero(theirs < mine if spread else theirs > mine)
+        if not len(cand):
+            return True
         pos = int(np.searchsorted(feasible, node))
-        mine = scores[pos]
-        better = scores < mine if spread else scores > mine
-        # positions of better-scoring feasible nodes, by cyclic distance each side
-        cand = np.flatnonzero(better)
-        right = np.sort((cand - pos) % m)
-        left = np.sort((pos - cand) % m)
-        fits: dict[int, bool] = {}
+        core = self.core
+        sides = []
+        for sign in (1, -1):
+            dist = (sign * (cand - pos)) % m
+            near = np.sort(dist[np.argpartition(dist, 7)[:8]]) if len(dist) > 8 else \
+                np.sort(dist)
+            found = None
+            for d in near.tolist():
+                if core.place(shape.spec, int(feasible[(pos + sign * d) % m])) == _ST_FIT:
+                    found = d
+                    break
+            if found is None and len(dist) > 8:
+                return self._sample_full(shape, feasible, pos, mine, spread)
+            sides.append(m if found is None else found)
+        # the nodes strictly between the nearest blocker on each side, with ``node``
+        return sides[0] + sides[1] - 1 >= self.wanted
 
-        def nearest(distances: np.ndarray, sign: int) -> int:
-            # the nearest few usually settle it: convert the rest only when needed
-            for part in (distances[:8], distances[8:]):
-                for d in part.tolist():
-                    i = int(feasible[(pos + sign * d) % m])
-                    if i not in fits:
-                        fits[i] = self.core.place(shape.spec, i) == _ST_FIT
-                    if fits[i]:
-                        return d
-            return m
-        # nodes strictly between the nearest fitting better node on each side
-        run = nearest(right, 1) + nearest(left, -1) - 1
-        return run >= self.wanted
+    def _sample_full(self, shape, feasible: np.ndarray, pos: int,
+                     mine: np.float32, spread: bool) -> bool:
+        rows = _Rows()
+        self.core.rank_attempt(shape.spec, 0, self.n, rows, -1.0)
+        fitting = self.core.np_rows_i[0, :rows.n]
+        theirs = self.score_of[fitting]
+        blockers = fitting[theirs < mine] if spread else fitting[theirs > mine]
+        if not len(blockers):
+            return True
+        m = len(feasible)
+        at = np.searchsorted(feasible, blockers)        # blockers are feasible too
+        right = int(((at - pos) % m).min())
+        left = int(((pos - at) % m).min())
+        return right + left - 1 >= self.wanted
 
     def add_row(self, row: dict, p: _Pending) -> None:
         self.rows.append(row)
@@ -564,6 +585,16 @@ class _Walk:
         if self.now is not None:
             for p in self.pending.values():
                 self.late(p, self.now, "still pending at the log's end")
+
+
+class _Rows:
+    """A ranker for :meth:`hamisim._core.Core.rank_attempt` that only counts the rows."""
+
+    n = 0
+
+    def choose(self, n: int, draw: float) -> int:
+        self.n = n
+        return 0
 
 
 def _wants_gpu(pod: Pod) -> bool:
