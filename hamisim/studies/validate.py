@@ -93,7 +93,8 @@ CSV_COLUMNS = ("pod", "time", "seconds", "node_outcome", "cards_agree", "recorde
 
 @dataclass
 class _Pending:
-    pod: Pod
+    name: str
+    pod: Pod                      # a template: see _Walk.pod_of
     obj: dict
     created: float
     where: str
@@ -170,6 +171,9 @@ class _Walk:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def pod_of(self, rec: AuditRecord) -> Pod:
+        """The pod of a create record, as a template shared by pods of the same spec
+        (its name may be another pod's: the walk keeps names apart, and names a
+        template only where the kernel keeps it, :meth:`check_pending`)."""
         obj = rec.obj
         meta = obj.get("metadata") or {}
         ann = meta.get("annotations") or {}
@@ -185,7 +189,7 @@ class _Walk:
             if len(self.templates) > 65536:
                 self.templates.clear()
             self.templates[key] = tmpl
-        return tmpl if tmpl.name == rec.pod else tmpl.renamed(rec.pod)
+        return tmpl
 
     def adopt_state(self, state: InitialState) -> None:
         for p in state.pods:
@@ -233,7 +237,7 @@ class _Walk:
                                                  pod.namespace)
             return
         self.seq += 1
-        p = _Pending(pod, rec.obj, rec.time, rec.where, self.seq)
+        p = _Pending(rec.pod, pod, rec.obj, rec.time, rec.where, self.seq)
         ann = ((rec.obj.get("metadata") or {}).get("annotations") or {})
         for k in (DEVICES_ALLOCATED, DEVICES_TO_ALLOCATE):
             if k in ann:
@@ -253,12 +257,12 @@ class _Walk:
         self.ann.pop(rec.pod, None)
 
     def late(self, p: _Pending, t: float, what: str) -> None:
-        self.flagged.discard(p.pod.name)
+        self.flagged.discard(p.name)
         if p.schedulable_at is not None and t - p.schedulable_at > self.grace:
             self.n_pending_late += 1
             if len(self.pending_late) < 1000:
                 self.pending_late.append({
-                    "pod": p.pod.name, "schedulable_at": format_time(p.schedulable_at),
+                    "pod": p.name, "schedulable_at": format_time(p.schedulable_at),
                     "waited_s": round(t - p.schedulable_at, 3), "then": what})
 
     # -- one recorded binding ---------------------------------------------
@@ -381,7 +385,7 @@ class _Walk:
         cfg = self.cluster.scheduler
         recorded_cards = [tuple(sorted(q.uuid for q in c)) for c in containers if c]
         row: dict[str, Any] = {
-            "pod": pod.name, "time": format_time(rec.time),
+            "pod": p.name, "time": rec.time,        # formatted by add_row
             "seconds": round(rec.time - (self.t0 or rec.time), 6),
             "recorded_node": self.cluster.nodes[node].name,
             "recorded_cards": _cards_text(recorded_cards), "hamisim_node": "",
@@ -534,6 +538,7 @@ class _Walk:
         return right + left - 1 >= self.wanted
 
     def add_row(self, row: dict, p: _Pending) -> None:
+        row["time"] = format_time(row["time"])
         self.rows.append(row)
         if len(self.bundles) < self.explain_limit:
             entries = []
@@ -559,24 +564,25 @@ class _Walk:
             for q in order:
                 if q.schedulable_at is None and q.checked == self.releases:
                     continue
-                pod = q.pod
-                if not _wants_gpu(pod):
+                if not _wants_gpu(q.pod):
                     q.checked = self.releases
                     continue
+                # held in the kernel under its own name
+                pod = q.pod if q.pod.name == q.name else q.pod.renamed(q.name)
                 try:
                     d = self.ks.schedule(pod)
                 except ValueError:
                     d = None
                 if d is not None and d.bound:
-                    held.append(pod.name)
+                    held.append(q.name)
                     if q.schedulable_at is None:
                         q.schedulable_at = self.now
-                        self.flagged.add(pod.name)
+                        self.flagged.add(q.name)
                 else:
                     q.checked = self.releases
                     if q.schedulable_at is not None:
                         q.schedulable_at = None
-                        self.flagged.discard(pod.name)
+                        self.flagged.discard(q.name)
         finally:
             for name in held:
                 self.ks.delete(name)
