@@ -125,12 +125,13 @@ def format_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _open(path: str) -> IO[bytes]:
+def _open(path: str) -> IO[str]:
+    """The file's lines as text (UTF-8, as the API server writes), gunzipped when it
+    starts with gzip's magic bytes."""
     raw = open(path, "rb")
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw)     # type: ignore[return-value]
-    return raw
+    head = raw.peek(2)[:2]
+    binary: IO[bytes] = gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="strict", newline="\n")
 
 
 def _dict(ev: dict, key: str, where: tuple[str, int]) -> dict | None:
@@ -177,11 +178,11 @@ def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None 
         with fh:
             try:
                 yield from _read_file(fh, path, stats)
-            except (OSError, EOFError, gzip.BadGzipFile) as err:
+            except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as err:
                 raise InputError(path, None, f"cannot read the audit log: {err}") from None
 
 
-def _read_file(fh: IO[bytes], path: str, stats: ReadStats) -> Iterator[AuditRecord]:
+def _read_file(fh: IO[str], path: str, stats: ReadStats) -> Iterator[AuditRecord]:
     loads = json.loads
     for lineno, line in enumerate(fh, 1):
         stats.lines += 1
@@ -201,31 +202,37 @@ def _read_file(fh: IO[bytes], path: str, stats: ReadStats) -> Iterator[AuditReco
 
 
 def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord | None:
-    kind = ev.get("kind")
-    if kind != "Event":
-        if kind is None and "auditID" not in ev:
+    # the common path reads fields directly; a field of the wrong type is an error
+    if ev.get("kind") != "Event":
+        if ev.get("kind") is None and "auditID" not in ev:
             raise InputError(where[0], where[1], "not an audit event (no 'kind: Event')")
         stats.skip("not an Event")
         return None
-    ref = _dict(ev, "objectRef", where)
+    ref = ev.get("objectRef")
     if ref is None:
         stats.skip("other resource")
         return None
-    resource = _str(ref, "resource", where, "objectRef.resource")
-    if resource not in ("pods", "bindings") or ref.get("apiGroup"):
+    if ref.__class__ is not dict:
+        _dict(ev, "objectRef", where)
+    resource = ref.get("resource")
+    if (resource != "pods" and resource != "bindings") or ref.get("apiGroup"):
         stats.skip("other resource")
         return None
     if ev.get("stage") != "ResponseComplete":
         stats.skip("stage not ResponseComplete")
         return None
-    status = _dict(ev, "responseStatus", where)
-    code = status.get("code") if status is not None else None
-    if code is not None and not isinstance(code, int):
-        raise InputError(where[0], where[1], "audit event: 'responseStatus.code' must be an "
-                                             "integer")
-    if code is not None and code >= 300:
-        stats.skip("failed request")
-        return None
+    status = ev.get("responseStatus")
+    if status is not None:
+        if status.__class__ is not dict:
+            _dict(ev, "responseStatus", where)
+        code = status.get("code")
+        if code is not None:
+            if code.__class__ is not int:
+                raise InputError(where[0], where[1], "audit event: 'responseStatus.code' must "
+                                                     "be an integer")
+            if code >= 300:
+                stats.skip("failed request")
+                return None
     verb = _str(ev, "verb", where, "verb")
     sub = _str(ref, "subresource", where, "objectRef.subresource")
     ts = _str(ev, "stageTimestamp", where, "stageTimestamp") or \
