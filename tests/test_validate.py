@@ -257,3 +257,11 @@ def test_sample_rule_past_many_better_nodes_that_do_not_fit(tmp_path, used, outc
     else:
         # the nodes between gpu-050 and gpu-150 (99) are one short of a sample
         assert x[0]["node_outcome"] == "disagree"
+
+
+def test_a_cluster_with_mig_cards_is_refused(tmp_path):
+    from hamisim.errors import HamisimError
+    c = load_cluster(str(Path(__file__).resolve().parent.parent / "workloads" / "mig"
+                         / "cluster-mig-small.yaml"))
+    with pytest.raises(HamisimError, match="MIG cards"):
+        validate_files(c, [])
