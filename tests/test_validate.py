@@ -265,3 +265,29 @@ def test_a_cluster_with_mig_cards_is_refused(tmp_path):
                          / "cluster-mig-small.yaml"))
     with pytest.raises(HamisimError, match="MIG cards"):
         validate_files(c, [])
+
+
+def test_own_history_with_kube_schedulers_sampling_agrees(tmp_path):
+    # 120 nodes: kube-scheduler hands HAMi 100 feasible nodes from a rotating start,
+    # so the run's choices are often not the best of all nodes, but each is the
+    # best of a sample kube-scheduler could have drawn
+    cluster = cluster_file(tmp_path, 120, "binpack", gpus=2)
+    rnd = random.Random(5)
+    lines = ["name,arrival,duration,gpu,gpumem,gpucores,cpu_milli,memory_mib"]
+    for i in range(400):
+        lines.append(f"q{i},{i * 1.0},{rnd.choice([100, 300, 900])},{rnd.choice([1, 1, 2])},"
+                     f"{rnd.choice([4000, 8000, 16000])},{rnd.choice([10, 30])},1000,2048")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(lines) + "\n")
+    ev = run(RunSpec(cluster=str(cluster), trace=str(trace))).events
+    from hamisim.io.traces import read_trace
+    pods = {tp.pod.name: tp.pod for tp in read_trace(str(trace)).pods}
+    rows = list(zip(ev["time"].tolist(), ev["pod"].tolist(), ev["event"].tolist(),
+                    [n if isinstance(n, str) else None for n in ev["node"].tolist()],
+                    [d if isinstance(d, str) else None for d in ev["devices"].tolist()]))
+    v = walk(tmp_path, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 400 and v.rows == []
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    assert s["node_outcomes"]["sample"] > 0
+    assert s["node_agreement_all_nodes_pct"] < 100.0
