@@ -293,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override how many node counts the search may try (default 10)")
     _add_sweep_options(pn, "hamisim-plan")
     pn.set_defaults(func=cmd_plan)
+    _add_validate(sub)
     return parser
 
 
@@ -1163,6 +1164,87 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_text(exp, args.node, args.max_nodes))
     return EXIT_OK
+
+
+def _add_validate(sub) -> None:
+    va = sub.add_parser(
+        "validate", help="compare HAMi's decisions with a cluster's audit log, pod by pod",
+        description="Walk a Kubernetes audit log (audit.k8s.io/v1 events, one JSON object a "
+                    "line, plain or gzip'd, several files oldest first) keeping the cluster's "
+                    "recorded state; at each recorded binding ask what HAMi v2.10 would "
+                    "decide for that pod in exactly that state (every node examined), "
+                    "compare node and cards, then apply the recorded decision. Writes "
+                    "DIR/validation.json, DIR/disagreements.csv, DIR/report.html and per "
+                    "disagreement DIR/explain/<k>/ for 'hamisim explain'.",
+        epilog="The audit policy the log needs is in README ('Validate against a cluster').")
+    va.add_argument("cluster", metavar="CLUSTER",
+                    help="cluster file (.yaml/.json), or the folder of 'hamisim import' "
+                         "(its cluster.yaml)")
+    va.add_argument("logs", metavar="AUDITLOG", nargs="+",
+                    help="audit log file(s), oldest first (.gz read as gzip)")
+    va.add_argument("--state", metavar="STATE",
+                    help="the pods already running when the log starts (DESIGN §4.4)")
+    va.add_argument("--out", default="hamisim-validate", metavar="DIR",
+                    help="results folder, replaced atomically (default: %(default)s)")
+    va.add_argument("--gpu-policy", metavar="P", help="card policy (overrides the cluster file)")
+    va.add_argument("--node-policy", metavar="P",
+                    help="node policy (overrides the cluster file)")
+    va.add_argument("--pending-grace", type=float, default=11.0, metavar="S",
+                    help="a pod the log keeps pending this long while hamisim could bind it "
+                         "counts as pending_but_schedulable (default: %(default)s s)")
+    va.add_argument("--explain-limit", type=_nonnegative_int, default=100, metavar="N",
+                    help="write explain bundles for the first N disagreements "
+                         "(default: %(default)s)")
+    va.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from hamisim.io.clusterfile import cluster_from_path
+    from hamisim.io.initialstate import load_state
+    from hamisim.studies.validate import validate_files, write_validation
+    t0 = perf_counter()
+    path = args.cluster
+    if os.path.isdir(path):
+        path = os.path.join(path, "cluster.yaml")
+        if not os.path.exists(path):
+            raise InputError(args.cluster, None, "a folder CLUSTER must hold the cluster.yaml "
+                                                 "of 'hamisim import'")
+    cluster = cluster_from_path(path, gpu_policy=args.gpu_policy)
+    if args.node_policy:
+        cluster = dataclasses.replace(cluster, scheduler=dataclasses.replace(
+            cluster.scheduler, node_scheduler_policy=args.node_policy))
+    state = load_state(args.state, cluster) if args.state else None
+    if state is not None:
+        _print_warnings(args.state, state.warnings)
+    v = validate_files(cluster, args.logs, state, pending_grace=args.pending_grace,
+                       explain_limit=args.explain_limit)
+    out = write_validation(v, args.out, path, inputs={
+        "cluster": path, "logs": list(args.logs), "state": args.state})
+    s = v.summary
+    r = s["reader"]
+    print(f"hamisim validate: {s['pods_compared']} pods compared "
+          f"({r['lines']} audit events, {r['pod_records']} pod records)")
+    print(f"  node agreement {_pct(s['node_agreement_pct'])} "
+          f"(every node examined: {_pct(s['node_agreement_all_nodes_pct'])}), "
+          f"card agreement {_pct(s['card_agreement_pct'])}")
+    print("  outcomes: " + ", ".join(f"{k} {n}" for k, n in s["node_outcomes"].items()))
+    print(f"  bound in the log but unschedulable for hamisim: {s['bound_but_unschedulable']}; "
+          f"kept pending while hamisim would bind: {s['pending_but_schedulable']}")
+    if s["skipped"]:
+        print("  pods skipped: " + "; ".join(f"{k} {n}" for k, n in s["skipped"].items()))
+    for row in v.rows[:5]:
+        print(f"  disagrees: {row['pod']} at {row['time']}: {row['reason']}")
+    if len(v.rows) > 5:
+        print(f"  ... {len(v.rows) - 5} more in {out / 'disagreements.csv'}")
+    print(f"results written to {out}/ (validation.json, disagreements.csv, report.html)")
+    print(f"  time {perf_counter() - t0:.1f} s")
+    return EXIT_OK
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f} %"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,8 @@ import pandas as pd
 
 from hamisim.io.outputs import read_table
 
-__all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html"]
+__all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html",
+           "validation_html"]
 
 #: what each figure shows and how to read it (the sentence under it)
 FIGURE_NOTES: dict[str, str] = {
@@ -82,8 +83,11 @@ def folder_kind(folder: Path) -> str:
         return "compare"
     if (folder / "summary.json").exists():
         return "run"
-    raise ValueError(f"{folder}: not a results folder of hamisim run, compare, sweep or plan "
-                     "(no summary.json, compare table, sweep.json or plan.json)")
+    if (folder / "validation.json").exists():
+        return "validate"
+    raise ValueError(f"{folder}: not a results folder of hamisim run, compare, sweep, plan "
+                     "or validate (no summary.json, compare table, sweep.json, plan.json or "
+                     "validation.json)")
 
 
 def write_report(folder: str | os.PathLike[str]) -> Path:
@@ -468,5 +472,50 @@ def _plan(folder: Path) -> tuple[str, str]:
     return "hamisim plan", "\n".join(parts)
 
 
+def _validate_section(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+                      max_rows: int = 200) -> str:
+    """``hamisim validate``'s section: agreement figures, outcomes, skips and the
+    first ``max_rows`` disagreements."""
+    outcomes = summary.get("node_outcomes", {})
+    parts = ["<h2>Validation against the audit log</h2>", _facts([
+        ("pods compared", _number(summary.get("pods_compared"))),
+        ("node agreement", f"{_number(summary.get('node_agreement_pct'))} %"),
+        ("... with every node examined", f"{_number(summary.get('node_agreement_all_nodes_pct'))} %"),
+        ("card agreement", f"{_number(summary.get('card_agreement_pct'))} %"),
+        ("outcomes", ", ".join(f"{k} {v}" for k, v in outcomes.items())),
+        ("bound in the log, unschedulable for hamisim", summary.get("bound_but_unschedulable")),
+        ("kept pending while hamisim would bind", summary.get("pending_but_schedulable")),
+        ("log", f"{summary.get('log', {}).get('first')} .. {summary.get('log', {}).get('last')}"),
+    ])]
+    skipped = summary.get("skipped") or {}
+    if skipped:
+        parts += ["<h2>Pods skipped</h2>", _table(pd.DataFrame(
+            sorted(skipped.items()), columns=["reason", "pods"]))]
+    if rows:
+        cols = ["pod", "time", "node_outcome", "cards_agree", "recorded_node", "hamisim_node",
+                "recorded_node_score", "hamisim_node_score", "reason"]
+        parts += ["<h2>Disagreements</h2>", _table(pd.DataFrame(
+            [{c: r.get(c) for c in cols} for r in rows[:max_rows]], columns=cols),
+            f"{len(rows)} in disagreements.csv" + (f", the first {max_rows} here"
+                                                   if len(rows) > max_rows else ""))]
+    return "\n".join(parts)
+
+
+def validation_html(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The whole ``report.html`` of a ``hamisim validate`` folder."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>hamisim validate</title><style>{_CSS}</style></head><body>\n"
+            f"<h1>hamisim validate</h1>\n{_validate_section(summary, rows)}\n</body></html>\n")
+
+
+def _validate(folder: Path) -> tuple[str, str]:
+    summary = json.loads((folder / "validation.json").read_text(encoding="utf-8"))
+    rows: list[dict] = []
+    if (folder / "disagreements.csv").exists():
+        rows = pd.read_csv(folder / "disagreements.csv", dtype=str,
+                           keep_default_na=False).to_dict("records")
+    return "hamisim validate", _validate_section(summary, rows)
+
+
 _RENDER: dict[str, Callable[[Path], tuple[str, str]]] = {
-    "run": _run, "compare": _compare, "sweep": _sweep, "plan": _plan}
+    "run": _run, "compare": _compare, "sweep": _sweep, "plan": _plan, "validate": _validate}

@@ -1,0 +1,507 @@
+"""Kubernetes audit logs: the pod history ``hamisim validate`` compares against.
+
+The reader streams ``audit.k8s.io/v1`` ``Event`` objects as kube-apiserver's
+log backend writes them (``--audit-log-format=json``, the default): one JSON
+object a line, in files given oldest first, each plain or gzip'd (``.gz``, or
+gzip's magic bytes). Memory stays flat: one line at a time.
+
+Of every event only what HAMi's and kube-scheduler's decisions need is kept,
+as :class:`AuditRecord` s in log order:
+
+* ``create`` of ``pods`` (no subresource): the Pod, from ``responseObject``
+  when the policy logs it (``RequestResponse``: the object as stored, after
+  HAMi's mutating webhook and defaulting), else from ``requestObject``
+  (``Request``: as the client sent it; the name may then come from
+  ``objectRef.name``);
+* ``patch`` / ``update`` of ``pods`` (no subresource) carrying one of HAMi's
+  allocation annotations (:data:`HAMI_KEYS`): their new values (the
+  response's full annotations when logged, else the patch body's);
+* ``create`` of ``pods/binding`` (``target.name``), or of the older
+  ``bindings`` resource: where the pod was bound;
+* the pod's end: ``delete`` of ``pods`` (unless the response shows a graceful
+  deletion still running: ``metadata.deletionGracePeriodSeconds`` > 0, the
+  pod then still holds its node and cards), or an ``update``/``patch`` of
+  ``pods/status`` to phase ``Succeeded`` or ``Failed``.
+
+Skipped and counted (:class:`ReadStats`): events of other resources, stages
+other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
+``Panic``), failed requests (``responseStatus.code`` >= 300), other verbs and
+events without the object they need (a ``Metadata``-level policy). A line that
+is not a JSON object, or an ``Event`` whose fields have the wrong types, is an
+:class:`~hamisim.errors.InputError` at ``file:line``.
+
+:func:`audit_lines` is the other direction: a hamisim run's history as the API
+server would log it (for tests, benchmarks and demonstrations).
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+
+from hamisim.errors import InputError
+from hamisim.pods import Pod
+
+__all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
+           "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
+           "parse_time", "format_time", "pod_manifest", "audit_lines", "run_audit_lines",
+           "write_lines", "AUDIT_POLICY"]
+
+VGPU_NODE = "hami.io/vgpu-node"
+DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
+DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
+BIND_PHASE = "hami.io/bind-phase"
+#: HAMi's allocation annotations on a pod, the ones the reader keeps from patches
+HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE)
+
+#: record kinds
+CREATE, ANNOTATE, BIND, END = "create", "annotate", "bind", "end"
+
+#: the audit policy a cluster needs (``kube-apiserver --audit-policy-file``):
+#: pods and their bindings and status at RequestResponse, nothing else
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: RequestResponse
+    verbs: ["create", "update", "patch", "delete"]
+    resources:
+      - group: ""
+        resources: ["pods", "pods/binding", "pods/status", "bindings"]
+  - level: None
+"""
+
+
+@dataclass(slots=True)
+class AuditRecord:
+    """One pod event of the log.
+
+    ``time``: seconds since the epoch (``stageTimestamp``); ``pod``:
+    ``namespace/name``; ``node``: the binding's target; ``obj``: the Pod (a
+    ``create``); ``annotations``: HAMi's keys a patch set (``None`` values:
+    removed); ``where``: ``file:line``.
+    """
+
+    kind: str
+    time: float
+    pod: str
+    where: str
+    node: str | None = None
+    obj: dict | None = None
+    annotations: dict[str, str | None] | None = None
+
+
+@dataclass
+class ReadStats:
+    """What the reader read and skipped, by reason."""
+
+    lines: int = 0
+    records: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+_TIME_CACHE: dict[str, float] = {}
+
+
+def parse_time(text: str) -> float:
+    """An RFC 3339 time (``2024-05-01T10:00:00.123456Z``) as seconds since the epoch."""
+    t = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t.timestamp()
+
+
+def format_time(seconds: float) -> str:
+    """Seconds since the epoch as the API server's MicroTime (UTC, microseconds)."""
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _open(path: str) -> IO[str]:
+    """The file's lines as text (UTF-8, as the API server writes), gunzipped when it
+    starts with gzip's magic bytes."""
+    raw = open(path, "rb")
+    head = raw.peek(2)[:2]
+    binary: IO[bytes] = gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="strict", newline="\n")
+
+
+def _dict(ev: dict, key: str, where: tuple[str, int]) -> dict | None:
+    v = ev.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise InputError(where[0], where[1], f"audit event: '{key}' must be an object, "
+                                             f"got {type(v).__name__}")
+    return v
+
+
+def _str(d: dict, key: str, where: tuple[str, int], what: str) -> str:
+    v = d.get(key)
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise InputError(where[0], where[1], f"audit event: '{what}' must be a string, "
+                                             f"got {type(v).__name__}")
+    return v
+
+
+def _meta(obj: dict | None) -> dict:
+    if not isinstance(obj, dict):
+        return {}
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None = None
+               ) -> Iterator[AuditRecord]:
+    """The pod records of the audit log files ``paths`` (oldest first), streamed.
+
+    ``stats`` (optional) counts lines, records and the events skipped by reason.
+    Raises :class:`InputError` at ``file:line`` for a malformed line.
+    """
+    stats = stats if stats is not None else ReadStats()
+    for p in paths:
+        path = os.fspath(p)
+        try:
+            fh = _open(path)
+        except OSError as err:
+            raise InputError(path, None, f"cannot read the audit log: {err.strerror or err}")
+        with fh:
+            try:
+                yield from _read_file(fh, path, stats)
+            except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as err:
+                raise InputError(path, None, f"cannot read the audit log: {err}") from None
+
+
+def _read_file(fh: IO[str], path: str, stats: ReadStats) -> Iterator[AuditRecord]:
+    loads = json.loads
+    for lineno, line in enumerate(fh, 1):
+        stats.lines += 1
+        if not line.strip():
+            continue
+        try:
+            ev = loads(line)
+        except ValueError as err:
+            raise InputError(path, lineno, f"not a JSON audit event: {err}") from None
+        if not isinstance(ev, dict):
+            raise InputError(path, lineno, "not a JSON audit event: expected an object, got "
+                                           f"{type(ev).__name__}")
+        rec = _record(ev, (path, lineno), stats)
+        if rec is not None:
+            stats.records += 1
+            yield rec
+
+
+def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord | None:
+    # the common path reads fields directly; a field of the wrong type is an error
+    if ev.get("kind") != "Event":
+        if ev.get("kind") is None and "auditID" not in ev:
+            raise InputError(where[0], where[1], "not an audit event (no 'kind: Event')")
+        stats.skip("not an Event")
+        return None
+    ref = ev.get("objectRef")
+    if ref is None:
+        stats.skip("other resource")
+        return None
+    if ref.__class__ is not dict:
+        _dict(ev, "objectRef", where)
+    resource = ref.get("resource")
+    if (resource != "pods" and resource != "bindings") or ref.get("apiGroup"):
+        stats.skip("other resource")
+        return None
+    if ev.get("stage") != "ResponseComplete":
+        stats.skip("stage not ResponseComplete")
+        return None
+    status = ev.get("responseStatus")
+    if status is not None:
+        if status.__class__ is not dict:
+            _dict(ev, "responseStatus", where)
+        code = status.get("code")
+        if code is not None:
+            if code.__class__ is not int:
+                raise InputError(where[0], where[1], "audit event: 'responseStatus.code' must "
+                                                     "be an integer")
+            if code >= 300:
+                stats.skip("failed request")
+                return None
+    verb = _str(ev, "verb", where, "verb")
+    sub = _str(ref, "subresource", where, "objectRef.subresource")
+    ts = _str(ev, "stageTimestamp", where, "stageTimestamp") or \
+        _str(ev, "requestReceivedTimestamp", where, "requestReceivedTimestamp")
+    if not ts:
+        raise InputError(where[0], where[1], "audit event without 'stageTimestamp'")
+    try:
+        t = _TIME_CACHE.get(ts)
+        if t is None:
+            t = parse_time(ts)
+            if len(_TIME_CACHE) > 4096:
+                _TIME_CACHE.clear()
+            _TIME_CACHE[ts] = t
+    except ValueError:
+        raise InputError(where[0], where[1], f"audit event: bad stageTimestamp {ts!r}") from None
+    req = _dict(ev, "requestObject", where)
+    resp = _dict(ev, "responseObject", where)
+    ns = _str(ref, "namespace", where, "objectRef.namespace") or "default"
+    name = _str(ref, "name", where, "objectRef.name")
+    at = f"{where[0]}:{where[1]}"
+    if resource == "bindings" or sub == "binding":
+        if verb != "create":
+            stats.skip("other verb")
+            return None
+        body = req if req is not None else resp
+        target = body.get("target") if body is not None else None
+        if not isinstance(target, dict) or not isinstance(target.get("name"), str):
+            stats.skip("binding without target (Metadata level)")
+            return None
+        if resource == "bindings":        # POST .../bindings: the pod is the Binding's name
+            name = _meta(body).get("name") or name
+        return AuditRecord(BIND, t, f"{ns}/{name}", at, node=target["name"])
+    if sub == "status":
+        if verb not in ("update", "patch"):
+            stats.skip("other verb")
+            return None
+        phase = None
+        for body in (resp, req):
+            st = body.get("status") if body is not None else None
+            if isinstance(st, dict) and isinstance(st.get("phase"), str):
+                phase = st["phase"]
+                break
+        if phase in ("Succeeded", "Failed"):
+            return AuditRecord(END, t, f"{ns}/{name}", at)
+        stats.skip("status without end")
+        return None
+    if sub:
+        stats.skip("other subresource")
+        return None
+    if verb == "create":
+        obj = resp if resp is not None and resp.get("kind", "Pod") == "Pod" else req
+        if obj is None:
+            stats.skip("pod create without object (Metadata level)")
+            return None
+        meta = _meta(obj)
+        pname = meta.get("name") or name
+        pns = meta.get("namespace") or ns
+        if not pname:
+            stats.skip("pod create without name")
+            return None
+        return AuditRecord(CREATE, t, f"{pns}/{pname}", at, obj=obj)
+    if verb in ("patch", "update"):
+        body = resp if resp is not None and resp.get("kind", "Pod") == "Pod" else req
+        ann = _meta(body).get("annotations")
+        if not isinstance(ann, dict):
+            stats.skip("pod change without HAMi annotations")
+            return None
+        found = {k: ann[k] for k in HAMI_KEYS if k in ann}
+        if not found:
+            stats.skip("pod change without HAMi annotations")
+            return None
+        return AuditRecord(ANNOTATE, t, f"{ns}/{name}", at, annotations=found)
+    if verb == "delete":
+        grace = _meta(resp).get("deletionGracePeriodSeconds") if resp is not None else None
+        if isinstance(grace, int) and grace > 0:
+            stats.skip("graceful deletion begun")
+            return None
+        return AuditRecord(END, t, f"{ns}/{name}", at)
+    stats.skip("other verb")
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the other direction: a run's history as audit lines
+
+def pod_manifest(pod: Pod, name: str, namespace: str, node: str | None = None) -> dict:
+    """A Kubernetes Pod object for ``pod`` (as the API server stores it after
+    admission): containers with their GPU limits, CPU and memory on the first
+    container, annotations, priority, node selector and tolerations."""
+    def container(i: int, c, first: bool, prefix: str) -> dict:
+        limits = {k: str(v) for k, v in c.limits.items()}
+        requests = {k: str(v) for k, v in c.requests.items()}
+        if first:
+            if pod.cpu_milli:
+                requests["cpu"] = f"{pod.cpu_milli}m"
+            if pod.memory_mib:
+                requests["memory"] = f"{pod.memory_mib}Mi"
+        res: dict[str, Any] = {}
+        if limits:
+            res["limits"] = limits
+        if requests:
+            res["requests"] = requests
+        return {"name": f"{prefix}{i}", "image": "busybox", "resources": res}
+
+    spec: dict[str, Any] = {
+        "containers": [container(i, c, i == 0, "c") for i, c in enumerate(pod.containers)]
+        or [container(0, type("C", (), {"limits": {}, "requests": {}})(), True, "c")],
+        "schedulerName": "hami-scheduler", "priority": pod.priority,
+    }
+    if pod.init_containers:
+        spec["initContainers"] = [container(i, c, False, "init")
+                                  for i, c in enumerate(pod.init_containers)]
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        spec["tolerations"] = [{k: v for k, v in (("key", t.key), ("operator", t.operator),
+                                                  ("value", t.value), ("effect", t.effect)) if v}
+                               for t in pod.tolerations]
+    if pod.preemption_policy != "PreemptLowerPriority":
+        spec["preemptionPolicy"] = pod.preemption_policy
+    if node is not None:
+        spec["nodeName"] = node
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if pod.annotations:
+        meta["annotations"] = dict(pod.annotations)
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+def _event(t: float, verb: str, ns: str, name: str, sub: str = "", req: dict | None = None,
+           resp: dict | None = None, code: int = 200, stage: str = "ResponseComplete",
+           level: str = "RequestResponse", seq: int = 0, user: str = "system:admin") -> str:
+    uri = f"/api/v1/namespaces/{ns}/pods" + ("" if verb == "create" and not sub else
+                                             f"/{name}") + (f"/{sub}" if sub else "")
+    ref: dict[str, Any] = {"resource": "pods", "namespace": ns, "name": name,
+                           "apiVersion": "v1"}
+    if sub:
+        ref["subresource"] = sub
+    ts = format_time(t)
+    ev: dict[str, Any] = {
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level,
+        "auditID": f"00000000-0000-4000-8000-{seq:012x}", "stage": stage, "requestURI": uri,
+        "verb": verb, "user": {"username": user}, "sourceIPs": ["10.0.0.1"],
+        "objectRef": ref, "responseStatus": {"metadata": {}, "code": code},
+    }
+    if req is not None:
+        ev["requestObject"] = req
+    if resp is not None:
+        ev["responseObject"] = resp
+    ev["requestReceivedTimestamp"] = ts
+    ev["stageTimestamp"] = ts
+    return json.dumps(ev, separators=(",", ":"))
+
+
+def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, str | None,
+                                                             str | None]],
+                start: float = 1.7e9, noise: int = 0) -> Iterator[str]:
+    """A run's history as kube-apiserver's audit log lines (``RequestResponse``).
+
+    ``pods``: the run's pods by name; ``events``: ``(time, pod, event, node,
+    devices)`` rows of its events table in order (``arrive``, ``bind``,
+    ``depart``, ``delete``/``abandon``/``preempt`` are written; others
+    ignored). Each arrival becomes a pod ``create`` (preceded by its
+    ``RequestReceived`` stage), each bind HAMi's annotation patch then the
+    ``pods/binding`` create and the kubelet's ``Running`` status patch, each
+    departure the ``Succeeded`` status patch then the final ``delete``.
+    ``noise``: unrelated events (node lease renewals, a ``get``, a failed
+    create) written after every ``noise``-th pod event, as a real log has them.
+    ``start``: the epoch second of time 0.
+    """
+    seq = 0
+    for time, name, event, node, devices in events:
+        pod = pods.get(name)
+        if pod is None:
+            continue
+        ns = pod.namespace
+        t = start + float(time)
+        seq += 1
+        if event == "arrive":
+            obj = pod_manifest(pod, name, ns)
+            yield _event(t, "create", ns, name, stage="RequestReceived", level="RequestResponse",
+                         req=obj, seq=seq)
+            yield _event(t, "create", ns, name, req=obj, resp=obj, code=201, seq=seq)
+        elif event == "bind":
+            ann = {VGPU_NODE: node, "hami.io/vgpu-time": str(int(t))}
+            if devices:
+                ann[DEVICES_TO_ALLOCATE] = devices
+                ann[DEVICES_ALLOCATED] = devices
+            ann[BIND_PHASE] = "allocating"
+            patch = {"metadata": {"annotations": ann}}
+            yield _event(t, "patch", ns, name, req=patch, seq=seq,
+                         user="system:serviceaccount:kube-system:hami-scheduler")
+            seq += 1
+            binding = {"kind": "Binding", "apiVersion": "v1",
+                       "metadata": {"name": name, "namespace": ns},
+                       "target": {"kind": "Node", "name": node}}
+            yield _event(t, "create", ns, name, sub="binding", req=binding,
+                         resp={"kind": "Status", "apiVersion": "v1", "status": "Success",
+                               "code": 201}, code=201, seq=seq,
+                         user="system:serviceaccount:kube-system:hami-scheduler")
+            seq += 1
+            yield _event(t, "patch", ns, name, sub="status",
+                         req={"status": {"phase": "Running"}}, seq=seq, user=f"system:node:{node}")
+        elif event in ("depart", "delete", "abandon", "preempt"):
+            if event == "depart":
+                yield _event(t, "patch", ns, name, sub="status",
+                             req={"status": {"phase": "Succeeded"}}, seq=seq,
+                             user="system:node")
+                seq += 1
+            yield _event(t, "delete", ns, name, req={"kind": "DeleteOptions",
+                                                     "apiVersion": "v1",
+                                                     "gracePeriodSeconds": 0}, seq=seq)
+        else:
+            continue
+        if noise and seq % noise == 0:
+            seq += 1
+            yield json.dumps({
+                "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+                "auditID": f"00000000-0000-4000-9000-{seq:012x}", "stage": "ResponseComplete",
+                "requestURI": "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n",
+                "verb": "update", "user": {"username": "system:node:n"},
+                "objectRef": {"resource": "leases", "namespace": "kube-node-lease", "name": "n",
+                              "apiGroup": "coordination.k8s.io", "apiVersion": "v1"},
+                "responseStatus": {"metadata": {}, "code": 200},
+                "requestReceivedTimestamp": format_time(t), "stageTimestamp": format_time(t)},
+                separators=(",", ":"))
+            yield _event(t, "get", ns, name, seq=seq, level="Metadata")
+            yield _event(t, "create", ns, name + "-dup", req={"kind": "Pod"}, code=409, seq=seq)
+
+
+def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
+    """Write audit lines to ``path`` (gzip'd when it ends in ``.gz``); returns the count."""
+    name = os.fspath(path)
+    n = 0
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(name, "wt", encoding="utf-8") as fh:      # type: ignore[operator]
+        assert isinstance(fh, io.TextIOBase)
+        for line in lines:
+            fh.write(line)
+            fh.write("\n")
+            n += 1
+    return n
+
+
+def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[str],
+                    start: float = 1.7e9, noise: int = 0,
+                    moved: Mapping[str, tuple[str, str | None]] | None = None) -> Iterator[str]:
+    """The audit lines of a ``hamisim run`` results folder (its ``events`` table)
+    whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
+    devices) written instead of the run's placement (to test a validation)."""
+    from hamisim.io.outputs import read_table
+    from hamisim.io.traces import read_trace
+    folder = Path(run_dir)
+    table = next((folder / f"events.{ext}" for ext in ("parquet", "csv")
+                  if (folder / f"events.{ext}").exists()), None)
+    if table is None:
+        raise InputError(os.fspath(folder), None, "no events table (events.parquet or .csv)")
+    df = read_table(table)
+    pods = {tp.pod.name: tp.pod for tp in read_trace(os.fspath(trace)).pods}
+    moved = moved or {}
+
+    def rows():
+        for t, name, ev, node, dev in zip(df["time"].tolist(), df["pod"].tolist(),
+                                          df["event"].tolist(), df["node"].tolist(),
+                                          df["devices"].tolist()):
+            node = node if isinstance(node, str) else None
+            dev = dev if isinstance(dev, str) else None
+            if ev == "bind" and name in moved:
+                node, dev = moved[name]
+            yield t, name, ev, node, dev
+
+    return audit_lines(pods, rows(), start=start, noise=noise)

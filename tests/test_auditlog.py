@@ -1,0 +1,267 @@
+"""The audit log reader: kube-apiserver's ``audit.k8s.io/v1`` events, one JSON
+object a line, as written by its log backend (the lines below are in the exact
+shapes the API server writes: ``requestURI``, ``objectRef.subresource``,
+``stage``, ``level``, ``responseStatus``), plain or gzip'd, several files."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from hamisim.errors import InputError
+from hamisim.io.auditlog import (
+    ANNOTATE,
+    BIND,
+    CREATE,
+    DEVICES_ALLOCATED,
+    END,
+    VGPU_NODE,
+    ReadStats,
+    audit_lines,
+    parse_time,
+    read_audit,
+)
+from hamisim.io.documents import from_plain
+from hamisim.io.kubeimport import pod_from_kubernetes
+from hamisim.pods import Container, Pod
+
+POD = {"kind": "Pod", "apiVersion": "v1",
+       "metadata": {"name": "train-0", "namespace": "ml",
+                    "annotations": {"hami.io/gpu-scheduler-policy": "binpack"}},
+       "spec": {"schedulerName": "hami-scheduler", "priority": 5, "containers": [
+           {"name": "main", "image": "pytorch", "resources": {
+               "limits": {"nvidia.com/gpu": "2", "nvidia.com/gpumem": "4000"},
+               "requests": {"cpu": "2", "memory": "8Gi"}}}]},
+       "status": {"phase": "Pending"}}
+# as stored: HAMi's webhook added nvidia.com/gpucores
+STORED = json.loads(json.dumps(POD))
+STORED["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpucores"] = "30"
+STORED["metadata"]["uid"] = "6c1d7f2e-0000-4000-8000-000000000001"
+
+CREATE_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000001", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods?fieldManager=kubectl-create&fieldValidation=Strict",
+    "verb": "create", "user": {"username": "alice", "groups": ["system:authenticated"]},
+    "sourceIPs": ["10.0.0.5"], "userAgent": "kubectl/v1.32.0 (linux/amd64) kubernetes/abc",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1"},
+    "responseStatus": {"metadata": {}, "code": 201},
+    "requestObject": POD, "responseObject": STORED,
+    "requestReceivedTimestamp": "2026-11-30T10:00:00.000000Z",
+    "stageTimestamp": "2026-11-30T10:00:00.012345Z",
+    "annotations": {"authorization.k8s.io/decision": "allow",
+                    "authorization.k8s.io/reason": ""}})
+
+PATCH_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000002", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods/train-0", "verb": "patch",
+    "user": {"username": "system:serviceaccount:kube-system:hami-scheduler"},
+    "sourceIPs": ["10.0.0.9"], "userAgent": "scheduler/v0.0.0",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1"},
+    "responseStatus": {"metadata": {}, "code": 200},
+    "requestObject": {"metadata": {"annotations": {
+        "hami.io/vgpu-node": "gpu-1", "hami.io/vgpu-time": "1764496800",
+        "hami.io/vgpu-devices-to-allocate": "GPU-a,NVIDIA,4000,30:GPU-b,NVIDIA,4000,30:;",
+        "hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,4000,30:GPU-b,NVIDIA,4000,30:;"}}},
+    "requestReceivedTimestamp": "2026-11-30T10:00:00.100000Z",
+    "stageTimestamp": "2026-11-30T10:00:00.104000Z"})
+
+BINDING_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000003", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods/train-0/binding", "verb": "create",
+    "user": {"username": "system:serviceaccount:kube-system:hami-scheduler"},
+    "sourceIPs": ["10.0.0.9"], "userAgent": "scheduler/v0.0.0",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1",
+                  "subresource": "binding"},
+    "responseStatus": {"metadata": {}, "status": "Success", "code": 201},
+    "requestObject": {"kind": "Binding", "apiVersion": "v1",
+                      "metadata": {"name": "train-0", "namespace": "ml",
+                                   "uid": "6c1d7f2e-0000-4000-8000-000000000001",
+                                   "creationTimestamp": None},
+                      "target": {"kind": "Node", "name": "gpu-1"}},
+    "responseObject": {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                       "status": "Success", "code": 201},
+    "requestReceivedTimestamp": "2026-11-30T10:00:00.110000Z",
+    "stageTimestamp": "2026-11-30T10:00:00.115000Z"})
+
+STATUS_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000004", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods/train-0/status", "verb": "patch",
+    "user": {"username": "system:node:gpu-1", "groups": ["system:nodes"]},
+    "sourceIPs": ["10.0.1.1"], "userAgent": "kubelet/v1.32.0",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1",
+                  "subresource": "status"},
+    "responseStatus": {"metadata": {}, "code": 200},
+    "requestObject": {"metadata": {"uid": "6c1d7f2e-0000-4000-8000-000000000001"},
+                      "status": {"$setElementOrder/conditions": [{"type": "Ready"}],
+                                 "phase": "Succeeded"}},
+    "requestReceivedTimestamp": "2026-11-30T11:00:00.000000Z",
+    "stageTimestamp": "2026-11-30T11:00:00.003000Z"})
+
+
+def _event(**over) -> str:
+    ev = json.loads(BINDING_LINE)
+    for k, v in over.items():
+        if v is None:
+            ev.pop(k, None)
+        else:
+            ev[k] = v
+    return json.dumps(ev)
+
+
+def _write(path, lines) -> str:
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_pod_history_in_api_server_shapes(tmp_path):
+    log = _write(tmp_path / "audit.log", [CREATE_LINE, PATCH_LINE, BINDING_LINE, STATUS_LINE])
+    recs = list(read_audit([log]))
+    assert [r.kind for r in recs] == [CREATE, ANNOTATE, BIND, END]
+    assert {r.pod for r in recs} == {"ml/train-0"}
+    create, patch, bind, end = recs
+    # responseObject (as stored, after HAMi's webhook) wins over requestObject
+    limits = create.obj["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpucores"] == "30"
+    assert patch.annotations[VGPU_NODE] == "gpu-1"
+    assert patch.annotations[DEVICES_ALLOCATED].startswith("GPU-a,NVIDIA,4000,30:")
+    assert "hami.io/vgpu-time" not in patch.annotations
+    assert bind.node == "gpu-1"
+    assert bind.time == pytest.approx(parse_time("2026-11-30T10:00:00.115000Z"))
+    assert end.time - create.time == pytest.approx(3600.0 - 0.012345 + 0.003, abs=1e-6)
+    assert bind.where == f"{log}:3"
+
+
+def test_request_level_create_reads_the_request_object(tmp_path):
+    ev = json.loads(CREATE_LINE)
+    ev["level"] = "Request"
+    del ev["responseObject"]
+    log = _write(tmp_path / "a.log", [json.dumps(ev)])
+    (rec,) = read_audit([log])
+    assert "nvidia.com/gpucores" not in rec.obj["spec"]["containers"][0]["resources"]["limits"]
+    pod = pod_from_kubernetes(from_plain(rec.obj, log, 1).as_doc("pod"))
+    assert pod.name == "ml/train-0" and pod.priority == 5 and pod.cpu_milli == 2000
+
+
+def test_older_bindings_resource_and_deletes(tmp_path):
+    legacy = _event(requestURI="/api/v1/namespaces/ml/bindings",
+                    objectRef={"resource": "bindings", "namespace": "ml", "apiVersion": "v1"})
+    final_delete = _event(verb="delete", requestURI="/api/v1/namespaces/ml/pods/train-0",
+                          objectRef={"resource": "pods", "namespace": "ml", "name": "train-0",
+                                     "apiVersion": "v1"},
+                          requestObject={"kind": "DeleteOptions", "apiVersion": "v1",
+                                         "gracePeriodSeconds": 0},
+                          responseObject={"kind": "Pod", "apiVersion": "v1", "metadata": {
+                              "name": "train-0", "deletionGracePeriodSeconds": 0}})
+    graceful = json.loads(final_delete)
+    graceful["responseObject"]["metadata"]["deletionGracePeriodSeconds"] = 30
+    stats = ReadStats()
+    log = _write(tmp_path / "a.log", [legacy, json.dumps(graceful), final_delete])
+    recs = list(read_audit([log], stats))
+    assert [(r.kind, r.pod, r.node) for r in recs] == [(BIND, "ml/train-0", "gpu-1"),
+                                                        (END, "ml/train-0", None)]
+    assert stats.skipped == {"graceful deletion begun": 1}
+
+
+def test_other_events_are_skipped_and_counted(tmp_path):
+    lines = [
+        _event(stage="RequestReceived", responseStatus=None),               # first stage
+        _event(responseStatus={"metadata": {}, "status": "Failure", "code": 409,
+                               "reason": "Conflict"}),                        # failed request
+        _event(objectRef={"resource": "leases", "namespace": "kube-node-lease", "name": "n1",
+                          "apiGroup": "coordination.k8s.io", "apiVersion": "v1"},
+               requestURI="/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+               verb="update"),                                               # other resource
+        _event(verb="watch", stage="ResponseStarted", requestURI="/api/v1/pods?watch=true",
+               objectRef={"resource": "pods", "apiVersion": "v1"}),         # a watch
+        _event(verb="get", requestURI="/api/v1/namespaces/ml/pods/train-0/log",
+               objectRef={"resource": "pods", "namespace": "ml", "name": "train-0",
+                          "apiVersion": "v1", "subresource": "log"}),       # logs
+        _event(level="Metadata", requestObject=None, responseObject=None),  # no object logged
+        json.dumps({**json.loads(STATUS_LINE),
+                    "requestObject": {"status": {"phase": "Running"}}}),   # not an end
+        json.dumps({**json.loads(PATCH_LINE),
+                    "requestObject": {"metadata": {"labels": {"a": "b"}}}}),  # unrelated field
+        "",
+    ]
+    stats = ReadStats()
+    assert list(read_audit([_write(tmp_path / "a.log", lines)], stats)) == []
+    assert stats.skipped == {
+        "stage not ResponseComplete": 2, "failed request": 1, "other resource": 1,
+        "other subresource": 1, "binding without target (Metadata level)": 1,
+        "status without end": 1, "pod change without HAMi annotations": 1}
+    assert stats.records == 0 and stats.lines == len(lines)
+
+
+def test_gzip_and_several_files_in_order(tmp_path):
+    first = tmp_path / "audit-2026-11-30T10-00.log.gz"
+    with gzip.open(first, "wt") as fh:
+        fh.write(CREATE_LINE + "\n" + PATCH_LINE + "\n")
+    # a rotated file gzip'd without the suffix is recognised by its magic bytes
+    second = tmp_path / "audit-2026-11-30T10-30.log"
+    second.write_bytes(gzip.compress((BINDING_LINE + "\n").encode()))
+    third = _write(tmp_path / "audit.log", [STATUS_LINE])
+    recs = list(read_audit([str(first), str(second), third]))
+    assert [r.kind for r in recs] == [CREATE, ANNOTATE, BIND, END]
+    assert recs[2].where == f"{second}:1"
+
+
+@pytest.mark.parametrize("bad, problem", [
+    ('{"kind": "Event", "stage": ', "not a JSON audit event"),
+    ("[1, 2]", "expected an object, got list"),
+    (_event(objectRef="pods"), "'objectRef' must be an object"),
+    (_event(stageTimestamp="yesterday"), "bad stageTimestamp 'yesterday'"),
+    (json.dumps({"hello": "world"}), "not an audit event"),
+])
+def test_a_malformed_line_is_a_located_error(tmp_path, bad, problem):
+    log = _write(tmp_path / "audit.log", [CREATE_LINE, bad, BINDING_LINE])
+    with pytest.raises(InputError) as err:
+        list(read_audit([log]))
+    assert err.value.path == log and err.value.line == 2
+    assert problem in str(err.value)
+
+
+def test_a_missing_file_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="cannot read the audit log"):
+        list(read_audit([str(tmp_path / "none.log")]))
+
+
+def test_writer_lines_read_back_as_the_run_wrote_them(tmp_path):
+    pod = Pod("p", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000}),),
+              annotations={"hami.io/gpu-scheduler-policy": "spread"}, cpu_milli=1500,
+              memory_mib=2048, priority=3, namespace="team-a")
+    rows = [(0.0, "p", "arrive", None, None), (0.5, "p", "bind", "n1", "GPU-x,NVIDIA,3000,0:;"),
+            (60.0, "p", "depart", "n1", None)]
+    log = _write(tmp_path / "w.log", audit_lines({"p": pod}, rows, start=1e9, noise=1))
+    stats = ReadStats()
+    recs = list(read_audit([log], stats))
+    assert [r.kind for r in recs] == [CREATE, ANNOTATE, BIND, END, END]
+    assert recs[2].node == "n1" and recs[0].time == 1e9 and recs[3].time == 1e9 + 60
+    assert recs[1].annotations[DEVICES_ALLOCATED] == "GPU-x,NVIDIA,3000,0:;"
+    back = pod_from_kubernetes(from_plain(recs[0].obj, log, 1).as_doc("pod"))
+    assert back == pod.renamed("team-a/p")
+    assert stats.skipped["stage not ResponseComplete"] == 1        # the create's first stage
+    assert stats.skipped["failed request"] == 3                    # the noise
+
+
+def test_the_readme_audit_policy_is_the_one_the_reader_needs():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from hamisim.io.auditlog import AUDIT_POLICY
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Validate against a cluster's audit log"):]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    assert snippet == AUDIT_POLICY
+    policy = yaml.safe_load(snippet)
+    assert (policy["apiVersion"], policy["kind"]) == ("audit.k8s.io/v1", "Policy")
+    first = policy["rules"][0]
+    assert first["level"] == "RequestResponse"
+    assert {"create", "patch", "update", "delete"} <= set(first["verbs"])
+    assert {"pods", "pods/binding", "pods/status"} <= set(first["resources"][0]["resources"])

@@ -1,0 +1,92 @@
+"""``hamisim validate`` end to end: the command, its folder (validation.json,
+disagreements.csv, report.html, explain bundles), ``hamisim explain`` on a
+disagreement, ``hamisim report`` on the folder, located errors."""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shlex
+
+from hamisim.cli import main
+from hamisim.io.auditlog import audit_lines, write_lines
+from hamisim.pods import Container, Pod
+from hamisim.studies.validate import CSV_COLUMNS
+
+from samples import group_cluster
+
+
+def _pod(name: str, mem: int) -> Pod:
+    return Pod(name, (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem}),),
+               cpu_milli=100, memory_mib=100)
+
+
+def _inputs(tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(group_cluster(3, gpus=2, count=10, scheduler="node_scheduler_policy: "
+                                     "binpack, gpu_scheduler_policy: binpack"))
+    pods = {"a": _pod("a", 4000), "b": _pod("b", 4000), "c": _pod("c", 4000)}
+    rows = [(0, "a", "arrive", None, None), (0, "a", "bind", "gpu-2", "GPU-gpu-2-1,NVIDIA,4000,0:;"),
+            # binpack would add b to gpu-2; the log puts it on gpu-0
+            (5, "b", "arrive", None, None), (5, "b", "bind", "gpu-0", "GPU-gpu-0-1,NVIDIA,4000,0:;"),
+            (9, "c", "arrive", None, None), (9, "c", "bind", "gpu-2", "GPU-gpu-2-1,NVIDIA,4000,0:;")]
+    lines = list(audit_lines(pods, rows))
+    # two files, the older gzip'd
+    old, new = tmp_path / "audit-1.log.gz", tmp_path / "audit.log"
+    with gzip.open(old, "wt") as fh:
+        fh.write("\n".join(lines[:5]) + "\n")
+    write_lines(lines[5:], new)
+    return cluster, old, new
+
+
+def test_validate_writes_its_folder_and_explain_follows_a_disagreement(tmp_path, capsys):
+    cluster, old, new = _inputs(tmp_path)
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "hamisim validate: 3 pods compared" in text
+    assert "node agreement 66.67 %" in text and "card agreement 100.00 %" in text
+    assert "disagrees: default/b" in text
+    s = json.loads((out / "validation.json").read_text())
+    assert s["pods_compared"] == 3 and s["node_outcomes"]["disagree"] == 1
+    assert s["reader"]["files"] == [str(old), str(new)]
+    with open(out / "disagreements.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        (row,) = list(reader)
+    assert (row["pod"], row["recorded_node"], row["hamisim_node"]) == ("default/b", "gpu-0",
+                                                                        "gpu-2")
+    html = (out / "report.html").read_text()
+    assert "Validation against the audit log" in html and "default/b" in html
+    # the row's explain command shows HAMi choosing hamisim's node in that state
+    argv = shlex.split(row["explain"])
+    assert argv[0] == "hamisim"
+    assert main(argv[1:] + ["--json"]) == 0
+    exp = json.loads(capsys.readouterr().out)
+    assert exp["result"]["node"] == "gpu-2" and exp["pod"] == "default/b"
+    # hamisim report re-renders the folder
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0
+    assert "Validation against the audit log" in (out / "report.html").read_text()
+
+
+def test_cluster_as_an_import_folder(tmp_path, capsys):
+    cluster, old, new = _inputs(tmp_path)
+    folder = tmp_path / "imported"
+    folder.mkdir()
+    (folder / "cluster.yaml").write_text(cluster.read_text())
+    assert main(["validate", str(folder), str(old), str(new), "--out",
+                 str(tmp_path / "v2")]) == 0
+    assert "3 pods compared" in capsys.readouterr().out
+
+
+def test_a_malformed_line_exits_2_located(tmp_path, capsys):
+    cluster, old, new = _inputs(tmp_path)
+    with open(new, "a") as fh:
+        fh.write('{"kind": "Event", "verb": \n')
+    n_lines = len(new.read_text().splitlines())
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{new}:{n_lines}: not a JSON audit event" in err
+    assert not out.exists()
