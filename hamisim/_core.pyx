@@ -478,9 +478,9 @@ cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
     return na < nb
 
 
-include "_gosort.pxi"
-include "_nodeindex.pxi"
-include "_memo.pxi"
+include "_gosort.pyx"
+include "_nodeindex.pxd"
+include "_memo.pyx"
 
 
 # ---------------------------------------------------------------------------
@@ -2288,10 +2288,10 @@ def node_less(bint spread, float a, float b):
 
 
 # The FGD paper's research node policies (hamisim.research).
-include "_research.pxi"
+include "_research.pyx"
 
 
 # hamisim.sim.metrics.ClusterMeter: the per-node refresh.
-include "_meter.pxi"
-include "_failtext.pxi"
-include "_replay.pxi"
+include "_meter.pyx"
+include "_failtext.pyx"
+include "_replay.pyx"

@@ -18,7 +18,7 @@ cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
     return ctx.keys[a] < ctx.keys[b]
 
 
-include "_gosort.pxi"
+include "_gosort.pyx"
 
 
 def sort_perm(keys):
