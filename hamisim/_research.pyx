@@ -1,4 +1,5 @@
-# Included at the end of _core.pyx (same module, same compiler directives).
+# cython: language_level=3
+# The module hamisim._research (no cimports from the kernel: it owns its state).
 #
 # The six research node policies of the FGD paper (Weng et al., USENIX ATC '23):
 # random, dotprod, gpuclustering, gpupacking, bestfit and fgd, on the paper's
@@ -22,6 +23,9 @@
 # A pod changes one node, so a decision recomputes only the nodes that changed
 # since the same spec was last scored.
 from libc.math cimport exp
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+import numpy as np
 
 cdef enum:
     RP_RANDOM = 0
@@ -79,49 +83,6 @@ cdef inline int64_t _fgd_score(double f_before, double f_after) noexcept nogil:
 
 cdef class ResearchCore:
     """Scores and card choices of the research policies over one cluster."""
-
-    cdef readonly int n_nodes, n_cards, max_cards, n_types, n_shapes, n_cls, spec_cap
-    cdef readonly int n_feasible, n_tied, n_rejected, next_start, n_pick
-    cdef readonly int64_t best_score
-    # numpy arrays (kept alive here; the pointers below point into them)
-    cdef readonly object np_left, np_cpu_req, np_mem_req, np_node_ver, np_cls_cnt
-    cdef readonly object np_cls_present, np_feasible, np_tied, np_rej_node, np_rej_bits
-    cdef readonly object np_pick, np_score, np_node_gpu
-    cdef object _static, _fgd, _spec, _keep_scratch
-    cdef const int64_t* node_start
-    cdef const int32_t* card_type
-    cdef const uint8_t* card_usable
-    cdef const int64_t* cpu_cap
-    cdef const int64_t* mem_cap
-    cdef int64_t* left
-    cdef int64_t* cpu_req
-    cdef int64_t* mem_req
-    cdef int64_t* node_ver
-    cdef int64_t* cls_cnt
-    cdef int32_t* cls_present
-    cdef const int64_t* sh_cpu
-    cdef const int64_t* sh_milli
-    cdef const int64_t* sh_k
-    cdef const double* sh_w
-    cdef const uint8_t* sh_type_ok
-    cdef double* f_node
-    cdef int64_t* f_ver
-    cdef int64_t* f_total
-    cdef int32_t* f_cnt
-    cdef int64_t* f_small
-    cdef int64_t* c_score
-    cdef int32_t* c_gpu
-    cdef int64_t* c_ver
-    cdef int64_t* feas
-    cdef int64_t* tied
-    cdef int64_t* rej_node
-    cdef int32_t* rej_bits
-    cdef int64_t* score
-    cdef int32_t* node_gpu
-    cdef int32_t* pick
-    cdef uint8_t* mark
-    cdef int64_t* chg_row
-    cdef int64_t* chg_new
 
     def __init__(self, node_start, card_type, card_usable, cpu_cap, mem_cap, int n_types,
                  sh_cpu, sh_milli, sh_k, sh_w, sh_type_ok, int spec_cap=16):

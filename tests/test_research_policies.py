@@ -1,4 +1,4 @@
-"""The FGD paper's research node policies (hamisim.research, hamisim/_research.pxi).
+"""The FGD paper's research node policies (hamisim.research, hamisim/_research.pyx).
 
 Hand-computed node and card choices of each policy on tiny clusters, the
 HAMi-pod -> Open-Gpu-Share mapping, failure messages, and the property that
