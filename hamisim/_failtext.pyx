@@ -23,6 +23,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from hamisim._codes cimport N_REASONS
 from hamisim._memo cimport ID_ROWS, ROW_W
 
+
 cdef inline Py_ssize_t _ft_int(char* out, int64_t v) noexcept nogil:
     # decimal digits of v >= 0 at out, returns how many (str(int))
     cdef char tmp[24]

@@ -14,6 +14,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 
 import numpy as np
 
+
 cdef enum:
     # time-series columns kept by MeterCore.sample: pods arrived, pending, running,
     # departed, abandoned; cards with a tenant, idle nodes, slots, memory (MiB) and
