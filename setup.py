@@ -1,4 +1,4 @@
-"""Build the compiled kernel hamisim._core (everything else is in pyproject.toml)."""
+"""Build the compiled modules hamisim._core, _replay, ... (everything else is in pyproject.toml)."""
 import os
 
 import shutil
@@ -27,22 +27,30 @@ class build_py_with_workloads(build_py):
 # HAMISIM_DEBUG=1 builds the kernel with bounds checking, for debugging.
 DEBUG = os.environ.get("HAMISIM_DEBUG") == "1"
 
+#: The compiled modules (hamisim/<name>.pyx each; they cimport one another
+#: through their .pxd files, see docs/DESIGN.md §1).
+MODULES = ("_core", "_gosort", "_memo", "_failtext", "_meter", "_research", "_replay")
+
 extensions = [
     Extension(
-        "hamisim._core",
-        ["hamisim/_core.pyx"],
+        f"hamisim.{name}",
+        [f"hamisim/{name}.pyx"],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         # HAMi's scores are float32 computed op by op: forbid fused multiply-add
         # contraction so C rounds exactly like Go on amd64.
         extra_compile_args=["-O2", "-ffp-contract=off"],
     )
+    for name in MODULES
 ]
 
 setup(
     cmdclass={"build_py": build_py_with_workloads},
     ext_modules=cythonize(
         extensions,
+        # cimports name the package (from hamisim._core cimport Core): the
+        # .pxd files are found from the project root
+        include_path=[str(HERE)],
         compiler_directives={
             "language_level": "3",
             "boundscheck": DEBUG,

@@ -15,68 +15,31 @@ Python, outside ``nogil``, when a larger pod comes along).
 
 Float32: card and node scores are computed in C ``float``, one operation at a
 time in Go's order; setup.py forbids FMA contraction (``-ffp-contract=off``).
+
+This module is the kernel (CardTable, PodSpec, Core; _core.pxd declares them for
+the modules that cimport them). Its codes and structs are declared in _codes.pxd
+and _types.pxd, Go's sort is hamisim._gosort, the ordered node index
+_nodeindex.pxd, the memo of failed evaluations hamisim._memo; the meter, the
+research policies, the failure text and the replay engine are modules of their
+own (docs/DESIGN.md §1).
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX
 from libc.math cimport INFINITY
 from libc.string cimport memcmp, memcpy, memset
+from libc.stdlib cimport malloc, calloc, free
+
+from hamisim._codes cimport *
+from hamisim._types cimport Node
+from hamisim._gosort cimport SortCtx, _sort_less, go_sort_perm
+from hamisim._nodeindex cimport (_idx_empty, _idx_leaf, _idx_combine, _idx_may_fit, _idx_cand,
+                                 _idx_push, _idx_pop)
+from hamisim._memo cimport (ID_ROWS, ROW_W, MEMO_BUDGET, _intern_init, _intern_free, _intern,
+                            _node_of_row)
 
 import numpy as np
 
-# ---------------------------------------------------------------------------
-# Codes shared with Python (hamisim.hami.policy, hamisim.hami.decision); kernel.py checks
-# them against the Python constants at import.
-# ---------------------------------------------------------------------------
-cdef enum:
-    MODE_CHAIN = 0
-    SINGLE_MUTEX = 1
-    SINGLE_BINPACK = 2
-    SINGLE_SPREAD = 3
-    KEY_BINPACK = 1
-    KEY_SPREAD = 2
-    KEY_NUMA = 3
-
-# Reason codes: the order of hamisim.hami.decision.REASONS.
-cdef enum:
-    R_NOT_HEALTH = 0
-    R_CORDONED = 1
-    R_TYPE = 2
-    R_NUMA = 3
-    R_UUID = 4
-    R_SLICING = 5
-    R_EXCLUSIVE = 6
-    R_MEMORY = 7
-    R_CORE = 8
-    R_COMPUTE_UNITS = 9
-    R_ALLOCATED = 10
-    R_QUOTA = 11
-    R_MIG = 12
-    R_RESERVED = 13            # what-if mutex-reserve (hamisim.registry.RESERVE_TOKEN)
-    N_REASONS = 14
-
-# Outcome of one node (and of one container on it).
-cdef enum:
-    ST_FIT = 0
-    ST_FIT_FAILED = 1          # Fit's per-card reason histogram
-    ST_INSUFFICIENT = 2        # "NodeInsufficientDevice"
-    ST_TYPE_NOT_FOUND = 3      # "Device type not found"
-    ST_UNREGISTERED = 4        # "node unregistered"
-    ST_MIG_READD = 5           # AddResourceUsage found no MIG placement (cannot happen)
-
-# Request row columns (hamisim.sim.arrays.REQ_FIELDS).
-cdef enum:
-    Q_NUMS = 0
-    Q_MEM = 1
-    Q_PCT = 2
-    Q_CORES = 3
-    Q_FLAGS = 4
-    Q_WIDTH = 5
-    QF_REGISTERED = 1
-    QF_NVIDIA = 2
-
-cdef enum:
-    NO_PERCENTAGE = 101
-    MANY_CARDS = 1 << 30       # NodeAgg's count on a node with a MIG card
-
+# The C codes of _codes.pxd for Python (hamisim.hami.policy, hamisim.hami.decision,
+# hamisim.hami.noderows); hamisim.sim.kernel checks them against the Python constants at import.
 CODES = {
     "MODE_CHAIN": MODE_CHAIN, "SINGLE_MUTEX": SINGLE_MUTEX,
     "SINGLE_BINPACK": SINGLE_BINPACK, "SINGLE_SPREAD": SINGLE_SPREAD,
@@ -93,236 +56,10 @@ REASON_ORDER = (
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
             "MIG_READD": ST_MIG_READD}
-
-# Core.rank_attempt's row columns (not HAMi): hamisim.hami.noderows.INT_COLUMNS
-# and FLOAT_COLUMNS, in this order (kernel.py checks them at import).
-cdef enum:
-    RW_INDEX = 0
-    RW_CARDS = 1
-    RW_GPUMEM = 2
-    RW_GPUMEM_FREE = 3
-    RW_GPUCORES = 4
-    RW_GPUCORES_FREE = 5
-    RW_TENANTS = 6
-    RW_USED_CARDS = 7
-    RW_PICK_NUMAS = 8
-    RW_NI = 9
-    RW_HAMI_SCORE = 0
-    RW_CPU_FREE = 1
-    RW_MEMORY_FREE = 2
-    RW_NF = 3
+# Core.rank_attempt's row columns (RW_* in _codes.pxd), in this order.
 ROW_COLUMNS = (("index", "cards", "gpumem", "gpumem_free", "gpucores", "gpucores_free",
                 "tenants", "used_cards", "pick_numas"),
                ("hami_score", "cpu_free", "memory_free"))
-
-
-# ---------------------------------------------------------------------------
-# Structs
-# ---------------------------------------------------------------------------
-ctypedef struct SortCtx:
-    const float* score          # node-local
-    const int64_t* numa
-    const int64_t* used         # working usage (mutex sorts by tenants)
-    const int64_t* index
-    int mode
-    int n_chain
-    int chain[3]
-    bint numa_bind
-
-
-ctypedef struct Cards:
-    # The whole cluster (or one test node): static fields, live usage, pairs.
-    int n_nodes
-    const int64_t* node_start
-    const int64_t* pair_start
-    const int64_t* n_vendor
-    const int64_t* count
-    const int64_t* devmem
-    const int64_t* devcore
-    const int64_t* numa
-    const int64_t* index
-    const uint8_t* health
-    const uint8_t* cordoned
-    const uint8_t* is_vendor
-    const uint8_t* type_exact
-    const int32_t* type_id
-    const int32_t* mode_id
-    const int64_t* used
-    const int64_t* usedmem
-    const int64_t* usedcores
-    const int64_t* pair
-    const int64_t* alloc_cpu
-    const int64_t* alloc_mem
-    const int64_t* req_cpu
-    const int64_t* req_mem
-    # per node: 0 = HAMi's per-container list drops GPU-less containers, 1 =
-    # it keeps them (hamisim.hami.reference.aligned_usage), 2 = the corrected
-    # accounting (every container counted as what it is); read by the quota
-    # check only (NULL: 1 on every node)
-    const uint8_t* aligned
-    # MIG (hamisim.hami.mig): per row whether the card is in mig mode, its
-    # profiles [mig_p0, mig_p1) in selectMigCandidate's order, the placements
-    # in use as a bit mask (live) and per slot how many instances cover it
-    # (NULL without MIG cards); per profile its memory, cores and placements
-    # [mp_pl0, mp_pl1) in HAMi's try order, per placement its bits; per node
-    # how many vendor cards are in mig mode
-    const uint8_t* is_mig
-    const int64_t* mig_p0
-    const int64_t* mig_p1
-    const uint64_t* mig_occ
-    int32_t* mig_cnt
-    const int64_t* mp_mem
-    const int64_t* mp_core
-    const int64_t* mp_pl0
-    const int64_t* mp_pl1
-    const uint64_t* pl_mask
-    const int64_t* n_mig
-    # what-if (not HAMi): per row how many mutex-reserve pods hold the card (live)
-    const int64_t* reserved
-
-
-ctypedef struct Pod:
-    int n_cont
-    int n_init
-    const int64_t* req         # n_cont x Q_WIDTH
-    float ws
-    float wc
-    float wm
-    int mode
-    int n_chain
-    int chain[3]
-    bint sort_numa_bind
-    bint fit_numa_bind
-    bint mutex
-    bint topology
-    bint mig_request           # isMIGRequest's pod part: no vgpu-mode, or one naming mig
-    const uint8_t* type_ok     # per type id
-    const uint8_t* mode_ok     # per mode id
-    const uint8_t* uuid_ok     # per card row
-    int64_t cpu
-    int64_t mem
-    # kube-scheduler's NodeUnschedulable / TaintToleration / NodeAffinity per
-    # node: 0 = passes, k > 0 = rejected with reason k (NULL: every node passes)
-    const int32_t* gate
-    # Necessary conditions for the pod to fit on a node (see NodeAgg): every
-    # container that asks for cards needs at least one card that could take
-    # it, and as many distinct usable cards as it asks for.
-    int64_t need_n             # distinct eligible cards (largest nums)
-    int64_t need_mem           # free memory, MiB (largest absolute request)
-    int64_t need_pct           # memory percentage (largest; -1 = none)
-    int64_t need_cores         # free cores (largest min(coresreq, 100))
-    uint64_t type_mask         # bits (type_id % 64) the pod accepts
-    uint64_t mode_mask         # bits (mode_id % 64) the pod accepts
-    # HAMi's ResourceQuota check in Fit (hamisim.hami.quota): the namespace's
-    # usage without this pod and its limits (-1 = not set); set per attempt
-    bint quota
-    int64_t q_used_mem
-    int64_t q_used_cores
-    int64_t q_lim_mem
-    int64_t q_lim_cores
-    # the memo of failed evaluations (_memo.pxi), per node of memo_owner's
-    # cluster: the node version of the failure and its outcome id
-    int64_t* memo_ver
-    int32_t* memo_id
-    uint64_t memo_owner
-    bint memo_wanted           # it failed once: a memo is worth its memory
-
-
-ctypedef struct NodeAgg:
-    # Per-node aggregates, refreshed on every change of the node's usage.
-    # Eligible card: vendor, healthy, not cordoned, a free slot: every card
-    # Fit can pick is one. The free amounts are maxima over eligible cards
-    # taken per dimension (so a relaxation: a node failing them cannot fit).
-    float score                # node base score (§5.3), exactly _node_base_score
-    int32_t n_elig
-    int32_t n_zero             # eligible cards without a tenant (mutex)
-    int64_t max_pct            # largest pct with floor(devmem*pct/100) <= free (-1 none)
-    int64_t max_mem            # largest devmem - usedmem
-    int64_t max_cores          # largest devcore - usedcores
-    uint64_t types             # bits (type_id % 64) of eligible cards
-    uint64_t modes
-
-
-ctypedef struct Cand:
-    float score
-    int j                      # window position
-
-
-ctypedef struct Node:
-    # One node's slice of Cards, node-local pointers.
-    int k
-    int row0
-    int64_t n_vendor
-    const int64_t* count
-    const int64_t* devmem
-    const int64_t* devcore
-    const int64_t* numa
-    const int64_t* index
-    const uint8_t* health
-    const uint8_t* cordoned
-    const uint8_t* is_vendor
-    const uint8_t* type_exact
-    const int32_t* type_id
-    const int32_t* mode_id
-    const int64_t* used
-    const int64_t* usedmem
-    const int64_t* usedcores
-    const int64_t* pair
-    int aligned                # Cards.aligned of the node
-    int64_t n_mig
-    const uint8_t* is_mig
-    const int64_t* mig_p0
-    const int64_t* mig_p1
-    const uint64_t* mig_occ
-    const int64_t* mp_mem      # global profile / placement tables
-    const int64_t* mp_core
-    const int64_t* mp_pl0
-    const int64_t* mp_pl1
-    const uint64_t* pl_mask
-    const int64_t* reserved    # Cards.reserved of the node's rows
-
-
-ctypedef struct Scratch:
-    int cap_k                  # >= cards of any node
-    int cap_c                  # >= containers of the pod
-    int cap_p                  # >= picks of one container (MIG cards take several)
-    int64_t* w_used            # working usage copy (cap_k)
-    int64_t* w_usedmem
-    int64_t* w_usedcores
-    float* score               # card scores (cap_k)
-    int* perm                  # the node's card list (cap_k)
-    int* pk_pos                # picks of the current Fit (cap_k)
-    int64_t* pk_mem
-    int64_t* pk_cores
-    int* combo                 # topology combinations (cap_k)
-    int* best_combo
-    int* out_n                 # per container: number of picks (cap_c)
-    int* out_pos               # per container: picks at [c * cap_p ...]
-    int64_t* out_mem
-    int64_t* out_cores
-    int32_t* counts            # Fit reason histogram of the failure (N_REASONS)
-    int64_t n_cards            # cards handed to the failing Fit
-    float node_score
-    # the quota check's view of the pod's earlier containers on this node, per
-    # card: the largest init-class entry and the sum of app-class entries
-    # (CollapseInitContainerUsage over HAMi's list), their collapsed total,
-    # and whether the current container's entry counts as an init container
-    int64_t* qi_mem            # (cap_k)
-    int64_t* qi_cores
-    int64_t* qa_mem
-    int64_t* qa_cores
-    int64_t q_base_mem
-    int64_t q_base_cores
-    bint q_cur_init
-    int64_t* qc_mem            # the current container's picks so far, per card (cap_k)
-    int64_t* qc_cores
-    # MIG: working placements in use per card (cap_k), the same plus this Fit's
-    # picks (CustomFilterRule's replay), and per pick the profile and placement
-    # AddResourceUsage chose (-1 on other cards; cap_c * cap_p)
-    uint64_t* w_occ
-    uint64_t* q_occ
-    int32_t* out_prof
-    int32_t* out_pl
 
 
 # ---------------------------------------------------------------------------
@@ -441,46 +178,7 @@ cdef inline float _node_base_score(int k, const int64_t* count, const int64_t* d
     return ten * ((a + b) + c)
 
 
-# ---------------------------------------------------------------------------
-# §3.2 card comparator and §3.3 Go's sort.Sort
-# ---------------------------------------------------------------------------
-cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
-    cdef float sa = ctx.score[a]
-    cdef float sb = ctx.score[b]
-    cdef int64_t na = ctx.numa[a]
-    cdef int64_t nb = ctx.numa[b]
-    cdef int i, key
-    cdef bint binpack
-    if ctx.mode == MODE_CHAIN:
-        for i in range(ctx.n_chain):
-            key = ctx.chain[i]
-            if key == KEY_BINPACK:
-                if sa != sb:
-                    return sa < sb
-            elif key == KEY_SPREAD:
-                if sa != sb:
-                    return sa > sb
-            elif key == KEY_NUMA:
-                if na != nb:
-                    return na < nb
-        return ctx.index[a] < ctx.index[b]
-    if ctx.mode == SINGLE_MUTEX:
-        if ctx.used[a] != ctx.used[b]:
-            return ctx.used[a] > ctx.used[b]
-        return na < nb
-    binpack = ctx.mode == SINGLE_BINPACK
-    if ctx.numa_bind:
-        if na != nb:
-            return na > nb if binpack else na < nb
-        return sa < sb if binpack else sa > sb
-    if sa != sb:
-        return sa < sb if binpack else sa > sb
-    return na < nb
-
-
-include "_gosort.pxi"
-include "_nodeindex.pxi"
-include "_memo.pxi"
+cdef uint64_t _next_core_id = 1     # owner tag of a PodSpec's memo (Core.core_id)
 
 
 # ---------------------------------------------------------------------------
@@ -891,14 +589,6 @@ cdef class CardTable:
     Holds references to the arrays; the usage arrays are read live, so
     updating them in place (``state.used[rows] += ...``) is seen at once.
     """
-    cdef Cards c
-    cdef readonly int max_cards
-    #: what-if mutex-reserve: per row the pods holding the card under it (Core.reserve)
-    cdef readonly object reserved
-    #: the most picks one container can get on a node (cards, MIG instances)
-    cdef readonly int max_picks
-    cdef readonly int n_nodes
-    cdef list _keep
 
     def __init__(self, *, node_start, pair_start, n_vendor, count, devmem, devcore, numa,
                  index, health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
@@ -1014,12 +704,6 @@ cdef class CardTable:
 
 cdef class PodSpec:
     """One attempt's encoded request (see :func:`hamisim.sim.arrays.encode_pod`)."""
-    cdef Pod p
-    cdef list _keep
-    cdef readonly int n_cont
-    #: not HAMi: the cluster's vectorised Python node policy ranks this pod's
-    #: nodes (Core.rank_attempt), i.e. the pod names no node policy of its own
-    cdef public bint user_rank
 
     def __cinit__(self):
         self.p.memo_ver = NULL
@@ -1151,65 +835,6 @@ cdef class Core:
     (nodes tied with the winner, in the order hamisim's tie convention lists
     them). After :meth:`place` the pick buffers hold the chosen node's cards.
     """
-    cdef CardTable table
-    cdef Scratch s
-    cdef object _bufs
-    # result buffers (node-sized)
-    cdef int64_t[::1] rej_node
-    cdef int32_t[::1] rej_bits
-    cdef int64_t[::1] window
-    cdef int32_t[::1] status
-    cdef float[::1] wscore
-    cdef int32_t[:, ::1] counts
-    cdef int64_t[::1] ncards
-    cdef int64_t[::1] tied
-    cdef int64_t[::1] fits
-    cdef int64_t[::1] ascore          # least-allocated scores
-    cdef int32_t[::1] gslot           # failure grouping: hash slots -> group, -1 empty
-    cdef int32_t[::1] grep, gnum      # per group: representative position, nodes
-    cdef readonly object np_rej_node, np_rej_bits, np_window, np_status, np_score
-    cdef readonly object np_counts, np_ncards, np_tied
-    cdef readonly object np_out_n, np_out_pos, np_out_mem, np_out_cores
-    cdef readonly int n_rejected, n_window, n_fit, n_tied, best, next_start
-    #: the union of the rejected nodes' bits (1 CPU, 2 memory, 4 and up: a
-    #: static filter): which of kube-scheduler's plugins rejected the attempt
-    cdef readonly int rej_union
-    # per-node aggregates (NodeAgg), candidates of the fast choice
-    cdef NodeAgg* agg
-    cdef Cand* cand
-    cdef object _agg_buf, _cand_buf
-    # the ordered node index (_nodeindex.pxi): tree entries 1 .. 2*idx_size-1,
-    # leaves at idx_size + node; its search heap; nodes with a NaN score
-    cdef IdxEntry* idx
-    cdef IdxCand* iheap
-    cdef int idx_size
-    cdef int n_nan
-    cdef object _idx_buf, _iheap_buf
-    #: answer from the ordered index when every node is examined (False =
-    #: always scan; the same decisions, kept for tests and benchmarks)
-    cdef public bint use_index
-    cdef readonly int placed          # node whose picks are in the pick buffers, -1 none
-    cdef readonly int n_evaluated     # nodes fully scored by the last attempt (memo hits: not)
-    # rank_attempt's rows (a vectorised Python node policy, not HAMi): per
-    # fitting window node, the columns of hamisim.hami.noderows (column-major:
-    # one contiguous column per row of these arrays) and its window position
-    cdef int64_t[:, ::1] rows_i
-    cdef double[:, ::1] rows_f
-    cdef int64_t[::1] rows_pos
-    cdef readonly object np_rows_i, np_rows_f
-    # the memo of failed evaluations (_memo.pxi): per node its version, the
-    # outcome ids, per window position the last attempt's outcome id (-1 a
-    # fit, or not remembered), and whether counts/ncards still lack the rows
-    # of remembered outcomes
-    cdef int64_t* node_ver
-    cdef Intern itab
-    cdef int32_t* wid
-    cdef uint64_t core_id
-    cdef int64_t memo_bytes             # memos made for this kernel (MEMO_BUDGET at most)
-    cdef bint counts_lazy
-    #: reuse the outcome of a node whose state has not changed since the pod
-    #: failed there (identical results; False re-runs Fit every time)
-    cdef public bint use_memo
 
     def __cinit__(self, CardTable table, int max_containers=4):
         global _next_core_id
@@ -2285,13 +1910,3 @@ def node_base_score(count, devmem, devcore, used, usedmem, usedcores):
 def node_less(bint spread, float a, float b):
     """Node comparator (§5.4) on float32 scores."""
     return bool(a > b if spread else a < b)
-
-
-# The FGD paper's research node policies (hamisim.research).
-include "_research.pxi"
-
-
-# hamisim.sim.metrics.ClusterMeter: the per-node refresh.
-include "_meter.pxi"
-include "_failtext.pxi"
-include "_replay.pxi"

@@ -1,45 +1,53 @@
 # cython: language_level=3
-"""Test-only harness around hamisim/_gosort.pxi.
+"""Test-only harness around the compiled sort, hamisim._gosort.
 
-Compiled at test time by tests/test_gosort.py with hamisim/ on Cython's
-include path.  It plays the part of hamisim/_core.pyx: it defines SortCtx
-and _sort_less before including the kernel, then exposes a Python entry
-point that sorts row numbers by integer keys.
+Compiled at test time by tests/test_gosort.py with the project root on
+Cython's include path; it cimports go_sort_perm from the built module (so the
+module under test is the one the kernel calls) and exposes a Python entry point
+that sorts row numbers by integer keys.
+
+The keys go in SortCtx's numa column under the single binpack mode with every
+score equal and no numa binding: HAMi's comparator then reduces to
+``numa[a] < numa[b]``, i.e. Go's Less on the keys, and equal keys are equal.
 """
 
+from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 
-
-ctypedef struct SortCtx:
-    const long* keys
-
-
-cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
-    return ctx.keys[a] < ctx.keys[b]
-
-
-include "_gosort.pxi"
+from hamisim._codes cimport SINGLE_BINPACK
+from hamisim._gosort cimport SortCtx, go_sort_perm
 
 
 def sort_perm(keys):
     """Return the order of original positions after Go's sort.Sort on keys."""
     cdef Py_ssize_t n = len(keys)
     cdef Py_ssize_t i
-    cdef long* karr = <long*>malloc((n if n > 0 else 1) * sizeof(long))
-    cdef int* perm = <int*>malloc((n if n > 0 else 1) * sizeof(int))
+    cdef Py_ssize_t size = n if n > 0 else 1
+    cdef int64_t* karr = <int64_t*>malloc(size * sizeof(int64_t))
+    cdef float* score = <float*>malloc(size * sizeof(float))
+    cdef int* perm = <int*>malloc(size * sizeof(int))
     cdef SortCtx ctx
-    if karr == NULL or perm == NULL:
+    if karr == NULL or score == NULL or perm == NULL:
         free(karr)
+        free(score)
         free(perm)
         raise MemoryError()
     try:
         for i in range(n):
             karr[i] = keys[i]
+            score[i] = 0.0
             perm[i] = <int>i
-        ctx.keys = karr
+        ctx.score = score
+        ctx.numa = karr
+        ctx.used = NULL
+        ctx.index = NULL
+        ctx.mode = SINGLE_BINPACK
+        ctx.n_chain = 0
+        ctx.numa_bind = False
         with nogil:
             go_sort_perm(perm, <int>n, &ctx)
         return [perm[i] for i in range(n)]
     finally:
         free(karr)
+        free(score)
         free(perm)

@@ -677,16 +677,16 @@ def _saturated_twins(monkeypatch, trace: Trace):
     (its FailText objects recorded) and with the Python engine without the memo
     of failed evaluations; assert the runs equal. Returns (the Python run, the
     FailText objects built)."""
-    from hamisim import _core
+    from hamisim import _failtext
     cluster = _saturating_cluster()
     config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-    built, make = [], _core.FailText
+    built, make = [], _failtext.FailText
 
     def fail_text(*args):
         built.append(make(*args))
         return built[-1]
-    monkeypatch.setattr(_core, "FailText", fail_text)
+    monkeypatch.setattr(_failtext, "FailText", fail_text)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
     init = KernelScheduler.__init__
 

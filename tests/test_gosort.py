@@ -1,4 +1,4 @@
-"""Checks hamisim.hami.gosort and hamisim/_gosort.pxi against real Go output.
+"""Checks hamisim.hami.gosort and hamisim/_gosort.pyx against real Go output.
 
 tests/data/go_sort_orders.json was produced by tools/go_sort_vectors with
 the Go toolchain named in its "go_version" field; every case records the
@@ -25,7 +25,7 @@ import hamisim.hami.gosort as gosort
 from hamisim.hami.gosort import bits_len, go_sort, go_sorted
 
 TESTS_DIR = Path(__file__).resolve().parent
-PKG_DIR = TESTS_DIR.parent / "hamisim"
+ROOT_DIR = TESTS_DIR.parent      # holds hamisim/*.pxd, which the harness cimports
 VECTORS = TESTS_DIR / "data" / "go_sort_orders.json"
 HARNESS_PYX = TESTS_DIR / "_gosort_harness.pyx"
 
@@ -183,7 +183,7 @@ def harness(tmp_path_factory):
     if _c_compiler() is None:
         pytest.skip(
             "no C compiler on PATH: cannot build tests/_gosort_harness.pyx "
-            "to test the Cython kernel hamisim/_gosort.pxi"
+            "to test the Cython kernel hamisim/_gosort.pyx"
         )
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
@@ -193,7 +193,7 @@ def harness(tmp_path_factory):
     shutil.copyfile(HARNESS_PYX, src)
     ext_modules = cythonize(
         [Extension("_gosort_harness", [str(src)])],
-        include_path=[str(PKG_DIR)],
+        include_path=[str(ROOT_DIR)],
         compiler_directives={"language_level": 3},
         force=True,
         quiet=True,

@@ -9,11 +9,14 @@ engine, matplotlib in the figures, files in ``io/``).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "hamisim"
+#: The compiled modules (hamisim/_core.pyx, _replay.pyx, ...): the part "core".
+COMPILED = {f"hamisim.{p.stem}" for p in PACKAGE.glob("*.pyx")}
 
 #: Parts of the package and the parts each may import (besides itself).
 MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes", "hamisim.topology",
@@ -51,7 +54,7 @@ def part_of(module: str) -> str:
         return "model"
     if module == "hamisim":
         return "package"
-    if module == "hamisim._core":
+    if module in COMPILED:
         return "core"
     return module.split(".")[1]
 
@@ -81,15 +84,15 @@ def imports_of(name: str, path: Path, known: set[str]) -> tuple[set[str], set[st
             else:
                 target = node.module or ""
             targets = [target] + [f"{target}.{a.name}" for a in node.names]
-            if target == "hamisim" and any(f"hamisim.{a.name}" not in known
-                                           and a.name != "_core" for a in node.names):
+            if target == "hamisim" and any(f"hamisim.{a.name}" not in known | COMPILED
+                                           for a in node.names):
                 # a name of the package root's API (`from hamisim import
                 # __version__`) runs hamisim/__init__.py, which loads the backends
                 root = True
         else:
             continue
         for t in targets:
-            if t in known or t == "hamisim._core":
+            if t in known or t in COMPILED:
                 ours.add(t)
             elif not t.startswith("hamisim"):
                 theirs.add(t.split(".")[0])
@@ -139,6 +142,50 @@ def test_no_import_circles():
         if m not in state:
             visit(m)
 
+
+
+def cimports_of(module: str) -> set[str]:
+    """The compiled modules ``module`` loads at import: every module whose
+    declarations its .pyx or .pxd cimports (a .pxd without a .pyx, such as
+    _codes.pxd, holds declarations only and loads nothing)."""
+    stem = module.split(".")[1]
+    found = set()
+    for path in (PACKAGE / f"{stem}.pyx", PACKAGE / f"{stem}.pxd"):
+        if path.exists():
+            found |= set(re.findall(r"^\s*from (hamisim\._\w+) cimport", path.read_text(
+                encoding="utf-8"), re.MULTILINE))
+    return (found & COMPILED) - {module}
+
+
+def test_the_compiled_modules_form_no_import_circle():
+    """A cimported cdef class or function loads its module when the cimporting
+    one is imported: the modules must be importable in some order."""
+    assert "hamisim._core" in COMPILED and len(COMPILED) > 1
+    graph = {m: cimports_of(m) for m in COMPILED}
+    assert graph["hamisim._replay"] >= {"hamisim._core", "hamisim._meter",
+                                        "hamisim._failtext"}
+    done: list[str] = []
+    while len(done) < len(graph):
+        ready = sorted(m for m in graph if m not in done and graph[m] <= set(done))
+        assert ready, f"import circle among {sorted(set(graph) - set(done))}"
+        done += ready
+
+
+@pytest.mark.parametrize("module", sorted(COMPILED))
+def test_each_compiled_module_has_the_stub_of_its_classes(module):
+    """hamisim/<module>.pyi declares exactly the classes the built module defines
+    (a module without classes, such as _gosort, needs no stub)."""
+    import importlib
+    built = importlib.import_module(module)
+    classes = {name for name, value in vars(built).items()
+               if isinstance(value, type) and value.__module__ == module}
+    stub = PACKAGE / f"{module.split('.')[1]}.pyi"
+    if not classes:
+        assert not stub.exists()
+        return
+    declared = {node.name for node in ast.parse(stub.read_text(encoding="utf-8")).body
+                if isinstance(node, ast.ClassDef)}
+    assert declared == classes
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_part_imports_only_the_parts_below_it(module):

@@ -1,4 +1,4 @@
-"""The FGD paper's research node policies (hamisim.research, hamisim/_research.pxi).
+"""The FGD paper's research node policies (hamisim.research, hamisim/_research.pyx).
 
 Hand-computed node and card choices of each policy on tiny clusters, the
 HAMi-pod -> Open-Gpu-Share mapping, failure messages, and the property that
@@ -250,10 +250,10 @@ def test_draws_in_c_are_generator_integers(seed, ranges):
     edge included)."""
     import numpy as np
 
-    from hamisim import _core
+    from hamisim import _research
     ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
     ranges = ranges + [n + 1 for n in ranges if n < 2**32]   # (C: n <= 2**32)
-    assert _core.bounded_draws(ours, ranges) == [int(numpys.integers(n)) for n in ranges]
+    assert _research.bounded_draws(ours, ranges) == [int(numpys.integers(n)) for n in ranges]
     assert ours.bit_generator.state == numpys.bit_generator.state
 
 

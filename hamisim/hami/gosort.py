@@ -50,7 +50,7 @@ the permutation produced is a pure function of the outcomes of ``less``.
 
 Verification: ``tests/test_gosort.py`` replays the orders recorded from the
 real Go toolchain by ``tools/go_sort_vectors`` (``tests/data/go_sort_orders.json``).
-A C-speed twin of this module lives in ``hamisim/_gosort.pxi``.
+A C-speed twin of this module lives in ``hamisim/_gosort.pyx``.
 """
 
 from __future__ import annotations

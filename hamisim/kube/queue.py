@@ -3,7 +3,7 @@
 The rules of kube-scheduler v1.32's ``PriorityQueue``
 (``pkg/scheduler/backend/queue/scheduling_queue.go``) that decide *when* a pod
 that did not fit is retried; both replay engines (:mod:`hamisim.sim.engine`,
-readable, and its compiled twin in ``hamisim/_replay.pxi``) follow them, and
+readable, and its compiled twin in ``hamisim/_replay.pyx``) follow them, and
 the tests check them against timelines worked out from kube-scheduler's
 source (``tests/test_queue_timing.py``). Times are seconds since the
 scheduler started (the simulation's 0), which is where kube-scheduler's two

@@ -1,6 +1,6 @@
 """FGD's fragmentation measure on HAMi cards, written to be read (the meter's twin).
 
-The compiled meter (:class:`hamisim.sim.metrics.ClusterMeter`, ``_meter.pxi``)
+The compiled meter (:class:`hamisim.sim.metrics.ClusterMeter`, ``_meter.pyx``)
 keeps fragmentation as running sums of per-node terms for speed. This module
 computes the same quantities from scratch, card by card, one rule per line,
 in plain Python: it is the specification the meter is tested against

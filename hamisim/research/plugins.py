@@ -53,7 +53,7 @@ compiled path is the one the six research policies took, in three steps:
 1. move the class into :mod:`hamisim.research.policies`, add it to
    ``BUILTIN`` and its name to ``registry.RESEARCH_NODE_POLICIES`` (its
    position there is its policy code, :data:`hamisim.research.model.POLICY_CODES`);
-2. port its score and card choice into ``_research.pxi`` (``ResearchCore``'s
+2. port its score and card choice into ``_research.pyx`` (``ResearchCore``'s
    attempt and choose switch on the code; ``RESEARCH_CODES`` must list it,
    which :class:`~hamisim.research.scheduler.ResearchScheduler` checks);
 3. ``tests/test_research_policies.py`` draws every name of

@@ -8,7 +8,7 @@ chooses the pod's cards on the node it wins. The six research policies
 (:class:`hamisim.research.reference.ResearchReferenceCore`) runs every policy
 through this interface, so the built-in six and a user's own one are driven by
 the same code, and ``tests/test_research_policies.py`` holds the six against
-their compiled twins in ``_research.pxi``.
+their compiled twins in ``_research.pyx``.
 
 A user's policy is a subclass (or an instance of one) in a file of their own,
 named ``python:PATH.py:NAME`` as the node policy (``--node-policy`` or the

@@ -1,7 +1,7 @@
 """The research policies' executable specification: the kernel's twin in plain Python.
 
 :class:`ResearchReferenceCore` has the methods and results of the compiled
-:class:`hamisim._core.ResearchCore` (``_research.pxi``) with no caches: the
+:class:`hamisim._research.ResearchCore` (``_research.pyx``) with no caches: the
 Open-Gpu-Share state and filter, and every attempt scored and placed through
 the policy interface of :mod:`hamisim.research.policies` (the six research
 policies are its subclasses; a user's own policy runs the same way).
@@ -20,7 +20,7 @@ __all__ = ["ResearchReferenceCore"]
 
 
 class ResearchReferenceCore:
-    """Plain-Python twin of :class:`hamisim._core.ResearchCore` (its state,
+    """Plain-Python twin of :class:`hamisim._research.ResearchCore` (its state,
     filter, ``attempt`` and ``choose``, same results, no caches): the readable
     statement of every rule. ``attempt`` and ``choose`` take a policy code or a
     :class:`ModelPolicy`; ``choose`` takes the draw as a callable ``draw(n)``

@@ -62,7 +62,7 @@ class _Bound:
 class ResearchScheduler:
     """One of the FGD paper's node policies on a cluster, one attempt at a time.
 
-    ``backend="kernel"`` runs :class:`hamisim._core.ResearchCore`,
+    ``backend="kernel"`` runs :class:`hamisim._research.ResearchCore`,
     ``"reference"`` its plain-Python twin; both decide identically and consume
     the seeded generator identically.
     """
@@ -116,12 +116,12 @@ class ResearchScheduler:
                 max(len(self.type_names), 1), sh["sh_cpu"], sh["sh_milli"], sh["sh_k"],
                 sh["sh_w"], sh["sh_type_ok"])
         if backend == "kernel":
-            from hamisim import _core
-            codes = _core.RESEARCH_CODES
+            from hamisim import _research
+            codes = _research.RESEARCH_CODES
             assert all(codes[p] == c for p, c in POLICY_CODES.items()) and (
                 codes["RB_CPU"], codes["RB_MEM"], codes["RB_MODEL"], codes["RB_GPU"]) == (
-                RB_CPU, RB_MEM, RB_MODEL, RB_GPU), "hamisim._core research codes out of date"
-            self.core = _core.ResearchCore(*args)
+                RB_CPU, RB_MEM, RB_MODEL, RB_GPU), "hamisim._research codes out of date"
+            self.core = _research.ResearchCore(*args)
         else:
             self.core = ResearchReferenceCore(*args)
             self.core.node_names, self.core.type_names = self.node_names, self.type_names

@@ -1,4 +1,4 @@
-"""The replay engine, compiled: :class:`hamisim._core.ReplayCore` driven by SimPy.
+"""The replay engine, compiled: :class:`hamisim._replay.ReplayCore` driven by SimPy.
 
 :mod:`hamisim.sim.engine` is the readable replay engine; this module runs the
 same replay with its event loop and bookkeeping compiled, for long traces
@@ -22,13 +22,13 @@ as the replay it is (pod *k* arrives at *k* s and gets one attempt).
 
 How it runs: the trace's columns are put in arrival order, each distinct pod
 request (the trace's templates) is admitted and encoded once by the kernel
-scheduler, and :class:`~hamisim._core.ReplayCore` keeps the engine's timers
+scheduler, and :class:`~hamisim._replay.ReplayCore` keeps the engine's timers
 in a heap ordered as SimPy orders events (time, priority, insertion). SimPy
 remains the clock: one SimPy process runs the core up to the next event of any
 other process in the environment, so other processes can be added to a run;
 alone, the core runs from start to end in one step. What stays in Python is
 per batch (rows handed to the sink), per new reason text of a failure (the
-message itself is built in C by :class:`hamisim._core.FailText` where nobody
+message itself is built in C by :class:`hamisim._failtext.FailText` where nobody
 could be preempted), per block (random tie-break draws) and per DefaultPreemption
 dry run that can find victims (its random offset and its FailedScheduling text;
 the dry run itself, the nominations and the victims' deletion are compiled).
@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import simpy
 
-from hamisim import _core
+from hamisim import _failtext, _replay, _research
 from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
@@ -86,9 +86,9 @@ from hamisim.workload import Trace
 
 __all__ = ["unsupported", "simulate_compiled"]
 
-assert BATCH_ROWS == 65536, "hamisim._core.ReplayCore batches 65,536 rows"
-assert tuple(_core.RESEARCH_REASONS) == tuple(reasons_of(15)), \
-    "hamisim._core research reasons out of date"
+assert BATCH_ROWS == 65536, "hamisim._replay.ReplayCore batches 65,536 rows"
+assert tuple(_research.RESEARCH_REASONS) == tuple(reasons_of(15)), \
+    "hamisim._research research reasons out of date"
 
 # ReplayCore's template kinds
 _TK_OK, _TK_ADMISSION, _TK_FILTER_ERROR = 0, 1, 2
@@ -196,7 +196,7 @@ def _research_templates(rsched, trace: Trace, replay: bool, initial: Sequence = 
     :func:`_templates`, from :func:`hamisim.research.model.research_request`
     instead of HAMi's encoding: the Python engine asks HAMi's webhook first,
     ``_TK_FILTER_ERROR`` is a request the model cannot map, an error each
-    attempt), and the arguments of :meth:`hamisim._core.ResearchCore.replay_setup`."""
+    attempt), and the arguments of :meth:`hamisim._research.ResearchCore.replay_setup`."""
     cols: dict[str, list] = {k: [] for k in (
         "t_kind", "t_wants_gpu", "t_n_init", "t_cpu", "t_mem", "t_gpu", "t_grace",
         "t_init_after")}
@@ -391,7 +391,7 @@ def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
     failed, with DefaultPreemption's verdict when nobody could be preempted
     (ReplayCore decided so in C; other verdicts are :func:`_preempt_message`'s);
     ``postfix(t, potential)`` is that verdict's text alone (the same for
-    templates of one ``postfix_class``), for :class:`hamisim._core.FailText`,
+    templates of one ``postfix_class``), for :class:`hamisim._failtext.FailText`,
     which builds the rest in C."""
     policies = [t.preemption_policy for t in trace.templates]
     preemption = sched.config.preemption
@@ -415,7 +415,7 @@ def _fail_message(sched: KernelScheduler, trace: Trace, wants_gpu: np.ndarray):
     return fail_message, postfix, postfix_class
 
 
-# ReplayCore's PostFilter outcomes (PF_* in _replay.pxi)
+# ReplayCore's PostFilter outcomes (PF_* in _replay.pyx)
 _PF_NOMINATED, _PF_HIST, _PF_NOT_HELPFUL, _PF_ERRORS, _PF_TERMINATING = 1, 2, 3, 4, 5
 
 
@@ -427,7 +427,7 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
     ``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``
     is the whole FailedScheduling text; ``preempt_postfix(outcome, n_cpu, n_mem,
     n_no_victims, n_dry)`` its PostFilter part alone (``""``: none), the same for
-    every template, for :class:`hamisim._core.FailText`, which builds the rest in
+    every template, for :class:`hamisim._failtext.FailText`, which builds the rest in
     C; ``None`` for errors (their text names nodes: ``preempt_message``)."""
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     names = sched.state.node_names
@@ -571,7 +571,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
             # initial pods: at time 0, departures adopted (not the trace's columns),
             # one template each, after the trace's
             nan = np.full(n_init, np.nan)
-            core = _core.ReplayCore(
+            core = _replay.ReplayCore(
                 sched._core, meter._core,
                 arrival=np.concatenate([np.zeros(n_init), trace.arrival[order]]),
                 duration=np.concatenate([nan, trace.duration[order]]),
@@ -607,7 +607,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 next_start=rsched.next_start if research else sched.next_start,
                 many_groups=many_groups, n_groups=len(meter.group_names),
                 fail_message=fail_message,
-                fail_text=None if research else _core.FailText(
+                fail_text=None if research else _failtext.FailText(
                     sched._core, templates["t_wants_gpu"], postfix_class, sched.reason_text,
                     postfix),
                 pod_error=_research_pod_error(trace, order, cluster.scheduler, n_init)

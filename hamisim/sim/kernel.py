@@ -511,7 +511,7 @@ class KernelScheduler:
 
     def reason_text(self, kind: int, value) -> str | None:
         """One entry's reason in :meth:`_histogram`, for the compiled failure
-        text (:class:`hamisim._core.FailText`): ``kind`` 0 a gate code, 1 a
+        text (:class:`hamisim._failtext.FailText`): ``kind`` 0 a gate code, 1 a
         window status code, 2 ``(n_cards, counts)`` of a Fit failure, 3 the
         CPU (1) / memory (2) bit of kube-scheduler's NodeResourcesFit.
         ``None`` for a status :meth:`_histogram` does not report."""

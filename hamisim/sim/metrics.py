@@ -47,7 +47,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from hamisim import _core
+from hamisim import _meter
 from hamisim.cluster import Cluster, group_of
 from hamisim.hami.reference import type_allowed
 from hamisim.pods import NO_PERCENTAGE
@@ -168,7 +168,7 @@ class ClusterMeter:
         self.card_unfit = self._unfit_weights(nodes)
         sh = self._sh
         g = self.group_sums
-        self._core = _core.MeterCore(
+        self._core = _meter.MeterCore(
             self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
             self._usable_u8, self.node_start, self.node_cpu, self.node_cpu_used,
             self.node_alloc, self.node_free, self.node_frag, self.node_idle,

@@ -1,4 +1,5 @@
-# Included from _core.pyx: the per-node refresh of hamisim.sim.metrics.ClusterMeter.
+# cython: language_level=3
+# The module hamisim._meter: the per-node refresh of hamisim.sim.metrics.ClusterMeter.
 #
 # One node's free amount and FGD-style fragmentation over the typical pod
 # shapes, recomputed after a bind or departure on that node (the meter keeps
@@ -9,6 +10,10 @@
 # node, "unfit") is the per-card weight card_unfit times the free amount.
 
 from libc.math cimport nearbyint
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+import numpy as np
+
 
 cdef enum:
     # time-series columns kept by MeterCore.sample: pods arrived, pending, running,
@@ -29,36 +34,6 @@ cdef class MeterCore:
     :meth:`apply` call adds or removes a pod's usage and refreshes its node,
     so the Python side does no per-card work.
     """
-    cdef int64_t[::1] used, usedmem, usedcores, node_cpu_used
-    cdef int64_t[::1] node_alloc, node_free, node_frag, node_unfit
-    cdef uint8_t[::1] node_idle
-    cdef const int64_t[::1] count, devmem, devcore, node_start, node_cpu
-    cdef const uint8_t[::1] usable
-    cdef const double[::1] card_unfit
-    cdef const int32_t[::1] node_group
-    #: per-group sums, the same terms as the cluster sums (group = node_group[node])
-    cdef int64_t[::1] g_alloc, g_idle, g_free, g_frag, g_unfit, g_used, g_usedmem, g_usedcores
-    cdef uint8_t[::1] g_dirty
-    # the time series, one row per sampled time: TS_COLUMNS integers (the engine's
-    # pod counts, then the running sums) and TS_FLOATS floats; grown by doubling
-    cdef double[::1] ts_time
-    cdef int64_t[:, ::1] ts_ints
-    cdef double[:, ::1] ts_floats
-    cdef readonly Py_ssize_t ts_rows
-    # the usage at the peak, kept up to date by copying only the card rows changed
-    # since the last snapshot
-    cdef int64_t[::1] peak_used, peak_usedmem, peak_usedcores
-    cdef int64_t[::1] changed
-    cdef uint8_t[::1] is_changed
-    cdef Py_ssize_t n_changed
-    cdef const int64_t[::1] s_nums, s_memreq, s_pct, s_cores, s_cpu
-    cdef const uint8_t[::1] s_has_pct
-    cdef const double[::1] s_weight
-    cdef const uint8_t[:, ::1] type_ok
-    #: cluster sums: cards with a tenant, idle nodes, free and fragmented
-    #: micro-GPUs, slots, memory (MiB) and cores in use
-    cdef readonly int64_t sum_alloc, sum_idle, sum_free, sum_frag, sum_unfit
-    cdef readonly int64_t sum_used, sum_usedmem, sum_usedcores
 
     def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable,
                  node_start, node_cpu, node_cpu_used, node_alloc, node_free, node_frag,

@@ -1,4 +1,5 @@
-# Go sort.Sort (Go 1.26) for a permutation array -- Cython include file.
+# cython: language_level=3
+# Go sort.Sort (Go 1.26) for a permutation array: the module hamisim._gosort.
 #
 # This is the compiled twin of hamisim/hami/gosort.py; see that module's
 # docstring for why hamisim needs Go's exact (unstable) ordering and for an
@@ -7,15 +8,8 @@
 # stay step-for-step identical: tests/test_gosort.py checks each of them
 # against orders recorded from the real Go toolchain.
 #
-# Contract with the including .pyx, which must define BEFORE the include:
-#
-#     ctypedef struct SortCtx:
-#         ...                        # whatever the comparison needs
-#
-#     cdef inline bint _sort_less(const SortCtx* ctx, int a, int b) noexcept nogil:
-#         ...                        # Go's Less for the rows a and b
-#
-# Entry point:
+# _gosort.pxd declares the comparison: SortCtx (the card list's keys) and
+# _sort_less (HAMi's card comparator, inline), and the entry point
 #
 #     go_sort_perm(perm, n, ctx)
 #

@@ -1,5 +1,6 @@
-# Included from _core.pyx: the memo of failed node evaluations.
-from libc.stdlib cimport malloc, calloc, realloc, free
+# cython: language_level=3
+# The memo of failed node evaluations: the module hamisim._memo (Core's intern
+# table of Fit failure rows; _memo.pxd declares it).
 #
 # Why: on a saturated cluster most attempts fail, and a failed attempt runs
 # HAMi's full Fit on every window node (twice: the fast choice's candidates,
@@ -24,26 +25,11 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 # a Fit failure is ID_ROWS + the index of its (n_cards, counts) row in the
 # Core's intern table, so equal histograms share one id (the replay engine
 # maps ids to kube-scheduler's reason text once per id).
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
 
-cdef enum:
-    ID_ROWS = 8                # ids below: status codes
-    ROW_W = N_REASONS + 1      # an interned row: n_cards, then the counts
-
-# A PodSpec gets its memo (12 bytes per node) at its first failure, and a
-# kernel makes memos up to this many bytes (then pods go without one).
-cdef enum:
-    MEMO_BUDGET = 256 * 1024 * 1024
-
-
-ctypedef struct Intern:
-    int32_t* rows              # n x ROW_W
-    int32_t n
-    int32_t cap
-    int32_t* slot              # open addressing: row index, -1 empty
-    int32_t mask               # slots - 1 (slots >= 2 * cap)
-
-
-cdef uint64_t _next_core_id = 1     # owner tag of a PodSpec's memo
+from hamisim._codes cimport N_REASONS
 
 
 cdef inline uint64_t _row_hash(int64_t n_cards, const int32_t* counts) noexcept nogil:
@@ -120,15 +106,3 @@ cdef int32_t _intern(Intern* t, int64_t n_cards, const int32_t* counts) noexcept
     t.slot[g] = t.n
     t.n += 1
     return ID_ROWS + t.n - 1
-
-
-cdef inline int _node_of_row(const Cards* c, int64_t r) noexcept nogil:
-    # the node holding card row r (the last node starting at or before it)
-    cdef int lo = 0, hi = c.n_nodes - 1, mid
-    while lo < hi:
-        mid = (lo + hi + 1) >> 1
-        if c.node_start[mid] <= r:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo

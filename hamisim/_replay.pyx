@@ -1,4 +1,5 @@
-# Included from _core.pyx: the replay engine, compiled.
+# cython: language_level=3
+# The module hamisim._replay: the replay engine, compiled.
 #
 # hamisim.sim.engine._Engine is the readable specification of replay mode;
 # ReplayCore is its twin and must produce the identical run: the same events
@@ -13,7 +14,7 @@
 # process, up to the next event of any other process.
 #
 # What stays in Python: the failure message of an unschedulable attempt when
-# FailText (_failtext.pxi, which builds it in C) declines or is not given (the
+# FailText (_failtext.pyx, which builds it in C) declines or is not given (the
 # message of a pod refused at admission or by a Filter error names the pod),
 # batches of rows handed to the sink, the random tie-break draws (numpy's
 # generator, drawn in blocks), the progress bar; for DefaultPreemption (whose
@@ -21,11 +22,21 @@
 # lower-priority pod runs on a potential node, and the victims' message.
 
 from libc.stdlib cimport malloc, realloc, free, qsort
-from libc.stdint cimport int8_t
-from libc.math cimport NAN, ldexp, floor, ceil, nextafter
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from libc.math cimport INFINITY, NAN, ldexp, floor, ceil, nextafter
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.exc cimport PyErr_CheckSignals
+
+from hamisim._codes cimport ST_FIT
+from hamisim._types cimport Cards, Pod, Scratch
+from hamisim._core cimport Core, PodSpec
+from hamisim._meter cimport MeterCore
+from hamisim._failtext cimport FailText
+from hamisim._research cimport ResearchCore
+
+import numpy as np
 
 cdef enum:
     # SimPy priorities of hamisim.sim.engine (_DEPART, _ARRIVE, _PASS)
@@ -82,31 +93,6 @@ cdef enum:
     PF_TERMINATING = 5      # a lower-priority pod still terminates on its nominated node
     REPLAY_BATCH = 65536    # rows per batch (hamisim.sim.recorder.BATCH_ROWS)
     DRAW_BLOCK = 4096       # tie-break draws fetched at a time
-
-
-
-ctypedef struct RTimer:
-    double time
-    int64_t seq
-    int32_t prio
-    int32_t kind
-    int32_t pod
-    int32_t gen
-
-
-ctypedef struct QItem:
-    int64_t neg_priority
-    double timestamp
-    int64_t order
-
-
-ctypedef struct VItem:
-    # a running pod as preemption ranks it (kube-scheduler's MoreImportantPod:
-    # higher priority, then earlier start in whole seconds; hamisim: bind order)
-    int64_t neg_priority
-    double start
-    int64_t seq
-    int32_t pod
 
 
 cdef int _vitem_cmp(const void* a, const void* b) noexcept nogil:
@@ -209,196 +195,6 @@ cdef class ReplayCore:
     (:class:`MeterCore`) are the scheduler's and the meter's own objects, so
     their state after the run is what the Python engine would leave.
     """
-    # -- inputs ----------------------------------------------------------
-    cdef Core core
-    cdef MeterCore meter
-    cdef readonly int n_pods
-    cdef const double[::1] arrival, duration, deletion          # NaN = none
-    cdef const int32_t[::1] tmpl, priority
-    cdef const int32_t[::1] pod_class
-    cdef list t_spec
-    cdef const uint8_t[::1] t_kind, t_wants_gpu, t_node_spread
-    cdef const int32_t[::1] t_n_init
-    cdef const int64_t[::1] t_cpu, t_mem
-    cdef const double[::1] t_gpu
-    # ResourceQuota (hamisim.hami.quota): per template its namespace's code (-1:
-    # no limit there) and the webhook's request (-1 MiB: nothing to check); per
-    # namespace code the limits (-1 = not set) and the usage of its bound pods
-    cdef bint quotas
-    cdef const int32_t[::1] t_qns
-    cdef const int64_t[::1] t_qmem, t_qcores, q_lim_mem, q_lim_cores
-    cdef int64_t[::1] q_used_mem, q_used_cores
-    cdef object quota_denied
-    # lifecycle per template: grace period (s), when init containers finish
-    # after bind (NaN: never), mutex-reserve (what-if: the pod reserves its cards)
-    cdef const double[::1] t_grace, t_init_after
-    cdef const uint8_t[::1] t_reserve
-    cdef readonly int n_initial            # pods 0 .. n_initial-1 are the initial state
-    # the periodic defragmenter (what-if): interval (0: none), moves per round,
-    # pods by name (the order it tries them in), node names (its message)
-    cdef double defrag_interval
-    cdef int defrag_moves
-    cdef const int64_t[::1] by_name
-    cdef list node_names
-    cdef int trial_node                    # where the last _defrag_replace put the pod
-    cdef readonly int64_t n_defrag_moves
-    cdef const int64_t[::1] node_start, card_off
-    cdef const uint8_t[::1] pad_empty
-    cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
-    cdef bytes card_text
-    cdef const char* card_chars
-    # configuration
-    cdef bint retry, random_ties, many_groups, sampled, hints
-    cdef double flush_after, backoff_initial, backoff_max, interval
-    cdef double backoff_period, leftover_period
-    cdef int wanted
-    cdef public int next_start
-    #: not HAMi: the cluster's vectorised Python node policy (a
-    #: hamisim.hami.noderows.RowRanker) for templates whose spec.user_rank is set
-    cdef public object ranker
-    # a research node policy decides instead of HAMi (_research.pxi's replay_*
-    # methods; None: HAMi's kernel)
-    cdef ResearchCore rcore
-    # callbacks
-    cdef object fail_message, pod_error, draw_block, progress, on_events, on_pods
-    cdef FailText ftext                 # the failure text in C (None: fail_message)
-    # a dry run's PostFilter text (None: preempt_message builds the whole text),
-    # and its texts by verdict (UTF-8; asked once per verdict and counts)
-    cdef object preempt_postfix
-    cdef dict pf_post
-    # -- per pod state (arrival order) -----------------------------------
-    cdef int8_t[::1] status
-    cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
-    cdef double[::1] first_attempt, bind_time
-    cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
-    # the queue: timestamp, the last message (while pending), changes at the last attempt
-    cdef double[::1] timestamp
-    cdef int8_t[::1] u_list
-    cdef int64_t[::1] tried
-    cdef list message
-    cdef int rej_last                      # rejectors of the last failed _decide
-    cdef int64_t changes, stale
-    # unschedulable pods by list (U_EXTENDER, U_FIT), insertion order
-    cdef int32_t u_head[2]
-    cdef int32_t u_tail[2]
-    cdef int32_t u_count[2]
-    # running pods' usage, one slot each: rows and amounts (collapsed), devices
-    cdef int slot_width, slot_cap, n_free
-    cdef int32_t* slot_n
-    cdef int64_t* slot_rows
-    cdef int64_t* slot_used
-    cdef int64_t* slot_mem
-    cdef int64_t* slot_cores
-    cdef int32_t* free_slots
-    cdef list slot_devices
-    # usage after the init containers finish (engine._init_done), for pods with
-    # init_duration: rows and amounts of the app containers only
-    cdef int32_t* after_n
-    cdef int64_t* after_rows
-    cdef int64_t* after_used
-    cdef int64_t* after_mem
-    cdef int64_t* after_cores
-    cdef list slot_mig_after               # per slot None, or (rows, masks) kept then
-    # MIG: per slot None, or (card rows, placement masks, annotation) of the
-    # pod's MIG instances (Python objects for MIG pods only)
-    cdef list slot_mig
-    cdef bint has_mig
-    cdef list mp_name, pl_place
-    cdef object mig_annotation
-    # collapse scratch (per card of a node)
-    cdef int64_t[::1] c_app_u, c_app_m, c_app_c, c_ini_m, c_ini_c
-    cdef uint8_t[::1] c_ini, c_touched
-    cdef int32_t[::1] c_list
-    # devices text
-    cdef char* text
-    cdef Py_ssize_t text_cap
-    # timers and the active queue
-    cdef RTimer* timers
-    cdef Py_ssize_t n_timers, cap_timers
-    cdef int64_t seq
-    cdef QItem* active
-    cdef Py_ssize_t n_active, cap_active
-    # -- the run ---------------------------------------------------------
-    cdef readonly double now
-    cdef int upcoming                      # next pod to arrive, n_pods = none
-    cdef readonly bint feeder_done
-    cdef bint pass_wanted, pass_scheduled
-    cdef readonly int64_t n_arrived, n_pending, n_running, n_departed, n_abandoned, n_rejected
-    cdef readonly int64_t n_attempts, live
-    #: pending pods by status (S_QUEUED, S_UNSCHEDULABLE, S_BACKOFF; others unused),
-    #: attempts by kube-scheduler's result: scheduled, unschedulable, error
-    cdef int64_t n_status[7]
-    cdef int64_t n_result[3]
-    cdef readonly double gpu_arrived
-    cdef double next_sample, row_time, row_delay_sum
-    cdef int64_t row_delay_n
-    cdef readonly int64_t peak_alloc
-    cdef readonly double peak_time, decision_time, last_time
-    cdef double[::1] draws
-    cdef Py_ssize_t n_draws, next_draw
-    cdef int64_t arrivals_reported
-    # -- records ---------------------------------------------------------
-    cdef readonly object np_ev_time, np_ev_kind, np_ev_node, np_ev_pod
-    cdef double[::1] ev_time
-    cdef int8_t[::1] ev_kind
-    cdef int64_t[::1] ev_node, ev_pod
-    cdef readonly Py_ssize_t ev_n
-    cdef readonly list ev_dev_rows, ev_devs, ev_msg_rows, ev_msgs
-    cdef readonly object np_pd_pod, np_pd_class, np_pd_arrival, np_pd_first, np_pd_bind
-    cdef readonly object np_pd_node, np_pd_attempts, np_pd_end
-    cdef int64_t[::1] pd_pod, pd_node, pd_attempts
-    cdef int32_t[::1] pd_class
-    cdef double[::1] pd_arrival, pd_first, pd_bind, pd_end
-    cdef readonly list pd_devs
-    cdef readonly list pd_migs
-    cdef readonly Py_ssize_t pd_n
-    # per pod statistics, in pods-table order; queueing delays of bound pods
-    cdef readonly object np_s_class, np_s_node, np_s_arrival, np_s_bind, np_s_end, np_delays
-    cdef int32_t[::1] s_class, s_node
-    cdef double[::1] s_arrival, s_bind, s_end, delays
-    cdef readonly Py_ssize_t s_n, n_delays
-    # per-group series (Recorder.sample_groups): rows of the current time by group
-    cdef int64_t[:, ::1] g_now
-    cdef uint8_t[::1] g_present
-    cdef int32_t[::1] g_order
-    cdef Py_ssize_t n_present
-    cdef double g_time
-    cdef bint g_has_time
-    cdef readonly object g_times, g_rows          # array.array('d'), array.array('q')
-    # -- kube-scheduler's own books (hamisim.kube.scheduler.KubeScheduler) ---------
-    cdef bint preemption                   # DefaultPreemption is on (scheduler.preemption)
-    # kube-scheduler <= 1.34 still preempts a victim already being deleted
-    # (KubeScheduler.recalls_deleting, see _preempt_victims)
-    cdef bint recalls_deleting
-    cdef const uint8_t[::1] t_never        # per template: preemptionPolicy Never
-    cdef object draw_offset, preempt_message, victim_message
-    # priorities as ranks (0 = lowest); running pods per rank, the lowest rank
-    # running (n_ranks: none): "nobody to preempt" is one comparison
-    cdef int32_t[::1] prio_rank
-    cdef int64_t[::1] rank_count
-    cdef int n_ranks, low_rank
-    # running pods: start order, terminating flag, per node a linked list
-    cdef int64_t[::1] bind_seq
-    cdef double[::1] kube_start            # when it began running there (a move restarts it)
-    cdef int64_t bind_counter
-    cdef uint8_t[::1] terminating
-    cdef int32_t[::1] on_prev, on_next, on_head, on_tail
-    # nominations, in the order kube-scheduler's map got them (a linked list)
-    cdef int32_t[::1] nom_node, nom_prev, nom_next
-    cdef int32_t nom_head, nom_tail, n_nom
-    cdef int32_t[::1] preemptor            # the pod whose preemption deleted it, -1
-    cdef readonly int64_t n_preempted
-    cdef readonly object np_pd_preempted
-    cdef int32_t[::1] pd_preempted
-    # PostFilter scratch: node marks and loads, potential nodes, victims, results
-    cdef uint8_t[::1] pf_mark
-    cdef int64_t[::1] pf_cpu, pf_mem
-    cdef int32_t[::1] pf_nodes, pf_cleared, pf_errs
-    cdef VItem* vic_cur
-    cdef VItem* vic_best
-    cdef Py_ssize_t vic_cap
-    cdef int n_best, n_cleared, pf_node, pf_n_errors
-    cdef int64_t pf_n_cpu, pf_n_mem, pf_n_novict, pf_n_dry
 
     def __cinit__(self):
         self.timers = NULL

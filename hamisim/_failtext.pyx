@@ -1,4 +1,5 @@
-# Included from _core.pyx: kube-scheduler's FailedScheduling text, built in C.
+# cython: language_level=3
+# The module hamisim._failtext: kube-scheduler's FailedScheduling text, built in C.
 #
 # The readable specification is hamisim.sim.kernel.KernelScheduler.failure_message
 # (the reason histogram of the failed attempt) with
@@ -14,11 +15,13 @@
 # potential nodes) not seen before. Everything else is counting and byte copies.
 
 cimport cython
-
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memcmp, memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-cdef enum:
-    FT_GATES = 64               # gate codes handled here (beyond: the Python text)
+from hamisim._codes cimport N_REASONS
+from hamisim._memo cimport ID_ROWS, ROW_W
 
 
 cdef inline Py_ssize_t _ft_int(char* out, int64_t v) noexcept nogil:
@@ -60,37 +63,6 @@ cdef class FailText:
     templates of one class must get one text. The text equals
     ``full_message(failure_message(wants_gpu), postfix)`` value for value.
     """
-    cdef Core core
-    cdef object reason_of, postfix_of
-    cdef const uint8_t[::1] wants_gpu
-    cdef bytes head                         # "0/<nodes> nodes are available:"
-    # reason texts, merged by text
-    cdef dict rt_index
-    cdef list rt_bytes
-    cdef const char** rt_ptr
-    cdef int32_t* rt_len
-    cdef int32_t* rcount
-    cdef int32_t* touched
-    cdef Py_ssize_t* eoff                   # per entry of the text: offset, length
-    cdef int32_t* elen
-    cdef int32_t n_rt, cap_rt, n_touched
-    # reason of an outcome id / gate code / CPU-memory bit, -1 not asked yet
-    cdef int32_t* id_reason
-    cdef int32_t cap_id
-    cdef int32_t gate_reason[FT_GATES]
-    cdef int32_t bit_reason[3]
-    # PostFilter's texts (bytes, None not asked) by class x potential nodes
-    cdef const int32_t[::1] pclass
-    cdef list pf_text
-    cdef Py_ssize_t pf_width
-    # outcome ids of the window: counts and the ids seen (cap_idc each)
-    cdef int32_t* idcount
-    cdef int32_t* tid
-    cdef int32_t cap_idc
-    cdef char* buf
-    cdef Py_ssize_t cap
-    #: texts built here / declined (the caller's Python built them)
-    cdef readonly int64_t n_built, n_declined
 
     def __cinit__(self):
         self.rt_ptr = NULL

@@ -1,4 +1,6 @@
-# Included from _core.pyx: an ordered index of the nodes for the fast choice.
+# cython: language_level=3
+# An ordered index of the nodes for the kernel's fast choice (hamisim._core.Core).
+# Declarations and inline functions only: Core inlines every one of them.
 #
 # When kube-scheduler hands HAMi every node (clusters under 100 nodes, or
 # percentage_of_nodes_to_score 100), the chosen node is the best-scored node
@@ -17,6 +19,9 @@
 # with the node's aggregates (O(log n) per bind or delete).
 
 from libc.math cimport INFINITY
+from libc.stdint cimport int32_t, int64_t, uint64_t, INT64_MIN, INT64_MAX
+
+from hamisim._types cimport NodeAgg, Pod
 
 ctypedef struct IdxEntry:
     float hi                   # best score under binpack (largest) ...

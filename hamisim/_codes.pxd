@@ -1,0 +1,76 @@
+# cython: language_level=3
+"""The compiled modules' shared codes (C enums), cimported by each of them.
+
+Their Python mirrors are in hamisim._core (CODES, REASON_ORDER, ST_NAMES,
+ROW_COLUMNS), which hamisim.sim.kernel checks against hamisim.hami.policy,
+hamisim.hami.decision and hamisim.hami.noderows at import.
+"""
+
+cdef enum:
+    MODE_CHAIN = 0
+    SINGLE_MUTEX = 1
+    SINGLE_BINPACK = 2
+    SINGLE_SPREAD = 3
+    KEY_BINPACK = 1
+    KEY_SPREAD = 2
+    KEY_NUMA = 3
+
+# Reason codes: the order of hamisim.hami.decision.REASONS.
+cdef enum:
+    R_NOT_HEALTH = 0
+    R_CORDONED = 1
+    R_TYPE = 2
+    R_NUMA = 3
+    R_UUID = 4
+    R_SLICING = 5
+    R_EXCLUSIVE = 6
+    R_MEMORY = 7
+    R_CORE = 8
+    R_COMPUTE_UNITS = 9
+    R_ALLOCATED = 10
+    R_QUOTA = 11
+    R_MIG = 12
+    R_RESERVED = 13            # what-if mutex-reserve (hamisim.registry.RESERVE_TOKEN)
+    N_REASONS = 14
+
+# Outcome of one node (and of one container on it).
+cdef enum:
+    ST_FIT = 0
+    ST_FIT_FAILED = 1          # Fit's per-card reason histogram
+    ST_INSUFFICIENT = 2        # "NodeInsufficientDevice"
+    ST_TYPE_NOT_FOUND = 3      # "Device type not found"
+    ST_UNREGISTERED = 4        # "node unregistered"
+    ST_MIG_READD = 5           # AddResourceUsage found no MIG placement (cannot happen)
+
+# Request row columns (hamisim.sim.arrays.REQ_FIELDS).
+cdef enum:
+    Q_NUMS = 0
+    Q_MEM = 1
+    Q_PCT = 2
+    Q_CORES = 3
+    Q_FLAGS = 4
+    Q_WIDTH = 5
+    QF_REGISTERED = 1
+    QF_NVIDIA = 2
+
+cdef enum:
+    NO_PERCENTAGE = 101
+    MANY_CARDS = 1 << 30       # NodeAgg's count on a node with a MIG card
+
+# Core.rank_attempt's row columns (not HAMi): hamisim.hami.noderows.INT_COLUMNS
+# and FLOAT_COLUMNS, in this order (kernel.py checks them at import).
+cdef enum:
+    RW_INDEX = 0
+    RW_CARDS = 1
+    RW_GPUMEM = 2
+    RW_GPUMEM_FREE = 3
+    RW_GPUCORES = 4
+    RW_GPUCORES_FREE = 5
+    RW_TENANTS = 6
+    RW_USED_CARDS = 7
+    RW_PICK_NUMAS = 8
+    RW_NI = 9
+    RW_HAMI_SCORE = 0
+    RW_CPU_FREE = 1
+    RW_MEMORY_FREE = 2
+    RW_NF = 3
