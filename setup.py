@@ -36,7 +36,9 @@ extensions = [
         # HAMi's scores are float32 computed op by op: forbid fused multiply-add
         # contraction so C rounds exactly like Go on amd64.
         extra_compile_args=["-O2", "-ffp-contract=off"],
-    )
+    ),
+    # the OpenMetrics writer's line assembly (hamisim.studies.openmetrics)
+    Extension("hamisim._openmetrics", ["hamisim/_openmetrics.pyx"], extra_compile_args=["-O2"]),
 ]
 
 setup(

@@ -474,3 +474,72 @@ def test_two_instances_of_one_card_in_one_container_are_one_series(tmp_path):
     assert samples[key] == [(T0, 15000 * 2**20), (T0 + 60, 15000 * 2**20)]
     assert samples[("hami_gpu_shared_count", next(
         k[1] for k in samples if k[0] == "hami_gpu_shared_count"))][0][1] == 2
+
+
+def _plain_columns(heads, values, integer, stamps, every):
+    """The readable rule the writer implements with numpy and C: each series'
+    runs of one value (as ``==`` sees it), a line at a run's first sample, every ``every``-th after
+    it, and the file's last instant when the run reaches it."""
+    from hamisim.studies.openmetrics import _number
+    out = []
+    k = len(values)
+    for j, head in enumerate(heads):
+        column = values[:, j].tolist()
+        a = 0
+        while a < k:
+            b = a + 1
+            while b < k and column[b] == column[a]:     # (a NaN never equals: each
+                b += 1                                  # is its own run)
+            picked = list(range(a, b, every))
+            if b == k and picked[-1] != k - 1:
+                picked.append(k - 1)
+            out += [f"{head} {_number(column[a], integer)}{stamps[i].decode()}" for i in picked]
+            a = b
+    return "".join(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fast_writer_writes_what_the_plain_rule_says(seed):
+    # samples chosen with numpy and lines assembled in C (hamisim._openmetrics)
+    # equal, byte for byte, the readable per-series rule, across buffer cuts
+    import io
+    from hamisim.studies import openmetrics as om
+    rng = np.random.default_rng(seed)
+    k, n = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+    stamps = [f" {T0 + 60 * i}\n".encode() for i in range(k)]
+    heads = [f'm{{node="n{j}",x="{"y" * int(rng.integers(0, 9))}"}}' for j in range(n)]
+    ints = rng.integers(0, 3, (k, n)) * int(rng.choice([1, 2**20, 10**12]))
+    floats = np.where(rng.random((k, n)) < 0.1, np.nan, rng.integers(0, 3, (k, n)) / 3)
+    for every in (1, 3, 5):
+        for values, integer in ((ints, True), (floats, False)):
+            for thin in (True, False):
+                out = io.BytesIO()
+                counts = [0, 0, 0]
+                old = om._BUFFER
+                om._BUFFER = int(rng.integers(1, 400))      # many buffers, cut anywhere
+                try:
+                    om._Writer(out, stamps, counts, (), every).columns(heads, values, integer,
+                                                                       thin)
+                finally:
+                    om._BUFFER = old
+                want = _plain_columns(heads, values, integer, stamps, every if thin else 1)
+                assert out.getvalue().decode() == want
+                assert counts[:2] == [n, want.count("\n")]
+
+
+def test_lines_are_their_pieces_in_order():
+    from hamisim._openmetrics import lines
+
+    def pieces(items):
+        at = np.cumsum([0, *map(len, items)]).astype(np.int64)
+        return np.frombuffer(b"".join(items) or b"\0", dtype=np.uint8), at
+    heads, values, stamps = [b"a", b"bcd", b""], [b" 1", b" 22"], [b" 7\n", b" 88\n"]
+    head, value, stamp = (np.array(x, dtype=np.int64) for x in ([1, 0, 2, 1], [0, 1, 1, 0],
+                                                                 [1, 1, 0, 0]))
+    want = b"".join(heads[h] + values[v] + stamps[s] for h, v, s in zip(head, value, stamp))
+    out = np.zeros(len(want), dtype=np.uint8)
+    assert lines(*pieces(heads), *pieces(values), *pieces(stamps), head, value, stamp,
+                 out) == len(want)
+    assert out.tobytes() == want
+    with pytest.raises(IndexError):
+        lines(*pieces(heads), *pieces(values), *pieces(stamps), head, value, stamp, out[:-1])

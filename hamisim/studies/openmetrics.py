@@ -42,6 +42,7 @@ from typing import IO, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from hamisim._openmetrics import lines as _lines
 from hamisim.cluster import Cluster
 from hamisim.io.outputs import atomic_file, read_table
 from hamisim.workload import Trace
@@ -67,6 +68,8 @@ _MIB = 1 << 20
 # cells of a (samples x cards) block built at once: bounds the memory of a
 # large cluster over a long run
 _BLOCK_CELLS = 1 << 22
+# bytes of sample lines assembled before each write
+_BUFFER = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,7 @@ def namespaces_of(workload: Trace, state=None) -> dict[str, str]:
 
 
 class _Writer:
-    """Families and series into the (UTF-8) text, whole lines joined at C speed.
+    """Families and series into the (UTF-8) text, the lines assembled at C speed.
 
     ``stamps`` are the grid's ``b" <unix time>\\n"`` tails; ``every`` is the
     refresh period of a thinned series, in samples."""
@@ -275,6 +278,7 @@ class _Writer:
         self.out, self.stamps, self.counts = out, stamps, counts
         self.extra = tuple(extra)
         self.every = every
+        self._stamps = _pieces(stamps)
 
     def head(self, name: str, labels: Iterable[tuple[str, str]] = ()) -> str:
         """A series' name and labels (the file's extra labels added)."""
@@ -300,26 +304,47 @@ class _Writer:
         self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
         self.counts[2] += 1
 
-    def _runs(self, lines: Iterable[bytes], first: Iterable[int],
-              stop: Iterable[int]) -> None:
-        """Each ``lines[i]`` (a series and its value) at samples ``first[i]`` ..
-        ``stop[i] - 1``: the first, every ``every``-th after it, and the run's
-        last instant when it is the file's; one C-speed join per run."""
-        stamps, every, k = self.stamps, self.every, len(self.stamps)
-        parts = []
-        samples = 0
-        for line, a, b in zip(lines, first, stop):
-            picked = stamps[a:b:every]
-            if b == k and (b - 1 - a) % every:
-                picked.append(stamps[b - 1])
-            samples += len(picked)
-            picked.insert(0, b"")
-            parts.append(line.join(picked))
-            if len(parts) == 4096:      # bounds the memory of a large family
-                self.out.writelines(parts)
-                parts.clear()
-        self.out.writelines(parts)
-        self.counts[1] += samples
+    def _runs(self, heads: Sequence[bytes], values: Sequence[bytes], head: np.ndarray,
+              value: np.ndarray, first: np.ndarray, stop: np.ndarray) -> None:
+        """Run ``i``: the line ``heads[head[i]] + values[value[i]]`` (a series
+        and its value) at samples ``first[i]`` .. ``stop[i] - 1`` (``stop >
+        first``): the first, every ``every``-th after it, and the run's last
+        instant when it is the file's. The samples are chosen with numpy and the
+        lines assembled by :func:`hamisim._openmetrics.lines`, no Python object
+        per sample."""
+        first = np.asarray(first, dtype=np.int64)
+        stop = np.asarray(stop, dtype=np.int64)
+        k, every = len(self.stamps), self.every
+        # samples per run: first, first + every, ... below stop, and the last
+        # instant where the stride steps over it
+        last = (stop == k) & ((stop - 1 - first) % every != 0)
+        n = (stop - first + every - 1) // every + last
+        total = int(n.sum())
+        if not total:
+            return
+        run = np.repeat(np.arange(len(n)), n)
+        begin = np.cumsum(n) - n
+        stamp = first[run] + (np.arange(total) - begin[run]) * every
+        stamp[(begin + n - 1)[last]] = k - 1
+        self._emit(heads, values, np.asarray(head, dtype=np.int64)[run],
+                   np.asarray(value, dtype=np.int64)[run], stamp)
+        self.counts[1] += total
+
+    def _emit(self, heads: Sequence[bytes], values: Sequence[bytes], head: np.ndarray,
+              value: np.ndarray, stamp: np.ndarray) -> None:
+        """The lines ``heads[head[p]] + values[value[p]] + stamps[stamp[p]]``,
+        in buffers of about ``_BUFFER`` bytes."""
+        pieces = [_pieces(heads), _pieces(values), self._stamps]
+        size = sum(np.diff(at)[index] for (_, at), index in zip(pieces, (head, value, stamp)))
+        ends = np.cumsum(size)
+        cuts = [0, *np.searchsorted(ends, np.arange(_BUFFER, int(ends[-1]), _BUFFER),
+                                     side="right").tolist(), len(ends)]
+        buffer = np.empty(min(int(ends[-1]), _BUFFER + int(size.max())), dtype=np.uint8)
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            if hi > lo:
+                used = _lines(*pieces[0], *pieces[1], *pieces[2], head[lo:hi], value[lo:hi],
+                              stamp[lo:hi], buffer)
+                self.out.write(memoryview(buffer)[:used])
 
     def columns(self, heads: Sequence[str], values: np.ndarray, integer: bool,
                 thin: bool = True) -> None:
@@ -337,15 +362,10 @@ class _Writer:
         series, start = np.nonzero(changed.T)       # each run of one value, by series
         stop = np.append(start[1:], k)
         stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file
-        names = [h.encode() for h in heads]
-        text: dict = {}
-        lines = []
-        for j, v in zip(series.tolist(), values[start, series].tolist()):
-            number = text.get(v)        # (a NaN is formatted each time: NaN != NaN)
-            if number is None:
-                number = text[v] = f" {_number(v, integer)}".encode()
-            lines.append(names[j] + number)
-        self._runs(lines, start.tolist(), stop.tolist())
+        # each distinct value formatted once (NaNs are one value here: all "NaN")
+        distinct, which = np.unique(values[start, series], return_inverse=True)
+        texts = [f" {_number(v, integer)}".encode() for v in distinct.tolist()]
+        self._runs([h.encode() for h in heads], texts, series, which.reshape(-1), start, stop)
         self.every = every
         self.counts[0] += len(heads)
 
@@ -359,10 +379,18 @@ class _Writer:
         ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
         last instant when the series lasts to it)."""
         first, stop = np.asarray(first), np.asarray(stop)
-        live = np.flatnonzero(stop > first).tolist()
-        self._runs([f"{heads[i]} {values[i]}".encode() for i in live], first[live].tolist(),
-                   stop[live].tolist())
+        live = np.flatnonzero(stop > first)
+        self._runs([heads[i].encode() for i in live.tolist()],
+                   [f" {values[i]}".encode() for i in live.tolist()],
+                   np.arange(len(live)), np.arange(len(live)), first[live], stop[live])
         self.counts[0] += len(live)
+
+
+def _pieces(items: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``items`` as one byte array and the offsets of each (``len(items) + 1``)."""
+    at = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in items], out=at[1:])
+    return np.frombuffer(b"".join(items), dtype=np.uint8), at
 
 
 def _number(value, integer: bool) -> str:

@@ -1,0 +1,73 @@
+"""The OpenMetrics file's cost on the README's first command: ``hamisim run`` on
+the bundled workload with and without ``--metrics-out``, as separate processes.
+
+Issue 31 asks that writing the metrics take at most 25 % of the run's time and
+that the file stay within 150 MB. This script times, REPEAT times each and
+alternating,
+
+    hamisim run
+    hamisim run --metrics-out DIR/metrics.om --metrics-start 2026-11-30T00:00:00Z
+
+(wall and CPU of the command and every process it started, as ``default_run.py``
+counts them) and prints the medians, the share of the run with metrics that
+the metrics add (``(with - without) / with``, wall and CPU), the file's size
+and the write time the command itself reports. Linux only.
+
+    python benchmarks/metrics.py [--repeat 3] [--workdir DIR] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from default_run import adopt_orphans, run_once  # noqa: E402
+
+METRICS = ["--metrics-start", "2026-11-30T00:00:00Z"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, help="where the results go (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the last metrics file")
+    args = ap.parse_args()
+    adopt_orphans()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hamisim-metrics-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    plain, metrics, size = [], [], 0
+    for k in range(args.repeat):
+        for name, runs in (("without", plain), ("with", metrics)):
+            out = workdir / f"{name}-{k}"
+            extra = ["--metrics-out", str(workdir / "metrics.om"), *METRICS] \
+                if name == "with" else []
+            r = run_once(extra, out)
+            runs.append(r)
+            if name == "with":
+                size = (workdir / "metrics.om").stat().st_size
+            print(f"  {name} metrics, run {k + 1}: wall {r['wall']:.2f} s, CPU {r['cpu']:.2f} s, "
+                  f"peak RSS {r['rss']:,.0f} MiB; {r['split']}")
+            shutil.rmtree(out, ignore_errors=True)
+    wall = [statistics.median(r["wall"] for r in runs) for runs in (plain, metrics)]
+    cpu = [statistics.median(r["cpu"] for r in runs) for runs in (plain, metrics)]
+    print(f"without metrics: median wall {wall[0]:.2f} s, CPU {cpu[0]:.2f} s")
+    print(f"with metrics:    median wall {wall[1]:.2f} s, CPU {cpu[1]:.2f} s; "
+          f"file {size / 1e6:,.1f} MB")
+    print(f"the metrics' share of the run: wall {(wall[1] - wall[0]) / wall[1]:.0%}, "
+          f"CPU {(cpu[1] - cpu[0]) / cpu[1]:.0%}")
+    if not args.keep:
+        (workdir / "metrics.om").unlink(missing_ok=True)
+    if args.workdir is None and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
