@@ -149,12 +149,17 @@ def test_values_equal_the_time_series_at_every_sample(run):
                 t = np.array([p[0] for p in points])
                 assert np.all(np.diff(t) > 0)
                 got = instant(points, stamps)
+                # a query just before the next instant (up to 299.999 s after a
+                # refresh) still finds this instant's value
+                between = instant(points, stamps[:-1] + 29.999)
                 if every_sample:
                     assert not np.isnan(got).any(), name    # never stale while the run lasts
+                    assert np.array_equal(between, got[:-1]), name
                 else:       # a container's series counts while its pod holds the card
                     pod = pods.loc[dict(labels)["pod"]]
                     held = (grid >= pod["bind"]) & ~(grid >= pod["departure"])
                     assert not np.isnan(got[held]).any(), name
+                    assert np.array_equal(between[held[:-1]], got[:-1][held[:-1]]), name
                     got = np.where(held, got, 0)
                 out += got
         return out
@@ -191,7 +196,7 @@ def test_values_equal_the_time_series_at_every_sample(run):
 
 def test_unchanged_values_repeat_only_under_the_lookback(run):
     # HAMi's per-card and per-container series: every change, an unchanged value
-    # again after exactly 270 s (the most 30 s steps under Prometheus's 5-minute
+    # again after exactly 300 s (the most 30 s steps within Prometheus's 5-minute
     # lookback), and the run's last instant; counters and the cluster-wide gauges
     # keep every sample (rate() needs two in its window)
     base, _ = run
@@ -199,7 +204,8 @@ def test_unchanged_values_repeat_only_under_the_lookback(run):
     ts = pd.read_parquet(base / "run" / "timeseries.parquet")
     last = T0 + int(ts["time"].iloc[-1] // 30) * 30
     every = refresh_every(30)
-    assert every * 30 < 300 <= (every + 1) * 30 and refresh_every(600) == 1
+    assert every * 30 <= 300 < (every + 1) * 30 and refresh_every(600) == 1
+    assert refresh_every(60) == 5 and refresh_every(70) == 4 and refresh_every(300) == 1
     thinned = full = repeats = 0
     for (name, _), points in samples.items():
         t, v = np.array(points, dtype=float).T
@@ -227,9 +233,9 @@ def test_a_container_series_lives_while_its_pod_holds_the_card(run):
     assert sorted(series) == sorted(uuids) and len(uuids) == 4
     held = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
     # the value is unchanged while it lives: sampled when it starts, then again
-    # every 270 s (the most 30 s steps under Prometheus's 5-minute lookback)
-    expected = held[::9]
-    assert len(held) > 9 and expected[-1] < held[-1]
+    # every 300 s (the most 30 s steps within Prometheus's 5-minute lookback)
+    expected = held[::10]
+    assert len(held) > 10 and expected[-1] < held[-1]
     for points in series.values():
         assert [t for t, _ in points] == expected
         assert {v for _, v in points} == {9000 * 2**20}     # gpumem 3000 + 1500 * 4
@@ -400,7 +406,7 @@ def test_prometheus_serves_the_backfilled_run(run, tmp_path):
         end = int(ts["time"].iloc[-1] // 30) * 30
         checked = 0
         # on the grid and between its instants (thinned series: the last sample
-        # kept, up to 270 s back, answers)
+        # kept, up to 300 s back, answers)
         for t in sorted({0, 600, 1200, 1830, 1845, 2013, end // 2 // 30 * 30, end}):
             when, t = T0 + t, t // 30 * 30
             assert _query(port, "count(hami_gpu_memory_limit_bytes)", when) == 20

@@ -8,10 +8,10 @@ day. Every series is sampled on one grid: ``start + k * interval`` for the
 simulated times ``0, interval, 2 * interval, ...`` up to the end of the run,
 each sample the state right after every event at or before that instant (a
 scrape just then). HAMi's per-card and per-container series keep only the
-samples a query needs (every change, an unchanged value again under
-Prometheus's 5-minute lookback, the run's last instant): a default run's file
-is a quarter of the full grid's, and an instant query answers as on the full
-grid while the series lasts.
+samples a query needs (every change, an unchanged value again after
+Prometheus's 5-minute lookback at most, the run's last instant): a default
+run's file is a fifth of the full grid's, and an instant query answers as on
+the full grid while the series lasts.
 
 The families, names, HELP texts, label names and units are HAMi v2.10.0's
 (``cmd/scheduler/metrics.go``: a fresh registry wrapped with the const label
@@ -118,9 +118,15 @@ def parse_start(text: str) -> float:
 
 def refresh_every(interval: float, lookback: float = LOOKBACK) -> int:
     """How many sample intervals an unchanged value may go unrepeated: the most
-    whose span stays under Prometheus's lookback (4 at 60 s: every 240 s), at
-    least 1 (every sample, when the interval itself reaches the lookback)."""
-    return max(1, math.ceil(lookback / interval) - 1)
+    whose span reaches no further than Prometheus's lookback (5 at 60 s: every
+    300 s), at least 1 (every sample, when the interval exceeds the lookback).
+
+    A span of exactly the lookback suffices: an instant query at ``t`` takes the
+    series' last sample at or before ``t``, so between two samples ``s`` and
+    ``s + lookback`` that sample is younger than the lookback (Prometheus 3's
+    left-open window counts it, 2's closed one too) and at ``s + lookback`` the
+    new sample itself answers."""
+    return max(1, math.floor(lookback / interval + 1e-9))
 
 
 def series_end(timeseries: pd.DataFrame, interval: float = DEFAULT_INTERVAL) -> float:
@@ -178,10 +184,11 @@ def write_openmetrics(path: str | os.PathLike[str], cluster: Cluster, timeseries
     The per-card and per-container families (all but a few dozen series, and
     nearly all the bytes) hold a sample on the grid only where a query needs
     one: a series' first, every change of value, an unchanged value again every
-    :func:`refresh_every` intervals (under Prometheus's 5-minute lookback), and
-    the run's last instant. An instant query at any time while a series lasts
-    therefore returns what it would on the full grid (a series that ends, its
-    pod gone, goes stale up to 4 minutes sooner, never later); ``*_over_time``
+    :func:`refresh_every` intervals (at most Prometheus's 5-minute lookback),
+    and the run's last instant. An instant query at any time while a series
+    lasts therefore returns what it would on the full grid (a series that ends,
+    its pod gone, goes stale up to ``refresh_every - 1`` intervals sooner, 4
+    minutes at 60 s, never later); ``*_over_time``
     functions over those families count samples, not time. Counters and the
     cluster-wide gauges keep every sample.
     """
