@@ -47,14 +47,18 @@ def main() -> None:
     for k in range(args.repeat):
         for name, runs in (("without", plain), ("with", metrics)):
             out = workdir / f"{name}-{k}"
+            (workdir / "metrics.om").unlink(missing_ok=True)    # a new file, as a user's
             extra = ["--metrics-out", str(workdir / "metrics.om"), *METRICS] \
                 if name == "with" else []
             r = run_once(extra, out)
             runs.append(r)
             if name == "with":
                 size = (workdir / "metrics.om").stat().st_size
+            said = next((ln.rsplit(" in ", 1)[1] for ln in r["stdout"].splitlines()
+                         if ln.startswith("metrics written to ")), "")
             print(f"  {name} metrics, run {k + 1}: wall {r['wall']:.2f} s, CPU {r['cpu']:.2f} s, "
-                  f"peak RSS {r['rss']:,.0f} MiB; {r['split']}")
+                  f"peak RSS {r['rss']:,.0f} MiB; {r['split']}"
+                  + (f"; metrics written in {said}" if said else ""))
             shutil.rmtree(out, ignore_errors=True)
     wall = [statistics.median(r["wall"] for r in runs) for runs in (plain, metrics)]
     cpu = [statistics.median(r["cpu"] for r in runs) for runs in (plain, metrics)]

@@ -286,6 +286,7 @@ class _Writer:
         self.extra = tuple(extra)
         self.every = every
         self._stamps = _pieces(stamps)
+        self._buffer = np.empty(0, dtype=np.uint8)
 
     def head(self, name: str, labels: Iterable[tuple[str, str]] = ()) -> str:
         """A series' name and labels (the file's extra labels added)."""
@@ -296,16 +297,17 @@ class _Writer:
         pairs = [*labels, *self.extra]
         return _labels(pairs) if pairs else ""
 
-    def template(self, keys: Sequence[str]) -> Callable[..., str]:
+    def template(self, keys: Sequence[str], escaped: bool = False) -> Callable[..., str]:
         """:meth:`labels` for many series with the label names ``keys``: a
-        function of their values, in the order of ``keys``."""
+        function of their values, in the order of ``keys`` (``escaped``: values
+        the caller already escaped with :func:`_escape`)."""
         pairs = sorted([*((k, i) for i, k in enumerate(keys)), *self.extra],
                        key=lambda pair: pair[0])
         text = ",".join(f'{k}="{{{x}}}"' if isinstance(x, int) else
                         f'{k}="{_escape(x).replace("{", "{{").replace("}", "}}")}"'
                         for k, x in pairs)
         form = ("{{" + text + "}}").format
-        return lambda *values: form(*map(_escape, values))
+        return form if escaped else lambda *values: form(*map(_escape, values))
 
     def family(self, name: str, kind: str, help_text: str) -> None:
         self.out.write(f"# TYPE {name} {kind}\n# HELP {name} {help_text}\n".encode())
@@ -346,7 +348,10 @@ class _Writer:
         ends = np.cumsum(size)
         cuts = [0, *np.searchsorted(ends, np.arange(_BUFFER, int(ends[-1]), _BUFFER),
                                      side="right").tolist(), len(ends)]
-        buffer = np.empty(min(int(ends[-1]), _BUFFER + int(size.max())), dtype=np.uint8)
+        need = min(int(ends[-1]), _BUFFER + int(size.max()))
+        if len(self._buffer) < need:    # one buffer for the file: no page faults per family
+            self._buffer = np.empty(need, dtype=np.uint8)
+        buffer = self._buffer
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             if hi > lo:
                 used = _lines(*pieces[0], *pieces[1], *pieces[2], head[lo:hi], value[lo:hi],
@@ -380,16 +385,17 @@ class _Writer:
         """One series, every sample unless ``thin``."""
         self.columns([head], np.asarray(values).reshape(-1, 1), integer, thin)
 
-    def spans(self, heads: Sequence[str], values: Sequence[str], first: np.ndarray,
+    def spans(self, heads: Sequence[str], values: np.ndarray, first: np.ndarray,
               stop: np.ndarray) -> None:
-        """Series ``heads[j]`` holding ``values[j]`` at samples ``first[j]`` ..
-        ``stop[j] - 1`` (thinned: the first, every ``every``-th, and the run's
-        last instant when the series lasts to it)."""
+        """Series ``heads[j]`` holding the integer ``values[j]`` at samples
+        ``first[j]`` .. ``stop[j] - 1`` (thinned: the first, every ``every``-th,
+        and the run's last instant when the series lasts to it)."""
         first, stop = np.asarray(first), np.asarray(stop)
         live = np.flatnonzero(stop > first)
+        distinct, which = np.unique(np.asarray(values)[live], return_inverse=True)
         self._runs([heads[i].encode() for i in live.tolist()],
-                   [f" {values[i]}".encode() for i in live.tolist()],
-                   np.arange(len(live)), np.arange(len(live)), first[live], stop[live])
+                   [f" {int(v)}".encode() for v in distinct.tolist()],
+                   np.arange(len(live)), which.reshape(-1), first[live], stop[live])
         self.counts[0] += len(live)
 
 
@@ -553,35 +559,34 @@ class _Series:
         entries = pd.DataFrame({"row": self.e_row, "ctr": self.e_ctr, "col": self.e_col,
                                 "mem": self.e_mem, "core": self.e_core})
         merged = entries.groupby(["row", "ctr", "col"], sort=True).sum().reset_index()
-        rows = self.pod_rows
-        names = rows["pod"].tolist()
-        nodes = rows["node"].tolist()
         r_all = merged["row"].to_numpy()
-        texts = []
-        form = w.template(("namespace", "node", "pod", "container_index", "device_uuid", "zone"))
-        for r, c, col in zip(r_all.tolist(), merged["ctr"].tolist(), merged["col"].tolist()):
+        c_all = merged["col"].to_numpy()
+        # each pod's and card's label values escaped once, not once per series
+        rows = self.pod_rows
+        names, nodes = rows["pod"].tolist(), rows["node"].tolist()
+        pod_labels = {}
+        for r in np.unique(r_all).tolist():
             pod = names[r]
             namespace = self.namespaces.get(pod, "default")
             if pod.startswith(namespace + "/"):   # imported pods are named namespace/name
                 pod = pod[len(namespace) + 1:]
-            texts.append(form(namespace, nodes[r], pod, str(c), self.cards[col][1].id,
-                              HAMI_ZONE))
+            pod_labels[r] = (_escape(namespace), _escape(nodes[r]), _escape(pod))
+        uuids = [_escape(card.id) for _, card in self.cards]
+        form = w.template(("namespace", "node", "pod", "container_index", "device_uuid", "zone"),
+                          escaped=True)
+        zone = _escape(HAMI_ZONE)
+        texts = [form(*pod_labels[r], str(c), uuids[col], zone)
+                 for r, c, col in zip(r_all.tolist(), merged["ctr"].tolist(), c_all.tolist())]
         first, stop = self.pod_first[r_all], self.pod_stop[r_all]
-        for name, help_text, field in (
+        amd = np.array([_amd(card.type, card.devcore) for _, card in self.cards], dtype=bool)
+        core = merged["core"].to_numpy()
+        devcore = np.maximum(self.devcore[c_all], 1)
+        for name, help_text, values in (
                 ("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container",
-                 "mem"),
+                 merged["mem"].to_numpy() * _MIB),
                 ("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container",
-                 "core")):
+                 np.where(amd[c_all], np.ceil(core / devcore * 100), core).astype(np.int64))):
             w.family(name, "gauge", help_text)
-            values = []
-            for col, value in zip(merged["col"].tolist(), merged[field].tolist()):
-                if field == "mem":
-                    value *= _MIB
-                else:
-                    card = self.cards[col][1]
-                    if _amd(card.type, card.devcore):
-                        value = math.ceil(value / card.devcore * 100)
-                values.append(str(value))
             w.spans([name + text for text in texts], values, first, stop)
 
     # -- kube-scheduler ------------------------------------------------------------
