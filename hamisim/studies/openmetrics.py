@@ -68,8 +68,10 @@ _MIB = 1 << 20
 # cells of a (samples x cards) block built at once: bounds the memory of a
 # large cluster over a long run
 _BLOCK_CELLS = 1 << 22
-# bytes of sample lines assembled before each write
-_BUFFER = 1 << 24
+# bytes of sample lines assembled before each write: a buffer that stays in the
+# CPU's cache makes the kernel's copy into the page cache several times cheaper
+# (default run: 0.11-0.14 s of system time at 1 MiB, 0.80-0.88 s at 16 MiB)
+_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
