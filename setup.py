@@ -29,7 +29,9 @@ DEBUG = os.environ.get("HAMISIM_DEBUG") == "1"
 
 #: The compiled modules (hamisim/<name>.pyx each; they cimport one another
 #: through their .pxd files, see docs/DESIGN.md §1).
-MODULES = ("_core", "_gosort", "_memo", "_failtext", "_meter", "_research", "_replay")
+MODULES = ("_core", "_gosort", "_memo", "_failtext", "_meter", "_research", "_replay",
+           # standalone: the OpenMetrics writer's line assembly (studies/openmetrics.py)
+           "_openmetrics")
 
 extensions = [
     Extension(

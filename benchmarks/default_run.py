@@ -68,7 +68,7 @@ def run_once(args: list[str], out: Path) -> dict:
     split = next((ln.strip() for ln in stdout.splitlines() if ln.strip().startswith("time ")),
                  "")
     return {"wall": wall, "cpu": cpu + helpers, "cpu_main": cpu, "rss": usage.ru_maxrss / 1024,
-            "helper_rss": helper_rss, "split": split}
+            "helper_rss": helper_rss, "split": split, "stdout": stdout}
 
 
 def main() -> None:

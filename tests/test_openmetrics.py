@@ -149,12 +149,17 @@ def test_values_equal_the_time_series_at_every_sample(run):
                 t = np.array([p[0] for p in points])
                 assert np.all(np.diff(t) > 0)
                 got = instant(points, stamps)
+                # a query just before the next instant (up to 299.999 s after a
+                # refresh) still finds this instant's value
+                between = instant(points, stamps[:-1] + 29.999)
                 if every_sample:
                     assert not np.isnan(got).any(), name    # never stale while the run lasts
+                    assert np.array_equal(between, got[:-1]), name
                 else:       # a container's series counts while its pod holds the card
                     pod = pods.loc[dict(labels)["pod"]]
                     held = (grid >= pod["bind"]) & ~(grid >= pod["departure"])
                     assert not np.isnan(got[held]).any(), name
+                    assert np.array_equal(between[held[:-1]], got[:-1][held[:-1]]), name
                     got = np.where(held, got, 0)
                 out += got
         return out
@@ -191,7 +196,7 @@ def test_values_equal_the_time_series_at_every_sample(run):
 
 def test_unchanged_values_repeat_only_under_the_lookback(run):
     # HAMi's per-card and per-container series: every change, an unchanged value
-    # again after exactly 270 s (the most 30 s steps under Prometheus's 5-minute
+    # again after exactly 300 s (the most 30 s steps within Prometheus's 5-minute
     # lookback), and the run's last instant; counters and the cluster-wide gauges
     # keep every sample (rate() needs two in its window)
     base, _ = run
@@ -199,7 +204,8 @@ def test_unchanged_values_repeat_only_under_the_lookback(run):
     ts = pd.read_parquet(base / "run" / "timeseries.parquet")
     last = T0 + int(ts["time"].iloc[-1] // 30) * 30
     every = refresh_every(30)
-    assert every * 30 < 300 <= (every + 1) * 30 and refresh_every(600) == 1
+    assert every * 30 <= 300 < (every + 1) * 30 and refresh_every(600) == 1
+    assert refresh_every(60) == 5 and refresh_every(70) == 4 and refresh_every(300) == 1
     thinned = full = repeats = 0
     for (name, _), points in samples.items():
         t, v = np.array(points, dtype=float).T
@@ -227,9 +233,9 @@ def test_a_container_series_lives_while_its_pod_holds_the_card(run):
     assert sorted(series) == sorted(uuids) and len(uuids) == 4
     held = [T0 + t for t in range(0, 10**6, 30) if pod["bind"] <= t < pod["departure"]]
     # the value is unchanged while it lives: sampled when it starts, then again
-    # every 270 s (the most 30 s steps under Prometheus's 5-minute lookback)
-    expected = held[::9]
-    assert len(held) > 9 and expected[-1] < held[-1]
+    # every 300 s (the most 30 s steps within Prometheus's 5-minute lookback)
+    expected = held[::10]
+    assert len(held) > 10 and expected[-1] < held[-1]
     for points in series.values():
         assert [t for t, _ in points] == expected
         assert {v for _, v in points} == {9000 * 2**20}     # gpumem 3000 + 1500 * 4
@@ -400,7 +406,7 @@ def test_prometheus_serves_the_backfilled_run(run, tmp_path):
         end = int(ts["time"].iloc[-1] // 30) * 30
         checked = 0
         # on the grid and between its instants (thinned series: the last sample
-        # kept, up to 270 s back, answers)
+        # kept, up to 300 s back, answers)
         for t in sorted({0, 600, 1200, 1830, 1845, 2013, end // 2 // 30 * 30, end}):
             when, t = T0 + t, t // 30 * 30
             assert _query(port, "count(hami_gpu_memory_limit_bytes)", when) == 20
@@ -474,3 +480,68 @@ def test_two_instances_of_one_card_in_one_container_are_one_series(tmp_path):
     assert samples[key] == [(T0, 15000 * 2**20), (T0 + 60, 15000 * 2**20)]
     assert samples[("hami_gpu_shared_count", next(
         k[1] for k in samples if k[0] == "hami_gpu_shared_count"))][0][1] == 2
+
+
+def _plain_columns(heads, values, integer, stamps, every):
+    """The readable rule the writer implements with numpy and C: each series'
+    runs of one value (as ``==`` sees it), a line at a run's first sample, every ``every``-th after
+    it, and the file's last instant when the run reaches it."""
+    from hamisim.studies.openmetrics import _number
+    out = []
+    k = len(values)
+    for j, head in enumerate(heads):
+        column = values[:, j].tolist()
+        a = 0
+        while a < k:
+            b = a + 1
+            while b < k and column[b] == column[a]:     # (a NaN never equals: each
+                b += 1                                  # is its own run)
+            picked = list(range(a, b, every))
+            if b == k and picked[-1] != k - 1:
+                picked.append(k - 1)
+            out += [f"{head} {_number(column[a], integer)}{stamps[i].decode()}" for i in picked]
+            a = b
+    return "".join(out)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fast_writer_writes_what_the_plain_rule_says(seed, monkeypatch):
+    # samples chosen with numpy and lines assembled in C (hamisim._openmetrics)
+    # equal, byte for byte, the readable per-series rule, across buffer cuts
+    import io
+    from hamisim.studies import openmetrics as om
+    rng = np.random.default_rng(seed)
+    k, n = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+    stamps = [f" {T0 + 60 * i}\n".encode() for i in range(k)]
+    heads = [f'm{{node="n{j}",x="{"y" * int(rng.integers(0, 9))}"}}' for j in range(n)]
+    ints = rng.integers(0, 3, (k, n)) * int(rng.choice([1, 2**20, 10**12]))
+    floats = np.where(rng.random((k, n)) < 0.1, np.nan, rng.integers(0, 3, (k, n)) / 3)
+    for every in (1, 3, 5):
+        for values, integer in ((ints, True), (floats, False)):
+            for thin in (True, False):
+                out = io.BytesIO()
+                counts = [0, 0, 0]
+                # many buffers, cut anywhere
+                monkeypatch.setattr(om, "_BUFFER", int(rng.integers(1, 400)))
+                om._Writer(out, stamps, counts, (), every).columns(heads, values, integer, thin)
+                want = _plain_columns(heads, values, integer, stamps, every if thin else 1)
+                assert out.getvalue().decode() == want
+                assert counts[:2] == [n, want.count("\n")]
+
+
+def test_lines_are_their_pieces_in_order():
+    from hamisim._openmetrics import lines
+
+    def pieces(items):
+        at = np.cumsum([0, *map(len, items)]).astype(np.int64)
+        return np.frombuffer(b"".join(items) or b"\0", dtype=np.uint8), at
+    heads, values, stamps = [b"a", b"bcd", b""], [b" 1", b" 22"], [b" 7\n", b" 88\n"]
+    head, value, stamp = (np.array(x, dtype=np.int64) for x in ([1, 0, 2, 1], [0, 1, 1, 0],
+                                                                 [1, 1, 0, 0]))
+    want = b"".join(heads[h] + values[v] + stamps[s] for h, v, s in zip(head, value, stamp))
+    out = np.zeros(len(want), dtype=np.uint8)
+    assert lines(*pieces(heads), *pieces(values), *pieces(stamps), head, value, stamp,
+                 out) == len(want)
+    assert out.tobytes() == want
+    with pytest.raises(IndexError):
+        lines(*pieces(heads), *pieces(values), *pieces(stamps), head, value, stamp, out[:-1])
