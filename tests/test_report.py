@@ -84,7 +84,7 @@ def test_the_headline_says_the_figures_in_words_with_units(run_dir):
     assert re.search(r"<strong>Simulated time</strong>: \d+ min( \d+ s)?</li>", headline)
     assert re.search(r"longest (\d+ min )?\d+ s", headline)
     assert f"% of {r['mig_slots_total']} (peak {r['mig_slots_used_peak']})" in headline
-    assert "<strong>Engine</strong>: compiled (hamisim._core)" in headline
+    assert "<strong>Engine</strong>: compiled (hamisim._replay)" in headline
     assert not re.search(r"[a-z]+_[a-z]+_", headline)          # no summary.json keys
     # the keys themselves stay one click away
     assert "final_unallocated_gpu_pct" in _section(page, "Headline figures")

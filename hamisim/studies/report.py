@@ -394,7 +394,7 @@ def engine_label(inputs: dict) -> str | None:
     if not engine:
         return None
     if engine == "compiled":
-        return "compiled (hamisim._core)"
+        return "compiled (hamisim._replay)"
     reason = inputs.get("engine_reason")
     return f"{engine} ({reason})" if reason else engine
 
