@@ -1220,6 +1220,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_warnings(args.state, state.warnings)
     v = validate_files(cluster, args.logs, state, pending_grace=args.pending_grace,
                        explain_limit=args.explain_limit)
+    reader = v.summary["reader"]
+    for w in reader["warnings"]:            # located: file:line: warning: problem
+        print(f"hamisim: {w}", file=sys.stderr)
+    if reader["n_warnings"] > len(reader["warnings"]):
+        print(f"hamisim: warning: {reader['n_warnings'] - len(reader['warnings'])} more "
+              "audit log warnings not shown", file=sys.stderr)
     out = write_validation(v, args.out, path, inputs={
         "cluster": path, "logs": list(args.logs), "state": args.state})
     s = v.summary

@@ -19,6 +19,7 @@ from hamisim.io.auditlog import (
     VGPU_NODE,
     ReadStats,
     audit_lines,
+    format_time,
     parse_time,
     read_audit,
 )
@@ -210,12 +211,53 @@ def test_gzip_and_several_files_in_order(tmp_path):
     assert recs[2].where == f"{second}:1"
 
 
+def _with(line: str, path: tuple, value) -> str:
+    """``line`` with the field at ``path`` (keys) set to ``value``."""
+    ev = json.loads(line)
+    d = ev
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    return json.dumps(ev)
+
+
+_PATCH_ANN = ("requestObject", "metadata", "annotations")
+
+
 @pytest.mark.parametrize("bad, problem", [
-    ('{"kind": "Event", "stage": ', "not a JSON audit event"),
+    # the message says where on the (one) line, not the JSON decoder's own line count
+    ('{"kind": "Event", "stage": ', "not a JSON audit event: Expecting value at the end of "
+                                    "the line"),
+    ('{"kind": "Event" "stage": 1}', "Expecting ',' delimiter at column 18"),
     ("[1, 2]", "expected an object, got list"),
     (_event(objectRef="pods"), "'objectRef' must be an object"),
     (_event(stageTimestamp="yesterday"), "bad stageTimestamp 'yesterday'"),
     (json.dumps({"hello": "world"}), "not an audit event"),
+    # an array body is a JSON Patch's, for a patch only
+    (_with(CREATE_LINE, ("requestObject",), [{"op": "add"}]),
+     "'requestObject' must be an object, got list"),
+    (_with(PATCH_LINE, _PATCH_ANN + (DEVICES_ALLOCATED,), 5),
+     "annotation hami.io/vgpu-devices-allocated must be a string, got int"),
+    (_with(PATCH_LINE, _PATCH_ANN + (VGPU_NODE,), ["gpu-1"]),
+     "annotation hami.io/vgpu-node must be a string, got list"),
+    (_with(PATCH_LINE, _PATCH_ANN, "x"), "'requestObject.metadata.annotations' must be an "
+                                         "object, got str"),
+    (_with(CREATE_LINE, ("responseObject", "metadata", "annotations", DEVICES_ALLOCATED), 5),
+     "annotation hami.io/vgpu-devices-allocated must be a string, got int"),
+    # the devices encoding as `hamisim import` reads it
+    (_with(PATCH_LINE, _PATCH_ANN + (DEVICES_ALLOCATED,), "GPU-a,NVIDIA,lots,30:;"),
+     "annotation hami.io/vgpu-devices-allocated: devices entry 'GPU-a,NVIDIA,lots,30': "
+     "memory 'lots' is not a non-negative integer"),
+    (_with(PATCH_LINE, _PATCH_ANN + (DEVICES_ALLOCATED,), "GPU-a,NVIDIA:;"),
+     "has 2 fields; expected UUID,TYPE,MEM,CORES"),
+    (_with(BINDING_LINE, ("requestObject", "target", "name"), 7),
+     "'requestObject.target.name' must be a node name, got 7"),
+    (_with(BINDING_LINE, ("requestObject", "target"), "gpu-1"),
+     "'requestObject.target' must be an object, got str"),
+    (_with(CREATE_LINE, ("responseObject", "metadata"), "x"),
+     "'responseObject.metadata' must be an object, got str"),
+    (_with(CREATE_LINE, ("responseObject", "metadata", "name"), 7),
+     "'responseObject.metadata.name' must be a string, got int"),
 ])
 def test_a_malformed_line_is_a_located_error(tmp_path, bad, problem):
     log = _write(tmp_path / "audit.log", [CREATE_LINE, bad, BINDING_LINE])
@@ -223,6 +265,66 @@ def test_a_malformed_line_is_a_located_error(tmp_path, bad, problem):
         list(read_audit([log]))
     assert err.value.path == log and err.value.line == 2
     assert problem in str(err.value)
+    assert "(char " not in str(err.value)
+
+
+def test_a_json_patch_reads_the_annotations_from_the_response(tmp_path):
+    # kubectl patch --type=json: the body is the operations (kubernetes/kubernetes#60110)
+    ops = [{"op": "add", "path": "/metadata/labels/x", "value": "y"}]
+    stored = json.loads(json.dumps(STORED))
+    stored["metadata"]["annotations"].update(json.loads(PATCH_LINE)["requestObject"]
+                                             ["metadata"]["annotations"])
+    with_pod = _with(_with(PATCH_LINE, ("requestObject",), ops), ("responseObject",), stored)
+    # Request level: no response, the operations alone are not read
+    without = _with(PATCH_LINE, ("requestObject",), ops)
+    status = _with(STATUS_LINE, ("requestObject",), [{"op": "replace", "path": "/status/phase",
+                                                      "value": "Succeeded"}])
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "a.log", [with_pod, without, status])], stats))
+    assert [r.kind for r in recs] == [ANNOTATE]
+    assert recs[0].annotations[VGPU_NODE] == "gpu-1"
+    assert recs[0].annotations[DEVICES_ALLOCATED].startswith("GPU-a,NVIDIA,4000,30:")
+    assert "hami.io/gpu-scheduler-policy" not in recs[0].annotations
+    assert stats.skipped == {"JSON patch without the pod (annotations not read)": 1,
+                             "status without end": 1}
+
+
+def test_a_devices_entry_without_a_card_is_a_located_warning(tmp_path):
+    # HAMi skips entries without a comma: the record stands, the reader says so
+    line = _with(PATCH_LINE, _PATCH_ANN + (DEVICES_ALLOCATED,), "garbage")
+    stats = ReadStats()
+    log = _write(tmp_path / "a.log", [CREATE_LINE, line])
+    recs = list(read_audit([log], stats))
+    assert recs[1].annotations[DEVICES_ALLOCATED] == "garbage"
+    (w,) = stats.warnings
+    assert w.startswith(f"{log}:2: warning: annotation hami.io/vgpu-devices-allocated: "
+                        "devices entry 'garbage' names no card")
+    stats = ReadStats()
+    list(read_audit([_write(tmp_path / "b.log", [CREATE_LINE, PATCH_LINE])], stats))
+    assert stats.warnings == [] and stats.n_warnings == 0
+
+
+def _at(line: str, seconds: float) -> str:
+    ev = json.loads(line)
+    ev["stageTimestamp"] = format_time(parse_time(ev["stageTimestamp"]) + seconds)
+    return json.dumps(ev)
+
+
+def test_time_going_back_is_warned_once_where_it_happens(tmp_path):
+    # rotated files given newest first: the older file's first record goes back an hour
+    new = _write(tmp_path / "audit.log", [_at(BINDING_LINE, 3600), _at(STATUS_LINE, 0)])
+    old = _write(tmp_path / "audit-1.log", [CREATE_LINE, PATCH_LINE, _at(BINDING_LINE, -7200)])
+    stats = ReadStats()
+    recs = list(read_audit([new, old], stats))
+    assert len(recs) == 5                       # read on, in the order given
+    (w,) = stats.warnings
+    assert w.startswith(f"{old}:1: warning: time goes back ")
+    assert "oldest first" in w
+    # given oldest first, and concurrent requests a few ms out of order: no warning
+    stats = ReadStats()
+    close = _write(tmp_path / "c.log", [PATCH_LINE, _at(BINDING_LINE, -0.02), STATUS_LINE])
+    list(read_audit([close], stats))
+    assert stats.warnings == []
 
 
 def test_a_missing_file_is_an_input_error(tmp_path):

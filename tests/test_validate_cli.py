@@ -8,6 +8,8 @@ import gzip
 import json
 import shlex
 
+import pytest
+
 from hamisim.cli import main
 from hamisim.io.auditlog import audit_lines, write_lines
 from hamisim.pods import Container, Pod
@@ -39,10 +41,14 @@ def _inputs(tmp_path):
     return cluster, old, new
 
 
-def test_validate_writes_its_folder_and_explain_follows_a_disagreement(tmp_path, capsys):
+def test_validate_writes_its_folder_and_explain_follows_a_disagreement(tmp_path, capsys,
+                                                                       monkeypatch):
     cluster, old, new = _inputs(tmp_path)
     out = tmp_path / "val"
-    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 0
+    # paths relative to the folder validate runs in ...
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", cluster.name, old.name, new.name, "--out", "val"]) == 0
+    old, new = old.name, new.name
     text = capsys.readouterr().out
     assert "hamisim validate: 3 pods compared" in text
     assert "node agreement 66.67 %" in text and "card agreement 100.00 %" in text
@@ -58,7 +64,11 @@ def test_validate_writes_its_folder_and_explain_follows_a_disagreement(tmp_path,
                                                                         "gpu-2")
     html = (out / "report.html").read_text()
     assert "Validation against the audit log" in html and "default/b" in html
-    # the row's explain command shows HAMi choosing hamisim's node in that state
+    # the row's explain command shows HAMi choosing hamisim's node in that state, run
+    # from elsewhere (... and the command's paths absolute)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     argv = shlex.split(row["explain"])
     assert argv[0] == "hamisim"
     assert main(argv[1:] + ["--json"]) == 0
@@ -90,3 +100,68 @@ def test_a_malformed_line_exits_2_located(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{new}:{n_lines}: not a JSON audit event" in err
     assert not out.exists()
+
+
+def _patch_of(lines: list[str], pod: str) -> int:
+    """The index of HAMi's annotation patch of ``pod`` among ``lines``."""
+    return next(i for i, ln in enumerate(lines)
+                if json.loads(ln)["verb"] == "patch" and f"/pods/{pod}" in ln
+                and "subresource" not in json.loads(ln)["objectRef"])
+
+
+def test_a_json_patch_in_the_log_is_read(tmp_path, capsys):
+    # kubectl patch --type=json logs its operations as requestObject (an array)
+    cluster, old, new = _inputs(tmp_path)
+    lines = new.read_text().splitlines()
+    i = _patch_of(lines, "b")
+    ev = json.loads(lines[i])
+    ann = ev["requestObject"]["metadata"]["annotations"]
+    ev["requestObject"] = [{"op": "add", "path": "/metadata/annotations", "value": ann}]
+    ev["responseObject"] = {"kind": "Pod", "apiVersion": "v1",
+                            "metadata": {"name": "b", "namespace": "default",
+                                         "annotations": ann}}
+    lines[i] = json.dumps(ev)
+    write_lines(lines, new)
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 0
+    s = json.loads((out / "validation.json").read_text())
+    assert s["pods_compared"] == 3 and s["card_agreement_pct"] == 100.0
+
+
+@pytest.mark.parametrize("path, value, problem", [
+    (("requestObject", "metadata", "annotations", "hami.io/vgpu-devices-allocated"), 5,
+     "audit event: annotation hami.io/vgpu-devices-allocated must be a string, got int"),
+    (("requestObject", "metadata", "annotations", "hami.io/vgpu-devices-allocated"),
+     "GPU-gpu-0-1,NVIDIA;", "has 2 fields; expected UUID,TYPE,MEM,CORES"),
+])
+def test_a_mistyped_annotation_exits_2_located(tmp_path, capsys, path, value, problem):
+    cluster, old, new = _inputs(tmp_path)
+    lines = new.read_text().splitlines()
+    i = _patch_of(lines, "b")
+    ev = json.loads(lines[i])
+    d = ev
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    lines[i] = json.dumps(ev)
+    write_lines(lines, new)
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{new}:{i + 1}: " in err and problem in err
+    assert not out.exists()
+
+
+def test_files_out_of_time_order_are_warned_located(tmp_path, capsys):
+    cluster, old, new = _inputs(tmp_path)
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(new), str(old), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    # old's line 1 is the create's RequestReceived stage; its line 2 goes back 9 s
+    warned = [ln for ln in err.splitlines() if "time goes back" in ln]
+    assert len(warned) == 1 and warned[0].startswith(f"hamisim: {old}:2: warning: ")
+    s = json.loads((out / "validation.json").read_text())
+    assert s["reader"]["n_warnings"] == 1
+    # oldest first: no warning
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -15,7 +15,10 @@ as :class:`AuditRecord` s in log order:
   ``objectRef.name``);
 * ``patch`` / ``update`` of ``pods`` (no subresource) carrying one of HAMi's
   allocation annotations (:data:`HAMI_KEYS`): their new values (the
-  response's full annotations when logged, else the patch body's);
+  response's full annotations when logged, else the patch body's; a JSON
+  Patch, ``kubectl patch --type=json``, logs its body as an array of
+  operations, kubernetes/kubernetes#60110: its annotations come from the
+  response only);
 * ``create`` of ``pods/binding`` (``target.name``), or of the older
   ``bindings`` resource: where the pod was bound;
 * the pod's end: ``delete`` of ``pods`` (unless the response shows a graceful
@@ -27,8 +30,14 @@ Skipped and counted (:class:`ReadStats`): events of other resources, stages
 other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
 ``Panic``), failed requests (``responseStatus.code`` >= 300), other verbs and
 events without the object they need (a ``Metadata``-level policy). A line that
-is not a JSON object, or an ``Event`` whose fields have the wrong types, is an
-:class:`~hamisim.errors.InputError` at ``file:line``.
+is not a JSON object, or an ``Event`` whose fields have the wrong types (HAMi's
+annotations included: strings, and the devices ones in HAMi's encoding, as
+``hamisim import`` reads them), is an :class:`~hamisim.errors.InputError` at
+``file:line``. Warnings (:attr:`ReadStats.warnings`, located): a devices entry
+without a card (HAMi skips it, so the container records no card), and, once,
+an event whose time goes back more than :data:`BACKWARDS_TOLERANCE_S` from the
+latest before it (files given out of order, or overlapping: the reader does not
+reorder, the walk takes the events in the order given).
 
 :func:`audit_lines` is the other direction: a hamisim run's history as the API
 server would log it (for tests, benchmarks and demonstrations).
@@ -50,7 +59,7 @@ from hamisim.pods import Pod
 __all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
            "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
            "parse_time", "format_time", "pod_manifest", "audit_lines", "run_audit_lines",
-           "write_lines", "AUDIT_POLICY"]
+           "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
 
 VGPU_NODE = "hami.io/vgpu-node"
 DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
@@ -58,6 +67,12 @@ DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
 BIND_PHASE = "hami.io/bind-phase"
 #: HAMi's allocation annotations on a pod, the ones the reader keeps from patches
 HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE)
+
+#: how far (s) an event's time may go back from the latest before it without a
+#: warning: the API server stamps events at completion, so concurrent requests
+#: land a few milliseconds out of order; rotated files given out of order jump back
+#: by minutes or more
+BACKWARDS_TOLERANCE_S = 1.0
 
 #: record kinds
 CREATE, ANNOTATE, BIND, END = "create", "annotate", "bind", "end"
@@ -104,9 +119,22 @@ class ReadStats:
     lines: int = 0
     records: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
+    #: ``file:line: warning: problem``, the first :attr:`MAX_WARNINGS` (of ``n_warnings``)
+    warnings: list[str] = field(default_factory=list)
+    n_warnings: int = 0
+    #: the latest record time so far, and whether time went back already
+    latest: float | None = None
+    went_back: bool = False
+
+    MAX_WARNINGS = 100
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def warn(self, where: tuple[str, int], problem: str) -> None:
+        self.n_warnings += 1
+        if len(self.warnings) < self.MAX_WARNINGS:
+            self.warnings.append(f"{where[0]}:{where[1]}: warning: {problem}")
 
 
 _TIME_CACHE: dict[str, float] = {}
@@ -154,11 +182,70 @@ def _str(d: dict, key: str, where: tuple[str, int], what: str) -> str:
     return v
 
 
-def _meta(obj: dict | None) -> dict:
-    if not isinstance(obj, dict):
+def _meta(obj: dict | None, where: tuple[str, int], what: str) -> dict:
+    """``obj``'s metadata (``{}`` when absent); ``what`` names ``obj`` in errors."""
+    if obj is None:
         return {}
     m = obj.get("metadata")
-    return m if isinstance(m, dict) else {}
+    if m is None:
+        return {}
+    if m.__class__ is not dict:
+        raise InputError(where[0], where[1], f"audit event: '{what}.metadata' must be an "
+                                             f"object, got {type(m).__name__}")
+    return m
+
+
+class _AnyCard:
+    index = 0
+
+
+class _AnyCards(dict):
+    """Every UUID is a card: :func:`decode_devices` then checks the encoding only
+    (the walk checks the cards against the recorded node)."""
+
+    def get(self, key, default=None):  # type: ignore[override]
+        return _AnyCard
+
+
+_ANY_CARDS = _AnyCards()
+
+
+def _hami_annotations(meta: dict, where: tuple[str, int], what: str,
+                      stats: ReadStats) -> dict[str, str | None] | None:
+    """HAMi's keys of ``meta``'s annotations (``None`` values: removed by a merge
+    patch), checked as ``hamisim import`` reads them; ``None`` without annotations."""
+    ann = meta.get("annotations")
+    if ann is None:
+        return None
+    if ann.__class__ is not dict:
+        raise InputError(where[0], where[1], f"audit event: '{what}.metadata.annotations' "
+                                             f"must be an object, got {type(ann).__name__}")
+    found = {k: ann[k] for k in HAMI_KEYS if k in ann}
+    for k, v in found.items():
+        if v is None:
+            continue
+        if v.__class__ is not str:
+            raise InputError(where[0], where[1], f"audit event: annotation {k} must be a "
+                                                 f"string, got {type(v).__name__}")
+        if k == DEVICES_ALLOCATED or k == DEVICES_TO_ALLOCATE:
+            _check_devices(v, k, where, stats)
+    return found
+
+
+def _check_devices(text: str, key: str, where: tuple[str, int], stats: ReadStats) -> None:
+    from hamisim.io.initialstate import decode_devices
+    try:
+        decode_devices(text, None, _ANY_CARDS, "")
+    except InputError as err:
+        raise InputError(where[0], where[1], f"audit event: annotation {key}: "
+                                             f"{err.problem}") from None
+    for seg in text.split(";"):
+        for entry in seg.split(":"):
+            if entry.strip() and "," not in entry:
+                stats.warn(where, f"annotation {key}: devices entry {entry!r} names no card "
+                                  "(UUID,TYPE,MEM,CORES); HAMi skips it, the container "
+                                  "records no card there")
+                return
 
 
 def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None = None
@@ -190,6 +277,11 @@ def _read_file(fh: IO[str], path: str, stats: ReadStats) -> Iterator[AuditRecord
             continue
         try:
             ev = loads(line)
+        except json.JSONDecodeError as err:
+            # the decoder's own line/column count from the start of this one line
+            end = len(line.rstrip("\r\n"))
+            at = f"at column {err.pos + 1}" if err.pos < end else "at the end of the line"
+            raise InputError(path, lineno, f"not a JSON audit event: {err.msg} {at}") from None
         except ValueError as err:
             raise InputError(path, lineno, f"not a JSON audit event: {err}") from None
         if not isinstance(ev, dict):
@@ -198,6 +290,16 @@ def _read_file(fh: IO[str], path: str, stats: ReadStats) -> Iterator[AuditRecord
         rec = _record(ev, (path, lineno), stats)
         if rec is not None:
             stats.records += 1
+            latest = stats.latest
+            if latest is None or rec.time > latest:
+                stats.latest = rec.time
+            elif latest - rec.time > BACKWARDS_TOLERANCE_S and not stats.went_back:
+                stats.went_back = True
+                stats.warn((path, lineno), f"time goes back {latest - rec.time:.3f} s, to "
+                                           f"{format_time(rec.time)} after "
+                                           f"{format_time(latest)}: are the log files given "
+                                           "oldest first? The events are walked in the order "
+                                           "given")
             yield rec
 
 
@@ -248,7 +350,12 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
             _TIME_CACHE[ts] = t
     except ValueError:
         raise InputError(where[0], where[1], f"audit event: bad stageTimestamp {ts!r}") from None
-    req = _dict(ev, "requestObject", where)
+    if verb == "patch" and ev.get("requestObject").__class__ is list:
+        req = None              # a JSON Patch's operations (kubernetes/kubernetes#60110)
+        json_patch = True
+    else:
+        req = _dict(ev, "requestObject", where)
+        json_patch = False
     resp = _dict(ev, "responseObject", where)
     ns = _str(ref, "namespace", where, "objectRef.namespace") or "default"
     name = _str(ref, "name", where, "objectRef.name")
@@ -257,14 +364,22 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
         if verb != "create":
             stats.skip("other verb")
             return None
+        what = "requestObject" if req is not None else "responseObject"
         body = req if req is not None else resp
         target = body.get("target") if body is not None else None
-        if not isinstance(target, dict) or not isinstance(target.get("name"), str):
+        if target is None:
             stats.skip("binding without target (Metadata level)")
             return None
+        if target.__class__ is not dict:
+            raise InputError(where[0], where[1], f"audit event: '{what}.target' must be an "
+                                                 f"object, got {type(target).__name__}")
+        node = target.get("name")
+        if node.__class__ is not str or not node:
+            raise InputError(where[0], where[1], f"audit event: '{what}.target.name' must be "
+                                                 f"a node name, got {node!r}")
         if resource == "bindings":        # POST .../bindings: the pod is the Binding's name
-            name = _meta(body).get("name") or name
-        return AuditRecord(BIND, t, f"{ns}/{name}", at, node=target["name"])
+            name = _meta(body, where, what).get("name") or name
+        return AuditRecord(BIND, t, f"{ns}/{name}", at, node=node)
     if sub == "status":
         if verb not in ("update", "patch"):
             stats.skip("other verb")
@@ -283,30 +398,34 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
         stats.skip("other subresource")
         return None
     if verb == "create":
-        obj = resp if resp is not None and resp.get("kind", "Pod") == "Pod" else req
+        stored = resp is not None and resp.get("kind", "Pod") == "Pod"
+        obj = resp if stored else req
         if obj is None:
             stats.skip("pod create without object (Metadata level)")
             return None
-        meta = _meta(obj)
-        pname = meta.get("name") or name
-        pns = meta.get("namespace") or ns
+        what = "responseObject" if stored else "requestObject"
+        meta = _meta(obj, where, what)
+        _hami_annotations(meta, where, what, stats)
+        pname = _str(meta, "name", where, f"{what}.metadata.name") or name
+        pns = _str(meta, "namespace", where, f"{what}.metadata.namespace") or ns
         if not pname:
             stats.skip("pod create without name")
             return None
         return AuditRecord(CREATE, t, f"{pns}/{pname}", at, obj=obj)
     if verb in ("patch", "update"):
-        body = resp if resp is not None and resp.get("kind", "Pod") == "Pod" else req
-        ann = _meta(body).get("annotations")
-        if not isinstance(ann, dict):
-            stats.skip("pod change without HAMi annotations")
+        stored = resp is not None and resp.get("kind", "Pod") == "Pod"
+        if not stored and json_patch:
+            stats.skip("JSON patch without the pod (annotations not read)")
             return None
-        found = {k: ann[k] for k in HAMI_KEYS if k in ann}
+        what = "responseObject" if stored else "requestObject"
+        body = resp if stored else req
+        found = _hami_annotations(_meta(body, where, what), where, what, stats)
         if not found:
             stats.skip("pod change without HAMi annotations")
             return None
         return AuditRecord(ANNOTATE, t, f"{ns}/{name}", at, annotations=found)
     if verb == "delete":
-        grace = _meta(resp).get("deletionGracePeriodSeconds") if resp is not None else None
+        grace = _meta(resp, where, "responseObject").get("deletionGracePeriodSeconds")
         if isinstance(grace, int) and grace > 0:
             stats.skip("graceful deletion begun")
             return None

@@ -51,6 +51,7 @@ import csv
 import dataclasses
 import json
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -663,12 +664,13 @@ def validate(cluster: Cluster, records: Iterable[AuditRecord], state: InitialSta
 def validate_files(cluster: Cluster, logs: Sequence[str | os.PathLike[str]],
                    state: InitialState | None = None, **kw: Any) -> Validation:
     """:func:`validate` on audit log files (oldest first), streamed; the reader's
-    counts go into ``summary["reader"]``."""
+    counts and located warnings go into ``summary["reader"]``."""
     stats = ReadStats()
     v = validate(cluster, read_audit(logs, stats), state, **kw)
     v.summary["reader"] = {"files": [os.fspath(p) for p in logs], "lines": stats.lines,
                            "pod_records": stats.records,
-                           "skipped": dict(sorted(stats.skipped.items()))}
+                           "skipped": dict(sorted(stats.skipped.items())),
+                           "warnings": list(stats.warnings), "n_warnings": stats.n_warnings}
     return v
 
 
@@ -676,8 +678,13 @@ def write_validation(v: Validation, out: str | os.PathLike[str], cluster_path: s
                      inputs: Mapping[str, Any] | None = None) -> Path:
     """Write ``validation.json``, ``disagreements.csv``, ``report.html`` and one
     ``explain/<k>/`` bundle (``pod.json``, ``state.yaml``) per disagreement up to
-    the explain limit, replacing ``out`` atomically. Returns the folder."""
+    the explain limit, replacing ``out`` atomically. Returns the folder.
+
+    The rows' ``explain`` commands name the cluster and the bundles by absolute
+    paths (shell-quoted), so they run from any folder."""
     target = Path(out)
+    where = Path(os.path.abspath(target))
+    cluster_arg = shlex.quote(os.path.abspath(cluster_path))
     with atomic_folder(target) as tmp:
         summary = dict(v.summary)
         if inputs:
@@ -687,9 +694,10 @@ def write_validation(v: Validation, out: str | os.PathLike[str], cluster_path: s
             d.mkdir(parents=True)
             (d / "pod.json").write_text(json.dumps(obj, indent=1) + "\n")
             (d / "state.yaml").write_text(state_yaml(entries, "hamisim validate"))
-            final = target / "explain" / str(k + 1)
-            v.rows[k]["explain"] = (f"hamisim explain {cluster_path} {final / 'pod.json'} "
-                                    f"--state {final / 'state.yaml'} "
+            final = where / "explain" / str(k + 1)
+            v.rows[k]["explain"] = (f"hamisim explain {cluster_arg} "
+                                    f"{shlex.quote(str(final / 'pod.json'))} "
+                                    f"--state {shlex.quote(str(final / 'state.yaml'))} "
                                     "--percentage-of-nodes-to-score 100")
         with open(tmp / "disagreements.csv", "w", newline="") as fh:
             wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
