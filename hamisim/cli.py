@@ -1189,7 +1189,7 @@ def _add_validate(sub) -> None:
     va.add_argument("--gpu-policy", metavar="P", help="card policy (overrides the cluster file)")
     va.add_argument("--node-policy", metavar="P",
                     help="node policy (overrides the cluster file)")
-    va.add_argument("--pending-grace", type=float, default=11.0, metavar="S",
+    va.add_argument("--pending-grace", type=_nonnegative, default=11.0, metavar="S",
                     help="a pod the log keeps pending this long while hamisim could bind it "
                          "counts as pending_but_schedulable (default: %(default)s s)")
     va.add_argument("--explain-limit", type=_nonnegative_int, default=100, metavar="N",
@@ -1205,6 +1205,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hamisim.io.initialstate import load_state
     from hamisim.studies.validate import validate_files, write_validation
     t0 = perf_counter()
+    _warn_option_policies(args)
     path = args.cluster
     if os.path.isdir(path):
         path = os.path.join(path, "cluster.yaml")
@@ -1226,8 +1227,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if reader["n_warnings"] > len(reader["warnings"]):
         print(f"hamisim: warning: {reader['n_warnings'] - len(reader['warnings'])} more "
               "audit log warnings not shown", file=sys.stderr)
+    # the explain commands replay under the same policies as the comparison
+    overrides = [(f"--{o.replace('_', '-')}", getattr(args, o))
+                 for o in ("gpu_policy", "node_policy") if getattr(args, o)]
     out = write_validation(v, args.out, path, inputs={
-        "cluster": path, "logs": list(args.logs), "state": args.state})
+        "cluster": path, "logs": list(args.logs), "state": args.state},
+        explain_options=overrides)
     s = v.summary
     r = s["reader"]
     print(f"hamisim validate: {s['pods_compared']} pods compared "

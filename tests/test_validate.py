@@ -101,7 +101,6 @@ def test_every_moved_placement_is_reported(history):
     for name, node in moved.items():
         row = reported[name]
         assert row["recorded_node"] == node
-        assert row["node_outcome"] in ("disagree", "unschedulable") or not row["cards_agree"]
         assert row["reason"]
     assert v.summary["node_agreement_pct"] < 100.0
     assert len(v.bundles) == min(len(v.rows), 100)

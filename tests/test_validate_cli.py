@@ -165,3 +165,53 @@ def test_files_out_of_time_order_are_warned_located(tmp_path, capsys):
     # oldest first: no warning
     assert main(["validate", str(cluster), str(old), str(new), "--out", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_the_explain_command_carries_the_policy_overrides(tmp_path, capsys):
+    # the comparison ran under --gpu-policy spread: its explain replays under it too
+    cluster, old, new = _inputs(tmp_path)
+    out = tmp_path / "val"
+    assert main(["validate", str(cluster), str(old), str(new), "--out", str(out),
+                 "--gpu-policy", "spread", "--node-policy", "binpack"]) == 0
+    with open(out / "disagreements.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows
+    for row in rows:
+        argv = shlex.split(row["explain"])
+        assert argv[argv.index("--gpu-policy") + 1] == "spread"
+        assert argv[argv.index("--node-policy") + 1] == "binpack"
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_a_pending_grace_that_is_no_duration_is_refused(tmp_path, capsys, value):
+    cluster, old, new = _inputs(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", str(cluster), str(old), "--out", str(tmp_path / "v"),
+              "--pending-grace", value])
+    assert exit_.value.code == 2
+    assert "--pending-grace" in capsys.readouterr().err
+    assert not (tmp_path / "v").exists()
+
+
+def test_a_misspelt_policy_override_is_warned_about(tmp_path, capsys):
+    cluster, old, new = _inputs(tmp_path)
+    main(["validate", str(cluster), str(old), str(new), "--out", str(tmp_path / "v"),
+          "--gpu-policy", "binpak"])
+    assert "--gpu-policy" in capsys.readouterr().err
+
+
+def test_a_pod_asking_only_gpumem_is_compared(tmp_path, capsys):
+    # HAMi's webhook gives a container with gpumem alone default_gpu_num cards: the
+    # extender decides it, so validate compares it instead of skipping it
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(group_cluster(2, gpus=1, count=10, scheduler="node_scheduler_policy: "
+                                     "binpack, gpu_scheduler_policy: binpack"))
+    pods = {"m": Pod("m", (Container({"nvidia.com/gpumem": 3000}),), cpu_milli=100,
+                     memory_mib=100)}
+    rows = [(0, "m", "arrive", None, None),
+            (1, "m", "bind", "gpu-1", "GPU-gpu-1-0,NVIDIA,3000,0:;")]
+    log = tmp_path / "audit.log"
+    write_lines(list(audit_lines(pods, rows)), log)
+    assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "v")]) == 0
+    s = json.loads((tmp_path / "v" / "validation.json").read_text())
+    assert s["pods_compared"] == 1, s["skipped"]

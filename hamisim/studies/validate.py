@@ -58,7 +58,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from hamisim.cluster import Cluster
+from hamisim.cluster import Cluster, SchedulerConfig
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import REASONS, fit_reason
 from hamisim.hami.policy import pod_gpu_policy, pod_node_policy
@@ -80,7 +80,7 @@ from hamisim.io.kubeimport import _state_entry, pod_from_kubernetes, state_yaml
 from hamisim.io.outputs import atomic_folder, write_json
 from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.sampling import num_feasible_nodes_to_find
-from hamisim.pods import Pod
+from hamisim.pods import AdmissionDenied, Pod, admit, container_request
 from hamisim.sim.kernel import _ST_FIT, KernelScheduler, _limit
 
 __all__ = ["Validation", "validate", "validate_files", "write_validation", "OUTCOMES",
@@ -297,7 +297,7 @@ class _Walk:
             self.apply(name, node, [], None, n_init, pod.cpu_milli, pod.memory_mib,
                        pod.namespace)
             return
-        if not _wants_gpu(pod):
+        if not _wants_gpu(pod, self.cluster.scheduler):
             self.skip("no GPU request (kube-scheduler's own choice)")
             self.apply(name, node, containers or [], devices, n_init, pod.cpu_milli,
                        pod.memory_mib, pod.namespace)
@@ -566,7 +566,7 @@ class _Walk:
             for q in order:
                 if q.schedulable_at is None and q.checked == self.releases:
                     continue
-                if not _wants_gpu(q.pod):
+                if not _wants_gpu(q.pod, self.cluster.scheduler):
                     q.checked = self.releases
                     continue
                 # held in the kernel under its own name
@@ -605,8 +605,17 @@ class _Rows:
         return 0
 
 
-def _wants_gpu(pod: Pod) -> bool:
-    return any(c.value("nvidia.com/gpu") for c in pod.containers + pod.init_containers)
+def _wants_gpu(pod: Pod, config: SchedulerConfig) -> bool:
+    """Whether HAMi's extender decides this pod: a container asks for an NVIDIA
+    card once HAMi's webhook has mutated it (``gpumem``/``gpucores`` alone get
+    ``default_gpu_num`` cards). A pod the webhook refuses is compared too: the
+    kernel reports the refusal."""
+    try:
+        admitted = admit(pod, config)
+    except AdmissionDenied:
+        return True
+    return any(container_request(c, config) is not None
+               for c in admitted.containers + admitted.init_containers)
 
 
 def _cards_text(cards: Sequence[tuple]) -> str:
@@ -675,13 +684,16 @@ def validate_files(cluster: Cluster, logs: Sequence[str | os.PathLike[str]],
 
 
 def write_validation(v: Validation, out: str | os.PathLike[str], cluster_path: str,
-                     inputs: Mapping[str, Any] | None = None) -> Path:
+                     inputs: Mapping[str, Any] | None = None,
+                     explain_options: Sequence[tuple[str, str]] = ()) -> Path:
     """Write ``validation.json``, ``disagreements.csv``, ``report.html`` and one
     ``explain/<k>/`` bundle (``pod.json``, ``state.yaml``) per disagreement up to
     the explain limit, replacing ``out`` atomically. Returns the folder.
 
     The rows' ``explain`` commands name the cluster and the bundles by absolute
-    paths (shell-quoted), so they run from any folder."""
+    paths (shell-quoted), so they run from any folder, with ``explain_options``
+    (the policy overrides the comparison ran under, e.g. ``("--gpu-policy",
+    "spread")``)."""
     target = Path(out)
     where = Path(os.path.abspath(target))
     cluster_arg = shlex.quote(os.path.abspath(cluster_path))
@@ -698,7 +710,8 @@ def write_validation(v: Validation, out: str | os.PathLike[str], cluster_path: s
             v.rows[k]["explain"] = (f"hamisim explain {cluster_arg} "
                                     f"{shlex.quote(str(final / 'pod.json'))} "
                                     f"--state {shlex.quote(str(final / 'state.yaml'))} "
-                                    "--percentage-of-nodes-to-score 100")
+                                    "--percentage-of-nodes-to-score 100"
+                                    + "".join(" " + shlex.join(o) for o in explain_options))
         with open(tmp / "disagreements.csv", "w", newline="") as fh:
             wr = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
             wr.writeheader()
