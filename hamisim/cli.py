@@ -1000,6 +1000,9 @@ def cmd_defrag(args: argparse.Namespace) -> int:
               f"{'it is' if one else 'they are'} (moving MIG instances is not modelled)")
     if plan.reached and not plan.moves:
         print("  no move needed")
+    if not plan.reached and plan.moves:
+        print("  the best plan found does not reach the goal (shown for what it changes; "
+              "carrying it out evicts pods for less than was asked):")
     for k, m in enumerate(plan.moves, 1):
         mig = f" (MIG {', '.join(m.to_mig)})" if m.to_mig else ""
         print(f"  {k}. move {m.pod}: {m.from_node} {', '.join(m.from_cards)} -> "
@@ -1013,7 +1016,10 @@ def cmd_defrag(args: argparse.Namespace) -> int:
         how = (f"shortest possible ({tried})" if plan.method == "exact" else
                f"greedy; no plan of fewer than {plan.shortest_possible} moves exists ({tried})")
     if not plan.reached:
-        how += f"; --max-moves {args.max_moves} bounds the search"
+        # which limit stopped the exhaustive search
+        how += (f"; --max-evaluations {args.max_evaluations:,} bounds the search"
+                if plan.evaluations >= args.max_evaluations else
+                f"; --max-moves {args.max_moves} bounds the search")
     print(f"  goal {'reached' if plan.reached else 'NOT reached'}: {how}")
     print(f"  cards with no tenant: {plan.zero_tenant_before} -> {plan.zero_tenant_after}; "
           f"free memory on cards with a tenant: {plan.scattered_mib_before:,} -> "

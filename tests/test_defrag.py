@@ -95,7 +95,14 @@ def test_cli(capsys):
     out = capsys.readouterr().out
     assert "a what-if, not HAMi behaviour" in out and "goal reached: shortest possible" in out
     assert main(args + ["--free-cards", "8"]) == 1
-    assert "NOT reached" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "NOT reached" in out and "--max-moves" in out and "--max-evaluations" not in out
+    # the evaluation limit, not the move limit, stopped this search: the text names it,
+    # and the moves shown are marked as not reaching the goal
+    assert main(args + ["--free-cards", "8", "--max-evaluations", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "--max-evaluations 5 bounds the search" in out and "--max-moves" not in out
+    assert "does not reach the goal" in out.split("  1. move")[0]
     assert main(args + ["--budget", "1", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["moves"]) == 1
     assert main(args) == 2
