@@ -171,7 +171,9 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
     bind = pods["bind"].to_numpy(dtype=float)
     gone = pods["departure"].to_numpy(dtype=float)
     abandon = pods["abandon"].to_numpy(dtype=float)
-    running = pods[(bind <= time) & ~(gone <= time) & pods["devices"].notna()]
+    # every pod bound and not gone holds its CPU and memory, a CPU-only one (null
+    # devices) too
+    running = pods[(bind <= time) & ~(gone <= time)]
     waiting = pods[(arrival <= time) & ~(bind <= time) & ~(gone <= time)
                    & ~(abandon <= time)]
     cluster = prep.cluster
@@ -197,6 +199,13 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
             p = initial[name]
             out_pods.append(p)
             out_requests[name] = pod_of(p)
+            continue
+        if pd.isna(devices) or not devices:
+            # no card: an initial-state pod without devices (io.initialstate)
+            pod = requests[name]
+            out_pods.append(InitialPod(name, node, [], 0, pod.cpu_milli, pod.memory_mib,
+                                       namespace=pod.namespace))
+            out_requests[name] = pod
             continue
         containers = with_mig_allocations(
             None if pd.isna(mig) else mig, decode_devices(devices, None, cards[node], node),
