@@ -40,6 +40,7 @@ from hamisim.errors import HamisimError
 from hamisim.hami.decision import NODE_UNREGISTERED
 from hamisim.io.documents import load_mapping
 from hamisim.io.initialstate import InitialState
+from hamisim.kube.queue import active_queue_order
 from hamisim.pods import Pod
 from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
@@ -174,8 +175,7 @@ def _kind(node: Node) -> tuple:
 def queue_order(trace: Trace) -> list[Pod]:
     """The pending pods as kube-scheduler's active queue pops them: higher
     priority first, then earlier arrival, then file order."""
-    rows = sorted(range(len(trace)), key=lambda i: (-int(trace.priority[i]),
-                                                   float(trace.arrival[i]), i))
+    rows = active_queue_order(trace.priority, trace.arrival, range(len(trace)))
     return [trace.trace_pod(i).pod for i in rows]
 
 
