@@ -1035,7 +1035,6 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
 
     from hamisim.studies.scaleup import (
         dry_run_verdicts,
-        group_aliases,
         node_groups,
         plan_scaleup,
         queue_order,
@@ -1067,7 +1066,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         where = args.cluster
     templates = load_cluster(args.groups)
     try:
-        groups = node_groups(templates, cluster, costs, group_aliases(args.groups))
+        groups = node_groups(templates, cluster, costs)
     except ValueError as err:
         raise HamisimError(str(err)) from None
     # pods no group can place are named, and the plan is for the others

@@ -138,22 +138,27 @@ nodes:
 
 
 def test_a_cost_names_a_group_by_its_group_its_prefix_or_its_node_name(tmp_path, capsys):
-    from hamisim.studies.scaleup import group_aliases
     path = tmp_path / "groups.yaml"
     path.write_text(GROUPS_WITH_NAMES)
     cluster = load_cluster(EXAMPLE / "cluster.yaml")
     templates = load_cluster(path)
-    aliases = group_aliases(path)
-    assert aliases == {"dgx": "h100"}
-    by_prefix = node_groups(templates, cluster, {"dgx": 4.0, "spare": 2.0}, aliases)
-    by_group = node_groups(templates, cluster, {"h100": 4.0, "spare": 2.0}, aliases)
+    # the reader keeps the other names; the JSON fast path of the same file too
+    assert templates.group_aliases == {"dgx": "h100"}
+    import yaml
+    as_json = tmp_path / "groups.json"
+    data = yaml.safe_load(GROUPS_WITH_NAMES)
+    data["nodes"].append({"name": "solo", "group": "spare2", "devices": []})
+    as_json.write_text(json.dumps(data))
+    assert load_cluster(as_json).group_aliases == {"dgx": "h100", "solo": "spare2"}
+    by_prefix = node_groups(templates, cluster, {"dgx": 4.0, "spare": 2.0})
+    by_group = node_groups(templates, cluster, {"h100": 4.0, "spare": 2.0})
     assert by_prefix == by_group
     assert {g.name: g.cost for g in by_group} == {"h100": 4.0, "t4": 1.0, "spare": 2.0}
     with pytest.raises(ValueError, match=r"no node group of the templates: x \(accepted: "
                                          r"h100 \(or dgx\), t4, spare\)"):
-        node_groups(templates, cluster, {"x": 1.0}, aliases)
+        node_groups(templates, cluster, {"x": 1.0})
     with pytest.raises(ValueError, match="gives group h100 twice"):
-        node_groups(templates, cluster, {"dgx": 1.0, "h100": 2.0}, aliases)
+        node_groups(templates, cluster, {"dgx": 1.0, "h100": 2.0})
     args = ["scaleup", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
             "--groups", str(path), "--state", str(EXAMPLE / "state.yaml"), "--json"]
     assert main(args + ["--cost", "dgx=4"]) == 0
