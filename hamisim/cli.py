@@ -556,7 +556,8 @@ def cmd_run(args: argparse.Namespace) -> int:
              ("pending time p50 / p99 / max (s)", _triple(r, "pending")
               + (" (without the unplaceable)" if r.get("unplaceable") else "")),
              *_unplaceable_rows(r),
-             ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
+             ("queueing delay p99 (s)", "none" if r.get("queueing_delay_p99_s") is None
+              else f"{r['queueing_delay_p99_s']:.1f}"),
              ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
              ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"),
              ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
