@@ -556,7 +556,8 @@ def cmd_run(args: argparse.Namespace) -> int:
              ("pending time p50 / p99 / max (s)", _triple(r, "pending")
               + (" (without the unplaceable)" if r.get("unplaceable") else "")),
              *_unplaceable_rows(r),
-             ("queueing delay p99 (s)", f"{r['queueing_delay_p99_s']:.1f}"),
+             ("queueing delay p99 (s)", "none" if r.get("queueing_delay_p99_s") is None
+              else f"{r['queueing_delay_p99_s']:.1f}"),
              ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
              ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"),
              ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
@@ -1041,7 +1042,6 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
 
     from hamisim.studies.scaleup import (
         dry_run_verdicts,
-        group_aliases,
         node_groups,
         plan_scaleup,
         queue_order,
@@ -1073,7 +1073,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         where = args.cluster
     templates = load_cluster(args.groups)
     try:
-        groups = node_groups(templates, cluster, costs, group_aliases(args.groups))
+        groups = node_groups(templates, cluster, costs)
     except ValueError as err:
         raise HamisimError(str(err)) from None
     # pods no group can place are named, and the plan is for the others

@@ -170,12 +170,16 @@ class Cluster:
     """An ordered list of nodes plus the scheduler settings.
 
     ``quotas`` maps a namespace to its :class:`Quota` (HAMi's ResourceQuota
-    accounting; pods carry their ``namespace``).
+    accounting; pods carry their ``namespace``). ``group_aliases``: the other
+    name of a group in the cluster file it was read from, the entry's
+    ``name_prefix`` (a single node: its ``name``) -> its ``group``, where they
+    differ (informational: not compared, no effect on scheduling).
     """
 
     nodes: tuple[Node, ...]
     scheduler: SchedulerConfig = SchedulerConfig()
     quotas: dict[str, Quota] = field(default_factory=dict)
+    group_aliases: dict[str, str] = field(default_factory=dict, compare=False)
 
     def quota_of(self, namespace: str) -> Quota | None:
         """The namespace's quota when it limits something, else ``None``."""

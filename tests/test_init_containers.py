@@ -105,6 +105,21 @@ def test_init_containers_finishing_drop_hamis_first_entries():
     assert [r for r in rows if r[1] == "second" and r[2] == "bind"] == [(10.0, "second", "bind")]
 
 
+def test_the_entries_kept_once_the_init_containers_are_done():
+    # one GPU-less init container, app containers on a and b: HAMi's list has no
+    # entry for the init container unless aligned, so it drops a's entry instead
+    from hamisim.hami.decision import Pick
+    from hamisim.hami.reference import app_containers_only
+    a, b = Pick("a", 1000, 10), Pick("b", 2000, 20)
+    containers = [[], [a], [b]]
+    assert app_containers_only(containers, 1, aligned=True) == [[a], [b]]
+    assert app_containers_only(containers, 1, aligned=False) == [[b]]
+    assert app_containers_only(containers, 0, aligned=False) == [[a], [b]]
+    kept = app_containers_only(containers, 1, aligned=True)
+    kept[0].append(b)               # new lists: the pod's own are left as they were
+    assert containers == [[], [a], [b]]
+
+
 def test_the_corrected_accounting_keeps_the_app_containers():
     from hamisim.workload import TracePod
     cluster = _cluster("NVIDIA-Tesla T4", 1, "binpack", "corrected")

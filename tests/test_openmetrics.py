@@ -484,8 +484,8 @@ def test_two_instances_of_one_card_in_one_container_are_one_series(tmp_path):
 
 def _plain_columns(heads, values, integer, stamps, every):
     """The readable rule the writer implements with numpy and C: each series'
-    runs of one value (as ``==`` sees it), a line at a run's first sample, every ``every``-th after
-    it, and the file's last instant when the run reaches it."""
+    runs of one value (NaN equal to NaN), a line at a run's first sample, every ``every``-th
+    after it, and the file's last instant when the run reaches it."""
     from hamisim.studies.openmetrics import _number
     out = []
     k = len(values)
@@ -494,8 +494,9 @@ def _plain_columns(heads, values, integer, stamps, every):
         a = 0
         while a < k:
             b = a + 1
-            while b < k and column[b] == column[a]:     # (a NaN never equals: each
-                b += 1                                  # is its own run)
+            while b < k and (column[b] == column[a] or column[b] != column[b]
+                             and column[a] != column[a]):      # NaN runs like any value
+                b += 1
             picked = list(range(a, b, every))
             if b == k and picked[-1] != k - 1:
                 picked.append(k - 1)
@@ -527,6 +528,17 @@ def test_the_fast_writer_writes_what_the_plain_rule_says(seed, monkeypatch):
                 want = _plain_columns(heads, values, integer, stamps, every if thin else 1)
                 assert out.getvalue().decode() == want
                 assert counts[:2] == [n, want.count("\n")]
+
+
+def test_a_nan_series_is_thinned_like_any_other():
+    import io
+    from hamisim.studies import openmetrics as om
+    stamps = [f" {T0 + 60 * i}\n".encode() for i in range(7)]
+    values = np.array([[np.nan]] * 3 + [[0.5]] * 4)
+    out = io.BytesIO()
+    om._Writer(out, stamps, [0, 0, 0], (), 5).columns(["m"], values, False)
+    assert out.getvalue().decode().splitlines() == [
+        f"m NaN {T0}", f"m 0.5 {T0 + 180}", f"m 0.5 {T0 + 360}"]
 
 
 def test_lines_are_their_pieces_in_order():

@@ -177,6 +177,14 @@ def test_active_queue_order_is_priority_then_queue_timestamp(engine):
     assert (100.0, "unschedulable") in got["y"]
 
 
+def test_pods_waiting_since_arrival_pop_by_priority_then_arrival_then_file_order():
+    # positions 0..4: priority 0 at 5 s, 10 at 9 s, 0 at 5 s (file order 1 < 3),
+    # 0 at 1 s, 10 at 9 s (file order 0 < 4)
+    got = queue.active_queue_order([0, 10, 0, 0, 10], [5.0, 9.0, 5.0, 1.0, 9.0],
+                                   [3, 4, 1, 2, 0])
+    assert got == [4, 1, 3, 2, 0]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_higher_priority_goes_first_whatever_the_timestamp(engine):
     # lo waits from 0.0 (timestamp 1.0 after its second attempt); hi arrives

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -125,3 +126,19 @@ def test_time_weighted_mean():
 ])
 def test_request_classes(pod, label):
     assert request_class(pod) == label
+
+
+def test_no_bound_pod_has_no_queueing_delay(tmp_path, capsys):
+    # the only pod asks more cards than the node has: nothing binds, so the delays'
+    # percentiles are null (not 0 s), and the console and the report say "none"
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "trace.csv").write_text("name,arrival,gpu\nhuge,0,4\n")
+    assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.csv"),
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    r = json.loads((tmp_path / "out" / "summary.json").read_text())["results"]
+    assert r["bound"] == 0
+    assert [r[f"queueing_delay_{q}_s"] for q in ("p50", "p99", "max")] == [None] * 3
+    assert re.search(r"queueing delay p99 \(s\) +none\n", out)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "99th percentile none, longest none" in page

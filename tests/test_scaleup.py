@@ -138,22 +138,27 @@ nodes:
 
 
 def test_a_cost_names_a_group_by_its_group_its_prefix_or_its_node_name(tmp_path, capsys):
-    from hamisim.studies.scaleup import group_aliases
     path = tmp_path / "groups.yaml"
     path.write_text(GROUPS_WITH_NAMES)
     cluster = load_cluster(EXAMPLE / "cluster.yaml")
     templates = load_cluster(path)
-    aliases = group_aliases(path)
-    assert aliases == {"dgx": "h100"}
-    by_prefix = node_groups(templates, cluster, {"dgx": 4.0, "spare": 2.0}, aliases)
-    by_group = node_groups(templates, cluster, {"h100": 4.0, "spare": 2.0}, aliases)
+    # the reader keeps the other names; the JSON fast path of the same file too
+    assert templates.group_aliases == {"dgx": "h100"}
+    import yaml
+    as_json = tmp_path / "groups.json"
+    data = yaml.safe_load(GROUPS_WITH_NAMES)
+    data["nodes"].append({"name": "solo", "group": "spare2", "devices": []})
+    as_json.write_text(json.dumps(data))
+    assert load_cluster(as_json).group_aliases == {"dgx": "h100", "solo": "spare2"}
+    by_prefix = node_groups(templates, cluster, {"dgx": 4.0, "spare": 2.0})
+    by_group = node_groups(templates, cluster, {"h100": 4.0, "spare": 2.0})
     assert by_prefix == by_group
     assert {g.name: g.cost for g in by_group} == {"h100": 4.0, "t4": 1.0, "spare": 2.0}
     with pytest.raises(ValueError, match=r"no node group of the templates: x \(accepted: "
                                          r"h100 \(or dgx\), t4, spare\)"):
-        node_groups(templates, cluster, {"x": 1.0}, aliases)
+        node_groups(templates, cluster, {"x": 1.0})
     with pytest.raises(ValueError, match="gives group h100 twice"):
-        node_groups(templates, cluster, {"dgx": 1.0, "h100": 2.0}, aliases)
+        node_groups(templates, cluster, {"dgx": 1.0, "h100": 2.0})
     args = ["scaleup", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
             "--groups", str(path), "--state", str(EXAMPLE / "state.yaml"), "--json"]
     assert main(args + ["--cost", "dgx=4"]) == 0
@@ -235,3 +240,30 @@ def test_scaleup_run_refuses_what_it_cannot_read(example_run, tmp_path, capsys):
     (old / "summary.json").write_text(json.dumps(summary))
     err = refused("--run", str(old), "--at", "1")
     assert str(old / "summary.json") in err and "lacks 'seed' (written by hamisim 0.0.1" in err
+
+
+def test_a_runs_state_keeps_the_cpu_of_pods_running_without_a_gpu(tmp_path, capsys):
+    # a CPU-only pod holds 30,000m of the node's 32,000m: the state at 1 s (the run's
+    # end) holds it with its CPU, so the 4,000m GPU pod pending then fits no node now
+    (tmp_path / "cluster.yaml").write_text(
+        "nodes:\n  - name: t4\n    gpus: 2\n    cpu_milli: 32000\n    memory_mib: 65536\n"
+        "    card: {type: NVIDIA-Tesla T4, devmem: 15360}\n")
+    (tmp_path / "trace.csv").write_text(
+        "name,arrival,gpu,cpu_milli,memory_mib\ncpu-only,0,0,30000,1024\n"
+        "gpu-pod,1,1,4000,1024\n")
+    assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.csv"),
+                 "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    from hamisim.studies.defrag import recorded_at
+    got = recorded_at(tmp_path / "run", 1.0, "scaleup")
+    [held] = got.state.pods
+    assert (held.name, held.node, held.containers, held.cpu_milli, held.memory_mib) == \
+        ("cpu-only", "t4", [], 30000, 1024)
+    assert [p.name for p in got.pending] == ["gpu-pod"]
+    capsys.readouterr()
+    (tmp_path / "groups.yaml").write_text(
+        "nodes:\n  - name_prefix: t4\n    replicas: 2\n    gpus: 2\n    cpu_milli: 32000\n"
+        "    memory_mib: 65536\n    card: {type: NVIDIA-Tesla T4, devmem: 15360}\n")
+    assert main(["scaleup", "--run", str(tmp_path / "run"), "--at", "1", "--groups",
+                 str(tmp_path / "groups.yaml"), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["placed_now"] == 0 and plan["add"] == {"t4": 1}

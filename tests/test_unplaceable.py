@@ -98,6 +98,43 @@ def test_a_reason_every_node_gives_is_said_in_words(tmp_path):
     assert found == {0: "asks more CPU than any node has: Insufficient cpu on 3/3 nodes"}
 
 
+def test_too_few_cards_is_said_as_the_cards_hami_counts(tmp_path):
+    # HAMi counts only cards whose type contains NVIDIA: 1 GPU on nodes of two
+    # "Tesla-T4" cards, and 2 GPUs on nodes with one NVIDIA card beside one such
+    def found(devices, gpus):
+        (tmp_path / "c.yaml").write_text(
+            f"nodes:\n  - {{name_prefix: n, replicas: 2, devices: {devices}}}\n")
+        (tmp_path / "t.csv").write_text(f"name,arrival,gpu\np,0,{gpus}\n")
+        trace = read_trace(str(tmp_path / "t.csv"))
+        return find_unplaceable(cluster_from_path(str(tmp_path / "c.yaml")), trace.templates)
+
+    tesla = "{type: Tesla-T4, devmem: 15360}"
+    assert found(f"[{tesla}, {tesla}]", 1) == {0: (
+        "asks 1 GPU, and no card's type contains NVIDIA (HAMi counts no other card): "
+        "NodeInsufficientDevice on 2/2 nodes")}
+    assert found(f"[{{type: NVIDIA-Tesla-T4, devmem: 15360}}, {tesla}]", 2) == {0: (
+        "asks 2 GPUs, and no node has more than 1 cards HAMi counts (their type contains "
+        "NVIDIA): NodeInsufficientDevice on 2/2 nodes")}
+
+
+def test_a_blank_type_list_names_no_type_as_hami_reads_it():
+    # a blank use-gputype sets no constraint (HAMi's CheckType): the reason is the
+    # nodes', not a missing type; a list of separators only matches no type
+    from hamisim import Card, Container, Node, Pod
+    from hamisim.studies.unplaceable import summarise
+    cards = [[Card("c0", devmem=15360, type="NVIDIA-Tesla-T4")]]
+    reasons = {"n": ["Insufficient cpu"]}
+
+    def said(value):
+        pod = Pod("p", (Container({"nvidia.com/gpu": 1}),),
+                  annotations={"nvidia.com/use-gputype": value})
+        return summarise(pod, reasons, 1, 1, cards)
+
+    assert said("  ") == "asks more CPU than any node has: Insufficient cpu on 1/1 nodes"
+    assert said(" , ") == "asks GPU type  , , no card in the cluster has it"
+    assert said(" t4 ") == said("  ")
+
+
 def test_mig_geometry_and_node_affinity_are_found(tmp_path):
     # only 1g/2g profiles are allowed: 30000 MiB fits no MIG instance of any card
     mig = Path(__file__).parents[1] / "workloads" / "mig" / "cluster-mig-small.yaml"

@@ -61,6 +61,7 @@ from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
     "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit", "aligned_usage",
+    "app_containers_only",
     "fit_in_devices", "is_mig_request", "NodeFit", "score_node", "quota_check", "ReferenceScheduler", "Tracer",
 ]
 
@@ -680,6 +681,17 @@ def aligned_usage(node: Node, config) -> bool:
     corrected``)."""
     return config.init_container_usage == "corrected" or \
         pads_empty_segments(c.type for c in node.cards)
+
+
+def app_containers_only(containers: Sequence[Sequence[Pick]], n_init: int, aligned: bool
+                        ) -> list[list[Pick]]:
+    """A pod's per-container picks once every init container succeeded: HAMi
+    v2.10.0 (``AppContainersOnlyDeviceUsage``) drops the first ``n_init``
+    entries of its list and keeps the rest. Its list has no entry for GPU-less
+    containers unless ``aligned`` (:func:`aligned_usage`), so this can drop app
+    containers' picks (HAMi issue #2965)."""
+    entries = containers if aligned else [c for c in containers if c]
+    return [list(c) for c in entries[n_init:]]
 
 
 # ---------------------------------------------------------------------------

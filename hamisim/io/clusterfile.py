@@ -196,12 +196,15 @@ def cluster_from_document(doc: Doc, path: str | None = None, *,
     doc.check_keys(CLUSTER_KEYS | set(extra_keys))
     sched = doc.optional_doc("scheduler")
     config = scheduler_from_document(sched) if sched is not None else SchedulerConfig()
+    aliases: dict[str, str] = {}
     nodes = nodes_from_document(doc.require("nodes"), resize=resize,
                                 gpu_policy=gpu_policy or config.gpu_scheduler_policy,
-                                allowlist=_located_allowlist(sched, config.mig_profile_allowlist))
+                                allowlist=_located_allowlist(sched, config.mig_profile_allowlist),
+                                aliases=aliases)
     quotas = doc.optional_doc("quotas")
     return Cluster(nodes=nodes, scheduler=config,
-                   quotas=quotas_from_document(quotas) if quotas is not None else {})
+                   quotas=quotas_from_document(quotas) if quotas is not None else {},
+                   group_aliases=aliases)
 
 
 #: ResourceQuota keys HAMi does not enforce but a user may well write
@@ -420,10 +423,12 @@ def _kube_version(doc: Doc, default: str) -> str:
 def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None,
                         gpu_policy: str = "spread",
                         allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST,
+                        aliases: dict[str, str] | None = None,
                         ) -> tuple[Node, ...]:
     """The ``nodes:`` list (groups expanded, ``resize`` applied), checking cluster-wide
     uniqueness. ``gpu_policy``: the cluster's card policy (HAMi's chart turns the
-    device plugin's topology scores on when it is ``topology-aware``)."""
+    device plugin's topology scores on when it is ``topology-aware``). ``aliases``,
+    when given, receives :attr:`Cluster.group_aliases <hamisim.cluster.Cluster>`."""
     items = value.as_list("'nodes'")
     resized: set[str] = set()
     if not items:
@@ -435,7 +440,7 @@ def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
         for node, card_lines in _expand_entry(entry, totals, resize, resized, gpu_policy,
-                                              allowlist):
+                                              allowlist, aliases):
             if node.name in node_lines:
                 raise entry.error(f"duplicate node name '{node.name}' "
                                   f"(first defined on line {node_lines[node.name]})")
@@ -504,9 +509,11 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
     nodes: list[Node] = []
     totals = [0, 0]
     resized: set[str] = set()
+    aliases: dict[str, str] = {}
     for pos, (entry, ok) in enumerate(zip(entries, plain)):
         if ok:
             node = next(made_plain)
+            _add_alias(aliases, node.name, node.group)
             nodes.append(node)
             totals[0] += 1
             totals[1] += len(node.cards)
@@ -514,7 +521,8 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
             doc = from_plain(entry, path, 0).as_doc(f"node {pos}").with_context(f"node {pos}")
             with warnings.catch_warnings(record=True) as warned:
                 warnings.simplefilter("always", InputWarning)
-                nodes += [n for n, _ in _expand_entry(doc, totals, resize, resized)]
+                nodes += [n for n, _ in _expand_entry(doc, totals, resize, resized,
+                                                      aliases=aliases)]
             if any(issubclass(w.category, InputWarning) for w in warned):
                 raise _Slow                 # plain data has no lines: warn at the entry's own
             for w in warned:
@@ -525,7 +533,7 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
     ids = [c.id for n in nodes for c in n.cards]
     if len(set(names)) != len(names) or len(set(ids)) != len(ids):
         raise _Slow
-    return Cluster(nodes=tuple(nodes), scheduler=config, quotas=quotas)
+    return Cluster(nodes=tuple(nodes), scheduler=config, quotas=quotas, group_aliases=aliases)
 
 
 def _plain_quotas(quotas: Any) -> dict[str, Quota]:
@@ -705,8 +713,10 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
                   resize: Mapping[str, int] | None = None, resized: set[str] | None = None,
                   gpu_policy: str = "spread",
                   allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST,
+                  aliases: dict[str, str] | None = None,
                   ) -> list[tuple[Node, dict[str, int]]]:
-    """The node(s) of one ``nodes:`` entry, each with the source line of every card id."""
+    """The node(s) of one ``nodes:`` entry, each with the source line of every card id;
+    ``aliases`` (when given) receives the entry's other name (:func:`_add_alias`)."""
     group = "replicas" in entry
     if group:
         entry.check_keys(GROUP_KEYS, "a node group")
@@ -737,6 +747,8 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
         names = [entry.require_str("name")]
         ctx = f"node '{names[0]}'"
     group_name = entry.optional_str("group", nonempty=True) or (prefix if group else None)
+    if aliases is not None:
+        _add_alias(aliases, prefix if group else names[0], group_name)
     entry = entry.with_context(ctx)
     cpu = entry.optional_int("cpu_milli", min=0)
     mem = entry.optional_int("memory_mib", min=0)
@@ -796,6 +808,14 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
 
 #: a node's allocatable CPU or memory below these is probably in whole CPUs or GiB
 SUSPECT_CPU_MILLI, SUSPECT_MEMORY_MIB = 1000, 1024
+
+
+def _add_alias(aliases: dict[str, str], name: str, group: str | None) -> None:
+    """An entry named ``name`` (its ``name_prefix``, or a single node's ``name``)
+    whose nodes report under ``group``: ``name`` is another name of the group
+    (the first entry of that name wins)."""
+    if group and name != group:
+        aliases.setdefault(name, group)
 
 
 def _warn_node_units(entry: Doc, cpu: int | None, mem: int | None) -> None:

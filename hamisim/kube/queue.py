@@ -51,6 +51,7 @@ per node at start) and the milliseconds an attempt takes.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from hamisim.kube.filters import kube_minor
 
@@ -58,7 +59,7 @@ __all__ = [
     "REJ_STATIC", "REJ_FIT", "REJ_EXTENDER", "ASSIGNED_POD_ADD", "ASSIGNED_POD_UPDATE",
     "ASSIGNED_POD_DELETE", "BACKOFF_FLUSH_PERIOD", "LEFTOVER_FLUSH_PERIOD",
     "queueing_hints", "backoff_duration", "backoff_flush_time", "leftover_flush_time",
-    "moved_by", "delay_to", "queue_label",
+    "moved_by", "delay_to", "queue_label", "active_queue_order",
 ]
 
 #: rejected by NodeUnschedulable, TaintToleration or NodeAffinity on some node
@@ -78,6 +79,15 @@ ASSIGNED_POD_DELETE = 2
 BACKOFF_FLUSH_PERIOD = 1.0
 #: seconds between ``flushUnschedulablePodsLeftover`` runs (30 s)
 LEFTOVER_FLUSH_PERIOD = 30.0
+
+
+def active_queue_order(priority: Sequence[int], arrival: Sequence[float],
+                       order: Sequence[int]) -> list[int]:
+    """Positions ``0..n-1`` of pods waiting since their arrival (none tried yet) in
+    the order the active queue pops them: higher ``priority`` first, then earlier
+    ``arrival``, then lower ``order`` (the workload's file order)."""
+    return sorted(range(len(order)),
+                  key=lambda k: (-int(priority[k]), float(arrival[k]), int(order[k])))
 
 
 def queueing_hints(version: str) -> bool:

@@ -46,7 +46,7 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, devices_annotation, mig_allocations_annotation
 from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
-from hamisim.hami.reference import aligned_usage, collapsed_usage
+from hamisim.hami.reference import aligned_usage, app_containers_only, collapsed_usage
 from hamisim.kube.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -371,9 +371,8 @@ class PodLifecycle:
         if st.gen != gen or st.status != "running":
             return False  # HAMi's onUpdatePod only refreshes a terminating pod: no shrink
         name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
-        entries = st.containers if self._aligned[node] else [c for c in st.containers if c]
+        app_only = app_containers_only(st.containers, n_init, self._aligned[node])
         st.containers = None
-        app_only = [list(c) for c in entries[n_init:]]
         self.meter.apply_rows(node, *st.usage, 0, -1)
         # adopt replaces the pod's usage and keeps a mutex-reserve pod's
         # reservation (a delete first would drop it: its cards are still held)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from hamisim.sim.metrics import TIMESERIES_COLUMNS, ClusterMeter
 from hamisim.sim.recorder import EVENT_COLUMNS, POD_COLUMNS, MemorySink, Recorder
-from hamisim.sim.stats import run_statistics
+from hamisim.sim.stats import percentiles, run_statistics
 
 __all__ = ["SimResult", "RunCounts", "assemble_result"]
 
@@ -132,15 +132,13 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
     ts = pd.DataFrame(m.timeseries(), columns=[*TIMESERIES_COLUMNS, "gpu_arrived",
                                                "queueing_delay_s"])
     groups_ts = rec.groups_frame(m) if many_groups else None
-    delays = counts.delays if len(counts.delays) else np.zeros(1)
     summary = {
         "pods": counts.arrived, "bound": len(counts.delays),
         "departed": counts.departed, "abandoned": counts.abandoned,
         "pending_at_end": counts.pending, "running_at_end": counts.running,
         "attempts": counts.attempts,
-        "queueing_delay_p50_s": float(np.percentile(delays, 50)),
-        "queueing_delay_p99_s": float(np.percentile(delays, 99)),
-        "queueing_delay_max_s": float(delays.max()),
+        # None (null) when no pod bound: no delay to summarise
+        **percentiles(counts.delays, "queueing_delay"),
         "end_time_s": float(end_time),
     }
     if rec.placement is not None:

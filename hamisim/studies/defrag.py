@@ -45,10 +45,11 @@ import pandas as pd
 from hamisim._version import __version__
 from hamisim.cluster import Cluster
 from hamisim.hami.decision import Pick
-from hamisim.hami.reference import aligned_usage
+from hamisim.hami.reference import aligned_usage, app_containers_only
 from hamisim.errors import HamisimError, InputError
 from hamisim.io.initialstate import (InitialPod, InitialState, decode_devices,
                                      with_mig_allocations)
+from hamisim.kube.queue import active_queue_order
 from hamisim.pods import GPU, GPUCORES, GPUMEM, Container, Pod, admit, pod_requests
 from hamisim.registry import not_hamis
 from hamisim.research.fragmentation import fragmentation
@@ -171,7 +172,9 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
     bind = pods["bind"].to_numpy(dtype=float)
     gone = pods["departure"].to_numpy(dtype=float)
     abandon = pods["abandon"].to_numpy(dtype=float)
-    running = pods[(bind <= time) & ~(gone <= time) & pods["devices"].notna()]
+    # every pod bound and not gone holds its CPU and memory, a CPU-only one (null
+    # devices) too
+    running = pods[(bind <= time) & ~(gone <= time)]
     waiting = pods[(arrival <= time) & ~(bind <= time) & ~(gone <= time)
                    & ~(abandon <= time)]
     cluster = prep.cluster
@@ -198,6 +201,13 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
             out_pods.append(p)
             out_requests[name] = pod_of(p)
             continue
+        if pd.isna(devices) or not devices:
+            # no card: an initial-state pod without devices (io.initialstate)
+            pod = requests[name]
+            out_pods.append(InitialPod(name, node, [], 0, pod.cpu_milli, pod.memory_mib,
+                                       namespace=pod.namespace))
+            out_requests[name] = pod
+            continue
         containers = with_mig_allocations(
             None if pd.isna(mig) else mig, decode_devices(devices, None, cards[node], node),
             cards[node], str(table), f"pod '{name}'")
@@ -210,18 +220,18 @@ def recorded_at(folder: str | os.PathLike[str], time: float, what: str = "defrag
         containers, n_init = _per_container(containers, pod, cluster)
         if n_init and replay and pod.init_duration is not None and any(containers) \
                 and bound + pod.init_duration <= time:
-            # its init containers are done: HAMi keeps the entries after the first
-            # n_init of its list (sim.engine's _init_done, HAMi issue #2965)
-            entries = containers if aligned_usage(nodes[node], cluster.scheduler) else \
-                [c for c in containers if c]
-            containers, n_init = [list(c) for c in entries[n_init:]], 0
+            # its init containers are done (sim.engine's _init_done)
+            containers, n_init = app_containers_only(
+                containers, n_init, aligned_usage(nodes[node], cluster.scheduler)), 0
         out_pods.append(InitialPod(name, node, containers, n_init, pod.cpu_milli,
                                    pod.memory_mib, namespace=pod.namespace))
         out_requests[name] = pod
-    queue = sorted((-int(workload.priority[index[name]]), float(at), index[name])
-                   for name, at in zip(waiting["pod"], waiting["arrival"]) if name in index)
+    rows = [(index[name], float(at)) for name, at in zip(waiting["pod"], waiting["arrival"])
+            if name in index]
+    queue = [rows[k][0] for k in active_queue_order(
+        [workload.priority[i] for i, _ in rows], [at for _, at in rows], [i for i, _ in rows])]
     return RecordedState(cluster, InitialState(out_pods, path=str(table)), out_requests,
-                         [workload.pod(i) for _, _, i in queue])
+                         [workload.pod(i) for i in queue])
 
 
 def _per_container(segments: list[list[Pick]], pod: Pod, cluster: Cluster) -> \

@@ -373,6 +373,8 @@ class _Writer:
             self.every = 1
         changed = np.ones(values.shape, dtype=bool)
         changed[1:] = values[1:] != values[:-1]
+        if values.dtype.kind == "f":        # NaN after NaN is no change (NaN != NaN)
+            changed[1:] &= ~(np.isnan(values[1:]) & np.isnan(values[:-1]))
         series, start = np.nonzero(changed.T)       # each run of one value, by series
         stop = np.append(start[1:], k)
         stop[np.flatnonzero(np.diff(series))] = k      # a series' last run ends with the file

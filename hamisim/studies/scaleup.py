@@ -31,22 +31,21 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import NODE_UNREGISTERED
-from hamisim.io.documents import load_mapping
 from hamisim.io.initialstate import InitialState
+from hamisim.kube.queue import active_queue_order
 from hamisim.pods import Pod
 from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.studies.unplaceable import find_unplaceable
 from hamisim.workload import Trace
 
-__all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups", "group_aliases",
+__all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups",
            "queue_order", "dry_run_verdicts", "unplaceable_pending", "DEFAULT_MAX_EVALUATIONS"]
 
 #: additions tried exhaustively before the search goes greedy
@@ -87,8 +86,7 @@ class ScaleUpPlan:
 
 
 def node_groups(templates: Cluster, cluster: Cluster,
-                costs: Mapping[str, float] | None = None,
-                aliases: Mapping[str, str] | None = None) -> list[NodeGroup]:
+                costs: Mapping[str, float] | None = None) -> list[NodeGroup]:
     """The groups of a templates cluster file: per group (a node's ``group``: the
     entry's ``group`` key, else its ``name_prefix``; a single node without one is
     a group of its own, by ``name``) the first node as template and the node
@@ -96,17 +94,17 @@ def node_groups(templates: Cluster, cluster: Cluster,
     of that group, else (a cluster without that group, e.g. imported) its nodes
     of the template's kind (same cards: type, memory, cores, slots).
 
-    ``costs`` are keyed by group name or by any name of ``aliases``
-    (:func:`group_aliases`: an entry's ``name_prefix`` or ``name``); a name of
-    neither, or two names of one group, is a ``ValueError`` listing the names
-    accepted."""
+    ``costs`` are keyed by group name or by another name the templates file
+    gives it (:attr:`~hamisim.cluster.Cluster.group_aliases`: an entry's
+    ``name_prefix`` or ``name``); a name of neither, or two names of one group,
+    is a ``ValueError`` listing the names accepted."""
     seen: dict[str, list[Node]] = {}
     for node in templates.nodes:
         seen.setdefault(node.group or node.name, []).append(node)
     bad = [name for name, cost in (costs or {}).items() if not 0 < cost < math.inf]
     if bad:
         raise ValueError(f"--cost must be a positive number per node: {', '.join(bad)}")
-    costs = _costs_by_group(costs or {}, seen, aliases or {})
+    costs = _costs_by_group(costs or {}, seen, templates.group_aliases)
     have: dict[str, int] = {}
     for node in cluster.nodes:
         if node.group:
@@ -119,24 +117,6 @@ def node_groups(templates: Cluster, cluster: Cluster,
     return [NodeGroup(name, nodes[0], len(nodes), float(costs.get(name, 1.0)),
                       have.get(name) or kinds.get(_kind(nodes[0]), 0))
             for name, nodes in seen.items()]
-
-
-def group_aliases(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The other names of the groups of templates cluster file ``path``: each
-    entry's ``name_prefix`` (or ``name``) -> its group (its ``group`` key), where
-    they differ. Empty for a file that is not a YAML/JSON cluster file."""
-    if os.path.splitext(os.fspath(path))[1].lower() not in (".yaml", ".yml", ".json"):
-        return {}
-    data = load_mapping(path).data
-    out: dict[str, str] = {}
-    for entry in (data.get("nodes") if isinstance(data, dict) else None) or []:
-        if not isinstance(entry, dict):
-            continue
-        name = entry.get("name_prefix", entry.get("name"))
-        group = entry.get("group")
-        if isinstance(name, str) and isinstance(group, str) and group and name != group:
-            out.setdefault(name, group)
-    return out
 
 
 def _costs_by_group(costs: Mapping[str, float], groups: Mapping[str, object],
@@ -174,8 +154,7 @@ def _kind(node: Node) -> tuple:
 def queue_order(trace: Trace) -> list[Pod]:
     """The pending pods as kube-scheduler's active queue pops them: higher
     priority first, then earlier arrival, then file order."""
-    rows = sorted(range(len(trace)), key=lambda i: (-int(trace.priority[i]),
-                                                   float(trace.arrival[i]), i))
+    rows = active_queue_order(trace.priority, trace.arrival, range(len(trace)))
     return [trace.trace_pod(i).pod for i in rows]
 
 

@@ -26,6 +26,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster
+from hamisim.hami.decision import NODE_INSUFFICIENT_DEVICE
+from hamisim.hami.reference import USE_TYPE, type_allowed
 from hamisim.pods import GPU, Pod, admission_error
 from hamisim.shapes import USE_GPUTYPE
 from hamisim.sim.backend import make_scheduler
@@ -35,9 +37,11 @@ __all__ = ["find_unplaceable", "unplaceable_pods", "summarise"]
 #: the name the probing attempts give their pod (any name: the scheduler is fresh)
 _PROBE = "hamisim-unplaceable-probe"
 
+#: the vendor type HAMi's NVIDIA requests carry: a card counts when its type contains it
+_NVIDIA = "NVIDIA"
+
 #: HAMi's and kube-scheduler's node reasons in words, when every node gives it
 _WORDS = {
-    "NodeInsufficientDevice": "more GPUs than any node has",
     "CardInsufficientMemory": "more GPU memory than any card has",
     "CardInsufficientCore": "more GPU cores than any card has",
     "CardUuidMismatch": "a GPU UUID no node has",
@@ -74,7 +78,8 @@ def summarise(pod: Pod, node_reasons: Mapping[str, Sequence[str]], n_nodes: int,
     if asked > max_cards:
         return f"asks {asked} GPUs, the largest node has {max_cards}"
     wanted = pod.annotations.get(USE_GPUTYPE)
-    if wanted and not any(_type_named(c.type, wanted) for n in cluster_cards for c in n):
+    if wanted and not any(type_allowed({USE_TYPE: wanted}, c.type)
+                          for n in cluster_cards for c in n):
         return f"asks GPU type {wanted}, no card in the cluster has it"
     keys = Counter(_key(r[0]) for r in node_reasons.values() if r)
     if not keys:
@@ -83,14 +88,24 @@ def summarise(pod: Pod, node_reasons: Mapping[str, Sequence[str]], n_nodes: int,
     text = ", ".join(f"{key} on {n}/{n_nodes} nodes" for key, n in top[:2])
     if len(top) > 2:
         text += f" (+{len(top) - 2} other reasons)"
-    words = _WORDS.get(top[0][0]) if top[0][1] == n_nodes else None
+    words = None
+    if top[0][1] == n_nodes:
+        words = _insufficient_device(asked, cluster_cards) \
+            if top[0][0] == NODE_INSUFFICIENT_DEVICE else _WORDS.get(top[0][0])
     return f"asks {words}: {text}" if words else text
 
 
-def _type_named(card_type: str, wanted: str) -> bool:
-    """Whether ``use-gputype``'s comma list names a substring of the card's type
-    (case-insensitive, as HAMi compares), for the reason's wording only."""
-    return any(w.strip() and w.strip().upper() in card_type.upper() for w in wanted.split(","))
+def _insufficient_device(asked: int, cluster_cards: Sequence[Sequence]) -> str:
+    """``NodeInsufficientDevice`` on every node of a pod asking no more cards than
+    the largest node has: HAMi counts only the cards whose type contains its
+    vendor's (``NVIDIA``, any case), so the node has fewer of those."""
+    counted = max((sum(_NVIDIA in c.type.upper() for c in n) for n in cluster_cards),
+                  default=0)
+    gpus = f"{asked} GPU{'' if asked == 1 else 's'}"
+    if not counted:
+        return f"{gpus}, and no card's type contains {_NVIDIA} (HAMi counts no other card)"
+    return (f"{gpus}, and no node has more than {counted} cards HAMi counts (their type "
+            f"contains {_NVIDIA})")
 
 
 def find_unplaceable(cluster: Cluster, templates: Sequence[Pod], backend: str = "kernel",
