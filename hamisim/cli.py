@@ -605,7 +605,7 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
     import time
     from pathlib import Path
 
-    from hamisim.io.outputs import write_json
+    from hamisim.io.outputs import atomic_file, write_json
     from hamisim.studies.openmetrics import (
         default_start,
         retention_warning,
@@ -630,9 +630,8 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
                                  "start_given": args.metrics_start is not None,
                                  "interval_s": args.metrics_interval,
                                  "series": written.series, "samples": written.samples}
-    tmp = Path(args.out) / f".summary.json.{os.getpid()}"     # replaced whole, as report.html
-    write_json(result.summary, tmp)
-    os.replace(tmp, Path(args.out) / "summary.json")
+    with atomic_file(Path(args.out) / "summary.json") as tmp:     # replaced whole
+        write_json(result.summary, Path(tmp))
 
 
 def _metrics_target(args: argparse.Namespace) -> str | None:

@@ -4,17 +4,19 @@ Everything is written into a hidden sibling folder first and moved into place
 at the end, so a crash or Ctrl-C never leaves a half-written results folder
 (nor the hidden one); a previous folder of the same name is replaced only
 once the new one is complete, and an existing *file* is never replaced.
-Nothing written depends on the wall clock, so the same inputs and seed give
-byte-identical files. SIGTERM is the same as Ctrl-C here once
+The same inputs, seed and ``--metrics-start`` give byte-identical files: the
+only value taken from the wall clock is ``run --metrics-out``'s default start
+(the moment of the run), which summary.json records so that giving it as
+``--metrics-start`` writes the same bytes again. SIGTERM is the same as Ctrl-C here once
 :func:`sigterm_as_interrupt` is installed (the CLI does).
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -35,11 +37,18 @@ FORMATS = ("parquet", "csv")
 def atomic_file(target: str | os.PathLike[str]) -> Iterator[str]:
     """A temporary path beside ``target`` to write; it replaces ``target`` when
     the block ends normally and is removed when it raises (or on Ctrl-C), so
-    ``target`` is never half-written."""
+    ``target`` is never half-written. The file gets the permissions any new
+    file gets (the umask's), as if ``target`` were written directly."""
     name = os.fspath(target)
     folder = os.path.dirname(os.path.abspath(name))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(name)}.", suffix=".tmp", dir=folder)
-    os.close(fd)
+    while True:     # mkstemp's own files are private (0600): not for results
+        tmp = os.path.join(folder, f".{os.path.basename(name)}.{os.getpid()}."
+                                   f"{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
         yield tmp
         os.replace(tmp, name)
