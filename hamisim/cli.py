@@ -512,17 +512,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     figure_workers = idle_cpus()
     if figure_workers < 2 or not start_fork_server(FIGURE_MODULES):
         figure_workers = 1
-    from hamisim.kube.queue import queue_label
-    from hamisim.studies.report import engine_label
-    from hamisim.studies.runs import (
-        default_cluster_path,
-        default_timing_notice,
-        describe_cluster,
-        describe_workload,
-        prepare,
-        run_backend,
-        run_to_folder,
-    )
+    from hamisim.studies.runs import default_timing_notice, prepare, run_backend, run_to_folder
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     metrics = _metrics_target(args)
     prep = prepare(spec)
@@ -535,6 +525,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     label = _label(spec, prep)
     result = run_to_folder(spec, prep, args.out, args.format, title=label,
                            figure_workers=figure_workers)
+    try:
+        return _ran(args, spec, prep, label, result, metrics, figure_workers)
+    except KeyboardInterrupt as err:
+        err.results_written = args.out      # complete: main() says so
+        raise
+
+
+def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str | None,
+         figure_workers: int) -> int:
+    """The console lines of a run whose results folder is written, then
+    ``--metrics-out``."""
+    from hamisim.kube.queue import queue_label
+    from hamisim.studies.report import engine_label
+    from hamisim.studies.runs import default_cluster_path, describe_cluster, describe_workload
     out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     r = result.summary["results"]
@@ -620,8 +624,12 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
         print(f"hamisim run: --metrics-start {utc(start)} (default: the last sample at the "
               "moment of the run; give it to write this file again byte for byte)", flush=True)
     started = perf_counter()
-    written = write_run_metrics(target, prep, result.timeseries, args.out, args.format, start,
-                                args.metrics_interval)
+    try:
+        written = write_run_metrics(target, prep, result.timeseries, args.out, args.format,
+                                    start, args.metrics_interval)
+    except KeyboardInterrupt as err:
+        err.unwritten = f"the metrics file {target} was not written"    # atomic_file
+        raise
     print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
     warning = retention_warning(written.first, written.last, now)
     if warning:
@@ -1271,9 +1279,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as err:
         # results folders are swapped in whole (hamisim.io.outputs.atomic_folder),
-        # so an interrupted run or compare has written nothing; SIGTERM unwinds
+        # so an interrupted run or compare has written nothing, unless the folder
+        # was complete when the interrupt came (it then says so); SIGTERM unwinds
         # the same way (Terminated is a KeyboardInterrupt)
         done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
+        written = getattr(err, "results_written", None)
+        if written is not None:
+            done = f" results written to {written}/"
+            unwritten = getattr(err, "unwritten", None)
+            done += f"; {unwritten}" if unwritten else ""
         how = "terminated" if isinstance(err, Terminated) else "interrupted"
         _close_progress_bars(getattr(args, "progress", None))
         print(f"hamisim: {how}:{done}" if done else f"hamisim: {how}", file=sys.stderr)

@@ -67,8 +67,11 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
     On any exception, Ctrl-C (and SIGTERM, :func:`sigterm_as_interrupt`)
     included, the temporary folder is removed and ``target`` is left as it
     was. The final swap (previous folder aside, new folder in, previous folder
-    removed) and that removal ignore both signals, so an interrupt never
-    leaves neither or both, nor half a temporary folder. ``InputError`` when
+    removed) and that removal hold both signals back, so an interrupt never
+    leaves neither or both, nor half a temporary folder; one that arrived
+    during the swap is acted on right after it, as its handler would have (the
+    :class:`KeyboardInterrupt` then carries ``results_written``, ``target``:
+    the folder is complete, and the CLI says so). ``InputError`` when
     ``target`` is an existing file (it is never replaced by a folder) or
     cannot be created.
     """
@@ -90,12 +93,14 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
         raise InputError(str(target), None, f"cannot create the results folder: {why}") from None
     try:
         yield tmp
-        with _interrupts_ignored():
+        with _interrupts_held() as held:
             _swap_in(tmp, target)
     except BaseException:
-        with _interrupts_ignored():
+        with _interrupts_held():        # already unwinding: one held here is moot
             shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if held:
+        _deliver(held[0], target)
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
@@ -118,21 +123,39 @@ _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def _interrupts_ignored() -> Iterator[None]:
-    """Ctrl-C and SIGTERM are ignored inside the block (main thread only; elsewhere
-    a no-op); a signal whose handler was not installed from Python is left alone."""
+def _interrupts_held() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM wait until the block ends: one that arrives inside it
+    is only appended to the yielded list, for the caller to act on after the
+    block (:func:`_deliver`). Main thread only (elsewhere a no-op); a signal
+    ignored, or whose handler was not installed from Python, is left alone."""
+    held: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield held
         return
     previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS}
-    previous = {sig: handler for sig, handler in previous.items() if handler is not None}
+    previous = {sig: handler for sig, handler in previous.items()
+                if handler is not None and handler != signal.SIG_IGN}
+
+    def hold(signum, frame) -> None:
+        held.append(signum)
     for sig in previous:
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, hold)
     try:
-        yield
+        yield held
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _deliver(signum: int, folder: Path) -> None:
+    """Act on the interrupt ``signum`` held back while ``folder`` was swapped in,
+    as its handler does (Ctrl-C and SIGTERM raise, SIGTERM's default ends the
+    process); a :class:`KeyboardInterrupt` raised carries ``results_written``."""
+    try:
+        signal.raise_signal(signum)     # the Python handler runs before it returns
+    except KeyboardInterrupt as exc:
+        exc.results_written = folder
+        raise
 
 
 def _raise_terminated(signum, frame) -> None:
