@@ -523,12 +523,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("hamisim run: the Python policy runs on the readable backend (--backend "
               "reference; the kernel cannot call Python)", flush=True)
     label = _label(spec, prep)
-    result = run_to_folder(spec, prep, args.out, args.format, title=label,
-                           figure_workers=figure_workers)
+    result = None
     try:
+        result = run_to_folder(spec, prep, args.out, args.format, title=label,
+                               figure_workers=figure_workers)
         return _ran(args, spec, prep, label, result, metrics, figure_workers)
     except KeyboardInterrupt as err:
-        err.results_written = args.out      # complete: main() says so
+        # the folder is complete once run_to_folder returned, or when the interrupt
+        # came during its final swap (atomic_folder): main() then says so
+        if result is not None:
+            err.results_written = args.out
+        if getattr(err, "results_written", None) is not None and metrics is not None \
+                and not hasattr(err, "unwritten"):      # before _write_metrics
+            err.unwritten = f"the metrics file {metrics} was not written"
         raise
 
 
@@ -624,22 +631,25 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
         print(f"hamisim run: --metrics-start {utc(start)} (default: the last sample at the "
               "moment of the run; give it to write this file again byte for byte)", flush=True)
     started = perf_counter()
+    # an interrupt says what of this is missing (the results folder is complete)
+    missing = f"the metrics file {target} was not written"      # atomic_file: none at all
     try:
         written = write_run_metrics(target, prep, result.timeseries, args.out, args.format,
                                     start, args.metrics_interval)
+        missing = f"summary.json does not record the start of {target}"
+        print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
+        warning = retention_warning(written.first, written.last, now)
+        if warning:
+            _print_warnings(f"--metrics-out {target}", [warning])
+        result.summary["metrics"] = {"start": utc(start), "start_unix": start,
+                                     "start_given": args.metrics_start is not None,
+                                     "interval_s": args.metrics_interval,
+                                     "series": written.series, "samples": written.samples}
+        with atomic_file(Path(args.out) / "summary.json") as tmp:     # replaced whole
+            write_json(result.summary, Path(tmp))
     except KeyboardInterrupt as err:
-        err.unwritten = f"the metrics file {target} was not written"    # atomic_file
+        err.unwritten = missing
         raise
-    print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
-    warning = retention_warning(written.first, written.last, now)
-    if warning:
-        _print_warnings(f"--metrics-out {target}", [warning])
-    result.summary["metrics"] = {"start": utc(start), "start_unix": start,
-                                 "start_given": args.metrics_start is not None,
-                                 "interval_s": args.metrics_interval,
-                                 "series": written.series, "samples": written.samples}
-    with atomic_file(Path(args.out) / "summary.json") as tmp:     # replaced whole
-        write_json(result.summary, Path(tmp))
 
 
 def _metrics_target(args: argparse.Namespace) -> str | None:

@@ -8,6 +8,7 @@ already holds files.
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -235,41 +236,55 @@ def _done(sig: int, tail: str) -> str:
     return SIGNALS[sig][1].replace("no results written", tail) + "\n"
 
 
+@pytest.mark.parametrize("metrics", [False, True], ids=["", "metrics-out"])
 @pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
 def test_run_interrupted_during_the_swap_says_its_results_were_written(tmp_path, monkeypatch,
-                                                                      capsys, sig):
-    out = tmp_path / "out"
+                                                                      capsys, sig, metrics):
+    out, om = tmp_path / "out", tmp_path / "m.om"
     original = outputs._swap_in
 
     def swap_with_a_signal(tmp, target):
         os.kill(os.getpid(), sig)
         original(tmp, target)
     monkeypatch.setattr(outputs, "_swap_in", swap_with_a_signal)
-    status = main(["run", *_inputs(tmp_path), "--out", str(out)])
+    status = main(["run", *_inputs(tmp_path), "--out", str(out)]
+                  + (["--metrics-out", str(om)] if metrics else []))
     assert status == SIGNALS[sig][0]
-    assert capsys.readouterr().err == _done(sig, f"results written to {out}/")
+    tail = f"; the metrics file {om} was not written" if metrics else ""
+    assert capsys.readouterr().err == _done(sig, f"results written to {out}/{tail}")
+    assert not om.exists()
     assert {"summary.json", "report.html", "pods.csv"} <= {p.name for p in out.iterdir()}
 
 
 @pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
-def test_run_interrupted_while_its_metrics_are_written(tmp_path, monkeypatch, capsys, sig):
+@pytest.mark.parametrize("phase", ["metrics file", "summary"])
+def test_run_interrupted_while_its_metrics_are_written(tmp_path, monkeypatch, capsys, sig,
+                                                       phase):
     """The results folder is complete before --metrics-out's file is written: an
-    interrupt then says so, and that the metrics file (written whole or not at
-    all) was not written."""
+    interrupt then says so, and what is missing: the metrics file (written whole
+    or not at all), or, once it is written, its start in summary.json."""
     from hamisim.studies import openmetrics
     out, metrics = tmp_path / "out", tmp_path / "m.om"
 
     def interrupted(*args, **kwargs):
         os.kill(os.getpid(), sig)
         time.sleep(5)                   # the CLI's handler raises before this ends
-    monkeypatch.setattr(openmetrics, "write_run_metrics", interrupted)
+    if phase == "metrics file":
+        monkeypatch.setattr(openmetrics, "write_run_metrics", interrupted)
+        tail = f"the metrics file {metrics} was not written"
+    else:
+        monkeypatch.setattr(outputs, "write_json", interrupted)     # the summary's rewrite
+        tail = f"summary.json does not record the start of {metrics}"
     status = main(["run", *_inputs(tmp_path), "--out", str(out), "--metrics-out", str(metrics),
                    "--metrics-start", "2026-11-30T00:00:00Z"])
     assert status == SIGNALS[sig][0]
-    assert capsys.readouterr().err == _done(
-        sig, f"results written to {out}/; the metrics file {metrics} was not written")
+    assert capsys.readouterr().err == _done(sig, f"results written to {out}/; {tail}")
     assert {"summary.json", "report.html", "pods.csv"} <= {p.name for p in out.iterdir()}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "out", "t.csv"]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert "metrics" not in json.loads((out / "summary.json").read_text())
+    kept = ["c.yaml", "out", "t.csv"] if phase == "metrics file" else \
+        ["c.yaml", "m.om", "out", "t.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
 
 
 def test_sigterm_is_an_interrupt_only_inside_the_block():
