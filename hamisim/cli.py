@@ -512,17 +512,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     figure_workers = idle_cpus()
     if figure_workers < 2 or not start_fork_server(FIGURE_MODULES):
         figure_workers = 1
-    from hamisim.kube.queue import queue_label
-    from hamisim.studies.report import engine_label
-    from hamisim.studies.runs import (
-        default_cluster_path,
-        default_timing_notice,
-        describe_cluster,
-        describe_workload,
-        prepare,
-        run_backend,
-        run_to_folder,
-    )
+    from hamisim.studies.runs import default_timing_notice, prepare, run_backend, run_to_folder
     spec = _spec(args, gpu_policy=args.gpu_policy, node_policy=args.node_policy)
     metrics = _metrics_target(args)
     prep = prepare(spec)
@@ -533,8 +523,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("hamisim run: the Python policy runs on the readable backend (--backend "
               "reference; the kernel cannot call Python)", flush=True)
     label = _label(spec, prep)
-    result = run_to_folder(spec, prep, args.out, args.format, title=label,
-                           figure_workers=figure_workers)
+    result = None
+    try:
+        result = run_to_folder(spec, prep, args.out, args.format, title=label,
+                               figure_workers=figure_workers)
+        return _ran(args, spec, prep, label, result, metrics, figure_workers)
+    except KeyboardInterrupt as err:
+        # the folder is complete once run_to_folder returned, or when the interrupt
+        # came during its final swap (atomic_folder): main() then says so
+        if result is not None:
+            err.results_written = args.out
+        if getattr(err, "results_written", None) is not None and metrics is not None \
+                and not hasattr(err, "unwritten"):      # before _write_metrics
+            err.unwritten = f"the metrics file {metrics} was not written"
+        raise
+
+
+def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str | None,
+         figure_workers: int) -> int:
+    """The console lines of a run whose results folder is written, then
+    ``--metrics-out``."""
+    from hamisim.kube.queue import queue_label
+    from hamisim.studies.report import engine_label
+    from hamisim.studies.runs import default_cluster_path, describe_cluster, describe_workload
     out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     r = result.summary["results"]
@@ -606,7 +617,7 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
     import time
     from pathlib import Path
 
-    from hamisim.io.outputs import write_json
+    from hamisim.io.outputs import atomic_file, write_json
     from hamisim.studies.openmetrics import (
         default_start,
         retention_warning,
@@ -621,19 +632,25 @@ def _write_metrics(args: argparse.Namespace, target: str, prep, result) -> None:
         print(f"hamisim run: --metrics-start {utc(start)} (default: the last sample at the "
               "moment of the run; give it to write this file again byte for byte)", flush=True)
     started = perf_counter()
-    written = write_run_metrics(target, prep, result.timeseries, args.out, args.format, start,
-                                args.metrics_interval)
-    print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
-    warning = retention_warning(written.first, written.last, now)
-    if warning:
-        _print_warnings(f"--metrics-out {target}", [warning])
-    result.summary["metrics"] = {"start": utc(start), "start_unix": start,
-                                 "start_given": args.metrics_start is not None,
-                                 "interval_s": args.metrics_interval,
-                                 "series": written.series, "samples": written.samples}
-    tmp = Path(args.out) / f".summary.json.{os.getpid()}"     # replaced whole, as report.html
-    write_json(result.summary, tmp)
-    os.replace(tmp, Path(args.out) / "summary.json")
+    # an interrupt says what of this is missing (the results folder is complete)
+    missing = f"the metrics file {target} was not written"      # atomic_file: none at all
+    try:
+        written = write_run_metrics(target, prep, result.timeseries, args.out, args.format,
+                                    start, args.metrics_interval)
+        missing = f"summary.json does not record the start of {target}"
+        print(f"metrics written to {written.describe()} in {perf_counter() - started:.1f} s")
+        warning = retention_warning(written.first, written.last, now)
+        if warning:
+            _print_warnings(f"--metrics-out {target}", [warning])
+        result.summary["metrics"] = {"start": utc(start), "start_unix": start,
+                                     "start_given": args.metrics_start is not None,
+                                     "interval_s": args.metrics_interval,
+                                     "series": written.series, "samples": written.samples}
+        with atomic_file(Path(args.out) / "summary.json") as tmp:     # replaced whole
+            write_json(result.summary, Path(tmp))
+    except KeyboardInterrupt as err:
+        err.unwritten = missing
+        raise
 
 
 def _metrics_target(args: argparse.Namespace) -> str | None:
@@ -1289,9 +1306,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as err:
         # results folders are swapped in whole (hamisim.io.outputs.atomic_folder),
-        # so an interrupted run or compare has written nothing; SIGTERM unwinds
+        # so an interrupted run or compare has written nothing, unless the folder
+        # was complete when the interrupt came (it then says so); SIGTERM unwinds
         # the same way (Terminated is a KeyboardInterrupt)
         done = " no results written" if args.command in _WRITES_ATOMICALLY else ""
+        written = getattr(err, "results_written", None)
+        if written is not None:
+            done = f" results written to {written}/"
+            unwritten = getattr(err, "unwritten", None)
+            done += f"; {unwritten}" if unwritten else ""
         how = "terminated" if isinstance(err, Terminated) else "interrupted"
         _close_progress_bars(getattr(args, "progress", None))
         print(f"hamisim: {how}:{done}" if done else f"hamisim: {how}", file=sys.stderr)

@@ -8,6 +8,7 @@ already holds files.
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -201,10 +202,11 @@ def test_interrupt_while_the_results_are_written(tmp_path, monkeypatch, capsys, 
 
 
 @pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
-def test_interrupt_during_the_swap_is_ignored(tmp_path, monkeypatch, sig):
+def test_interrupt_during_the_swap_comes_after_it(tmp_path, monkeypatch, sig):
     """The final swap cannot be interrupted half-way: a SIGINT or SIGTERM (as the
     CLI turns it into an interrupt) sent while it runs neither leaves the target
-    missing nor raises."""
+    missing nor is lost: it is raised once the new folder is in place, and says
+    that folder is complete."""
     target = tmp_path / "out"
     target.mkdir()
     (target / "old.txt").write_text("old")
@@ -214,11 +216,75 @@ def test_interrupt_during_the_swap_is_ignored(tmp_path, monkeypatch, sig):
         os.kill(os.getpid(), sig)                       # the signal right inside the swap
         original(src, dst)
     monkeypatch.setattr(outputs.os, "replace", replace_with_a_signal)
-    with outputs.sigterm_as_interrupt(), outputs.atomic_folder(target) as tmp:
-        (tmp / "new.txt").write_text("new")
+    with pytest.raises(KeyboardInterrupt) as caught:
+        with outputs.sigterm_as_interrupt(), outputs.atomic_folder(target) as tmp:
+            (tmp / "new.txt").write_text("new")
     monkeypatch.undo()
+    assert caught.value.results_written == target
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert [p.name for p in target.iterdir()] == ["new.txt"]
+
+
+def _inputs(tmp_path: Path) -> list[str]:
+    cpath, tpath = tmp_path / "c.yaml", tmp_path / "t.csv"
+    cpath.write_text(CLUSTER)
+    tpath.write_text(TRACE)
+    return [str(cpath), str(tpath), "--as-traced", "--format", "csv", "--no-progress"]
+
+
+def _done(sig: int, tail: str) -> str:
+    return SIGNALS[sig][1].replace("no results written", tail) + "\n"
+
+
+@pytest.mark.parametrize("metrics", [False, True], ids=["", "metrics-out"])
+@pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
+def test_run_interrupted_during_the_swap_says_its_results_were_written(tmp_path, monkeypatch,
+                                                                      capsys, sig, metrics):
+    out, om = tmp_path / "out", tmp_path / "m.om"
+    original = outputs._swap_in
+
+    def swap_with_a_signal(tmp, target):
+        os.kill(os.getpid(), sig)
+        original(tmp, target)
+    monkeypatch.setattr(outputs, "_swap_in", swap_with_a_signal)
+    status = main(["run", *_inputs(tmp_path), "--out", str(out)]
+                  + (["--metrics-out", str(om)] if metrics else []))
+    assert status == SIGNALS[sig][0]
+    tail = f"; the metrics file {om} was not written" if metrics else ""
+    assert capsys.readouterr().err == _done(sig, f"results written to {out}/{tail}")
+    assert not om.exists()
+    assert {"summary.json", "report.html", "pods.csv"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.parametrize("sig", list(SIGNALS), ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("phase", ["metrics file", "summary"])
+def test_run_interrupted_while_its_metrics_are_written(tmp_path, monkeypatch, capsys, sig,
+                                                       phase):
+    """The results folder is complete before --metrics-out's file is written: an
+    interrupt then says so, and what is missing: the metrics file (written whole
+    or not at all), or, once it is written, its start in summary.json."""
+    from hamisim.studies import openmetrics
+    out, metrics = tmp_path / "out", tmp_path / "m.om"
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), sig)
+        time.sleep(5)                   # the CLI's handler raises before this ends
+    if phase == "metrics file":
+        monkeypatch.setattr(openmetrics, "write_run_metrics", interrupted)
+        tail = f"the metrics file {metrics} was not written"
+    else:
+        monkeypatch.setattr(outputs, "write_json", interrupted)     # the summary's rewrite
+        tail = f"summary.json does not record the start of {metrics}"
+    status = main(["run", *_inputs(tmp_path), "--out", str(out), "--metrics-out", str(metrics),
+                   "--metrics-start", "2026-11-30T00:00:00Z"])
+    assert status == SIGNALS[sig][0]
+    assert capsys.readouterr().err == _done(sig, f"results written to {out}/; {tail}")
+    assert {"summary.json", "report.html", "pods.csv"} <= {p.name for p in out.iterdir()}
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert "metrics" not in json.loads((out / "summary.json").read_text())
+    kept = ["c.yaml", "out", "t.csv"] if phase == "metrics file" else \
+        ["c.yaml", "m.om", "out", "t.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
 
 
 def test_sigterm_is_an_interrupt_only_inside_the_block():

@@ -557,3 +557,26 @@ def test_lines_are_their_pieces_in_order():
     assert out.tobytes() == want
     with pytest.raises(IndexError):
         lines(*pieces(heads), *pieces(values), *pieces(stamps), head, value, stamp, out[:-1])
+
+
+def test_a_failed_summary_rewrite_leaves_no_temporary_file(run, tmp_path, monkeypatch, capsys):
+    # --metrics-out adds its start to summary.json, replaced whole: a write that
+    # fails half-way leaves the run's own summary.json and no temporary file
+    import errno
+
+    from hamisim.io import outputs
+    base, _ = run
+    original = outputs.write_json
+
+    def half_then_full(obj, path):
+        original(obj, path)
+        path.write_text(path.read_text()[:20])
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(outputs, "write_json", half_then_full)
+    out = tmp_path / "r"
+    assert main(["run", str(base / "c.yaml"), str(base / "t.csv"), "--out", str(out),
+                 "--no-progress", "--metrics-out", str(tmp_path / "m.om"), "--metrics-start",
+                 START, "--metrics-interval", "30"]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert "metrics" not in json.loads((out / "summary.json").read_text())

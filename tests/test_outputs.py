@@ -119,6 +119,59 @@ def test_a_figure_failing_on_a_worker_leaves_no_folder(inputs, monkeypatch):
     assert not [p for p in inputs.iterdir() if p.name.startswith(".out")]
 
 
+class _DiedPool:
+    """A figure pool whose worker died while drawing: every figure it was given
+    fails with BrokenProcessPool, as concurrent.futures reports it."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+        future = Future()
+        future.set_exception(BrokenProcessPool("A process in the process pool was "
+                                               "terminated abruptly"))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def _dead_pool():
+    """A real pool whose only worker has died: its submit raises BrokenProcessPool."""
+    import os
+
+    from hamisim.studies.workers import process_pool
+    pool = process_pool(1)
+    with pytest.raises(Exception):
+        pool.submit(os._exit, 1).result()
+    return pool
+
+
+@pytest.mark.parametrize("when", ["while drawing", "before submitting"])
+def test_a_figure_worker_that_dies_costs_only_time(inputs, monkeypatch, when):
+    """A figure worker killed (out of memory, a signal) does not fail the run: the
+    figures not drawn are drawn in this process, the same files."""
+    import contextlib
+
+    import hamisim.studies.runs as study
+    result = run(spec(inputs, seed=3))
+    a = write_run(result, inputs / "a", "parquet")
+
+    @contextlib.contextmanager
+    def died(workers, jobs):
+        pool = _DiedPool() if when == "while drawing" else _dead_pool()
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True)
+    monkeypatch.setattr(study, "_figure_pool", died)
+    b = write_run(result, inputs / "b", "parquet", figure_workers=2)
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert len([n for n in names if str(n).startswith("figures/")]) >= 3
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
 def test_rewrite_replaces_previous_results(inputs):
     out = inputs / "out"
     out.mkdir()

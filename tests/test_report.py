@@ -199,3 +199,32 @@ def test_results_display_in_a_notebook(run_dir, tmp_path):
                            run_dir / "figures" / "utilisation.png", None)
     shown = outcome._repr_html_()
     assert "data:image/png;base64," in shown and "hamisim sweep: 1 cells" in shown
+
+
+def test_a_failed_report_write_leaves_the_previous_one_and_no_temporary_file(run_dir, tmp_path,
+                                                                             monkeypatch):
+    """write_report replaces report.html whole: a write that fails half-way (a full
+    disk) leaves the previous page and nothing else; a page written is readable as
+    any file the user writes (the umask's permissions, not a temporary file's)."""
+    import errno
+    import os
+    folder = tmp_path / "run"
+    shutil.copytree(run_dir, folder)
+    before = (folder / "report.html").read_bytes()
+    names = sorted(p.name for p in folder.iterdir())
+    original = Path.write_text
+
+    def half_then_full(self, text, *args, **kwargs):
+        original(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(OSError):
+        write_report(folder)
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == names
+    assert (folder / "report.html").read_bytes() == before
+    (folder / "report.html").unlink()
+    write_report(folder)
+    (folder / "plain").write_text("")
+    assert (folder / "report.html").stat().st_mode == (folder / "plain").stat().st_mode
+    assert os.access(folder / "report.html", os.R_OK)

@@ -4,17 +4,19 @@ Everything is written into a hidden sibling folder first and moved into place
 at the end, so a crash or Ctrl-C never leaves a half-written results folder
 (nor the hidden one); a previous folder of the same name is replaced only
 once the new one is complete, and an existing *file* is never replaced.
-Nothing written depends on the wall clock, so the same inputs and seed give
-byte-identical files. SIGTERM is the same as Ctrl-C here once
+The same inputs, seed and ``--metrics-start`` give byte-identical files: the
+only value taken from the wall clock is ``run --metrics-out``'s default start
+(the moment of the run), which summary.json records so that giving it as
+``--metrics-start`` writes the same bytes again. SIGTERM is the same as Ctrl-C here once
 :func:`sigterm_as_interrupt` is installed (the CLI does).
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -35,11 +37,18 @@ FORMATS = ("parquet", "csv")
 def atomic_file(target: str | os.PathLike[str]) -> Iterator[str]:
     """A temporary path beside ``target`` to write; it replaces ``target`` when
     the block ends normally and is removed when it raises (or on Ctrl-C), so
-    ``target`` is never half-written."""
+    ``target`` is never half-written. The file gets the permissions any new
+    file gets (the umask's), as if ``target`` were written directly."""
     name = os.fspath(target)
     folder = os.path.dirname(os.path.abspath(name))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(name)}.", suffix=".tmp", dir=folder)
-    os.close(fd)
+    while True:     # mkstemp's own files are private (0600): not for results
+        tmp = os.path.join(folder, f".{os.path.basename(name)}.{os.getpid()}."
+                                   f"{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
         yield tmp
         os.replace(tmp, name)
@@ -58,8 +67,11 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
     On any exception, Ctrl-C (and SIGTERM, :func:`sigterm_as_interrupt`)
     included, the temporary folder is removed and ``target`` is left as it
     was. The final swap (previous folder aside, new folder in, previous folder
-    removed) and that removal ignore both signals, so an interrupt never
-    leaves neither or both, nor half a temporary folder. ``InputError`` when
+    removed) and that removal hold both signals back, so an interrupt never
+    leaves neither or both, nor half a temporary folder; one that arrived
+    during the swap is acted on right after it, as its handler would have (the
+    :class:`KeyboardInterrupt` then carries ``results_written``, ``target``:
+    the folder is complete, and the CLI says so). ``InputError`` when
     ``target`` is an existing file (it is never replaced by a folder) or
     cannot be created.
     """
@@ -81,12 +93,14 @@ def atomic_folder(target: str | os.PathLike[str]) -> Iterator[Path]:
         raise InputError(str(target), None, f"cannot create the results folder: {why}") from None
     try:
         yield tmp
-        with _interrupts_ignored():
+        with _interrupts_held() as held:
             _swap_in(tmp, target)
     except BaseException:
-        with _interrupts_ignored():
+        with _interrupts_held():        # already unwinding: one held here is moot
             shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if held:
+        _deliver(held[0], target)
 
 
 def _swap_in(tmp: Path, target: Path) -> None:
@@ -109,21 +123,39 @@ _INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def _interrupts_ignored() -> Iterator[None]:
-    """Ctrl-C and SIGTERM are ignored inside the block (main thread only; elsewhere
-    a no-op); a signal whose handler was not installed from Python is left alone."""
+def _interrupts_held() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM wait until the block ends: one that arrives inside it
+    is only appended to the yielded list, for the caller to act on after the
+    block (:func:`_deliver`). Main thread only (elsewhere a no-op); a signal
+    ignored, or whose handler was not installed from Python, is left alone."""
+    held: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield held
         return
     previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS}
-    previous = {sig: handler for sig, handler in previous.items() if handler is not None}
+    previous = {sig: handler for sig, handler in previous.items()
+                if handler is not None and handler != signal.SIG_IGN}
+
+    def hold(signum, frame) -> None:
+        held.append(signum)
     for sig in previous:
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, hold)
     try:
-        yield
+        yield held
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _deliver(signum: int, folder: Path) -> None:
+    """Act on the interrupt ``signum`` held back while ``folder`` was swapped in,
+    as its handler does (Ctrl-C and SIGTERM raise, SIGTERM's default ends the
+    process); a :class:`KeyboardInterrupt` raised carries ``results_written``."""
+    try:
+        signal.raise_signal(signum)     # the Python handler runs before it returns
+    except KeyboardInterrupt as exc:
+        exc.results_written = folder
+        raise
 
 
 def _raise_terminated(signum, frame) -> None:

@@ -153,7 +153,8 @@ class PodLifecycle:
       (``apply_rows``) and ``row_of`` (card id -> meter row), ``checker``
       (:class:`hamisim.sim.checker.Checker` or ``None``), ``env`` (``.now``,
       the clock), ``rng`` and ``random_ties``, ``_denied`` (``.get(pod)``: HAMi's
-      admission webhook's refusal, or ``""``), ``replay`` (a pod's timers run:
+      admission webhook's refusal, or ``""``), ``quotas`` (the cluster has
+      ResourceQuotas: :meth:`_create` asks HAMi's webhook), ``replay`` (a pod's timers run:
       its duration, grace period and init containers end), ``retry`` (a failed
       pod waits to be tried again; else it is abandoned), ``_aligned`` (per
       node: HAMi lists every container,
@@ -170,6 +171,9 @@ class PodLifecycle:
     * ``_depart_in(delay, name)``: call :meth:`_delete` ``(name)`` after
       ``delay`` (a duration or a grace period ran out);
     * ``_init_in(delay, item)``: call :meth:`_init_done` ``(item)`` after ``delay``.
+
+    A created pod enters through :meth:`_create` (counts, ``arrive`` row,
+    checker, webhook), whichever driver creates it.
 
     The handlers are the engine's hot path: they use the attributes directly
     and call the driver's hooks only where something driver-specific happens.
@@ -333,6 +337,29 @@ class PodLifecycle:
                 and any(d.containers):
             st.containers = d.containers
             self._init_in(pod.init_duration, (st, st.gen))
+
+    def _create(self, st: PodState) -> bool:
+        """The pod of ``st`` is created at ``st.arrival``: counted as arrived and
+        pending, logged as an ``arrive`` row, announced to the invariant checker,
+        and refused (``rejected``, never scheduled) by HAMi's admission webhook
+        when its namespace's quota is used up at its creation (only where the
+        cluster has quotas: ``self.quotas``). True if it was admitted: the
+        driver then queues or tries it."""
+        name = st.pod.name
+        self.pods[name] = st
+        self.n_arrived += 1
+        self.n_pending += 1
+        self.stale += 1
+        self.gpu_arrived += st.gpu
+        self.rec.event(st.arrival, name, "arrive")
+        if self.checker is not None:  # --check (hamisim/sim/checker.py)
+            self.checker.arrive(name)
+        if self.quotas:
+            denied = self.sched.admission_denial(st.pod)
+            if denied:
+                self._abandon(st, denied, event="rejected")
+                return False
+        return True
 
     def _abandon(self, st: PodState, why: str, event: str = "abandon") -> None:
         """The pending pod is gone: deleted, not retried, or (``rejected``)
@@ -701,21 +728,8 @@ class _Engine(PodLifecycle):
         now = self.env.now
         st = PodState(pod, order, float(now), tp.duration, tp.deletion, self._gpus.get(pod),
                        self._class_of(tp))
-        self.pods[name] = st
-        self.n_arrived += 1
-        self.n_pending += 1
-        self.stale += 1
-        self.gpu_arrived += st.gpu
-        self.rec.event(now, name, "arrive")
-        if self.checker is not None:  # --check (hamisim/sim/checker.py)
-            self.checker.arrive(name)
-        if self.quotas:
-            denied = self.sched.admission_denial(pod)
-            if denied:
-                # HAMi's webhook refused to create it (its namespace's quota
-                # was used up when it was created): it is never scheduled
-                self._abandon(st, denied, event="rejected")
-                return
+        if not self._create(st):
+            return      # refused by HAMi's webhook: never scheduled
         if tp.deletion is not None:
             self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._deletion, name)
         self._enqueue(st)
@@ -937,21 +951,9 @@ class _Engine(PodLifecycle):
             self.env.now = float(order)        # one submission per second
             st = PodState(pod, order, float(order), None, None, self._gpus.get(pod),
                            self._class_of(item))
-            self.pods[pod.name] = st
-            self.n_arrived += 1
-            self.n_pending += 1
-            self.stale += 1
-            self.gpu_arrived += st.gpu
-            self.rec.event(order, pod.name, "arrive")
-            if self.checker is not None:  # --check (hamisim/sim/checker.py)
-                self.checker.arrive(pod.name)
-            denied = self.quotas and self.sched.admission_denial(pod)
-            if denied:
-                # created like any pod: HAMi's webhook refuses it when its
-                # namespace's quota is used up, and it is never attempted (no
-                # scheduling pass, so no sample: as a replay's refused arrival)
-                self._abandon(st, denied, event="rejected")
-            else:
+            # created like any pod: one HAMi's webhook refuses is never attempted
+            # (no scheduling pass, so no sample: as a replay's refused arrival)
+            if self._create(st):
                 self._attempt(st)
                 self._sample()
             if progress is not None:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from hamisim.io.outputs import read_table
+from hamisim.io.outputs import atomic_file, read_table
 
 __all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html",
            "validation_html"]
@@ -94,9 +94,8 @@ def write_report(folder: str | os.PathLike[str]) -> Path:
     """Write ``folder/report.html`` (replaced atomically) and return its path."""
     folder = Path(folder)
     text = report_html(folder)
-    tmp = folder / f".report.html.{os.getpid()}"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, folder / "report.html")
+    with atomic_file(folder / "report.html") as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
     return folder / "report.html"
 
 

@@ -17,6 +17,7 @@ import itertools
 import json
 import math
 import os
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -575,7 +576,9 @@ def run_to_folder(spec: RunSpec, prep: Prepared, out: str | os.PathLike[str],
     writes the tables; the files are the same as drawn here. The workers come from
     the fork server: started early with
     :data:`~hamisim.studies.workers.FIGURE_MODULES` preloaded (``hamisim run`` does
-    so before it reads its inputs), they start with matplotlib loaded."""
+    so before it reads its inputs), they start with matplotlib loaded. A worker
+    that dies (killed, out of memory) costs nothing but time: the figures not yet
+    drawn are drawn here."""
     with atomic_folder(out) as tmp:
         sink = TableFiles(tmp, fmt)
         try:
@@ -596,8 +599,12 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
                     result.group_timeseries, folder / "figures", title, result.mig_timeseries)
     with _figure_pool(figure_workers, len(jobs)) as pool:
         # the dearest figures first, so that the last one to finish is a cheap one
-        drawing = None if pool is None else {
-            job.name: pool.submit(draw, job) for job in sorted(jobs, key=lambda j: -j.weight)}
+        drawing: dict[str, cf.Future] = {}
+        try:
+            for job in (sorted(jobs, key=lambda j: -j.weight) if pool is not None else ()):
+                drawing[job.name] = pool.submit(draw, job)
+        except BrokenProcessPool:       # a worker died already: the rest are drawn here
+            pass
         write_table(result.timeseries, folder, "timeseries", fmt)
         if result.group_timeseries is not None:
             write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
@@ -607,10 +614,16 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
             np.save(folder / "occupancy.npy", result.occupancy)
         write_json(result.summary, folder / "summary.json")
         for job in jobs:                # in order; a worker's error is raised here
-            if drawing is None:
-                draw(job)
-            else:
-                drawing[job.name].result()
+            if job.name in drawing:
+                try:
+                    drawing[job.name].result()
+                    continue
+                except BrokenProcessPool:
+                    # a worker died (killed: out of memory, a signal): the figures it
+                    # and the others had not finished are drawn here, once no worker
+                    # is left that could still be writing one
+                    pool.shutdown(wait=True)
+            draw(job)
     write_report(folder)        # embeds the PNGs as written: nothing is drawn twice
 
 

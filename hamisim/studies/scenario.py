@@ -195,19 +195,10 @@ class _Run(PodLifecycle):
         tried at once."""
         st = PodState(pod, self.created, self.env.now, None, None, 0.0, 0)
         self.created += 1
-        self.pods[pod.name] = st
-        self.n_arrived += 1
-        self.n_pending += 1
-        self.stale += 1
-        if self.checker is not None:
-            self.checker.arrive(pod.name)
-        if self.quotas:
-            denied = self.sched.admission_denial(pod)
-            if denied:
-                self._abandon(st, denied, event="rejected")
-                self.state[pod.name] = EXPECT_REJECTED
-                return
-        self.attempt(st)
+        if self._create(st):        # its arrive row is not one of a scenario's rows
+            self.attempt(st)
+        else:
+            self.state[pod.name] = EXPECT_REJECTED
 
     def attempt(self, st: PodState) -> None:
         d = self._attempt(st)
