@@ -24,6 +24,8 @@ EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INVARIANT, EXIT_INTERRUPTED = 3, 130
 #: stopped by SIGTERM (``timeout``, a batch system): 128 + 15, as a shell reports it
 EXIT_TERMINATED = 143
+#: the console's reader closed the pipe (``| head``): 128 + SIGPIPE, as a shell reports it
+EXIT_BROKEN_PIPE = 141
 
 
 def _add_backend(p: argparse.ArgumentParser, python_policies: bool = False) -> None:
@@ -1300,6 +1302,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HamisimError as err:
         print(f"hamisim: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader of the console went away (`hamisim ... | head`): nothing more
+        # to say; point stdout at /dev/null so the interpreter's final flush is quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except OSError as err:      # e.g. a results folder that cannot be written
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
         print(f"hamisim: error: {where}{err.strerror or err}", file=sys.stderr)

@@ -322,3 +322,14 @@ def test_ctrl_c_while_the_figure_fork_server_loads(tmp_path):
     err = (seen + rest).decode("utf-8", "replace")
     assert proc.returncode == 130 and "interrupted" in err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+
+
+def test_a_console_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    # `hamisim run ... | head -1`: the pipe closes after the first line; the run
+    # ends with 128 + SIGPIPE and says nothing more (no traceback, no "Broken pipe")
+    proc = start(["run", "--pods", "300", "--no-progress", "--out", "r"], tmp_path)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert b"Traceback" not in err and b"Broken pipe" not in err, err
