@@ -102,6 +102,17 @@ def test_tables_start_with_what_identifies_a_row(run_dir):
     assert ("pending_p99_s", "pending p99 (s)") in keys
 
 
+
+def test_words_read_from_the_left_and_numbers_align_right():
+    from hamisim.studies.report import _table
+    html = _table(pd.DataFrame({"pods": [3, 12], "reason": [
+        "asks GPU type B200, no card in the cluster has it", "asks 16 GPUs, the largest has 8"],
+        "policy": ["binpack", "spread"]}), readable=True)
+    cells = re.findall(r'<td( class="text")?>([^<]*)</td>', html)
+    assert [(cls, text) for cls, text in cells if cls] == [
+        (' class="text"', "asks GPU type B200, no card in the cluster has it"),
+        (' class="text"', "asks 16 GPUs, the largest has 8")]
+
 def test_compare_sweep_and_plan_folders_get_reports(run_dir, tmp_path):
     base = run_dir.parent
     assert main(["compare", str(base / "c.yaml"), str(base / "t.csv"), "--gpu-policy", "spread",

@@ -64,6 +64,7 @@ table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}
 th,td{border:1px solid #ddd;padding:.2rem .45rem;text-align:right}
 th{background:#f3f3f3;vertical-align:bottom;font-weight:600;min-width:3.5rem;max-width:8rem}
 td{white-space:nowrap}td:first-child,th:first-child{text-align:left}
+td.text{text-align:left;white-space:normal;min-width:12rem}
 ul.headline{padding-left:1.2rem;font-size:.95rem}ul.headline li{margin:.15rem 0}
 details{margin:.5rem 0;font-size:.9rem}summary{cursor:pointer;color:#444}
 figure{margin:1.5rem 0}figure img{max-width:100%;border:1px solid #eee}
@@ -141,11 +142,23 @@ def _table(df: pd.DataFrame, caption: str = "", readable: bool = False,
         df, keys = _readable(df, order)
     head = "".join(f"<th title=\"{_e(k)}\">{_e(c)}</th>" if readable and k != c
                    else f"<th>{_e(c)}</th>" for k, c in zip(keys, df.columns))
-    rows = "".join("<tr>" + "".join(f"<td>{_e(_number(v))}</td>" for v in row) + "</tr>"
+    # words (reasons, pod names) read from the left and may wrap; numbers align right
+    cell = ["<td class=\"text\">" if i and _is_text(df.iloc[:, i]) else "<td>"
+            for i in range(df.shape[1])]
+    rows = "".join("<tr>" + "".join(f"{cell[i]}{_e(_number(v))}</td>"
+                                    for i, v in enumerate(row)) + "</tr>"
                    for row in df.itertuples(index=False, name=None))
     cap = f"<caption class=\"note\">{_e(caption)}</caption>" if caption else ""
     table = f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     return f"<div class=\"wide\">{table}</div>\n" if readable else table + "\n"
+
+
+def _is_text(column: pd.Series) -> bool:
+    """A column of words: not numbers, not booleans, with a value longer than a
+    short label (a short one, such as a policy name, stays on one line)."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return False
+    return bool(column.astype(str).str.len().max() > 24)
 
 
 #: the columns that say what a row is, first in a table, in this order
