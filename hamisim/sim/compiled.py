@@ -51,7 +51,6 @@ from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
 from hamisim.hami.policy import filter_error
 from hamisim.hami.quota import QUOTA_DENIED, webhook_request
-from hamisim.hami.reference import collapsed_usage
 from hamisim.kube.filters import kube_minor
 from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import histogram_message
@@ -313,7 +312,6 @@ def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool
     its usage is HAMi's collapsed usage of its picks, as the kernel adopts it
     (``rsched``: a research policy's ResearchScheduler, whose books the core
     keeps as ResearchScheduler.adopt records the pod)."""
-    state = sched.state
     node_index = {n.name: i for i, n in enumerate(sched.cluster.nodes)}
     for k, ip in enumerate(initial):
         i = node_index[ip.node]
@@ -321,18 +319,13 @@ def _adopt_initial(core, sched: KernelScheduler, initial: Sequence, replay: bool
             b = rsched.bound_of(i, ip.containers, ip.n_init, ip.cpu_milli, ip.memory_mib)
             rsched.core.replay_initial(k, b.node, b.pos, b.milli, b.cpu_milli, b.memory_mib,
                                        b.cls)
-        r0, r1 = int(state.node_start[i]), int(state.node_start[i + 1])
-        row_of = {cid: r0 + p for p, cid in enumerate(state.card_ids[r0:r1])}
-        per_card = collapsed_usage(ip.containers, ip.n_init, sched._aligned[i])
-        mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
-               for picks in ip.containers for p in picks if p.mig is not None]
+        rows, used, mem, cores, mig_rows, mig_masks = sched.card_usage(i, ip.containers,
+                                                                       ip.n_init)
         devices = devices_annotation(ip.containers) if any(ip.containers) else None
         annotation = mig_allocations_annotation(ip.containers)
-        core.adopt(k, i, [row_of[u] for u in per_card], [v[0] for v in per_card.values()],
-                   [v[1] for v in per_card.values()], [v[2] for v in per_card.values()],
-                   devices,
-                   (tuple(r for r, _ in mig), tuple(m for _, m in mig), annotation)
-                   if mig or annotation is not None else None,
+        core.adopt(k, i, rows, used, mem, cores, devices,
+                   (mig_rows, mig_masks, annotation)
+                   if mig_rows or annotation is not None else None,
                    ip.departure if ip.departure is not None and replay else math.nan,
                    INITIAL_STATE_MESSAGE)
     if initial:

@@ -266,8 +266,12 @@ class KernelScheduler:
         return {cid: (u, m, c) for cid, u, m, c in zip(
             s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
 
-    def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
-              cpu_milli: int, memory_mib: int, namespace: str, reserve: bool = False) -> _Bound:
+    def card_usage(self, node: int, containers: list[list[Pick]], n_init: int
+                   ) -> tuple[list[int], list[int], list[int], list[int],
+                              tuple[int, ...], tuple[int, ...]]:
+        """A placement on ``node`` as the kernel books it: HAMi's collapsed usage
+        per card row (rows, tenants, memory, cores) and the MIG instances it holds
+        (rows, slot masks). Used for binds and for initial-state pods alike."""
         contrib = collapsed_usage(containers, n_init, self._aligned[node])
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
@@ -276,8 +280,13 @@ class KernelScheduler:
         used, mem, cores = ([v[k] for v in contrib.values()] for k in range(3))
         mig = [(row_of[p.uuid], ((1 << p.mig[2]) - 1) << p.mig[1])
                for picks in containers for p in picks if p.mig is not None]
-        b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib,
-                   tuple(r for r, _ in mig), tuple(m for _, m in mig), reserve)
+        return rows, used, mem, cores, tuple(r for r, _ in mig), tuple(m for _, m in mig)
+
+    def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
+              cpu_milli: int, memory_mib: int, namespace: str, reserve: bool = False) -> _Bound:
+        rows, used, mem, cores, mig_rows, mig_masks = self.card_usage(node, containers, n_init)
+        b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib, mig_rows, mig_masks,
+                   reserve)
         self._add(name, b, namespace)
         return b
 
