@@ -31,8 +31,9 @@ other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
 ``Panic``), failed requests (``responseStatus.code`` >= 300), other verbs and
 events without the object they need (a ``Metadata``-level policy). A line that
 is not a JSON object, or an ``Event`` whose fields have the wrong types (HAMi's
-annotations included: strings, and the devices ones in HAMi's encoding, as
-``hamisim import`` reads them), is an :class:`~hamisim.errors.InputError` at
+annotations included: strings, the devices ones in HAMi's encoding, as
+``hamisim import`` reads them, and ``hami.io/vgpu-mig-allocations`` a JSON list
+of ``{gpuUUID, profile, placement: {start, size}}``), is an :class:`~hamisim.errors.InputError` at
 ``file:line``. Warnings (:attr:`ReadStats.warnings`, located): a devices entry
 without a card (HAMi skips it, so the container records no card), and, once,
 an event whose time goes back more than :data:`BACKWARDS_TOLERANCE_S` from the
@@ -57,7 +58,7 @@ from hamisim.errors import InputError
 from hamisim.pods import Pod
 
 __all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
-           "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
+           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
            "parse_time", "format_time", "pod_manifest", "audit_lines", "run_audit_lines",
            "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
 
@@ -65,8 +66,10 @@ VGPU_NODE = "hami.io/vgpu-node"
 DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
 BIND_PHASE = "hami.io/bind-phase"
+#: the MIG instances HAMi chose for a pod on MIG cards (JSON, HAMi's ``EncodeMigAllocations``)
+MIG_ALLOCATIONS = "hami.io/vgpu-mig-allocations"
 #: HAMi's allocation annotations on a pod, the ones the reader keeps from patches
-HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE)
+HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE, MIG_ALLOCATIONS)
 
 #: how far (s) an event's time may go back from the latest before it without a
 #: warning: the API server stamps events at completion, so concurrent requests
@@ -229,7 +232,48 @@ def _hami_annotations(meta: dict, where: tuple[str, int], what: str,
                                                  f"string, got {type(v).__name__}")
         if k == DEVICES_ALLOCATED or k == DEVICES_TO_ALLOCATE:
             _check_devices(v, k, where, stats)
+        elif k == MIG_ALLOCATIONS:
+            _check_mig(v, where)
     return found
+
+
+def _check_mig(text: str, where: tuple[str, int]) -> None:
+    """``hami.io/vgpu-mig-allocations``'s shape, as a state file's ``mig_allocations``
+    reads it: a JSON list of ``{gpuUUID, profile, placement: {start, size}}``
+    (the walk pairs the entries with the recorded cards)."""
+    def bad(problem: str) -> InputError:
+        return InputError(where[0], where[1], f"audit event: annotation {MIG_ALLOCATIONS}: "
+                                              f"{problem}")
+    if not text.strip():
+        return
+    try:
+        root = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise bad(f"not JSON: {err.msg} at column {err.pos + 1}") from None
+    except ValueError as err:
+        raise bad(f"not JSON: {err}") from None
+    if root is None:
+        return
+    if root.__class__ is not list:
+        raise bad(f"expected a list of allocations, got {type(root).__name__}")
+    for pos, e in enumerate(root):
+        if e.__class__ is not dict:
+            raise bad(f"allocation {pos} must be an object, got {type(e).__name__}")
+        for key in ("gpuUUID", "profile"):
+            if e.get(key).__class__ is not str or not e[key]:
+                raise bad(f"allocation {pos}: '{key}' must be a non-empty string, got "
+                          f"{e.get(key)!r}")
+        place = e.get("placement")
+        if place.__class__ is not dict:
+            raise bad(f"allocation {pos}: 'placement' must be an object, got {place!r}")
+        for key in ("start", "size"):
+            v = place.get(key, 0)
+            if v.__class__ is not int or not 0 <= v <= 64:
+                raise bad(f"allocation {pos}: 'placement.{key}' must be an integer in 0..64, "
+                          f"got {v!r}")
+        if place.get("size", 0) == 0:
+            raise bad(f"allocation {pos}: a MIG allocation needs a placement size (HAMi "
+                      "refuses size 0)")
 
 
 def _check_devices(text: str, key: str, where: tuple[str, int], stats: ReadStats) -> None:
@@ -506,13 +550,14 @@ def _event(t: float, verb: str, ns: str, name: str, sub: str = "", req: dict | N
     return json.dumps(ev, separators=(",", ":"))
 
 
-def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, str | None,
-                                                             str | None]],
+def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
                 start: float = 1.7e9, noise: int = 0) -> Iterator[str]:
     """A run's history as kube-apiserver's audit log lines (``RequestResponse``).
 
     ``pods``: the run's pods by name; ``events``: ``(time, pod, event, node,
-    devices)`` rows of its events table in order (``arrive``, ``bind``,
+    devices)`` rows of its events table in order, optionally with a sixth
+    field, a bind's ``hami.io/vgpu-mig-allocations`` (the pods table's
+    ``mig_allocations``; ``None``: no MIG instance) (``arrive``, ``bind``,
     ``depart``, ``delete``/``abandon``/``preempt`` are written; others
     ignored). Each arrival becomes a pod ``create`` (preceded by its
     ``RequestReceived`` stage), each bind HAMi's annotation patch then the
@@ -523,7 +568,9 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, st
     ``start``: the epoch second of time 0.
     """
     seq = 0
-    for time, name, event, node, devices in events:
+    for row in events:
+        time, name, event, node, devices = row[:5]
+        mig = row[5] if len(row) > 5 else None
         pod = pods.get(name)
         if pod is None:
             continue
@@ -540,6 +587,8 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, st
             if devices:
                 ann[DEVICES_TO_ALLOCATE] = devices
                 ann[DEVICES_ALLOCATED] = devices
+            if mig:
+                ann[MIG_ALLOCATIONS] = mig
             ann[BIND_PHASE] = "allocating"
             patch = {"metadata": {"annotations": ann}}
             yield _event(t, "patch", ns, name, req=patch, seq=seq,
@@ -598,10 +647,13 @@ def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
 
 def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[str],
                     start: float = 1.7e9, noise: int = 0,
-                    moved: Mapping[str, tuple[str, str | None]] | None = None) -> Iterator[str]:
-    """The audit lines of a ``hamisim run`` results folder (its ``events`` table)
+                    moved: Mapping[str, tuple] | None = None) -> Iterator[str]:
+    """The audit lines of a ``hamisim run`` results folder (its ``events`` table,
+    and its ``pods`` table's ``mig_allocations`` for the binds of pods on MIG
+    cards: a pod bound more than once gets its last instances every time)
     whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
-    devices) written instead of the run's placement (to test a validation)."""
+    devices) or (node, devices, mig_allocations) written instead of the run's
+    placement (to test a validation)."""
     from hamisim.io.outputs import read_table
     from hamisim.io.traces import read_trace
     folder = Path(run_dir)
@@ -612,6 +664,14 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     df = read_table(table)
     pods = {tp.pod.name: tp.pod for tp in read_trace(os.fspath(trace)).pods}
     moved = moved or {}
+    migs: dict[str, str] = {}
+    ptable = next((folder / f"pods.{ext}" for ext in ("parquet", "csv")
+                   if (folder / f"pods.{ext}").exists()), None)
+    if ptable is not None:
+        pt = read_table(ptable)
+        if "mig_allocations" in pt.columns:
+            migs = {n: m for n, m in zip(pt["pod"].tolist(), pt["mig_allocations"].tolist())
+                    if isinstance(m, str) and m}
 
     def rows():
         for t, name, ev, node, dev in zip(df["time"].tolist(), df["pod"].tolist(),
@@ -619,8 +679,10 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                                           df["devices"].tolist()):
             node = node if isinstance(node, str) else None
             dev = dev if isinstance(dev, str) else None
+            mig = migs.get(name) if ev == "bind" else None
             if ev == "bind" and name in moved:
-                node, dev = moved[name]
-            yield t, name, ev, node, dev
+                node, dev, *rest = moved[name]
+                mig = rest[0] if rest else None
+            yield t, name, ev, node, dev, mig
 
     return audit_lines(pods, rows(), start=start, noise=noise)
