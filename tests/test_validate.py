@@ -364,3 +364,38 @@ def test_own_history_with_kube_schedulers_sampling_agrees(tmp_path):
     assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
     assert s["node_outcomes"]["sample"] > 0
     assert s["node_agreement_all_nodes_pct"] < 100.0
+
+
+def test_init_containers_finishing_free_their_cards_for_a_later_pod(tmp_path):
+    # a's init container holds 12000 MiB of its card until it finishes at 10 s; then
+    # HAMi counts a's app container only (3000 MiB) and binpack puts b (10000 MiB)
+    # beside it: the log says so with the kubelet's status patch (init containers
+    # terminated), which the walk applies before b's binding
+    from hamisim.io.traces import write_trace
+    from hamisim.workload import Trace, TracePod
+    cluster = cluster_file(tmp_path, 2, gpus=1)
+    a = Pod("a", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000}),),
+            init_containers=(Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 12000}),),
+            init_duration=10.0)
+    b = gpu_pod("b", mem=10000)
+    trace = tmp_path / "trace.jsonl"
+    write_trace(Trace.from_pods("init", [TracePod(a, 0.0, 1000.0), TracePod(b, 20.0, 100.0)]),
+                trace)
+    ev = run(RunSpec(cluster=str(cluster), trace=str(trace))).events
+    rows = list(zip(ev["time"].tolist(), ev["pod"].tolist(), ev["event"].tolist(),
+                    [n if isinstance(n, str) else None for n in ev["node"].tolist()],
+                    [d if isinstance(d, str) else None for d in ev["devices"].tolist()]))
+    node = {r[1]: r[3] for r in rows if r[2] == "bind"}
+    assert node["a"] == node["b"]               # the run shrank a before b came
+    pods = {"a": a, "b": b}
+    v = walk(tmp_path, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 2 and v.rows == []
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    # without the status patch a still holds 12000 MiB there: b's node does not fit
+    log = tmp_path / "no-init.log"
+    write_lines(audit_lines(pods, rows, init_done=False), log)
+    v = validate_files(load_cluster(str(cluster)), [log])
+    (row,) = v.rows
+    assert row["pod"] == "default/b" and "does not fit" in row["reason"]
+

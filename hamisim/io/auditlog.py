@@ -24,7 +24,12 @@ as :class:`AuditRecord` s in log order:
 * the pod's end: ``delete`` of ``pods`` (unless the response shows a graceful
   deletion still running: ``metadata.deletionGracePeriodSeconds`` > 0, the
   pod then still holds its node and cards), or an ``update``/``patch`` of
-  ``pods/status`` to phase ``Succeeded`` or ``Failed``.
+  ``pods/status`` to phase ``Succeeded`` or ``Failed``;
+* its init containers done (``INIT_DONE``): any other ``update``/``patch`` of
+  ``pods/status`` whose ``initContainerStatuses`` (the response's when logged,
+  else the request's) are all ``terminated`` with ``exitCode`` 0, HAMi's
+  ``AllInitContainersSucceeded`` (the kubelet sends such statuses again and
+  again: the walk acts on the first).
 
 Skipped and counted (:class:`ReadStats`): events of other resources, stages
 other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
@@ -46,6 +51,7 @@ server would log it (for tests, benchmarks and demonstrations).
 from __future__ import annotations
 
 import gzip
+import heapq
 import io
 import json
 import os
@@ -58,9 +64,9 @@ from hamisim.errors import InputError
 from hamisim.pods import Pod
 
 __all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
-           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
-           "parse_time", "format_time", "pod_manifest", "audit_lines", "run_audit_lines",
-           "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
+           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "INIT_DONE", "AuditRecord",
+           "ReadStats", "read_audit", "parse_time", "format_time", "pod_manifest", "audit_lines",
+           "run_audit_lines", "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
 
 VGPU_NODE = "hami.io/vgpu-node"
 DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
@@ -77,8 +83,8 @@ HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE, MIG_
 #: by minutes or more
 BACKWARDS_TOLERANCE_S = 1.0
 
-#: record kinds
-CREATE, ANNOTATE, BIND, END = "create", "annotate", "bind", "end"
+#: record kinds (``INIT_DONE``: every init container of the pod succeeded)
+CREATE, ANNOTATE, BIND, END, INIT_DONE = "create", "annotate", "bind", "end", "init-done"
 
 #: the audit policy a cluster needs (``kube-apiserver --audit-policy-file``):
 #: pods and their bindings and status at RequestResponse, nothing else
@@ -292,6 +298,29 @@ def _check_devices(text: str, key: str, where: tuple[str, int], stats: ReadStats
                 return
 
 
+def _inits_succeeded(statuses: Any, where: tuple[str, int], what: str) -> bool:
+    """HAMi's ``AllInitContainersSucceeded``: some init container statuses, every
+    one ``state.terminated`` with ``exitCode`` 0."""
+    if statuses is None:
+        return False
+    if statuses.__class__ is not list:
+        raise InputError(where[0], where[1], f"audit event: '{what}.status."
+                                             "initContainerStatuses' must be a list, got "
+                                             f"{type(statuses).__name__}")
+    if not statuses:
+        return False
+    for k, cs in enumerate(statuses):
+        state = cs.get("state") if cs.__class__ is dict else None
+        if cs.__class__ is not dict or (state is not None and state.__class__ is not dict):
+            raise InputError(where[0], where[1], f"audit event: '{what}.status."
+                                                 f"initContainerStatuses[{k}]' must be an "
+                                                 "object with an object 'state'")
+        term = (state or {}).get("terminated")
+        if term.__class__ is not dict or term.get("exitCode") != 0:
+            return False
+    return True
+
+
 def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None = None
                ) -> Iterator[AuditRecord]:
     """The pod records of the audit log files ``paths`` (oldest first), streamed.
@@ -436,6 +465,12 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
                 break
         if phase in ("Succeeded", "Failed"):
             return AuditRecord(END, t, f"{ns}/{name}", at)
+        for what, body in (("responseObject", resp), ("requestObject", req)):
+            st = body.get("status") if body is not None else None
+            if st.__class__ is dict and "initContainerStatuses" in st:
+                if _inits_succeeded(st["initContainerStatuses"], where, what):
+                    return AuditRecord(INIT_DONE, t, f"{ns}/{name}", at)
+                break
         stats.skip("status without end")
         return None
     if sub:
@@ -551,7 +586,7 @@ def _event(t: float, verb: str, ns: str, name: str, sub: str = "", req: dict | N
 
 
 def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
-                start: float = 1.7e9, noise: int = 0) -> Iterator[str]:
+                start: float = 1.7e9, noise: int = 0, init_done: bool = True) -> Iterator[str]:
     """A run's history as kube-apiserver's audit log lines (``RequestResponse``).
 
     ``pods``: the run's pods by name; ``events``: ``(time, pod, event, node,
@@ -563,17 +598,44 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
     ``RequestReceived`` stage), each bind HAMi's annotation patch then the
     ``pods/binding`` create and the kubelet's ``Running`` status patch, each
     departure the ``Succeeded`` status patch then the final ``delete``.
+    ``init_done`` (a replay run's engine): a bound pod with init containers,
+    cards and an ``init_duration`` gets the kubelet's status patch with every
+    init container terminated (exit 0) ``init_duration`` after its bind, unless
+    it ended before; the events table has no row for it, so it is written
+    before the first event at or after that time (an event at the same time may
+    in the run have come first).
     ``noise``: unrelated events (node lease renewals, a ``get``, a failed
     create) written after every ``noise``-th pod event, as a real log has them.
     ``start``: the epoch second of time 0.
     """
     seq = 0
+    due: list[tuple[float, int, str]] = []      # init containers done: (time, seq, pod)
+    due_of: dict[str, int] = {}
+
+    def inits_done(until: float | None) -> Iterator[str]:
+        nonlocal seq
+        while due and (until is None or due[0][0] <= until):
+            when, k, who = heapq.heappop(due)
+            if due_of.get(who) != k:
+                continue                   # ended (or bound again) before
+            del due_of[who]
+            p = pods[who]
+            seq += 1
+            statuses = [{"name": f"init{i}", "ready": True, "restartCount": 0,
+                         "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+                        for i in range(len(p.init_containers))]
+            yield _event(start + when, "patch", p.namespace, who, sub="status",
+                         req={"status": {"initContainerStatuses": statuses}}, seq=seq,
+                         user="system:node")
+
     for row in events:
         time, name, event, node, devices = row[:5]
         mig = row[5] if len(row) > 5 else None
         pod = pods.get(name)
         if pod is None:
             continue
+        if due:
+            yield from inits_done(float(time))
         ns = pod.namespace
         t = start + float(time)
         seq += 1
@@ -604,7 +666,12 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
             seq += 1
             yield _event(t, "patch", ns, name, sub="status",
                          req={"status": {"phase": "Running"}}, seq=seq, user=f"system:node:{node}")
+            if init_done and pod.init_containers and pod.init_duration is not None and devices \
+                    and any(e.strip() for e in devices.replace(":", ";").split(";")):
+                due_of[name] = seq
+                heapq.heappush(due, (float(time) + pod.init_duration, seq, name))
         elif event in ("depart", "delete", "abandon", "preempt"):
+            due_of.pop(name, None)
             if event == "depart":
                 yield _event(t, "patch", ns, name, sub="status",
                              req={"status": {"phase": "Succeeded"}}, seq=seq,
@@ -629,6 +696,7 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
                 separators=(",", ":"))
             yield _event(t, "get", ns, name, seq=seq, level="Metadata")
             yield _event(t, "create", ns, name + "-dup", req={"kind": "Pod"}, code=409, seq=seq)
+    yield from inits_done(None)
 
 
 def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
@@ -649,6 +717,7 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                     start: float = 1.7e9, noise: int = 0,
                     moved: Mapping[str, tuple] | None = None) -> Iterator[str]:
     """The audit lines of a ``hamisim run`` results folder (its ``events`` table,
+    its ``summary.json``'s mode: init containers finish in a replay run only,
     and its ``pods`` table's ``mig_allocations`` for the binds of pods on MIG
     cards: a pod bound more than once gets its last instances every time)
     whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
@@ -685,4 +754,13 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                 mig = rest[0] if rest else None
             yield t, name, ev, node, dev, mig
 
-    return audit_lines(pods, rows(), start=start, noise=noise)
+    # only a replay run's engine shrinks a pod once its init containers are done
+    mode = None
+    if (folder / "summary.json").exists():
+        try:
+            mode = (json.loads((folder / "summary.json").read_text()).get("inputs") or {}
+                    ).get("mode")
+        except (ValueError, AttributeError):
+            mode = None
+    return audit_lines(pods, rows(), start=start, noise=noise,
+                       init_done=mode in (None, "replay"))

@@ -44,9 +44,14 @@ seconds later (default 11 s: kube-scheduler's longest backoff, 10 s, and
 its backoff queue's 1 s flush) counts as
 ``pending_but_schedulable``.
 
+A pod's init containers finishing (the kubelet's ``pods/status`` with every
+init container terminated, exit 0: :data:`hamisim.io.auditlog.INIT_DONE`)
+shrinks its recorded usage to its app containers' as HAMi does
+(:func:`hamisim.hami.reference.app_containers_only`, once per binding), and
+counts as a release for the pending pods.
+
 Not modelled here: preemption and nominations (a recorded preemption shows
-as the victims' ends), init containers finishing (HAMi's shrink of a pod's
-usage); ResourceQuota admission refusals count as
+as the victims' ends); ResourceQuota admission refusals count as
 ``unschedulable``; pods without GPU requests are applied (CPU and memory) but
 not compared (kube-scheduler's own scoring places them).
 """
@@ -66,6 +71,7 @@ import numpy as np
 from hamisim.cluster import Cluster, SchedulerConfig
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import REASONS, fit_reason, mig_allocations_annotation
+from hamisim.hami.reference import app_containers_only
 from hamisim.hami.policy import pod_gpu_policy, pod_node_policy
 from hamisim.io.auditlog import (
     ANNOTATE,
@@ -74,6 +80,7 @@ from hamisim.io.auditlog import (
     DEVICES_ALLOCATED,
     DEVICES_TO_ALLOCATE,
     END,
+    INIT_DONE,
     MIG_ALLOCATIONS,
     AuditRecord,
     ReadStats,
@@ -122,6 +129,9 @@ class _Running:
     mem: int
     namespace: str
     mig: str | None = None        # hami.io/vgpu-mig-allocations
+    #: its picks while its init containers run (None: none to finish, or finished)
+    containers: list | None = None
+    init_finished: bool = False
 
 
 @dataclass
@@ -208,9 +218,13 @@ class _Walk:
             i = self.node_index[p.node]
             self.ks.adopt(p.name, i, p.containers, p.n_init, p.cpu_milli, p.memory_mib,
                           namespace=p.namespace)
+            # init_finished: the state already dropped the init containers' picks
+            running = any(p.containers[:p.n_init])
             self.running[p.name] = _Running(i, p.devices, p.n_init, p.cpu_milli,
                                             p.memory_mib, p.namespace,
-                                            mig_allocations_annotation(p.containers))
+                                            mig_allocations_annotation(p.containers),
+                                            p.containers if running else None,
+                                            bool(p.n_init and p.devices and not running))
 
     # -- the walk ----------------------------------------------------------
     def feed(self, rec: AuditRecord) -> None:
@@ -234,6 +248,21 @@ class _Walk:
             self.bind(rec)
         elif kind == END:
             self.end(rec)
+        elif kind == INIT_DONE:
+            self.init_done(rec)
+
+    def init_done(self, rec: AuditRecord) -> None:
+        """Every init container succeeded: HAMi's shrink to the app containers'
+        usage (as :meth:`hamisim.sim.engine.Engine._init_done`), once per binding."""
+        r = self.running.get(rec.pod)
+        if r is None or r.containers is None:
+            return
+        app = app_containers_only(r.containers, r.n_init, self.ks._aligned[r.node])
+        self.ks.adopt(rec.pod, r.node, app, 0, r.cpu, r.mem, namespace=r.namespace)
+        r.containers = None
+        r.init_finished = True
+        self.dirty.add(r.node)
+        self.releases += 1                  # room freed: pending pods are tried again
 
     def create(self, rec: AuditRecord) -> None:
         spec = rec.obj.get("spec") if isinstance(rec.obj.get("spec"), dict) else {}
@@ -334,7 +363,8 @@ class _Walk:
             self.dirty.add(old.node)
         self.ks.adopt(name, node, containers, n_init, cpu, mem, namespace=namespace)
         self.dirty.add(node)
-        self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace, mig)
+        self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace, mig,
+                                      containers if n_init and any(containers) else None)
 
     def _shape(self, pod: Pod):
         ks = self.ks
@@ -601,7 +631,7 @@ class _Walk:
             names = self.cluster.nodes
             for name, r in self.running.items():
                 entry = _state_entry(name, names[r.node].name, r.devices, r.n_init,
-                                     False, r.cpu, r.mem, r.namespace)
+                                     r.init_finished, r.cpu, r.mem, r.namespace)
                 if r.mig and r.devices:
                     entry["mig_allocations"] = r.mig
                 entries.append(entry)
