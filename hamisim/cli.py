@@ -1264,7 +1264,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
           f"({r['lines']} audit events, {r['pod_records']} pod records)")
     print(f"  node agreement {_pct(s['node_agreement_pct'])} "
           f"(every node examined: {_pct(s['node_agreement_all_nodes_pct'])}), "
-          f"card agreement {_pct(s['card_agreement_pct'])}")
+          f"card agreement {_pct(s['card_agreement_pct'])}"
+          + (f", MIG instance agreement {_pct(s['mig_agreement_pct'])} "
+             f"({s['mig_compared']} pods)" if s.get("mig_compared") else ""))
     print("  outcomes: " + ", ".join(f"{k} {n}" for k, n in s["node_outcomes"].items()))
     print(f"  bound in the log but unschedulable for hamisim: {s['bound_but_unschedulable']}; "
           f"kept pending while hamisim would bind: {s['pending_but_schedulable']}")

@@ -16,6 +16,8 @@ from hamisim.io.auditlog import (
     CREATE,
     DEVICES_ALLOCATED,
     END,
+    INIT_DONE,
+    MIG_ALLOCATIONS,
     VGPU_NODE,
     ReadStats,
     audit_lines,
@@ -250,6 +252,22 @@ _PATCH_ANN = ("requestObject", "metadata", "annotations")
      "memory 'lots' is not a non-negative integer"),
     (_with(PATCH_LINE, _PATCH_ANN + (DEVICES_ALLOCATED,), "GPU-a,NVIDIA:;"),
      "has 2 fields; expected UUID,TYPE,MEM,CORES"),
+    # hami.io/vgpu-mig-allocations: a JSON list of instances (HAMi's EncodeMigAllocations)
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,), 5),
+     "annotation hami.io/vgpu-mig-allocations must be a string, got int"),
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,), "[{"),
+     "annotation hami.io/vgpu-mig-allocations: not JSON"),
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,), '{"gpuUUID":"GPU-a"}'),
+     "annotation hami.io/vgpu-mig-allocations: expected a list of allocations, got dict"),
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,),
+           '[{"gpuUUID":"GPU-a","profile":"1g.5gb","placement":{"start":"0","size":1}}]'),
+     "allocation 0: 'placement.start' must be an integer in 0..64, got '0'"),
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,),
+           '[{"gpuUUID":"GPU-a","placement":{"start":0,"size":1}}]'),
+     "allocation 0: 'profile' must be a non-empty string, got None"),
+    (_with(PATCH_LINE, _PATCH_ANN + (MIG_ALLOCATIONS,),
+           '[{"gpuUUID":"GPU-a","profile":"1g.5gb","placement":{"start":0}}]'),
+     "allocation 0: a MIG allocation needs a placement size"),
     (_with(BINDING_LINE, ("requestObject", "target", "name"), 7),
      "'requestObject.target.name' must be a node name, got 7"),
     (_with(BINDING_LINE, ("requestObject", "target"), "gpu-1"),
@@ -348,6 +366,61 @@ def test_writer_lines_read_back_as_the_run_wrote_them(tmp_path):
     assert back == pod.renamed("team-a/p")
     assert stats.skipped["stage not ResponseComplete"] == 1        # the create's first stage
     assert stats.skipped["failed request"] == 3                    # the noise
+
+
+def test_mig_allocations_are_kept_from_patches_and_written_at_bind(tmp_path):
+    mig = ('[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"1g.5gb",'
+           '"placement":{"start":3,"size":1}}]')
+    pod = Pod("p", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),))
+    rows = [(0.0, "p", "arrive", None, None), (0.5, "p", "bind", "n1", "GPU-a,NVIDIA,4000,0:;",
+                                                mig),
+            (1.0, "q", "arrive", None, None)]
+    recs = list(read_audit([_write(tmp_path / "m.log", audit_lines({"p": pod}, rows))]))
+    assert [r.kind for r in recs] == [CREATE, ANNOTATE, BIND]
+    assert recs[1].annotations[MIG_ALLOCATIONS] == mig
+    # a patch that only sets (or removes) the MIG instances is kept too
+    only = _with(PATCH_LINE, _PATCH_ANN, {MIG_ALLOCATIONS: None})
+    recs = list(read_audit([_write(tmp_path / "n.log", [only])]))
+    assert recs[0].kind == ANNOTATE and recs[0].annotations == {MIG_ALLOCATIONS: None}
+    # a bind without instances writes no annotation (HAMi writes none off MIG cards)
+    plain = [(0.5, "p", "bind", "n1", "GPU-a,NVIDIA,4000,0:;")]
+    assert all(MIG_ALLOCATIONS not in ln for ln in audit_lines({"p": pod}, plain))
+
+
+def _inits(*states) -> str:
+    return _with(STATUS_LINE, ("requestObject", "status"), {"initContainerStatuses": [
+        {"name": f"i{k}", "state": st} for k, st in enumerate(states)]})
+
+
+def test_init_containers_done_is_a_status_with_every_init_terminated_ok(tmp_path):
+    ok = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    lines = [_inits(ok, ok),
+             _inits(ok, {"running": {}}),                       # one still running
+             _inits(ok, {"terminated": {"exitCode": 1}}),       # one failed
+             _with(STATUS_LINE, ("requestObject", "status"), {"phase": "Running"})]
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "i.log", lines)], stats))
+    assert [(r.kind, r.where.rsplit(":", 1)[1]) for r in recs] == [(INIT_DONE, "1")]
+    assert stats.skipped["status without end"] == 3
+    bad = _with(STATUS_LINE, ("requestObject", "status"), {"initContainerStatuses": "done"})
+    with pytest.raises(InputError, match="initContainerStatuses' must be a list, got str"):
+        list(read_audit([_write(tmp_path / "b.log", [bad])]))
+
+
+def test_the_writer_finishes_init_containers_after_their_duration(tmp_path):
+    gpu = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000})
+    pod = Pod("p", (gpu,), init_containers=(gpu,), init_duration=10.0)
+    rows = [(0.0, "p", "arrive", None, None), (1.0, "p", "bind", "n1", "GPU-x,NVIDIA,3000,0:;" * 2),
+            (5.0, "q", "arrive", None, None), (11.0, "q", "arrive", None, None)]
+    pods = {"p": pod, "q": Pod("q", (gpu,))}
+    recs = list(read_audit([_write(tmp_path / "w.log", audit_lines(pods, rows, start=0.0))]))
+    assert [(r.kind, r.pod, r.time) for r in recs if r.time >= 5.0] == [
+        (CREATE, "default/q", 5.0), (INIT_DONE, "default/p", 11.0), (CREATE, "default/q", 11.0)]
+    # a pod that ends first never finishes them; nor in a fill run (init_done=False)
+    gone = rows[:2] + [(4.0, "p", "depart", "n1", None), (20.0, "q", "arrive", None, None)]
+    for lines in (audit_lines(pods, gone, start=0.0), audit_lines(pods, rows, init_done=False)):
+        recs = list(read_audit([_write(tmp_path / "g.log", lines)]))
+        assert INIT_DONE not in [r.kind for r in recs]
 
 
 def test_the_readme_audit_policy_is_the_one_the_reader_needs():

@@ -3,6 +3,7 @@
 unschedulable and kept-pending pods are named, skipped pods say why."""
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from hamisim.pods import Container, Pod
 from hamisim.studies.runs import RunSpec, run
 from hamisim.studies.validate import validate_files
 
-from samples import group_cluster
+from samples import MIG_MIXED_CLUSTER, group_cluster
 
 
 def gpu_pod(name: str, gpu: int = 1, mem: int = 2000, cores: int = 10, **kw) -> Pod:
@@ -258,12 +259,85 @@ def test_sample_rule_past_many_better_nodes_that_do_not_fit(tmp_path, used, outc
         assert x[0]["node_outcome"] == "disagree"
 
 
-def test_a_cluster_with_mig_cards_is_refused(tmp_path):
-    from hamisim.errors import HamisimError
-    c = load_cluster(str(Path(__file__).resolve().parent.parent / "workloads" / "mig"
-                         / "cluster-mig-small.yaml"))
-    with pytest.raises(HamisimError, match="MIG cards"):
-        validate_files(c, [])
+@pytest.fixture(scope="module")
+def mig_history(tmp_path_factory):
+    """hamisim's own 150-pod history on 3 MIG and 3 hami-core nodes: the binds
+    carry the run's hami.io/vgpu-mig-allocations (pods table)."""
+    tmp = tmp_path_factory.mktemp("mig")
+    cluster = tmp / "cluster.yaml"
+    cluster.write_text(MIG_MIXED_CLUSTER)
+    rnd = random.Random(3)
+    lines = ["name,arrival,duration,gpu,gpumem,gpucores,cpu_milli,memory_mib"]
+    for i in range(150):
+        lines.append(f"m{i},{i * 2.0},{rnd.choice([60, 200, 400, 900])},1,"
+                     f"{rnd.choice([3000, 4000, 8000, 9000, 18000])},{rnd.choice([10, 20])},"
+                     "1000,2048")
+    trace = tmp / "trace.csv"
+    trace.write_text("\n".join(lines) + "\n")
+    result = run(RunSpec(cluster=str(cluster), trace=str(trace)))
+    ev, table = result.events, result.pods
+    mig = {p: m for p, m in zip(table["pod"].tolist(), table["mig_allocations"].tolist())
+           if isinstance(m, str)}
+    from hamisim.io.traces import read_trace
+    pods = {tp.pod.name: tp.pod for tp in read_trace(str(trace)).pods}
+    rows = [(t, p, e, n if isinstance(n, str) else None, d if isinstance(d, str) else None,
+             mig.get(p) if e == "bind" else None)
+            for t, p, e, n, d in zip(ev["time"].tolist(), ev["pod"].tolist(),
+                                     ev["event"].tolist(), ev["node"].tolist(),
+                                     ev["devices"].tolist())]
+    return tmp, cluster, pods, rows, mig
+
+
+def test_mig_cluster_own_history_agrees_completely(mig_history):
+    tmp, cluster, pods, rows, mig = mig_history
+    assert 0 < len(mig) < 150                  # MIG and non-MIG pods
+    v = walk(tmp, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 150 and s["mig_compared"] == len(mig)
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    assert s["mig_agreement_pct"] == 100.0
+    assert v.rows == [] and s["skipped"] == {}
+    # without the instances the MIG pods' cards cannot be adopted: said, not guessed
+    bare = [r[:5] for r in rows]
+    v = walk(tmp, cluster, pods, bare)
+    assert v.summary["skipped"] == {
+        "recorded MIG instances do not match the recorded cards": len(mig)}
+
+
+def test_a_moved_mig_placement_is_reported(mig_history):
+    tmp, cluster, pods, rows, mig = mig_history
+    binds = [r for r in rows if r[2] == "bind" and r[5] is not None]
+    # a MIG pod of the busy middle of the run (not a tie of empty nodes): onto the
+    # same card of another MIG node
+    first = binds[len(binds) // 2]
+    t, name, _, node, dev, text = first
+    other = "a100-1" if node != "a100-1" else "a100-2"
+    moved = (t, name, "bind", other, dev.replace(f"GPU-{node}-", f"GPU-{other}-"),
+             text.replace(f"GPU-{node}-", f"GPU-{other}-"))
+    # a later one (not 7g.40gb, whose only placement is 0): same card, another placement
+    t2, name2, _, node2, dev2, text2 = next(r for r in binds[len(binds) // 2 + 1:]
+                                            if "7g.40gb" not in r[5])
+    entry = json.loads(text2)
+    start = entry[0]["placement"]["start"]
+    entry[0]["placement"]["start"] = 4 if start == 0 else 0
+    shifted = (t2, name2, "bind", node2, dev2, json.dumps(entry, separators=(",", ":")))
+    changed = [moved if r[:3] == first[:3] else shifted if r[:3] == (t2, name2, "bind")
+               else r for r in rows]
+    v = walk(tmp, cluster, pods, changed)
+    by = {r["pod"]: r for r in v.rows}
+    row = by[f"default/{name}"]
+    assert row["recorded_node"] == other and row["node_outcome"] == "disagree"
+    assert row["hamisim_node"] == node and row["mig_agree"] is False and row["reason"]
+    row = by[f"default/{name2}"]
+    assert row["node_outcome"] in ("agree", "tie") and row["cards_agree"] is True
+    assert row["mig_agree"] is False
+    assert f"@{start}+" in row["reason"] and "MIG instances: HAMi's" in row["reason"]
+    assert v.summary["mig_agreement_pct"] < 100.0
+    # the explain bundle's state keeps the running MIG pods' instances: it loads
+    _, entries = v.bundles[-1]
+    assert any("mig_allocations" in e for e in entries)
+    state_from_document(from_plain({"pods": entries}, None, 1).as_doc("state"),
+                        load_cluster(str(cluster)))
 
 
 def test_own_history_with_kube_schedulers_sampling_agrees(tmp_path):
@@ -290,3 +364,38 @@ def test_own_history_with_kube_schedulers_sampling_agrees(tmp_path):
     assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
     assert s["node_outcomes"]["sample"] > 0
     assert s["node_agreement_all_nodes_pct"] < 100.0
+
+
+def test_init_containers_finishing_free_their_cards_for_a_later_pod(tmp_path):
+    # a's init container holds 12000 MiB of its card until it finishes at 10 s; then
+    # HAMi counts a's app container only (3000 MiB) and binpack puts b (10000 MiB)
+    # beside it: the log says so with the kubelet's status patch (init containers
+    # terminated), which the walk applies before b's binding
+    from hamisim.io.traces import write_trace
+    from hamisim.workload import Trace, TracePod
+    cluster = cluster_file(tmp_path, 2, gpus=1)
+    a = Pod("a", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000}),),
+            init_containers=(Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 12000}),),
+            init_duration=10.0)
+    b = gpu_pod("b", mem=10000)
+    trace = tmp_path / "trace.jsonl"
+    write_trace(Trace.from_pods("init", [TracePod(a, 0.0, 1000.0), TracePod(b, 20.0, 100.0)]),
+                trace)
+    ev = run(RunSpec(cluster=str(cluster), trace=str(trace))).events
+    rows = list(zip(ev["time"].tolist(), ev["pod"].tolist(), ev["event"].tolist(),
+                    [n if isinstance(n, str) else None for n in ev["node"].tolist()],
+                    [d if isinstance(d, str) else None for d in ev["devices"].tolist()]))
+    node = {r[1]: r[3] for r in rows if r[2] == "bind"}
+    assert node["a"] == node["b"]               # the run shrank a before b came
+    pods = {"a": a, "b": b}
+    v = walk(tmp_path, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 2 and v.rows == []
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    # without the status patch a still holds 12000 MiB there: b's node does not fit
+    log = tmp_path / "no-init.log"
+    write_lines(audit_lines(pods, rows, init_done=False), log)
+    v = validate_files(load_cluster(str(cluster)), [log])
+    (row,) = v.rows
+    assert row["pod"] == "default/b" and "does not fit" in row["reason"]
+

@@ -215,3 +215,28 @@ def test_a_pod_asking_only_gpumem_is_compared(tmp_path, capsys):
     assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "v")]) == 0
     s = json.loads((tmp_path / "v" / "validation.json").read_text())
     assert s["pods_compared"] == 1, s["skipped"]
+
+
+def test_a_mig_run_folder_validates_completely(tmp_path, capsys):
+    # hamisim run's folder on MIG and hami-core nodes, written as the API server logs
+    # it (run_audit_lines: the pods table's mig_allocations at the binds)
+    from hamisim.io.auditlog import run_audit_lines
+    from samples import MIG_MIXED_CLUSTER
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(MIG_MIXED_CLUSTER)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("name,arrival,duration,gpu,gpumem,gpucores\n" + "".join(
+        f"p{i},{i},{300 + 40 * i},1,{(3000, 9000, 18000, 12000)[i % 4]},10\n"
+        for i in range(24)))
+    assert main(["run", str(cluster), str(trace), "--out", str(tmp_path / "run"),
+                 "--format", "csv"]) == 0
+    log = tmp_path / "audit.log"
+    lines = list(run_audit_lines(tmp_path / "run", trace))
+    assert any("hami.io/vgpu-mig-allocations" in ln for ln in lines)
+    write_lines(lines, log)
+    capsys.readouterr()
+    assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "val")]) == 0
+    text = capsys.readouterr().out
+    assert "hamisim validate: 24 pods compared" in text
+    assert "node agreement 100.00 %" in text and "card agreement 100.00 %" in text
+    assert "MIG instance agreement 100.00 %" in text

@@ -24,15 +24,21 @@ as :class:`AuditRecord` s in log order:
 * the pod's end: ``delete`` of ``pods`` (unless the response shows a graceful
   deletion still running: ``metadata.deletionGracePeriodSeconds`` > 0, the
   pod then still holds its node and cards), or an ``update``/``patch`` of
-  ``pods/status`` to phase ``Succeeded`` or ``Failed``.
+  ``pods/status`` to phase ``Succeeded`` or ``Failed``;
+* its init containers done (``INIT_DONE``): any other ``update``/``patch`` of
+  ``pods/status`` whose ``initContainerStatuses`` (the response's when logged,
+  else the request's) are all ``terminated`` with ``exitCode`` 0, HAMi's
+  ``AllInitContainersSucceeded`` (the kubelet sends such statuses again and
+  again: the walk acts on the first).
 
 Skipped and counted (:class:`ReadStats`): events of other resources, stages
 other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
 ``Panic``), failed requests (``responseStatus.code`` >= 300), other verbs and
 events without the object they need (a ``Metadata``-level policy). A line that
 is not a JSON object, or an ``Event`` whose fields have the wrong types (HAMi's
-annotations included: strings, and the devices ones in HAMi's encoding, as
-``hamisim import`` reads them), is an :class:`~hamisim.errors.InputError` at
+annotations included: strings, the devices ones in HAMi's encoding, as
+``hamisim import`` reads them, and ``hami.io/vgpu-mig-allocations`` a JSON list
+of ``{gpuUUID, profile, placement: {start, size}}``), is an :class:`~hamisim.errors.InputError` at
 ``file:line``. Warnings (:attr:`ReadStats.warnings`, located): a devices entry
 without a card (HAMi skips it, so the container records no card), and, once,
 an event whose time goes back more than :data:`BACKWARDS_TOLERANCE_S` from the
@@ -45,6 +51,7 @@ server would log it (for tests, benchmarks and demonstrations).
 from __future__ import annotations
 
 import gzip
+import heapq
 import io
 import json
 import os
@@ -57,16 +64,18 @@ from hamisim.errors import InputError
 from hamisim.pods import Pod
 
 __all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
-           "CREATE", "ANNOTATE", "BIND", "END", "AuditRecord", "ReadStats", "read_audit",
-           "parse_time", "format_time", "pod_manifest", "audit_lines", "run_audit_lines",
-           "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
+           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "INIT_DONE", "AuditRecord",
+           "ReadStats", "read_audit", "parse_time", "format_time", "pod_manifest", "audit_lines",
+           "run_audit_lines", "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
 
 VGPU_NODE = "hami.io/vgpu-node"
 DEVICES_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
 BIND_PHASE = "hami.io/bind-phase"
+#: the MIG instances HAMi chose for a pod on MIG cards (JSON, HAMi's ``EncodeMigAllocations``)
+MIG_ALLOCATIONS = "hami.io/vgpu-mig-allocations"
 #: HAMi's allocation annotations on a pod, the ones the reader keeps from patches
-HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE)
+HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE, MIG_ALLOCATIONS)
 
 #: how far (s) an event's time may go back from the latest before it without a
 #: warning: the API server stamps events at completion, so concurrent requests
@@ -74,8 +83,8 @@ HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE)
 #: by minutes or more
 BACKWARDS_TOLERANCE_S = 1.0
 
-#: record kinds
-CREATE, ANNOTATE, BIND, END = "create", "annotate", "bind", "end"
+#: record kinds (``INIT_DONE``: every init container of the pod succeeded)
+CREATE, ANNOTATE, BIND, END, INIT_DONE = "create", "annotate", "bind", "end", "init-done"
 
 #: the audit policy a cluster needs (``kube-apiserver --audit-policy-file``):
 #: pods and their bindings and status at RequestResponse, nothing else
@@ -229,7 +238,48 @@ def _hami_annotations(meta: dict, where: tuple[str, int], what: str,
                                                  f"string, got {type(v).__name__}")
         if k == DEVICES_ALLOCATED or k == DEVICES_TO_ALLOCATE:
             _check_devices(v, k, where, stats)
+        elif k == MIG_ALLOCATIONS:
+            _check_mig(v, where)
     return found
+
+
+def _check_mig(text: str, where: tuple[str, int]) -> None:
+    """``hami.io/vgpu-mig-allocations``'s shape, as a state file's ``mig_allocations``
+    reads it: a JSON list of ``{gpuUUID, profile, placement: {start, size}}``
+    (the walk pairs the entries with the recorded cards)."""
+    def bad(problem: str) -> InputError:
+        return InputError(where[0], where[1], f"audit event: annotation {MIG_ALLOCATIONS}: "
+                                              f"{problem}")
+    if not text.strip():
+        return
+    try:
+        root = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise bad(f"not JSON: {err.msg} at column {err.pos + 1}") from None
+    except ValueError as err:
+        raise bad(f"not JSON: {err}") from None
+    if root is None:
+        return
+    if root.__class__ is not list:
+        raise bad(f"expected a list of allocations, got {type(root).__name__}")
+    for pos, e in enumerate(root):
+        if e.__class__ is not dict:
+            raise bad(f"allocation {pos} must be an object, got {type(e).__name__}")
+        for key in ("gpuUUID", "profile"):
+            if e.get(key).__class__ is not str or not e[key]:
+                raise bad(f"allocation {pos}: '{key}' must be a non-empty string, got "
+                          f"{e.get(key)!r}")
+        place = e.get("placement")
+        if place.__class__ is not dict:
+            raise bad(f"allocation {pos}: 'placement' must be an object, got {place!r}")
+        for key in ("start", "size"):
+            v = place.get(key, 0)
+            if v.__class__ is not int or not 0 <= v <= 64:
+                raise bad(f"allocation {pos}: 'placement.{key}' must be an integer in 0..64, "
+                          f"got {v!r}")
+        if place.get("size", 0) == 0:
+            raise bad(f"allocation {pos}: a MIG allocation needs a placement size (HAMi "
+                      "refuses size 0)")
 
 
 def _check_devices(text: str, key: str, where: tuple[str, int], stats: ReadStats) -> None:
@@ -246,6 +296,29 @@ def _check_devices(text: str, key: str, where: tuple[str, int], stats: ReadStats
                                   "(UUID,TYPE,MEM,CORES); HAMi skips it, the container "
                                   "records no card there")
                 return
+
+
+def _inits_succeeded(statuses: Any, where: tuple[str, int], what: str) -> bool:
+    """HAMi's ``AllInitContainersSucceeded``: some init container statuses, every
+    one ``state.terminated`` with ``exitCode`` 0."""
+    if statuses is None:
+        return False
+    if statuses.__class__ is not list:
+        raise InputError(where[0], where[1], f"audit event: '{what}.status."
+                                             "initContainerStatuses' must be a list, got "
+                                             f"{type(statuses).__name__}")
+    if not statuses:
+        return False
+    for k, cs in enumerate(statuses):
+        state = cs.get("state") if cs.__class__ is dict else None
+        if cs.__class__ is not dict or (state is not None and state.__class__ is not dict):
+            raise InputError(where[0], where[1], f"audit event: '{what}.status."
+                                                 f"initContainerStatuses[{k}]' must be an "
+                                                 "object with an object 'state'")
+        term = (state or {}).get("terminated")
+        if term.__class__ is not dict or term.get("exitCode") != 0:
+            return False
+    return True
 
 
 def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None = None
@@ -392,6 +465,12 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
                 break
         if phase in ("Succeeded", "Failed"):
             return AuditRecord(END, t, f"{ns}/{name}", at)
+        for what, body in (("responseObject", resp), ("requestObject", req)):
+            st = body.get("status") if body is not None else None
+            if st.__class__ is dict and "initContainerStatuses" in st:
+                if _inits_succeeded(st["initContainerStatuses"], where, what):
+                    return AuditRecord(INIT_DONE, t, f"{ns}/{name}", at)
+                break
         stats.skip("status without end")
         return None
     if sub:
@@ -506,27 +585,57 @@ def _event(t: float, verb: str, ns: str, name: str, sub: str = "", req: dict | N
     return json.dumps(ev, separators=(",", ":"))
 
 
-def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, str | None,
-                                                             str | None]],
-                start: float = 1.7e9, noise: int = 0) -> Iterator[str]:
+def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
+                start: float = 1.7e9, noise: int = 0, init_done: bool = True) -> Iterator[str]:
     """A run's history as kube-apiserver's audit log lines (``RequestResponse``).
 
     ``pods``: the run's pods by name; ``events``: ``(time, pod, event, node,
-    devices)`` rows of its events table in order (``arrive``, ``bind``,
+    devices)`` rows of its events table in order, optionally with a sixth
+    field, a bind's ``hami.io/vgpu-mig-allocations`` (the pods table's
+    ``mig_allocations``; ``None``: no MIG instance) (``arrive``, ``bind``,
     ``depart``, ``delete``/``abandon``/``preempt`` are written; others
     ignored). Each arrival becomes a pod ``create`` (preceded by its
     ``RequestReceived`` stage), each bind HAMi's annotation patch then the
     ``pods/binding`` create and the kubelet's ``Running`` status patch, each
     departure the ``Succeeded`` status patch then the final ``delete``.
+    ``init_done`` (a replay run's engine): a bound pod with init containers,
+    cards and an ``init_duration`` gets the kubelet's status patch with every
+    init container terminated (exit 0) ``init_duration`` after its bind, unless
+    it ended before; the events table has no row for it, so it is written
+    before the first event at or after that time (an event at the same time may
+    in the run have come first).
     ``noise``: unrelated events (node lease renewals, a ``get``, a failed
     create) written after every ``noise``-th pod event, as a real log has them.
     ``start``: the epoch second of time 0.
     """
     seq = 0
-    for time, name, event, node, devices in events:
+    due: list[tuple[float, int, str]] = []      # init containers done: (time, seq, pod)
+    due_of: dict[str, int] = {}
+
+    def inits_done(until: float | None) -> Iterator[str]:
+        nonlocal seq
+        while due and (until is None or due[0][0] <= until):
+            when, k, who = heapq.heappop(due)
+            if due_of.get(who) != k:
+                continue                   # ended (or bound again) before
+            del due_of[who]
+            p = pods[who]
+            seq += 1
+            statuses = [{"name": f"init{i}", "ready": True, "restartCount": 0,
+                         "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+                        for i in range(len(p.init_containers))]
+            yield _event(start + when, "patch", p.namespace, who, sub="status",
+                         req={"status": {"initContainerStatuses": statuses}}, seq=seq,
+                         user="system:node")
+
+    for row in events:
+        time, name, event, node, devices = row[:5]
+        mig = row[5] if len(row) > 5 else None
         pod = pods.get(name)
         if pod is None:
             continue
+        if due:
+            yield from inits_done(float(time))
         ns = pod.namespace
         t = start + float(time)
         seq += 1
@@ -540,6 +649,8 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, st
             if devices:
                 ann[DEVICES_TO_ALLOCATE] = devices
                 ann[DEVICES_ALLOCATED] = devices
+            if mig:
+                ann[MIG_ALLOCATIONS] = mig
             ann[BIND_PHASE] = "allocating"
             patch = {"metadata": {"annotations": ann}}
             yield _event(t, "patch", ns, name, req=patch, seq=seq,
@@ -555,7 +666,12 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, st
             seq += 1
             yield _event(t, "patch", ns, name, sub="status",
                          req={"status": {"phase": "Running"}}, seq=seq, user=f"system:node:{node}")
+            if init_done and pod.init_containers and pod.init_duration is not None and devices \
+                    and any(e.strip() for e in devices.replace(":", ";").split(";")):
+                due_of[name] = seq
+                heapq.heappush(due, (float(time) + pod.init_duration, seq, name))
         elif event in ("depart", "delete", "abandon", "preempt"):
+            due_of.pop(name, None)
             if event == "depart":
                 yield _event(t, "patch", ns, name, sub="status",
                              req={"status": {"phase": "Succeeded"}}, seq=seq,
@@ -580,6 +696,7 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple[float, str, str, st
                 separators=(",", ":"))
             yield _event(t, "get", ns, name, seq=seq, level="Metadata")
             yield _event(t, "create", ns, name + "-dup", req={"kind": "Pod"}, code=409, seq=seq)
+    yield from inits_done(None)
 
 
 def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
@@ -598,10 +715,14 @@ def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
 
 def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[str],
                     start: float = 1.7e9, noise: int = 0,
-                    moved: Mapping[str, tuple[str, str | None]] | None = None) -> Iterator[str]:
-    """The audit lines of a ``hamisim run`` results folder (its ``events`` table)
+                    moved: Mapping[str, tuple] | None = None) -> Iterator[str]:
+    """The audit lines of a ``hamisim run`` results folder (its ``events`` table,
+    its ``summary.json``'s mode: init containers finish in a replay run only,
+    and its ``pods`` table's ``mig_allocations`` for the binds of pods on MIG
+    cards: a pod bound more than once gets its last instances every time)
     whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
-    devices) written instead of the run's placement (to test a validation)."""
+    devices) or (node, devices, mig_allocations) written instead of the run's
+    placement (to test a validation)."""
     from hamisim.io.outputs import read_table
     from hamisim.io.traces import read_trace
     folder = Path(run_dir)
@@ -612,6 +733,14 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     df = read_table(table)
     pods = {tp.pod.name: tp.pod for tp in read_trace(os.fspath(trace)).pods}
     moved = moved or {}
+    migs: dict[str, str] = {}
+    ptable = next((folder / f"pods.{ext}" for ext in ("parquet", "csv")
+                   if (folder / f"pods.{ext}").exists()), None)
+    if ptable is not None:
+        pt = read_table(ptable)
+        if "mig_allocations" in pt.columns:
+            migs = {n: m for n, m in zip(pt["pod"].tolist(), pt["mig_allocations"].tolist())
+                    if isinstance(m, str) and m}
 
     def rows():
         for t, name, ev, node, dev in zip(df["time"].tolist(), df["pod"].tolist(),
@@ -619,8 +748,19 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                                           df["devices"].tolist()):
             node = node if isinstance(node, str) else None
             dev = dev if isinstance(dev, str) else None
+            mig = migs.get(name) if ev == "bind" else None
             if ev == "bind" and name in moved:
-                node, dev = moved[name]
-            yield t, name, ev, node, dev
+                node, dev, *rest = moved[name]
+                mig = rest[0] if rest else None
+            yield t, name, ev, node, dev, mig
 
-    return audit_lines(pods, rows(), start=start, noise=noise)
+    # only a replay run's engine shrinks a pod once its init containers are done
+    mode = None
+    if (folder / "summary.json").exists():
+        try:
+            mode = (json.loads((folder / "summary.json").read_text()).get("inputs") or {}
+                    ).get("mode")
+        except (ValueError, AttributeError):
+            mode = None
+    return audit_lines(pods, rows(), start=start, noise=noise,
+                       init_done=mode in (None, "replay"))

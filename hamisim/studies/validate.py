@@ -27,7 +27,12 @@ a rotating start the log does not show):
 * cards: hamisim's cards *on the recorded node* (what HAMi's card policy picks
   there) against the recorded ``hami.io/vgpu-devices-allocated``, per
   container as sets of card UUIDs; a recorded node that does not fit
-  disagrees.
+  disagrees;
+* MIG instances (a pod on ``mode: mig`` cards): the recorded ones come from
+  ``hami.io/vgpu-mig-allocations``, paired with the recorded cards by GPU UUID
+  as a state file's ``mig_allocations``, and are adopted with the pod; the row's
+  ``mig_agree`` says whether HAMi's instances there (card, profile,
+  placement) are the recorded ones (``mig_agreement_pct``).
 
 Pods the log keeps pending: at each new timestamp (after every record of the
 previous one is applied) the pending pods are tried in queue order (priority,
@@ -39,9 +44,14 @@ seconds later (default 11 s: kube-scheduler's longest backoff, 10 s, and
 its backoff queue's 1 s flush) counts as
 ``pending_but_schedulable``.
 
+A pod's init containers finishing (the kubelet's ``pods/status`` with every
+init container terminated, exit 0: :data:`hamisim.io.auditlog.INIT_DONE`)
+shrinks its recorded usage to its app containers' as HAMi does
+(:func:`hamisim.hami.reference.app_containers_only`, once per binding), and
+counts as a release for the pending pods.
+
 Not modelled here: preemption and nominations (a recorded preemption shows
-as the victims' ends), init containers finishing (HAMi's shrink of a pod's
-usage), MIG cards (refused); ResourceQuota admission refusals count as
+as the victims' ends); ResourceQuota admission refusals count as
 ``unschedulable``; pods without GPU requests are applied (CPU and memory) but
 not compared (kube-scheduler's own scoring places them).
 """
@@ -60,7 +70,8 @@ import numpy as np
 
 from hamisim.cluster import Cluster, SchedulerConfig
 from hamisim.errors import HamisimError, InputError
-from hamisim.hami.decision import REASONS, fit_reason
+from hamisim.hami.decision import REASONS, fit_reason, mig_allocations_annotation
+from hamisim.hami.reference import app_containers_only
 from hamisim.hami.policy import pod_gpu_policy, pod_node_policy
 from hamisim.io.auditlog import (
     ANNOTATE,
@@ -69,13 +80,15 @@ from hamisim.io.auditlog import (
     DEVICES_ALLOCATED,
     DEVICES_TO_ALLOCATE,
     END,
+    INIT_DONE,
+    MIG_ALLOCATIONS,
     AuditRecord,
     ReadStats,
     format_time,
     read_audit,
 )
 from hamisim.io.documents import from_plain
-from hamisim.io.initialstate import InitialState, decode_devices
+from hamisim.io.initialstate import InitialState, decode_devices, with_mig_allocations
 from hamisim.io.kubeimport import _state_entry, pod_from_kubernetes, state_yaml
 from hamisim.io.outputs import atomic_folder, write_json
 from hamisim.kube.fit import resource_fit_reasons
@@ -88,7 +101,8 @@ __all__ = ["Validation", "validate", "validate_files", "write_validation", "OUTC
 
 #: node outcomes of a compared pod
 OUTCOMES = ("agree", "tie", "sample", "disagree", "unschedulable")
-CSV_COLUMNS = ("pod", "time", "seconds", "node_outcome", "cards_agree", "recorded_node",
+CSV_COLUMNS = ("pod", "time", "seconds", "node_outcome", "cards_agree", "mig_agree",
+               "recorded_node",
                "recorded_cards", "hamisim_node", "hamisim_cards", "recorded_node_score",
                "hamisim_node_score", "tied_nodes", "reason", "explain")
 
@@ -114,6 +128,10 @@ class _Running:
     cpu: int
     mem: int
     namespace: str
+    mig: str | None = None        # hami.io/vgpu-mig-allocations
+    #: its picks while its init containers run (None: none to finish, or finished)
+    containers: list | None = None
+    init_finished: bool = False
 
 
 @dataclass
@@ -162,6 +180,8 @@ class _Walk:
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.cards_compared = 0
         self.cards_agree = 0
+        self.mig_compared = 0
+        self.mig_agree = 0
         self.skipped: dict[str, int] = {}
         self.pending_late: list[dict] = []
         self.n_pending_late = 0
@@ -198,8 +218,13 @@ class _Walk:
             i = self.node_index[p.node]
             self.ks.adopt(p.name, i, p.containers, p.n_init, p.cpu_milli, p.memory_mib,
                           namespace=p.namespace)
+            # init_finished: the state already dropped the init containers' picks
+            running = any(p.containers[:p.n_init])
             self.running[p.name] = _Running(i, p.devices, p.n_init, p.cpu_milli,
-                                            p.memory_mib, p.namespace)
+                                            p.memory_mib, p.namespace,
+                                            mig_allocations_annotation(p.containers),
+                                            p.containers if running else None,
+                                            bool(p.n_init and p.devices and not running))
 
     # -- the walk ----------------------------------------------------------
     def feed(self, rec: AuditRecord) -> None:
@@ -223,6 +248,21 @@ class _Walk:
             self.bind(rec)
         elif kind == END:
             self.end(rec)
+        elif kind == INIT_DONE:
+            self.init_done(rec)
+
+    def init_done(self, rec: AuditRecord) -> None:
+        """Every init container succeeded: HAMi's shrink to the app containers'
+        usage (as :meth:`hamisim.sim.engine.Engine._init_done`), once per binding."""
+        r = self.running.get(rec.pod)
+        if r is None or r.containers is None:
+            return
+        app = app_containers_only(r.containers, r.n_init, self.ks._aligned[r.node])
+        self.ks.adopt(rec.pod, r.node, app, 0, r.cpu, r.mem, namespace=r.namespace)
+        r.containers = None
+        r.init_finished = True
+        self.dirty.add(r.node)
+        self.releases += 1                  # room freed: pending pods are tried again
 
     def create(self, rec: AuditRecord) -> None:
         spec = rec.obj.get("spec") if isinstance(rec.obj.get("spec"), dict) else {}
@@ -241,7 +281,7 @@ class _Walk:
         self.seq += 1
         p = _Pending(rec.pod, pod, rec.obj, rec.time, rec.where, self.seq)
         ann = ((rec.obj.get("metadata") or {}).get("annotations") or {})
-        for k in (DEVICES_ALLOCATED, DEVICES_TO_ALLOCATE):
+        for k in (DEVICES_ALLOCATED, DEVICES_TO_ALLOCATE, MIG_ALLOCATIONS):
             if k in ann:
                 p.ann[k] = ann[k]
         self.pending[rec.pod] = p
@@ -274,47 +314,57 @@ class _Walk:
         node = self.node_index.get(rec.node)
         ann = p.ann if p is not None else self.ann.pop(name, {})
         devices = ann.get(DEVICES_ALLOCATED) or ann.get(DEVICES_TO_ALLOCATE) or None
+        mig = ann.get(MIG_ALLOCATIONS) or None
         if node is None:
             self.skip("bound to a node not in the cluster")
             return
         containers: list | None = None
+        bad = "recorded cards not on the recorded node"
         if devices:
             try:
                 containers = decode_devices(devices, None, self.cards[node], rec.node)
             except InputError:
                 containers = None
+            if containers is not None:
+                # the picks on MIG cards with the instances HAMi recorded for them
+                try:
+                    containers = with_mig_allocations(mig, containers, self.cards[node])
+                except InputError:
+                    containers = None
+                    bad = "recorded MIG instances do not match the recorded cards"
         if p is None:
             self.skip("created before the log starts (give --state)")
             if name not in self.running:
                 self.apply(name, node, containers or [], devices if containers else None, 0,
-                           0, 0, "default")
+                           0, 0, "default", mig if containers else None)
             return
         pod = p.pod
         self.late(p, rec.time, "bound")
         n_init = len(pod.init_containers)
         if devices and containers is None:
-            self.skip("recorded cards not on the recorded node")
+            self.skip(bad)
             self.apply(name, node, [], None, n_init, pod.cpu_milli, pod.memory_mib,
                        pod.namespace)
             return
         if not _wants_gpu(pod, self.cluster.scheduler):
             self.skip("no GPU request (kube-scheduler's own choice)")
             self.apply(name, node, containers or [], devices, n_init, pod.cpu_milli,
-                       pod.memory_mib, pod.namespace)
+                       pod.memory_mib, pod.namespace, mig)
             return
         self.compare(rec, p, node, containers or [])
         self.apply(name, node, containers or [], devices, n_init, pod.cpu_milli,
-                   pod.memory_mib, pod.namespace)
+                   pod.memory_mib, pod.namespace, mig)
 
     def apply(self, name: str, node: int, containers: list, devices: str | None, n_init: int,
-              cpu: int, mem: int, namespace: str) -> None:
+              cpu: int, mem: int, namespace: str, mig: str | None = None) -> None:
         old = self.running.get(name)
         if old is not None:
             self.ks.delete(name)
             self.dirty.add(old.node)
         self.ks.adopt(name, node, containers, n_init, cpu, mem, namespace=namespace)
         self.dirty.add(node)
-        self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace)
+        self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace, mig,
+                                      containers if n_init and any(containers) else None)
 
     def _shape(self, pod: Pod):
         ks = self.ks
@@ -367,38 +417,59 @@ class _Walk:
         return resource_fit_reasons(self.cluster.nodes[node],
                                     (int(s.req_cpu[node]), int(s.req_mem[node])), pod)
 
-    def _cards_on(self, pod: Pod, shape, node: int) -> tuple[list[str] | None, list[tuple]]:
-        """HAMi's verdict on ``node``: (reasons, or None when it fits; its picks)."""
+    def _cards_on(self, pod: Pod, shape, node: int
+                  ) -> tuple[list[str] | None, list[tuple], list[tuple]]:
+        """HAMi's verdict on ``node``: (reasons, or None when it fits; its picks;
+        its MIG instances as sorted ``(card, profile, start, size)``)."""
         kube = self._kube_ok(pod, shape, node)
         if kube:
-            return kube, []
+            return kube, [], []
         st, _, picks, counts, n_cards = self.core.score_node(shape.spec, node)
         if st == _ST_FIT:
-            ids = self.state.card_ids
-            r0 = int(self.state.node_start[node])
-            return None, [tuple(sorted(ids[r0 + q] for q, _, _ in cp)) for cp in picks if cp]
+            state = self.state
+            ids = state.card_ids
+            r0 = int(state.node_start[node])
+            inst: list[tuple] = []
+            if state.has_mig:
+                for cp, cm in zip(picks, self.core.mig_picks(len(picks))):
+                    inst += [(ids[r0 + q], state.mp_name[prof], *state.pl_place[pl])
+                             for (q, _, _), (prof, pl) in zip(cp, cm) if prof >= 0]
+            return None, [tuple(sorted(ids[r0 + q] for q, _, _ in cp)) for cp in picks
+                          if cp], sorted(inst)
         hist = {REASONS[k]: c for k, c in enumerate(counts) if c}
         if hist:
-            return [fit_reason(hist, n_cards)], []
-        return ["NodeInsufficientDevice" if n_cards else "node unregistered"], []
+            return [fit_reason(hist, n_cards)], [], []
+        return ["NodeInsufficientDevice" if n_cards else "node unregistered"], [], []
+
+    def _no_mig(self, recorded_mig: list) -> bool | str:
+        """``mig_agree`` of a pod hamisim does not place: False (counted) when the
+        log gives it MIG instances, else empty."""
+        if not recorded_mig:
+            return ""
+        self.mig_compared += 1
+        return False
 
     def compare(self, rec: AuditRecord, p: _Pending, node: int, containers: list) -> None:
         pod, core, ks = p.pod, self.core, self.ks
         cfg = self.cluster.scheduler
         recorded_cards = [tuple(sorted(q.uuid for q in c)) for c in containers if c]
+        recorded_mig = sorted((q.uuid, *q.mig) for c in containers for q in c
+                              if q.mig is not None)
         row: dict[str, Any] = {
             "pod": p.name, "time": rec.time,        # formatted by add_row
             "seconds": round(rec.time - (self.t0 or rec.time), 6),
             "recorded_node": self.cluster.nodes[node].name,
             "recorded_cards": _cards_text(recorded_cards), "hamisim_node": "",
             "hamisim_cards": "", "recorded_node_score": self._score(node),
-            "hamisim_node_score": "", "tied_nodes": 0, "reason": "", "explain": ""}
+            "hamisim_node_score": "", "tied_nodes": 0, "reason": "", "explain": "",
+            "mig_agree": ""}
         try:
             shape = self._shape(pod)
         except ValueError as err:
             self.counts["unschedulable"] += 1
             self.cards_compared += 1
             row.update(node_outcome="unschedulable", cards_agree=False,
+                       mig_agree=self._no_mig(recorded_mig),
                        reason=f"HAMi's admission refuses the pod: {err}")
             self.add_row(row, p)
             return
@@ -406,6 +477,7 @@ class _Walk:
             self.counts["unschedulable"] += 1
             self.cards_compared += 1
             row.update(node_outcome="unschedulable", cards_agree=False,
+                       mig_agree=self._no_mig(recorded_mig),
                        reason=f"HAMi's Filter errors out: {shape.filter_error}")
             self.add_row(row, p)
             return
@@ -416,6 +488,7 @@ class _Walk:
             self.counts["unschedulable"] += 1
             self.cards_compared += 1
             row.update(node_outcome="unschedulable", cards_agree=False,
+                       mig_agree=self._no_mig(recorded_mig),
                        reason=f"hamisim finds no node: {msg}")
             self.add_row(row, p)
             return
@@ -425,7 +498,7 @@ class _Walk:
         row["hamisim_node"] = self.cluster.nodes[chosen].name
         row["hamisim_node_score"] = self._score(chosen)
         row["tied_nodes"] = len(tied)
-        rec_reasons, rec_picks = self._cards_on(pod, shape, node)
+        rec_reasons, rec_picks, rec_mig = self._cards_on(pod, shape, node)
         spread = shape.node_spread
         node_policy = pod_node_policy(cfg.node_scheduler_policy, pod.annotations)
         if node == chosen:
@@ -456,13 +529,20 @@ class _Walk:
             node_reason = ""
         self.cards_compared += 1
         if rec_reasons is None:
-            hamisim_cards = rec_picks
+            hamisim_cards, hamisim_mig = rec_picks, rec_mig
             cards_ok = sorted(hamisim_cards) == sorted(recorded_cards)
         else:
             # the picks on hamisim's own node, to show
-            _, hamisim_cards = self._cards_on(pod, shape, chosen)
+            _, hamisim_cards, hamisim_mig = self._cards_on(pod, shape, chosen)
             cards_ok = False
         self.cards_agree += cards_ok
+        mig_ok = True
+        if recorded_mig or hamisim_mig:
+            # on MIG cards HAMi also picks the instance: profile and placement
+            mig_ok = rec_reasons is None and hamisim_mig == recorded_mig
+            self.mig_compared += 1
+            self.mig_agree += mig_ok
+            row["mig_agree"] = mig_ok
         row["hamisim_cards"] = _cards_text(hamisim_cards)
         row["node_outcome"] = outcome
         row["cards_agree"] = cards_ok
@@ -471,8 +551,12 @@ class _Walk:
             gpu_policy = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
             reasons.append(f"cards: on {row['recorded_node']} HAMi's {gpu_policy} card policy "
                            f"picks {row['hamisim_cards']}, recorded {row['recorded_cards']}")
+        if not mig_ok:
+            reasons.append(f"MIG instances: HAMi's {_mig_text(hamisim_mig) or 'none'} on "
+                           f"{row['recorded_node'] if rec_reasons is None else row['hamisim_node']}"
+                           f", recorded {_mig_text(recorded_mig) or 'none'}")
         row["reason"] = "; ".join(reasons)
-        if outcome in ("disagree", "unschedulable") or not cards_ok:
+        if outcome in ("disagree", "unschedulable") or not cards_ok or not mig_ok:
             self.add_row(row, p)
 
     def _feasible(self, pod: Pod, shape) -> np.ndarray:
@@ -546,8 +630,11 @@ class _Walk:
             entries = []
             names = self.cluster.nodes
             for name, r in self.running.items():
-                entries.append(_state_entry(name, names[r.node].name, r.devices, r.n_init,
-                                            False, r.cpu, r.mem, r.namespace))
+                entry = _state_entry(name, names[r.node].name, r.devices, r.n_init,
+                                     r.init_finished, r.cpu, r.mem, r.namespace)
+                if r.mig and r.devices:
+                    entry["mig_allocations"] = r.mig
+                entries.append(entry)
             self.bundles.append((p.obj, entries))
 
     # -- pods the log keeps pending ------------------------------------------
@@ -622,6 +709,11 @@ def _cards_text(cards: Sequence[tuple]) -> str:
     return ";".join(",".join(c) for c in cards)
 
 
+def _mig_text(instances: Sequence[tuple]) -> str:
+    """``card:profile@start+size`` per MIG instance."""
+    return ";".join(f"{u}:{prof}@{start}+{size}" for u, prof, start, size in instances)
+
+
 def validate(cluster: Cluster, records: Iterable[AuditRecord], state: InitialState | None = None,
              *, pending_grace: float = 11.0, explain_limit: int = 100) -> Validation:
     """Walk ``records`` (in log order) on ``cluster`` (with ``state``'s pods running
@@ -633,10 +725,6 @@ def validate(cluster: Cluster, records: Iterable[AuditRecord], state: InitialSta
             is_plugin_policy(cluster.scheduler.gpu_scheduler_policy):
         raise HamisimError("validate compares against HAMi's own policies; the cluster file "
                            f"names '{policy}'")
-    if any(c.mode == "mig" for n in cluster.nodes for c in n.cards):
-        raise HamisimError("validate does not cover MIG cards yet (the log's "
-                           "hami.io/vgpu-mig-allocations are not read): give a cluster "
-                           "without 'mode: mig' cards")
     w = _Walk(cluster, pending_grace, explain_limit)
     if state is not None:
         w.adopt_state(state)
@@ -654,6 +742,8 @@ def validate(cluster: Cluster, records: Iterable[AuditRecord], state: InitialSta
         "node_agreement_pct": pct(agree, compared),
         "node_agreement_all_nodes_pct": pct(w.counts["agree"] + w.counts["tie"], compared),
         "card_agreement_pct": pct(w.cards_agree, w.cards_compared),
+        "mig_compared": w.mig_compared,
+        "mig_agreement_pct": pct(w.mig_agree, w.mig_compared),
         "node_outcomes": dict(w.counts),
         "ties": w.counts["tie"],
         "bound_but_unschedulable": w.counts["unschedulable"],
