@@ -333,6 +333,10 @@ def test_a_moved_mig_placement_is_reported(mig_history):
     assert row["mig_agree"] is False
     assert f"@{start}+" in row["reason"] and "MIG instances: HAMi's" in row["reason"]
     assert v.summary["mig_agreement_pct"] < 100.0
+    # report.html says it too: the MIG figure and the rows' MIG column
+    from hamisim.studies.report import validation_html
+    html = validation_html(v.summary, v.rows)
+    assert "MIG instance agreement" in html and "<th>mig_agree</th>" in html
     # the explain bundle's state keeps the running MIG pods' instances: it loads
     _, entries = v.bundles[-1]
     assert any("mig_allocations" in e for e in entries)

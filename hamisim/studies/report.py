@@ -494,6 +494,9 @@ def _validate_section(summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         ("node agreement", f"{_number(summary.get('node_agreement_pct'))} %"),
         ("... with every node examined", f"{_number(summary.get('node_agreement_all_nodes_pct'))} %"),
         ("card agreement", f"{_number(summary.get('card_agreement_pct'))} %"),
+    ] + ([("MIG instance agreement", f"{_number(summary.get('mig_agreement_pct'))} % of "
+           f"{_number(summary.get('mig_compared'))} pods on MIG cards")]
+         if summary.get("mig_compared") else []) + [
         ("outcomes", ", ".join(f"{k} {v}" for k, v in outcomes.items())),
         ("bound in the log, unschedulable for hamisim", summary.get("bound_but_unschedulable")),
         ("kept pending while hamisim would bind", summary.get("pending_but_schedulable")),
@@ -504,8 +507,10 @@ def _validate_section(summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         parts += ["<h2>Pods skipped</h2>", _table(pd.DataFrame(
             sorted(skipped.items()), columns=["reason", "pods"]))]
     if rows:
-        cols = ["pod", "time", "node_outcome", "cards_agree", "recorded_node", "hamisim_node",
-                "recorded_node_score", "hamisim_node_score", "reason"]
+        cols = ["pod", "time", "node_outcome", "cards_agree"] + (
+            ["mig_agree"] if summary.get("mig_compared") else []) + [
+            "recorded_node", "hamisim_node", "recorded_node_score", "hamisim_node_score",
+            "reason"]
         parts += ["<h2>Disagreements</h2>", _table(pd.DataFrame(
             [{c: r.get(c) for c in cols} for r in rows[:max_rows]], columns=cols),
             f"{len(rows)} in disagreements.csv" + (f", the first {max_rows} here"
