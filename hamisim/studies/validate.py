@@ -94,6 +94,7 @@ from hamisim.io.outputs import atomic_folder, write_json
 from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.pods import AdmissionDenied, Pod, admit, container_request
+from hamisim.shapes import ShapeCache
 from hamisim.sim.kernel import _ST_FIT, KernelScheduler, _limit
 
 __all__ = ["Validation", "validate", "validate_files", "write_validation", "OUTCOMES",
@@ -148,6 +149,8 @@ class Validation:
 class _Walk:
     def __init__(self, cluster: Cluster, pending_grace: float, explain_limit: int) -> None:
         self.cluster = cluster
+        # whether HAMi decides a pod: once per request shape
+        self.wants_gpu = ShapeCache(lambda pod: _wants_gpu(pod, cluster.scheduler))
         # every node examined: the comparison's rule (module docstring)
         self.full = dataclasses.replace(cluster, scheduler=dataclasses.replace(
             cluster.scheduler, percentage_of_nodes_to_score=100))
@@ -346,7 +349,7 @@ class _Walk:
             self.apply(name, node, [], None, n_init, pod.cpu_milli, pod.memory_mib,
                        pod.namespace)
             return
-        if not _wants_gpu(pod, self.cluster.scheduler):
+        if not self.wants_gpu.get(pod):
             self.skip("no GPU request (kube-scheduler's own choice)")
             self.apply(name, node, containers or [], devices, n_init, pod.cpu_milli,
                        pod.memory_mib, pod.namespace, mig)
@@ -653,7 +656,7 @@ class _Walk:
             for q in order:
                 if q.schedulable_at is None and q.checked == self.releases:
                     continue
-                if not _wants_gpu(q.pod, self.cluster.scheduler):
+                if not self.wants_gpu.get(q.pod):
                     q.checked = self.releases
                     continue
                 # held in the kernel under its own name
