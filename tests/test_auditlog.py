@@ -18,6 +18,7 @@ from hamisim.io.auditlog import (
     END,
     INIT_DONE,
     MIG_ALLOCATIONS,
+    NOMINATE,
     VGPU_NODE,
     ReadStats,
     audit_lines,
@@ -405,6 +406,64 @@ def test_init_containers_done_is_a_status_with_every_init_terminated_ok(tmp_path
     bad = _with(STATUS_LINE, ("requestObject", "status"), {"initContainerStatuses": "done"})
     with pytest.raises(InputError, match="initContainerStatuses' must be a list, got str"):
         list(read_audit([_write(tmp_path / "b.log", [bad])]))
+
+
+# kube-scheduler's nomination after a preemption (util.PatchPodStatus: a strategic
+# merge patch of pods/status, the PodScheduled condition and nominatedNodeName)
+NOMINATION_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000005", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods/train-0/status", "verb": "patch",
+    "user": {"username": "system:kube-scheduler"}, "sourceIPs": ["10.0.0.8"],
+    "userAgent": "kube-scheduler/v1.32.0 (linux/amd64) kubernetes/abc/scheduler",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1",
+                  "subresource": "status"},
+    "responseStatus": {"metadata": {}, "code": 200},
+    "requestObject": {"status": {
+        "$setElementOrder/conditions": [{"type": "PodScheduled"}],
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 Insufficient cpu. "
+                                   "preemption: 0/3 nodes are available: 3 No preemption "
+                                   "victims found for incoming pod.",
+                        "lastTransitionTime": "2026-11-30T10:00:05Z"}],
+        "nominatedNodeName": "gpu-2"}},
+    "responseObject": dict(STORED, status={"phase": "Pending", "nominatedNodeName": "gpu-2"}),
+    "requestReceivedTimestamp": "2026-11-30T10:00:05.000000Z",
+    "stageTimestamp": "2026-11-30T10:00:05.004000Z"})
+
+
+def test_a_nomination_is_a_status_patch_setting_or_clearing_nominated_node_name(tmp_path):
+    cleared = _with(NOMINATION_LINE, ("requestObject", "status"), {"nominatedNodeName": None})
+    ops = json.loads(NOMINATION_LINE)
+    ops["requestObject"] = [{"op": "replace", "path": "/status/nominatedNodeName",
+                             "value": "gpu-0"}]
+    removed = json.loads(NOMINATION_LINE)
+    removed["requestObject"] = [{"op": "remove", "path": "/status/nominatedNodeName"}]
+    other = _with(STATUS_LINE, ("requestObject", "status"), {"phase": "Running"})
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "n.log", [
+        NOMINATION_LINE, cleared, json.dumps(ops), json.dumps(removed), other])], stats))
+    assert [(r.kind, r.pod, r.node) for r in recs] == [
+        (NOMINATE, "ml/train-0", "gpu-2"), (NOMINATE, "ml/train-0", ""),
+        (NOMINATE, "ml/train-0", "gpu-0"), (NOMINATE, "ml/train-0", "")]
+    assert recs[0].time == parse_time("2026-11-30T10:00:05.004Z")
+    assert stats.skipped["status without end"] == 1
+    bad = _with(NOMINATION_LINE, ("requestObject", "status"), {"nominatedNodeName": 3})
+    with pytest.raises(InputError, match=r"b\.log:1: .*nominatedNodeName' must be a node "
+                                         r"name \(a string\) or null, got int"):
+        list(read_audit([_write(tmp_path / "b.log", [bad])]))
+
+
+def test_the_writer_nominates_a_preemptor_and_its_bind_follows(tmp_path):
+    pods = {"hi": Pod("hi", (Container({"nvidia.com/gpu": 1}),), priority=10),
+            "lo": Pod("lo", (Container({"nvidia.com/gpu": 1}),))}
+    rows = [(0, "lo", "arrive", None, None), (0, "lo", "bind", "n1", None),
+            (1, "hi", "arrive", None, None), (1, "lo", "preempt", "n1", None),
+            (1, "hi", "nominate", "n1", None), (2, "hi", "bind", "n1", None)]
+    recs = list(read_audit([_write(tmp_path / "w.log", audit_lines(pods, rows))]))
+    assert [(r.kind, r.pod, r.node) for r in recs if r.kind in (NOMINATE, BIND, END)] == [
+        (BIND, "default/lo", "n1"), (END, "default/lo", None),
+        (NOMINATE, "default/hi", "n1"), (BIND, "default/hi", "n1")]
 
 
 def test_the_writer_finishes_init_containers_after_their_duration(tmp_path):
