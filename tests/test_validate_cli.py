@@ -240,3 +240,41 @@ def test_a_mig_run_folder_validates_completely(tmp_path, capsys):
     assert "hamisim validate: 24 pods compared" in text
     assert "node agreement 100.00 %" in text and "card agreement 100.00 %" in text
     assert "MIG instance agreement 100.00 %" in text
+
+
+def test_a_preempting_run_folder_validates_completely(tmp_path, capsys):
+    # a full cluster in CPU, pods of three priorities: kube-scheduler preempts, the
+    # preemptors are nominated (run_audit_lines: from the preempt rows) and bind;
+    # their log, with the nominations, agrees on every node and card
+    import random
+    from hamisim.io.auditlog import run_audit_lines
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(group_cluster(3, gpus=2, count=10, cpu_milli=4000,
+                                     scheduler="node_scheduler_policy: binpack, "
+                                               "gpu_scheduler_policy: binpack"))
+    rnd = random.Random(3)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("name,arrival,duration,gpu,gpumem,gpucores,cpu_milli,memory_mib,priority\n"
+                     + "".join(f"p{i},{i},{rnd.choice([20, 40, 80])},1,"
+                               f"{rnd.choice([2000, 4000])},10,{rnd.choice([1000, 1500, 2000])},"
+                               f"1024,{rnd.choice([0, 0, 5, 10])}\n" for i in range(60)))
+    assert main(["run", str(cluster), str(trace), "--out", str(tmp_path / "run"),
+                 "--format", "csv"]) == 0
+    with open(tmp_path / "run" / "events.csv") as fh:
+        events = list(csv.DictReader(fh))
+    preemptions = {(e["time"], e["message"]) for e in events if e["event"] == "preempt"}
+    preemptors = {m.split()[3] for _, m in preemptions}
+    assert len(preemptions) >= 3
+    lines = list(run_audit_lines(tmp_path / "run", trace))
+    nominations = [json.loads(ln) for ln in lines if "nominatedNodeName" in ln]
+    assert {n["objectRef"]["name"] for n in nominations} == preemptors
+    log = tmp_path / "audit.log"
+    write_lines(lines, log)
+    capsys.readouterr()
+    assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "val")]) == 0
+    s = json.loads((tmp_path / "val" / "validation.json").read_text())
+    assert s["pods_compared"] == 60 and s["skipped"] == {}
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    assert s["bound_but_unschedulable"] == 0 and s["pending_but_schedulable"] == 0
+    # the preemptors' bindings were decided on their nominated nodes
+    assert 1 <= s["decided_on_nominated_node"] <= len(preemptors)
