@@ -272,6 +272,7 @@ def test_a_preempting_run_folder_validates_completely(tmp_path, capsys):
     write_lines(lines, log)
     capsys.readouterr()
     assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "val")]) == 0
+    assert "decided on the pod's nominated node" in capsys.readouterr().out
     s = json.loads((tmp_path / "val" / "validation.json").read_text())
     assert s["pods_compared"] == 60 and s["skipped"] == {}
     assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0

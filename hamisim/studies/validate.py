@@ -50,8 +50,18 @@ shrinks its recorded usage to its app containers' as HAMi does
 (:func:`hamisim.hami.reference.app_containers_only`, once per binding), and
 counts as a release for the pending pods.
 
-Not modelled here: preemption and nominations (a recorded preemption shows
-as the victims' ends); ResourceQuota admission refusals count as
+kube-scheduler's nominations (:data:`hamisim.io.auditlog.NOMINATE`, its
+``status.nominatedNodeName`` patch after a preemption) are kept until the pod
+binds, ends or a patch clears them, and act as in
+:meth:`hamisim.kube.scheduler.KubeScheduler.schedule`: a nominated pod is first
+evaluated on its nominated node alone, which decides when the pod fits there
+(``agree`` only on that node; the row's ``nominated_node`` and the summary's
+``decided_on_nominated_node`` say so), else every node is; the CPU and memory
+of the pods nominated to a node with at least the pod's priority count for
+NodeResourcesFit (:func:`hamisim.kube.scheduler.nominated_load`).
+
+Not modelled here: the preemption decision itself (a recorded preemption
+shows as the victims' ends and the preemptor's nomination); ResourceQuota admission refusals count as
 ``unschedulable``; pods without GPU requests are applied (CPU and memory) but
 not compared (kube-scheduler's own scoring places them).
 """
