@@ -466,6 +466,17 @@ def test_the_writer_nominates_a_preemptor_and_its_bind_follows(tmp_path):
         (NOMINATE, "default/hi", "n1"), (BIND, "default/hi", "n1")]
 
 
+def test_the_writer_keeps_a_victim_with_a_grace_period_until_it_departs(tmp_path):
+    pods = {"v": Pod("v", (Container({"nvidia.com/gpu": 1}),), termination_grace_period=5)}
+    rows = [(0, "v", "arrive", None, None), (0, "v", "bind", "n1", None),
+            (1, "v", "preempt", "n1", None), (6, "v", "depart", "n1", None)]
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "g.log", audit_lines(pods, rows))], stats))
+    ends = [r.time - recs[0].time for r in recs if r.kind == END]
+    assert ends == [6.0, 6.0]               # Succeeded, then the final delete
+    assert stats.skipped["graceful deletion begun"] == 1
+
+
 def test_the_writer_finishes_init_containers_after_their_duration(tmp_path):
     gpu = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000})
     pod = Pod("p", (gpu,), init_containers=(gpu,), init_duration=10.0)

@@ -646,7 +646,9 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
     field, a bind's ``hami.io/vgpu-mig-allocations`` (the pods table's
     ``mig_allocations``; ``None``: no MIG instance) (``arrive``, ``bind``,
     ``depart``, ``delete``/``abandon``/``preempt`` and ``nominate`` are
-    written; others ignored). A ``nominate`` row (not an events table's: see
+    written; others ignored; a ``preempt`` of a pod with a
+    ``termination_grace_period`` is a graceful delete, the pod ending at its
+    ``depart``). A ``nominate`` row (not an events table's: see
     :func:`run_audit_lines`) is kube-scheduler's ``pods/status`` patch setting
     the pod's ``status.nominatedNodeName`` to its ``node`` (``None``: cleared);
     a bind clears it without a patch of its own. Each arrival becomes a pod ``create`` (preceded by its
@@ -736,6 +738,17 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
                                          "lastTransitionTime": format_time(t)[:19] + "Z"}]
             yield _event(t, "patch", ns, name, sub="status", req={"status": status},
                          seq=seq, user="system:kube-scheduler")
+        elif event == "preempt" and pod.termination_grace_period > 0:
+            # a graceful deletion begins: the victim keeps its node and cards
+            # until its period ends (the run's depart row, the final delete)
+            gone = {"metadata": {"name": name, "namespace": ns,
+                                 "deletionTimestamp": format_time(
+                                     t + pod.termination_grace_period)[:19] + "Z",
+                                 "deletionGracePeriodSeconds": pod.termination_grace_period},
+                    "kind": "Pod", "apiVersion": "v1"}
+            yield _event(t, "delete", ns, name, req={"kind": "DeleteOptions",
+                                                     "apiVersion": "v1"}, resp=gone, seq=seq,
+                         user="system:kube-scheduler")
         elif event in ("depart", "delete", "abandon", "preempt"):
             due_of.pop(name, None)
             if event == "depart":
@@ -763,6 +776,11 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
             yield _event(t, "get", ns, name, seq=seq, level="Metadata")
             yield _event(t, "create", ns, name + "-dup", req={"kind": "Pod"}, code=409, seq=seq)
     yield from inits_done(None)
+
+
+#: DefaultPreemption's text when the dry run found no candidate (a node histogram);
+#: its other texts (policy Never, a terminating victim, an error) name no count
+_PREEMPTION_FOUND_NONE = "preemption: 0/"
 
 
 def _preemptor(message: Any) -> str | None:
@@ -813,7 +831,12 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     its ``summary.json``'s mode: init containers finish in a replay run only,
     and its ``pods`` table's ``mig_allocations`` for the binds of pods on MIG
     cards: a pod bound more than once gets its last instances every time)
-    whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
+    whose trace is ``trace`` (:func:`audit_lines`), with kube-scheduler's
+    nominations derived from it (the engine records none): a ``preempt`` row's
+    preemptor (its message) is nominated to the victims' node after them, the
+    lower-priority pods nominated there cleared; a nominated pod's
+    ``unschedulable`` row whose preemption found no candidate
+    (``preemption: 0/N nodes ...``) clears its own. ``moved``: pod -> (node,
     devices) or (node, devices, mig_allocations) written instead of the run's
     placement (to test a validation)."""
     from hamisim.io.outputs import read_table
@@ -853,6 +876,13 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                 due = (t, by, node)
             if ev in ("bind", "depart", "delete", "abandon", "preempt", "rejected"):
                 nominated.pop(name, None)       # a bound or gone pod is nominated no more
+            elif ev == "unschedulable" and name in nominated and isinstance(msg, str) \
+                    and _PREEMPTION_FOUND_NONE in msg:
+                # DefaultPreemption found no candidate for a nominated pod: kube-scheduler
+                # overrides its nomination with "" (a status patch); a refusal to try
+                # (preemptionPolicy Never, a terminating victim, an error) keeps it
+                del nominated[name]
+                yield t, name, "nominate", None, None, None
             mig = migs.get(name) if ev == "bind" else None
             if ev == "bind" and name in moved:
                 node, dev, *rest = moved[name]
