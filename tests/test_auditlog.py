@@ -477,6 +477,45 @@ def test_the_writer_keeps_a_victim_with_a_grace_period_until_it_departs(tmp_path
     assert stats.skipped["graceful deletion begun"] == 1
 
 
+def test_run_audit_lines_derives_nominations_from_the_events(tmp_path):
+    # the engine records no nomination: the preempt rows give it (the preemptor after
+    # its victims), an unschedulable row whose preemption found no candidate clears it,
+    # and so does one nominated again where no preempt row says (1.35 skips victims
+    # already terminating); lower-priority nominations to the node are cleared
+    from hamisim.io.auditlog import run_audit_lines
+    (tmp_path / "trace.csv").write_text(
+        "name,arrival,duration,gpu,priority\nv1,0,9,1,0\nv2,0,9,1,0\nv3,0,9,1,0\n"
+        "mid,1,9,1,5\n"
+        "hi,2,9,1,10\n")
+    fit = "0/2 nodes are available: 2 Insufficient cpu."
+    none = fit + " preemption: 0/2 nodes are available: 2 No preemption victims found " \
+                 "for incoming pod."
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.csv").write_text("time,pod,event,node,devices,message\n" + "".join(
+        f"{t},{p},{e},{n},,{m}\n" for t, p, e, n, m in [
+            (0, "v1", "arrive", "", ""), (0, "v1", "bind", "n1", ""),
+            (0, "v2", "arrive", "", ""), (0, "v2", "bind", "n1", ""),
+            (0, "v3", "arrive", "", ""), (0, "v3", "bind", "n2", ""),
+            (1, "mid", "arrive", "", ""), (1, "mid", "unschedulable", "", fit),
+            (1, "v1", "preempt", "n1", "Preempted by pod mid on node n1"),
+            (2, "hi", "arrive", "", ""), (2, "hi", "unschedulable", "", fit),
+            (2, "v2", "preempt", "n1", "Preempted by pod hi on node n1"),
+            (3, "hi", "unschedulable", "", f'"{none}"'),
+            (4, "mid", "unschedulable", "", fit), (4, "hi", "unschedulable", "", fit),
+            (4, "v3", "preempt", "n2", "Preempted by pod hi on node n2"),
+            (5, "hi", "unschedulable", "", fit), (6, "hi", "bind", "n2", "")]))
+    recs = list(read_audit([_write(tmp_path / "r.log",
+                                   run_audit_lines(run, tmp_path / "trace.csv"))]))
+    base = recs[0].time
+    assert [(r.time - base, r.pod, r.node) for r in recs if r.kind == NOMINATE] == [
+        (1, "default/mid", "n1"),
+        (2, "default/mid", ""), (2, "default/hi", "n1"),    # mid is of lower priority
+        (3, "default/hi", ""),                              # no candidate any more
+        (4, "default/hi", "n2"),                            # mid's row at 4 is no patch
+        (5, "default/hi", "")]                              # nominated again: node unknown
+
+
 def test_the_writer_finishes_init_containers_after_their_duration(tmp_path):
     gpu = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000})
     pod = Pod("p", (gpu,), init_containers=(gpu,), init_duration=10.0)

@@ -836,7 +836,9 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     preemptor (its message) is nominated to the victims' node after them, the
     lower-priority pods nominated there cleared; a nominated pod's
     ``unschedulable`` row whose preemption found no candidate
-    (``preemption: 0/N nodes ...``) clears its own. ``moved``: pod -> (node,
+    (``preemption: 0/N nodes ...``) clears its own, as does one that was
+    nominated again with no ``preempt`` row saying where (kube-scheduler 1.35+
+    skips victims already terminating: the node is not in the events). ``moved``: pod -> (node,
     devices) or (node, devices, mig_allocations) written instead of the run's
     placement (to test a validation)."""
     from hamisim.io.outputs import read_table
@@ -863,6 +865,7 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     def rows():
         nominated: dict[str, str] = {}          # preemptor -> its nominated node
         due: tuple | None = None                # a nomination to write after its victims
+        unknown: tuple | None = None            # (time, pod) nominated, the node not yet seen
         for t, name, ev, node, dev, msg in zip(df["time"].tolist(), df["pod"].tolist(),
                                                df["event"].tolist(), df["node"].tolist(),
                                                df["devices"].tolist(), messages):
@@ -872,6 +875,13 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
             if due is not None and (by is None or (t, by) != due[:2]):
                 yield from _nominations(due, nominated, pods)
                 due = None
+            if unknown is not None and (by is None or (t, by) != unknown):
+                # nominated again, but no victim row says where (kube-scheduler
+                # 1.35+ skips victims already terminating): not written, so the
+                # old node is not kept either
+                if nominated.pop(unknown[1], None) is not None:
+                    yield unknown[0], unknown[1], "nominate", None, None, None
+            unknown = None
             if by is not None and node is not None and due is None:
                 due = (t, by, node)
             if ev in ("bind", "depart", "delete", "abandon", "preempt", "rejected"):
@@ -883,6 +893,9 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                 # (preemptionPolicy Never, a terminating victim, an error) keeps it
                 del nominated[name]
                 yield t, name, "nominate", None, None, None
+            elif ev == "unschedulable" and name in nominated and isinstance(msg, str) \
+                    and "preemption: " not in msg:
+                unknown = (t, name)             # PostFilter nominated it (no text)
             mig = migs.get(name) if ev == "bind" else None
             if ev == "bind" and name in moved:
                 node, dev, *rest = moved[name]
@@ -890,6 +903,8 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
             yield t, name, ev, node, dev, mig
         if due is not None:
             yield from _nominations(due, nominated, pods)
+        if unknown is not None and nominated.pop(unknown[1], None) is not None:
+            yield unknown[0], unknown[1], "nominate", None, None, None
 
     # only a replay run's engine shrinks a pod once its init containers are done
     mode = None
