@@ -1270,6 +1270,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print("  outcomes: " + ", ".join(f"{k} {n}" for k, n in s["node_outcomes"].items()))
     print(f"  bound in the log but unschedulable for hamisim: {s['bound_but_unschedulable']}; "
           f"kept pending while hamisim would bind: {s['pending_but_schedulable']}")
+    if s.get("decided_on_nominated_node"):
+        print(f"  decided on the pod's nominated node (after a preemption): "
+              f"{s['decided_on_nominated_node']}")
     if s["skipped"]:
         print("  pods skipped: " + "; ".join(f"{k} {n}" for k, n in s["skipped"].items()))
     for row in v.rows[:5]:

@@ -18,6 +18,7 @@ from hamisim.io.auditlog import (
     END,
     INIT_DONE,
     MIG_ALLOCATIONS,
+    NOMINATE,
     VGPU_NODE,
     ReadStats,
     audit_lines,
@@ -405,6 +406,114 @@ def test_init_containers_done_is_a_status_with_every_init_terminated_ok(tmp_path
     bad = _with(STATUS_LINE, ("requestObject", "status"), {"initContainerStatuses": "done"})
     with pytest.raises(InputError, match="initContainerStatuses' must be a list, got str"):
         list(read_audit([_write(tmp_path / "b.log", [bad])]))
+
+
+# kube-scheduler's nomination after a preemption (util.PatchPodStatus: a strategic
+# merge patch of pods/status, the PodScheduled condition and nominatedNodeName)
+NOMINATION_LINE = json.dumps({
+    "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+    "auditID": "1b0a0c9e-8a5d-4c52-9d0c-000000000005", "stage": "ResponseComplete",
+    "requestURI": "/api/v1/namespaces/ml/pods/train-0/status", "verb": "patch",
+    "user": {"username": "system:kube-scheduler"}, "sourceIPs": ["10.0.0.8"],
+    "userAgent": "kube-scheduler/v1.32.0 (linux/amd64) kubernetes/abc/scheduler",
+    "objectRef": {"resource": "pods", "namespace": "ml", "name": "train-0", "apiVersion": "v1",
+                  "subresource": "status"},
+    "responseStatus": {"metadata": {}, "code": 200},
+    "requestObject": {"status": {
+        "$setElementOrder/conditions": [{"type": "PodScheduled"}],
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 Insufficient cpu. "
+                                   "preemption: 0/3 nodes are available: 3 No preemption "
+                                   "victims found for incoming pod.",
+                        "lastTransitionTime": "2026-11-30T10:00:05Z"}],
+        "nominatedNodeName": "gpu-2"}},
+    "responseObject": dict(STORED, status={"phase": "Pending", "nominatedNodeName": "gpu-2"}),
+    "requestReceivedTimestamp": "2026-11-30T10:00:05.000000Z",
+    "stageTimestamp": "2026-11-30T10:00:05.004000Z"})
+
+
+def test_a_nomination_is_a_status_patch_setting_or_clearing_nominated_node_name(tmp_path):
+    cleared = _with(NOMINATION_LINE, ("requestObject", "status"), {"nominatedNodeName": None})
+    ops = json.loads(NOMINATION_LINE)
+    ops["requestObject"] = [{"op": "replace", "path": "/status/nominatedNodeName",
+                             "value": "gpu-0"}]
+    removed = json.loads(NOMINATION_LINE)
+    removed["requestObject"] = [{"op": "remove", "path": "/status/nominatedNodeName"}]
+    other = _with(STATUS_LINE, ("requestObject", "status"), {"phase": "Running"})
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "n.log", [
+        NOMINATION_LINE, cleared, json.dumps(ops), json.dumps(removed), other])], stats))
+    assert [(r.kind, r.pod, r.node) for r in recs] == [
+        (NOMINATE, "ml/train-0", "gpu-2"), (NOMINATE, "ml/train-0", ""),
+        (NOMINATE, "ml/train-0", "gpu-0"), (NOMINATE, "ml/train-0", "")]
+    assert recs[0].time == parse_time("2026-11-30T10:00:05.004Z")
+    assert stats.skipped["status without end"] == 1
+    bad = _with(NOMINATION_LINE, ("requestObject", "status"), {"nominatedNodeName": 3})
+    with pytest.raises(InputError, match=r"b\.log:1: .*nominatedNodeName' must be a node "
+                                         r"name \(a string\) or null, got int"):
+        list(read_audit([_write(tmp_path / "b.log", [bad])]))
+
+
+def test_the_writer_nominates_a_preemptor_and_its_bind_follows(tmp_path):
+    pods = {"hi": Pod("hi", (Container({"nvidia.com/gpu": 1}),), priority=10),
+            "lo": Pod("lo", (Container({"nvidia.com/gpu": 1}),))}
+    rows = [(0, "lo", "arrive", None, None), (0, "lo", "bind", "n1", None),
+            (1, "hi", "arrive", None, None), (1, "lo", "preempt", "n1", None),
+            (1, "hi", "nominate", "n1", None), (2, "hi", "bind", "n1", None)]
+    recs = list(read_audit([_write(tmp_path / "w.log", audit_lines(pods, rows))]))
+    assert [(r.kind, r.pod, r.node) for r in recs if r.kind in (NOMINATE, BIND, END)] == [
+        (BIND, "default/lo", "n1"), (END, "default/lo", None),
+        (NOMINATE, "default/hi", "n1"), (BIND, "default/hi", "n1")]
+
+
+def test_the_writer_keeps_a_victim_with_a_grace_period_until_it_departs(tmp_path):
+    pods = {"v": Pod("v", (Container({"nvidia.com/gpu": 1}),), termination_grace_period=5)}
+    rows = [(0, "v", "arrive", None, None), (0, "v", "bind", "n1", None),
+            (1, "v", "preempt", "n1", None), (6, "v", "depart", "n1", None)]
+    stats = ReadStats()
+    recs = list(read_audit([_write(tmp_path / "g.log", audit_lines(pods, rows))], stats))
+    ends = [r.time - recs[0].time for r in recs if r.kind == END]
+    assert ends == [6.0, 6.0]               # Succeeded, then the final delete
+    assert stats.skipped["graceful deletion begun"] == 1
+
+
+def test_run_audit_lines_derives_nominations_from_the_events(tmp_path):
+    # the engine records no nomination: the preempt rows give it (the preemptor after
+    # its victims), an unschedulable row whose preemption found no candidate clears it,
+    # and so does one nominated again where no preempt row says (1.35 skips victims
+    # already terminating); lower-priority nominations to the node are cleared
+    from hamisim.io.auditlog import run_audit_lines
+    (tmp_path / "trace.csv").write_text(
+        "name,arrival,duration,gpu,priority\nv1,0,9,1,0\nv2,0,9,1,0\nv3,0,9,1,0\n"
+        "mid,1,9,1,5\n"
+        "hi,2,9,1,10\n")
+    fit = "0/2 nodes are available: 2 Insufficient cpu."
+    none = fit + " preemption: 0/2 nodes are available: 2 No preemption victims found " \
+                 "for incoming pod."
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.csv").write_text("time,pod,event,node,devices,message\n" + "".join(
+        f"{t},{p},{e},{n},,{m}\n" for t, p, e, n, m in [
+            (0, "v1", "arrive", "", ""), (0, "v1", "bind", "n1", ""),
+            (0, "v2", "arrive", "", ""), (0, "v2", "bind", "n1", ""),
+            (0, "v3", "arrive", "", ""), (0, "v3", "bind", "n2", ""),
+            (1, "mid", "arrive", "", ""), (1, "mid", "unschedulable", "", fit),
+            (1, "v1", "preempt", "n1", "Preempted by pod mid on node n1"),
+            (2, "hi", "arrive", "", ""), (2, "hi", "unschedulable", "", fit),
+            (2, "v2", "preempt", "n1", "Preempted by pod hi on node n1"),
+            (3, "hi", "unschedulable", "", f'"{none}"'),
+            (4, "mid", "unschedulable", "", fit), (4, "hi", "unschedulable", "", fit),
+            (4, "v3", "preempt", "n2", "Preempted by pod hi on node n2"),
+            (5, "hi", "unschedulable", "", fit), (6, "hi", "bind", "n2", "")]))
+    recs = list(read_audit([_write(tmp_path / "r.log",
+                                   run_audit_lines(run, tmp_path / "trace.csv"))]))
+    base = recs[0].time
+    assert [(r.time - base, r.pod, r.node) for r in recs if r.kind == NOMINATE] == [
+        (1, "default/mid", "n1"),
+        (2, "default/mid", ""), (2, "default/hi", "n1"),    # mid is of lower priority
+        (3, "default/hi", ""),                              # no candidate any more
+        (4, "default/hi", "n2"),                            # mid's row at 4 is no patch
+        (5, "default/hi", "")]                              # nominated again: node unknown
 
 
 def test_the_writer_finishes_init_containers_after_their_duration(tmp_path):

@@ -403,3 +403,68 @@ def test_init_containers_finishing_free_their_cards_for_a_later_pod(tmp_path):
     (row,) = v.rows
     assert row["pod"] == "default/b" and "does not fit" in row["reason"]
 
+
+
+def _cpu_pod(name: str, cpu: int, priority: int = 0, mem: int = 2000) -> Pod:
+    return Pod(name, (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": mem,
+                                 "nvidia.com/gpucores": 10}),), cpu_milli=cpu,
+               memory_mib=100, priority=priority)
+
+
+def _card(node: str, mem: int = 2000) -> str:
+    return f"GPU-{node}-0,NVIDIA,{mem},10:;"
+
+
+def _two_nodes(tmp: Path, policy: str) -> Path:
+    p = tmp / f"cluster-{policy}.yaml"
+    p.write_text(group_cluster(2, gpus=1, count=10, cpu_milli=4000,
+                               scheduler=f"gpu_scheduler_policy: binpack, "
+                                         f"node_scheduler_policy: {policy}"))
+    return p
+
+
+@pytest.mark.parametrize("nominated, recorded, outcome", [
+    ("gpu-0", "gpu-0", "agree"),        # tried alone first: it fits, HAMi takes it there
+    (None, "gpu-0", "disagree"),        # no nomination: spread prefers the empty gpu-1
+    ("gpu-0", "gpu-1", "disagree")])    # nominated node fits: the recorded one is not it
+def test_a_nominated_pod_is_decided_on_its_nominated_node_first(tmp_path, nominated, recorded,
+                                                                outcome):
+    cluster = _two_nodes(tmp_path, "spread")
+    pods = {"c": _cpu_pod("c", 500), "hi": _cpu_pod("hi", 1000, priority=10)}
+    rows = [(0, "c", "arrive", None, None), (0, "c", "bind", "gpu-0", _card("gpu-0")),
+            (1, "hi", "arrive", None, None)]
+    if nominated:
+        rows.append((1, "hi", "nominate", nominated, None))
+    rows.append((3, "hi", "bind", recorded, _card(recorded)))
+    v = walk(tmp_path, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 2 and s["node_outcomes"][outcome] == 1
+    assert s["decided_on_nominated_node"] == (1 if nominated else 0)
+    if outcome == "disagree":
+        (row,) = v.rows
+        assert row["nominated_node"] == (nominated or "")
+        assert ("nominated node gpu-0 alone first" in row["reason"]) == bool(nominated)
+
+
+@pytest.mark.parametrize("clear, outcome", [(False, "agree"), (True, "disagree")])
+def test_a_nominated_pods_cpu_counts_for_a_lower_priority_pod(tmp_path, clear, outcome):
+    # hi (3000m) is nominated to gpu-0; lo (2000m, lower priority) then sees only
+    # 1000m free there and goes to gpu-1, though binpack prefers gpu-0 (c's card)
+    cluster = _two_nodes(tmp_path, "binpack")
+    pods = {"c": _cpu_pod("c", 0), "hi": _cpu_pod("hi", 3000, priority=10),
+            "lo": _cpu_pod("lo", 2000)}
+    rows = [(0, "c", "arrive", None, None), (0, "c", "bind", "gpu-0", _card("gpu-0")),
+            (1, "hi", "arrive", None, None), (1, "hi", "nominate", "gpu-0", None)]
+    if clear:
+        rows.append((1.5, "hi", "nominate", None, None))
+    rows += [(2, "lo", "arrive", None, None), (2, "lo", "bind", "gpu-1", _card("gpu-1")),
+             (3, "hi", "bind", "gpu-0", _card("gpu-0"))]
+    v = walk(tmp_path, cluster, pods, rows)
+    s = v.summary
+    assert s["pods_compared"] == 3
+    lo = [r for r in v.rows if r["pod"] == "default/lo"]
+    assert (lo[0]["node_outcome"] if lo else "agree") == outcome
+    if clear:
+        assert "prefers gpu-0" in lo[0]["reason"]
+    # hi binds on gpu-0 as its nomination (or binpack) says
+    assert not [r for r in v.rows if r["pod"] == "default/hi"]

@@ -240,3 +240,47 @@ def test_a_mig_run_folder_validates_completely(tmp_path, capsys):
     assert "hamisim validate: 24 pods compared" in text
     assert "node agreement 100.00 %" in text and "card agreement 100.00 %" in text
     assert "MIG instance agreement 100.00 %" in text
+
+
+@pytest.mark.parametrize("policy, grace, seed", [("spread", 0, 1), ("binpack", 5, 2)])
+def test_a_preempting_run_folder_validates_completely(tmp_path, capsys, policy, grace, seed):
+    # a cluster full in CPU, pods of four priorities: kube-scheduler preempts (victims
+    # gone at once, or terminating for their grace period), nominates the preemptors,
+    # clears nominations whose preemption later finds no candidate; run_audit_lines
+    # derives those patches from the events, and the log agrees on every node and card
+    import random
+    from hamisim.io.auditlog import run_audit_lines
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(group_cluster(4, gpus=2, count=10, cpu_milli=4000,
+                                     scheduler=f"node_scheduler_policy: {policy}, "
+                                               "gpu_scheduler_policy: binpack"))
+    rnd = random.Random(seed)
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "name,arrival,duration,gpu,gpumem,gpucores,cpu_milli,memory_mib,priority,"
+        "termination_grace_period\n" + "".join(
+            f"p{i},{i * 0.7:.1f},{rnd.choice([20, 40, 80])},{rnd.choice([1, 1, 2])},"
+            f"{rnd.choice([2000, 4000, 8000])},10,{rnd.choice([500, 1000, 1500, 2000])},1024,"
+            f"{rnd.choice([0, 0, 5, 10, 20])},{grace}\n" for i in range(120)))
+    assert main(["run", str(cluster), str(trace), "--out", str(tmp_path / "run"),
+                 "--format", "csv"]) == 0
+    with open(tmp_path / "run" / "events.csv") as fh:
+        events = list(csv.DictReader(fh))
+    preemptors = {e["message"].split()[3] for e in events if e["event"] == "preempt"}
+    assert len(preemptors) >= 10
+    lines = list(run_audit_lines(tmp_path / "run", trace))
+    patches = [json.loads(ln) for ln in lines if "nominatedNodeName" in ln]
+    nominations = [p for p in patches if p["requestObject"]["status"]["nominatedNodeName"]]
+    assert {n["objectRef"]["name"] for n in nominations} == preemptors
+    assert len(patches) > len(nominations)            # some were cleared
+    log = tmp_path / "audit.log"
+    write_lines(lines, log)
+    capsys.readouterr()
+    assert main(["validate", str(cluster), str(log), "--out", str(tmp_path / "val")]) == 0
+    assert "decided on the pod's nominated node" in capsys.readouterr().out
+    s = json.loads((tmp_path / "val" / "validation.json").read_text())
+    assert s["pods_compared"] == 120 and s["skipped"] == {}
+    assert s["node_agreement_pct"] == 100.0 and s["card_agreement_pct"] == 100.0
+    assert s["bound_but_unschedulable"] == 0 and s["pending_but_schedulable"] == 0
+    # preemptors' bindings were decided on their nominated nodes
+    assert 10 <= s["decided_on_nominated_node"] <= len(preemptors)

@@ -29,7 +29,11 @@ as :class:`AuditRecord` s in log order:
   ``pods/status`` whose ``initContainerStatuses`` (the response's when logged,
   else the request's) are all ``terminated`` with ``exitCode`` 0, HAMi's
   ``AllInitContainersSucceeded`` (the kubelet sends such statuses again and
-  again: the walk acts on the first).
+  again: the walk acts on the first);
+* a nomination (``NOMINATE``): a ``pods/status`` patch (or update) that sets
+  or clears ``status.nominatedNodeName``, as kube-scheduler's preemption
+  (``util.PatchPodStatus``) sends it: the request's merge patch (``null``:
+  cleared), or a JSON Patch operation on ``/status/nominatedNodeName``.
 
 Skipped and counted (:class:`ReadStats`): events of other resources, stages
 other than ``ResponseComplete`` (``RequestReceived``, ``ResponseStarted``,
@@ -64,7 +68,8 @@ from hamisim.errors import InputError
 from hamisim.pods import Pod
 
 __all__ = ["HAMI_KEYS", "VGPU_NODE", "DEVICES_ALLOCATED", "DEVICES_TO_ALLOCATE", "BIND_PHASE",
-           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "INIT_DONE", "AuditRecord",
+           "MIG_ALLOCATIONS", "CREATE", "ANNOTATE", "BIND", "END", "INIT_DONE", "NOMINATE",
+           "AuditRecord",
            "ReadStats", "read_audit", "parse_time", "format_time", "pod_manifest", "audit_lines",
            "run_audit_lines", "write_lines", "AUDIT_POLICY", "BACKWARDS_TOLERANCE_S"]
 
@@ -83,8 +88,10 @@ HAMI_KEYS = (VGPU_NODE, DEVICES_TO_ALLOCATE, DEVICES_ALLOCATED, BIND_PHASE, MIG_
 #: by minutes or more
 BACKWARDS_TOLERANCE_S = 1.0
 
-#: record kinds (``INIT_DONE``: every init container of the pod succeeded)
+#: record kinds (``INIT_DONE``: every init container of the pod succeeded;
+#: ``NOMINATE``: kube-scheduler set or cleared the pod's ``status.nominatedNodeName``)
 CREATE, ANNOTATE, BIND, END, INIT_DONE = "create", "annotate", "bind", "end", "init-done"
+NOMINATE = "nominate"
 
 #: the audit policy a cluster needs (``kube-apiserver --audit-policy-file``):
 #: pods and their bindings and status at RequestResponse, nothing else
@@ -107,7 +114,8 @@ class AuditRecord:
     """One pod event of the log.
 
     ``time``: seconds since the epoch (``stageTimestamp``); ``pod``:
-    ``namespace/name``; ``node``: the binding's target; ``obj``: the Pod (a
+    ``namespace/name``; ``node``: the binding's target, or a ``NOMINATE``'s
+    nominated node (``""``: cleared); ``obj``: the Pod (a
     ``create``); ``annotations``: HAMi's keys a patch set (``None`` values:
     removed); ``where``: ``file:line``.
     """
@@ -321,6 +329,47 @@ def _inits_succeeded(statuses: Any, where: tuple[str, int], what: str) -> bool:
     return True
 
 
+def _nomination(ev: dict, req: dict | None, json_patch: bool, where: tuple[str, int]
+                ) -> str | None:
+    """The ``status.nominatedNodeName`` a ``pods/status`` request sets (``""``:
+    cleared), ``None`` when it does not touch it. kube-scheduler's
+    ``util.PatchPodStatus`` sends a strategic merge patch of the status
+    (``{"status": {"nominatedNodeName": "n1", ...}}``; clearing it, as
+    ``ClearNominatedNodeName`` does, gives ``null``: the field is omitempty);
+    a JSON Patch's operation on ``/status/nominatedNodeName`` (``remove``:
+    cleared) and an update whose status names the field are read the same. An
+    update without the field is not read as a clearing (kube-scheduler patches)."""
+    if json_patch:
+        found = None
+        for k, op in enumerate(ev["requestObject"]):
+            if op.__class__ is not dict or op.get("path") != "/status/nominatedNodeName":
+                continue
+            kind = op.get("op")
+            if kind == "remove":
+                found = ""
+            elif kind in ("add", "replace"):
+                found = _node_name(op.get("value"), where, f"requestObject[{k}].value")
+        return found
+    st = req.get("status") if req is not None else None
+    if st is None:
+        return None
+    if st.__class__ is not dict:
+        raise InputError(where[0], where[1], "audit event: 'requestObject.status' must be an "
+                                             f"object, got {type(st).__name__}")
+    if "nominatedNodeName" not in st:
+        return None
+    return _node_name(st["nominatedNodeName"], where, "requestObject.status.nominatedNodeName")
+
+
+def _node_name(v: Any, where: tuple[str, int], what: str) -> str:
+    if v is None:
+        return ""
+    if v.__class__ is not str:
+        raise InputError(where[0], where[1], f"audit event: '{what}' must be a node name "
+                                             f"(a string) or null, got {type(v).__name__}")
+    return v
+
+
 def read_audit(paths: Sequence[str | os.PathLike[str]], stats: ReadStats | None = None
                ) -> Iterator[AuditRecord]:
     """The pod records of the audit log files ``paths`` (oldest first), streamed.
@@ -471,6 +520,9 @@ def _record(ev: dict, where: tuple[str, int], stats: ReadStats) -> AuditRecord |
                 if _inits_succeeded(st["initContainerStatuses"], where, what):
                     return AuditRecord(INIT_DONE, t, f"{ns}/{name}", at)
                 break
+        nominated = _nomination(ev, req, json_patch, where)
+        if nominated is not None:
+            return AuditRecord(NOMINATE, t, f"{ns}/{name}", at, node=nominated)
         stats.skip("status without end")
         return None
     if sub:
@@ -593,8 +645,13 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
     devices)`` rows of its events table in order, optionally with a sixth
     field, a bind's ``hami.io/vgpu-mig-allocations`` (the pods table's
     ``mig_allocations``; ``None``: no MIG instance) (``arrive``, ``bind``,
-    ``depart``, ``delete``/``abandon``/``preempt`` are written; others
-    ignored). Each arrival becomes a pod ``create`` (preceded by its
+    ``depart``, ``delete``/``abandon``/``preempt`` and ``nominate`` are
+    written; others ignored; a ``preempt`` of a pod with a
+    ``termination_grace_period`` is a graceful delete, the pod ending at its
+    ``depart``). A ``nominate`` row (not an events table's: see
+    :func:`run_audit_lines`) is kube-scheduler's ``pods/status`` patch setting
+    the pod's ``status.nominatedNodeName`` to its ``node`` (``None``: cleared);
+    a bind clears it without a patch of its own. Each arrival becomes a pod ``create`` (preceded by its
     ``RequestReceived`` stage), each bind HAMi's annotation patch then the
     ``pods/binding`` create and the kubelet's ``Running`` status patch, each
     departure the ``Succeeded`` status patch then the final ``delete``.
@@ -670,6 +727,28 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
                     and any(e.strip() for e in devices.replace(":", ";").split(";")):
                 due_of[name] = seq
                 heapq.heappush(due, (float(time) + pod.init_duration, seq, name))
+        elif event == "nominate":
+            # kube-scheduler's handleSchedulingFailure after a preemption:
+            # util.PatchPodStatus, a strategic merge patch of the status (the
+            # PodScheduled condition and the nomination; null clears it)
+            status: dict[str, Any] = {"nominatedNodeName": node or None}
+            if node:
+                status["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                         "reason": "Unschedulable",
+                                         "lastTransitionTime": format_time(t)[:19] + "Z"}]
+            yield _event(t, "patch", ns, name, sub="status", req={"status": status},
+                         seq=seq, user="system:kube-scheduler")
+        elif event == "preempt" and pod.termination_grace_period > 0:
+            # a graceful deletion begins: the victim keeps its node and cards
+            # until its period ends (the run's depart row, the final delete)
+            gone = {"metadata": {"name": name, "namespace": ns,
+                                 "deletionTimestamp": format_time(
+                                     t + pod.termination_grace_period)[:19] + "Z",
+                                 "deletionGracePeriodSeconds": pod.termination_grace_period},
+                    "kind": "Pod", "apiVersion": "v1"}
+            yield _event(t, "delete", ns, name, req={"kind": "DeleteOptions",
+                                                     "apiVersion": "v1"}, resp=gone, seq=seq,
+                         user="system:kube-scheduler")
         elif event in ("depart", "delete", "abandon", "preempt"):
             due_of.pop(name, None)
             if event == "depart":
@@ -699,6 +778,38 @@ def audit_lines(pods: dict[str, Pod], events: Iterable[tuple],
     yield from inits_done(None)
 
 
+#: DefaultPreemption's text when the dry run found no candidate (a node histogram);
+#: its other texts (policy Never, a terminating victim, an error) name no count
+_PREEMPTION_FOUND_NONE = "preemption: 0/"
+
+
+def _preemptor(message: Any) -> str | None:
+    """The preemptor a ``preempt`` row's message names (``Preempted by pod <p> on
+    node <n>``, the events table's contract, docs/DESIGN.md)."""
+    if not isinstance(message, str) or not message.startswith("Preempted by pod "):
+        return None
+    return message[len("Preempted by pod "):].rpartition(" on node ")[0] or None
+
+
+def _nominations(due: tuple, nominated: dict[str, str], pods: Mapping[str, Pod]
+                 ) -> Iterator[tuple]:
+    """The nomination rows of a preemption ``due`` = (time, preemptor, node), after
+    its victims: the lower-priority pods nominated to that node lose theirs (a
+    status patch each, as kube-scheduler's ``prepareCandidate``), then the
+    preemptor's is set (a ``bind`` row clears it later)."""
+    t, who, node = due
+    p = pods.get(who)
+    prio = p.priority if p is not None else 0
+    for other, n in list(nominated.items()):
+        q = pods.get(other)
+        if n == node and other != who and q is not None and q.priority < prio:
+            del nominated[other]
+            yield t, other, "nominate", None, None, None
+    if nominated.get(who) != node:
+        nominated[who] = node
+        yield t, who, "nominate", node, None, None
+
+
 def write_lines(lines: Iterable[str], path: str | os.PathLike[str]) -> int:
     """Write audit lines to ``path`` (gzip'd when it ends in ``.gz``); returns the count."""
     name = os.fspath(path)
@@ -720,7 +831,14 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
     its ``summary.json``'s mode: init containers finish in a replay run only,
     and its ``pods`` table's ``mig_allocations`` for the binds of pods on MIG
     cards: a pod bound more than once gets its last instances every time)
-    whose trace is ``trace`` (:func:`audit_lines`). ``moved``: pod -> (node,
+    whose trace is ``trace`` (:func:`audit_lines`), with kube-scheduler's
+    nominations derived from it (the engine records none): a ``preempt`` row's
+    preemptor (its message) is nominated to the victims' node after them, the
+    lower-priority pods nominated there cleared; a nominated pod's
+    ``unschedulable`` row whose preemption found no candidate
+    (``preemption: 0/N nodes ...``) clears its own, as does one that was
+    nominated again with no ``preempt`` row saying where (kube-scheduler 1.35+
+    skips victims already terminating: the node is not in the events). ``moved``: pod -> (node,
     devices) or (node, devices, mig_allocations) written instead of the run's
     placement (to test a validation)."""
     from hamisim.io.outputs import read_table
@@ -742,17 +860,51 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
             migs = {n: m for n, m in zip(pt["pod"].tolist(), pt["mig_allocations"].tolist())
                     if isinstance(m, str) and m}
 
+    messages = df["message"].tolist() if "message" in df.columns else [None] * len(df)
+
     def rows():
-        for t, name, ev, node, dev in zip(df["time"].tolist(), df["pod"].tolist(),
-                                          df["event"].tolist(), df["node"].tolist(),
-                                          df["devices"].tolist()):
+        nominated: dict[str, str] = {}          # preemptor -> its nominated node
+        due: tuple | None = None                # a nomination to write after its victims
+        unknown: tuple | None = None            # (time, pod) nominated, the node not yet seen
+        for t, name, ev, node, dev, msg in zip(df["time"].tolist(), df["pod"].tolist(),
+                                               df["event"].tolist(), df["node"].tolist(),
+                                               df["devices"].tolist(), messages):
             node = node if isinstance(node, str) else None
             dev = dev if isinstance(dev, str) else None
+            by = _preemptor(msg) if ev == "preempt" else None
+            if due is not None and (by is None or (t, by) != due[:2]):
+                yield from _nominations(due, nominated, pods)
+                due = None
+            if unknown is not None and (by is None or (t, by) != unknown):
+                # nominated again, but no victim row says where (kube-scheduler
+                # 1.35+ skips victims already terminating): not written, so the
+                # old node is not kept either
+                if nominated.pop(unknown[1], None) is not None:
+                    yield unknown[0], unknown[1], "nominate", None, None, None
+            unknown = None
+            if by is not None and node is not None and due is None:
+                due = (t, by, node)
+            if ev in ("bind", "depart", "delete", "abandon", "preempt", "rejected"):
+                nominated.pop(name, None)       # a bound or gone pod is nominated no more
+            elif ev == "unschedulable" and name in nominated and isinstance(msg, str) \
+                    and _PREEMPTION_FOUND_NONE in msg:
+                # DefaultPreemption found no candidate for a nominated pod: kube-scheduler
+                # overrides its nomination with "" (a status patch); a refusal to try
+                # (preemptionPolicy Never, a terminating victim, an error) keeps it
+                del nominated[name]
+                yield t, name, "nominate", None, None, None
+            elif ev == "unschedulable" and name in nominated and isinstance(msg, str) \
+                    and "preemption: " not in msg:
+                unknown = (t, name)             # PostFilter nominated it (no text)
             mig = migs.get(name) if ev == "bind" else None
             if ev == "bind" and name in moved:
                 node, dev, *rest = moved[name]
                 mig = rest[0] if rest else None
             yield t, name, ev, node, dev, mig
+        if due is not None:
+            yield from _nominations(due, nominated, pods)
+        if unknown is not None and nominated.pop(unknown[1], None) is not None:
+            yield unknown[0], unknown[1], "nominate", None, None, None
 
     # only a replay run's engine shrinks a pod once its init containers are done
     mode = None

@@ -22,7 +22,7 @@ import functools
 import inspect
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from hamisim.cluster import Cluster
 from hamisim.kube.filters import is_unresolvable, kube_minor
@@ -39,7 +39,7 @@ from hamisim.kube.preemption import (
 from hamisim.pods import Pod
 
 __all__ = ["KubeScheduler", "uniform_postfix", "full_message", "NO_CLAIMS", "with_dra",
-           "recalls_deleting"]
+           "recalls_deleting", "nominated_load"]
 
 #: DynamicResources' PostFilter text for a pod without resource claims; the
 #: plugin is on by default from kube-scheduler 1.34 and runs before
@@ -76,6 +76,24 @@ def uniform_postfix(n_nodes: int, n_potential: int, policy: str, dra: bool = Fal
 def full_message(message: str, postfix: str) -> str:
     """FitError's text: the filter message, then PostFilter's after a space."""
     return f"{message} {postfix}" if postfix else message
+
+
+def nominated_load(nominated: Mapping[str, tuple[int, int, int, int]], name: str,
+                   priority: int) -> dict[int, tuple[int, int]] | None:
+    """CPU and memory of the pods ``nominated`` to each node (name -> (node,
+    priority, cpu, memory)) that kube-scheduler's NodeResourcesFit counts for the
+    pod ``name`` of ``priority``: those of at least its priority, itself
+    excluded (``None``: nothing to count). The shape the backends'
+    ``schedule(..., nominated=)`` takes; ``hamisim validate`` counts them the same."""
+    if not nominated:
+        return None
+    load: dict[int, list[int]] = {}
+    for other, (node, prio, cpu, mem) in nominated.items():
+        if other != name and prio >= priority:
+            acc = load.setdefault(node, [0, 0])
+            acc[0] += cpu
+            acc[1] += mem
+    return {i: (c, m) for i, (c, m) in load.items()} or None
 
 
 @dataclass
@@ -201,16 +219,8 @@ class KubeScheduler:
 
     def _nominated_load(self, pod: Pod) -> dict[int, tuple[int, int]] | None:
         """CPU and memory of the pods nominated to each node that kube-scheduler
-        counts for ``pod``: those of at least its priority, itself excluded."""
-        if not self.nominated:
-            return None
-        load: dict[int, list[int]] = {}
-        for name, (node, prio, cpu, mem) in self.nominated.items():
-            if name != pod.name and prio >= pod.priority:
-                acc = load.setdefault(node, [0, 0])
-                acc[0] += cpu
-                acc[1] += mem
-        return {i: (c, m) for i, (c, m) in load.items()} or None
+        counts for ``pod`` (:func:`nominated_load`)."""
+        return nominated_load(self.nominated, pod.name, pod.priority)
 
     # -- one attempt --------------------------------------------------------
     def schedule(self, pod: Pod, tie_draw: float | None = None

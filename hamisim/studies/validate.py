@@ -50,8 +50,18 @@ shrinks its recorded usage to its app containers' as HAMi does
 (:func:`hamisim.hami.reference.app_containers_only`, once per binding), and
 counts as a release for the pending pods.
 
-Not modelled here: preemption and nominations (a recorded preemption shows
-as the victims' ends); ResourceQuota admission refusals count as
+kube-scheduler's nominations (:data:`hamisim.io.auditlog.NOMINATE`, its
+``status.nominatedNodeName`` patch after a preemption) are kept until the pod
+binds, ends or a patch clears them, and act as in
+:meth:`hamisim.kube.scheduler.KubeScheduler.schedule`: a nominated pod is first
+evaluated on its nominated node alone, which decides when the pod fits there
+(``agree`` only on that node; the row's ``nominated_node`` and the summary's
+``decided_on_nominated_node`` say so), else every node is; the CPU and memory
+of the pods nominated to a node with at least the pod's priority count for
+NodeResourcesFit (:func:`hamisim.kube.scheduler.nominated_load`).
+
+Not modelled here: the preemption decision itself (a recorded preemption
+shows as the victims' ends and the preemptor's nomination); ResourceQuota admission refusals count as
 ``unschedulable``; pods without GPU requests are applied (CPU and memory) but
 not compared (kube-scheduler's own scoring places them).
 """
@@ -82,6 +92,7 @@ from hamisim.io.auditlog import (
     END,
     INIT_DONE,
     MIG_ALLOCATIONS,
+    NOMINATE,
     AuditRecord,
     ReadStats,
     format_time,
@@ -93,6 +104,7 @@ from hamisim.io.kubeimport import _state_entry, pod_from_kubernetes, state_yaml
 from hamisim.io.outputs import atomic_folder, write_json
 from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.sampling import num_feasible_nodes_to_find
+from hamisim.kube.scheduler import nominated_load
 from hamisim.pods import AdmissionDenied, Pod, admit, container_request
 from hamisim.shapes import ShapeCache
 from hamisim.sim.kernel import _ST_FIT, KernelScheduler, _limit
@@ -105,7 +117,7 @@ OUTCOMES = ("agree", "tie", "sample", "disagree", "unschedulable")
 CSV_COLUMNS = ("pod", "time", "seconds", "node_outcome", "cards_agree", "mig_agree",
                "recorded_node",
                "recorded_cards", "hamisim_node", "hamisim_cards", "recorded_node_score",
-               "hamisim_node_score", "tied_nodes", "reason", "explain")
+               "hamisim_node_score", "tied_nodes", "nominated_node", "reason", "explain")
 
 
 @dataclass
@@ -172,6 +184,10 @@ class _Walk:
         self.pending: dict[str, _Pending] = {}
         self.running: dict[str, _Running] = {}
         self.ann: dict[str, dict] = {}       # HAMi annotations of pods not created in the log
+        #: kube-scheduler's nominations: pod -> (node, priority, cpu, memory), the
+        #: shape of KubeScheduler.nominated (hamisim.kube.scheduler.nominated_load)
+        self.nominated: dict[str, tuple[int, int, int, int]] = {}
+        self.from_nominated = 0              # comparisons decided on the nominated node
         self.templates: dict[tuple, Pod] = {}
         self.releases = 0
         self.checked_releases = -1
@@ -253,6 +269,23 @@ class _Walk:
             self.end(rec)
         elif kind == INIT_DONE:
             self.init_done(rec)
+        elif kind == NOMINATE:
+            self.nominate(rec)
+
+    def nominate(self, rec: AuditRecord) -> None:
+        """kube-scheduler set (or cleared: ``""``) the pending pod's
+        ``status.nominatedNodeName``: its CPU and memory count on that node for
+        pods of no higher priority, and its next attempt tries that node first."""
+        if not rec.node:
+            self.nominated.pop(rec.pod, None)
+            return
+        p = self.pending.get(rec.pod)
+        i = self.node_index.get(rec.node)
+        if p is None or i is None:
+            self.skip("nomination of a pod not pending" if p is None else
+                      "nominated to a node not in the cluster")
+            return
+        self.nominated[rec.pod] = (i, p.pod.priority, p.pod.cpu_milli, p.pod.memory_mib)
 
     def init_done(self, rec: AuditRecord) -> None:
         """Every init container succeeded: HAMi's shrink to the app containers'
@@ -291,6 +324,7 @@ class _Walk:
         self.fresh = True
 
     def end(self, rec: AuditRecord) -> None:
+        self.nominated.pop(rec.pod, None)    # PriorityQueue.Delete drops its nomination
         p = self.pending.pop(rec.pod, None)
         if p is not None:
             self.late(p, rec.time, "ended pending")
@@ -312,6 +346,13 @@ class _Walk:
 
     # -- one recorded binding ---------------------------------------------
     def bind(self, rec: AuditRecord) -> None:
+        name = rec.pod
+        try:
+            self._bind(rec)
+        finally:
+            self.nominated.pop(name, None)   # a bound pod is nominated no more
+
+    def _bind(self, rec: AuditRecord) -> None:
         name = rec.pod
         p = self.pending.pop(name, None)
         node = self.node_index.get(rec.node)
@@ -453,8 +494,7 @@ class _Walk:
         return False
 
     def compare(self, rec: AuditRecord, p: _Pending, node: int, containers: list) -> None:
-        pod, core, ks = p.pod, self.core, self.ks
-        cfg = self.cluster.scheduler
+        pod, core = p.pod, self.core
         recorded_cards = [tuple(sorted(q.uuid for q in c)) for c in containers if c]
         recorded_mig = sorted((q.uuid, *q.mig) for c in containers for q in c
                               if q.mig is not None)
@@ -465,7 +505,7 @@ class _Walk:
             "recorded_cards": _cards_text(recorded_cards), "hamisim_node": "",
             "hamisim_cards": "", "recorded_node_score": self._score(node),
             "hamisim_node_score": "", "tied_nodes": 0, "reason": "", "explain": "",
-            "mig_agree": ""}
+            "mig_agree": "", "nominated_node": ""}
         try:
             shape = self._shape(pod)
         except ValueError as err:
@@ -484,6 +524,34 @@ class _Walk:
                        reason=f"HAMi's Filter errors out: {shape.filter_error}")
             self.add_row(row, p)
             return
+        # the CPU and memory of the pods nominated to a node (of at least this
+        # pod's priority) count for NodeResourcesFit during this decision only
+        load = nominated_load(self.nominated, p.name, pod.priority)
+        if load:
+            for i, (cpu, mem) in load.items():
+                core.apply(i, [], [], [], [], cpu, mem, 1)
+        try:
+            self._decide(rec, p, node, row, shape, recorded_cards, recorded_mig)
+        finally:
+            if load:
+                for i, (cpu, mem) in load.items():
+                    core.apply(i, [], [], [], [], cpu, mem, -1)
+
+    def _decide(self, rec: AuditRecord, p: _Pending, node: int, row: dict, shape,
+                recorded_cards: list, recorded_mig: list) -> None:
+        """HAMi's decision behind kube-scheduler (a nominated pod: its nominated
+        node alone first), compared with the recorded ``node``."""
+        pod, core, ks = p.pod, self.core, self.ks
+        nom = self.nominated.get(p.name)
+        if nom is not None:
+            row["nominated_node"] = self.cluster.nodes[nom[0]].name
+            if self._cards_on(pod, shape, nom[0])[0] is None:
+                # schedulePod's evaluateNominatedNode: the filters and HAMi's
+                # Filter/Score on that node alone take the pod there
+                self.from_nominated += 1
+                self._compare_with(p, node, row, shape, recorded_cards, recorded_mig,
+                                   nom[0], np.array([nom[0]]), True)
+                return
         best = core.attempt(shape.spec, 0, self.n, shape.wants_gpu, shape.node_spread,
                             False, True)
         if best < 0:
@@ -497,7 +565,17 @@ class _Walk:
             return
         window = core.np_window
         chosen = int(window[best])
-        tied = window[core.np_tied[:core.n_tied]]
+        tied = window[core.np_tied[:core.n_tied]].copy()
+        self._compare_with(p, node, row, shape, recorded_cards, recorded_mig, chosen, tied,
+                           False)
+
+    def _compare_with(self, p: _Pending, node: int, row: dict, shape, recorded_cards: list,
+                      recorded_mig: list, chosen: int, tied: np.ndarray,
+                      nominated: bool) -> None:
+        """Count and report HAMi's pick ``chosen`` (``tied``: the nodes tied with
+        it; ``nominated``: decided on the pod's nominated node alone)."""
+        pod = p.pod
+        cfg = self.cluster.scheduler
         row["hamisim_node"] = self.cluster.nodes[chosen].name
         row["hamisim_node_score"] = self._score(chosen)
         row["tied_nodes"] = len(tied)
@@ -508,7 +586,7 @@ class _Walk:
             outcome = "agree"
         elif bool((tied == node).any()):
             outcome = "tie"
-        elif rec_reasons is None and self.wanted < self.n and \
+        elif not nominated and rec_reasons is None and self.wanted < self.n and \
                 self._best_in_some_sample(pod, shape, node, spread):
             outcome = "sample"
         else:
@@ -517,6 +595,10 @@ class _Walk:
         if rec_reasons is not None:
             node_reason = f"recorded node {row['recorded_node']} does not fit: " \
                           f"{', '.join(rec_reasons)}"
+        elif outcome == "disagree" and nominated:
+            node_reason = (f"kube-scheduler tries the nominated node {row['hamisim_node']} "
+                           "alone first and HAMi takes the pod there; the recorded node "
+                           "fits too")
         elif outcome == "disagree":
             node_reason = (f"recorded node fits but HAMi's {node_policy} prefers "
                            f"{row['hamisim_node']} (node score {row['hamisim_node_score']} "
@@ -550,6 +632,8 @@ class _Walk:
         row["node_outcome"] = outcome
         row["cards_agree"] = cards_ok
         reasons = [node_reason] if node_reason else []
+        if nominated and outcome == "agree" and (not cards_ok or not mig_ok):
+            reasons.append(f"decided on the nominated node {row['hamisim_node']} alone")
         if not cards_ok and rec_reasons is None:
             gpu_policy = pod_gpu_policy(cfg.gpu_scheduler_policy, pod.annotations)
             reasons.append(f"cards: on {row['recorded_node']} HAMi's {gpu_policy} card policy "
@@ -661,10 +745,21 @@ class _Walk:
                     continue
                 # held in the kernel under its own name
                 pod = q.pod if q.pod.name == q.name else q.pod.renamed(q.name)
-                try:
-                    d = self.ks.schedule(pod)
-                except ValueError:
-                    d = None
+                # as kube-scheduler: the nominated node alone first, nominated
+                # pods' CPU and memory counted
+                load = nominated_load(self.nominated, q.name, q.pod.priority)
+                nom = self.nominated.get(q.name)
+                d = None
+                if nom is not None:
+                    try:
+                        d = self.ks.schedule(pod, nominated=load, only=nom[0])
+                    except ValueError:
+                        d = None
+                if d is None or not d.bound:
+                    try:
+                        d = self.ks.schedule(pod, nominated=load)
+                    except ValueError:
+                        d = None
                 if d is not None and d.bound:
                     held.append(q.name)
                     if q.schedulable_at is None:
@@ -752,6 +847,7 @@ def validate(cluster: Cluster, records: Iterable[AuditRecord], state: InitialSta
         "bound_but_unschedulable": w.counts["unschedulable"],
         "pending_but_schedulable": w.n_pending_late,
         "pending_but_schedulable_pods": w.pending_late[:100],
+        "decided_on_nominated_node": w.from_nominated,
         "disagreements": len(w.rows),
         "skipped": dict(sorted(w.skipped.items())),
         "pods_skipped": sum(w.skipped.values()),
