@@ -444,6 +444,9 @@ def test_a_nominated_pod_is_decided_on_its_nominated_node_first(tmp_path, nomina
         (row,) = v.rows
         assert row["nominated_node"] == (nominated or "")
         assert ("nominated node gpu-0 alone first" in row["reason"]) == bool(nominated)
+        # report.html shows the nomination column only when some row has one
+        from hamisim.studies.report import validation_html
+        assert ("<th>nominated_node</th>" in validation_html(s, v.rows)) == bool(nominated)
 
 
 @pytest.mark.parametrize("clear, outcome", [(False, "agree"), (True, "disagree")])

@@ -509,8 +509,9 @@ def _validate_section(summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
     if rows:
         cols = ["pod", "time", "node_outcome", "cards_agree"] + (
             ["mig_agree"] if summary.get("mig_compared") else []) + [
-            "recorded_node", "hamisim_node", "recorded_node_score", "hamisim_node_score",
-            "reason"]
+            "recorded_node", "hamisim_node"] + (
+            ["nominated_node"] if any(r.get("nominated_node") for r in rows) else []) + [
+            "recorded_node_score", "hamisim_node_score", "reason"]
         parts += ["<h2>Disagreements</h2>", _table(pd.DataFrame(
             [{c: r.get(c) for c in cols} for r in rows[:max_rows]], columns=cols),
             f"{len(rows)} in disagreements.csv" + (f", the first {max_rows} here"
