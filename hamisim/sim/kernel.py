@@ -365,10 +365,7 @@ class KernelScheduler:
         :meth:`hamisim.hami.reference.ReferenceScheduler.schedule`.
         """
         self.delete(pod.name)             # re-scheduling never double-counts
-        shape = self._shapes.peek(pod)
-        if shape is None:
-            shape = self.encode(pod)          # admission refusals raise, uncached
-            self._shapes.put(pod, shape)
+        shape = self.prepared_shape(pod)
         if nominated:
             # nominated pods' CPU and memory count for kube-scheduler's filter
             # during this attempt only (HAMi does not see them)
@@ -380,6 +377,23 @@ class KernelScheduler:
                 for i, (cpu, mem) in nominated.items():
                     self._core.apply(i, [], [], [], [], cpu, mem, -1)
         return self._schedule(pod, shape, tie_draw, only)
+
+    def prepared_shape(self, pod: Pod) -> _Shape:
+        """``pod``'s encoded request (cached per shape; admission refusals raise
+        ``ValueError``, uncached) with its namespace's ResourceQuota gate set for
+        an attempt against the cluster as it is now."""
+        shape = self._shapes.peek(pod)
+        if shape is None:
+            shape = self.encode(pod)
+            self._shapes.put(pod, shape)
+        if self._quota_ns:
+            gate = self.quota_gate(pod.namespace)
+            if gate is None:
+                shape.spec.set_quota(False)
+            else:
+                shape.spec.set_quota(True, gate.used_mem, gate.used_cores,
+                                     _limit(gate.limit_mem), _limit(gate.limit_cores))
+        return shape
 
     def _only(self, pod: Pod, shape: _Shape, node: int) -> bool:
         """Whether kube-scheduler's filters and HAMi take ``pod`` on ``node``
@@ -397,13 +411,6 @@ class KernelScheduler:
     def _schedule(self, pod: Pod, shape: _Shape, tie_draw: float | None,
                   only: int | None) -> Decision:
         state, core = self.state, self._core
-        if self._quota_ns:
-            gate = self.quota_gate(pod.namespace)
-            if gate is None:
-                shape.spec.set_quota(False)
-            else:
-                shape.spec.set_quota(True, gate.used_mem, gate.used_cores,
-                                     _limit(gate.limit_mem), _limit(gate.limit_cores))
         if only is not None:
             if shape.filter_error is not None:
                 raise ValueError(filter_error(shape.filter_error, pod.name))

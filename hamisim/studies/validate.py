@@ -107,7 +107,7 @@ from hamisim.kube.sampling import num_feasible_nodes_to_find
 from hamisim.kube.scheduler import nominated_load
 from hamisim.pods import AdmissionDenied, Pod, admit, container_request
 from hamisim.shapes import ShapeCache
-from hamisim.sim.kernel import _ST_FIT, KernelScheduler, _limit
+from hamisim.sim.kernel import _ST_FIT, KernelScheduler
 
 __all__ = ["Validation", "validate", "validate_files", "write_validation", "OUTCOMES",
            "CSV_COLUMNS"]
@@ -410,21 +410,6 @@ class _Walk:
         self.running[name] = _Running(node, devices, n_init, cpu, mem, namespace, mig,
                                       containers if n_init and any(containers) else None)
 
-    def _shape(self, pod: Pod):
-        ks = self.ks
-        shape = ks._shapes.peek(pod)
-        if shape is None:
-            shape = ks.encode(pod)            # ValueError: admission refuses it
-            ks._shapes.put(pod, shape)
-        if ks._quota_ns:
-            gate = ks.quota_gate(pod.namespace)
-            if gate is None:
-                shape.spec.set_quota(False)
-            else:
-                shape.spec.set_quota(True, gate.used_mem, gate.used_cores,
-                                     _limit(gate.limit_mem), _limit(gate.limit_cores))
-        return shape
-
     def _node_score(self, node: int) -> np.float32:
         """HAMi's node score of ``node`` now, before the pod (HAMI-SEMANTICS §5.3;
         float32 as :func:`hamisim.hami.reference.node_base_score`)."""
@@ -507,21 +492,16 @@ class _Walk:
             "hamisim_node_score": "", "tied_nodes": 0, "reason": "", "explain": "",
             "mig_agree": "", "nominated_node": ""}
         try:
-            shape = self._shape(pod)
+            shape = self.ks.prepared_shape(pod)
+            refused = None if shape.filter_error is None else \
+                f"HAMi's Filter errors out: {shape.filter_error}"
         except ValueError as err:
+            refused = f"HAMi's admission refuses the pod: {err}"
+        if refused is not None:
             self.counts["unschedulable"] += 1
             self.cards_compared += 1
             row.update(node_outcome="unschedulable", cards_agree=False,
-                       mig_agree=self._no_mig(recorded_mig),
-                       reason=f"HAMi's admission refuses the pod: {err}")
-            self.add_row(row, p)
-            return
-        if shape.filter_error is not None:
-            self.counts["unschedulable"] += 1
-            self.cards_compared += 1
-            row.update(node_outcome="unschedulable", cards_agree=False,
-                       mig_agree=self._no_mig(recorded_mig),
-                       reason=f"HAMi's Filter errors out: {shape.filter_error}")
+                       mig_agree=self._no_mig(recorded_mig), reason=refused)
             self.add_row(row, p)
             return
         # the CPU and memory of the pods nominated to a node (of at least this
