@@ -71,6 +71,12 @@ def run_once(args: list[str], out: Path) -> dict:
             "helper_rss": helper_rss, "split": split, "stdout": stdout}
 
 
+def machine_line() -> str:
+    """The machine and its load when the figures were taken (a script's first line)."""
+    return (f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -80,8 +86,7 @@ def main() -> None:
     adopt_orphans()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hamisim-default-run-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(machine_line())
     for name in args.only or list(COMMANDS):
         runs = []
         for k in range(args.repeat):

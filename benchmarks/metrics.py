@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -36,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from default_run import adopt_orphans, run_once  # noqa: E402
+from default_run import adopt_orphans, machine_line, run_once  # noqa: E402
 
 METRICS = ["--metrics-start", "2026-11-30T00:00:00Z"]
 HERE = Path(__file__).resolve().parents[1]     # this checkout
@@ -52,8 +51,7 @@ def main() -> None:
     adopt_orphans()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hamisim-metrics-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(machine_line())
     plain, metrics, before, size, size_before = [], [], [], 0, 0
     cases = [("without", plain), ("with", metrics)] + ([("before", before)] if args.before else [])
     # each case's code first on the path, and a working directory that is no
