@@ -134,6 +134,54 @@ cdef inline bint _qitem_less(const QItem* a, const QItem* b) noexcept nogil:
     return a.order < b.order
 
 
+# One binary min-heap for both queues (timers ordered as SimPy orders events,
+# the active queue as kube-scheduler's): a fused type, so each specialisation
+# compares with its own inline ordering, as the two hand-written copies did.
+ctypedef fused HeapItem:
+    RTimer
+    QItem
+
+
+cdef inline bint _heap_less(const HeapItem* a, const HeapItem* b) noexcept nogil:
+    if HeapItem is RTimer:
+        return _timer_less(a, b)
+    else:
+        return _qitem_less(a, b)
+
+
+cdef inline void _heap_push(HeapItem* h, Py_ssize_t n, HeapItem x) noexcept nogil:
+    # x into h[0 .. n-1] (room for n + 1 items)
+    cdef Py_ssize_t i = n, parent
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not _heap_less(&x, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = x
+
+
+cdef inline HeapItem _heap_pop(HeapItem* h, Py_ssize_t n) noexcept nogil:
+    # the least of h[0 .. n-1] (n >= 1); the rest stays a heap of n - 1
+    cdef HeapItem top = h[0], last
+    cdef Py_ssize_t i = 0, child
+    n -= 1
+    if n > 0:
+        last = h[n]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and _heap_less(&h[child + 1], &h[child]):
+                child += 1
+            if not _heap_less(&h[child], &last):
+                break
+            h[i] = h[child]
+            i = child
+        h[i] = last
+    return top
+
+
 cdef inline double _delay_to(double now, double when) noexcept nogil:
     # hamisim.kube.queue.delay_to: the delay that lands exactly on `when`
     cdef double delay = when - now
@@ -529,7 +577,6 @@ cdef class ReplayCore:
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1:
         cdef RTimer t
         cdef RTimer* h
-        cdef Py_ssize_t i, parent
         if self.n_timers == self.cap_timers:
             h = <RTimer*>realloc(self.timers, 2 * self.cap_timers * sizeof(RTimer))
             if h == NULL:
@@ -543,38 +590,13 @@ cdef class ReplayCore:
         t.kind = kind
         t.pod = pod
         t.gen = gen
-        h = self.timers
-        i = self.n_timers
+        _heap_push(self.timers, self.n_timers, t)
         self.n_timers += 1
-        while i > 0:
-            parent = (i - 1) >> 1
-            if not _timer_less(&t, &h[parent]):
-                break
-            h[i] = h[parent]
-            i = parent
-        h[i] = t
         return 0
 
     cdef RTimer _pop_timer(self) noexcept nogil:
-        cdef RTimer* h = self.timers
-        cdef RTimer top = h[0], last
-        cdef Py_ssize_t n, i, child
+        cdef RTimer top = _heap_pop(self.timers, self.n_timers)
         self.n_timers -= 1
-        n = self.n_timers
-        if n > 0:
-            last = h[n]
-            i = 0
-            while True:
-                child = 2 * i + 1
-                if child >= n:
-                    break
-                if child + 1 < n and _timer_less(&h[child + 1], &h[child]):
-                    child += 1
-                if not _timer_less(&h[child], &last):
-                    break
-                h[i] = h[child]
-                i = child
-            h[i] = last
         return top
 
     cdef inline double _peek(self) noexcept nogil:
@@ -590,7 +612,6 @@ cdef class ReplayCore:
     cdef int _enqueue(self, int k) except -1:
         cdef QItem q
         cdef QItem* h
-        cdef Py_ssize_t i, parent
         self._set_status(k, S_QUEUED)
         self.gen[k] += 1
         if self.n_active == self.cap_active:
@@ -602,38 +623,13 @@ cdef class ReplayCore:
         q.neg_priority = -<int64_t>self.priority[k]
         q.timestamp = self.timestamp[k]
         q.order = k
-        h = self.active
-        i = self.n_active
+        _heap_push(self.active, self.n_active, q)
         self.n_active += 1
-        while i > 0:
-            parent = (i - 1) >> 1
-            if not _qitem_less(&q, &h[parent]):
-                break
-            h[i] = h[parent]
-            i = parent
-        h[i] = q
         return 0
 
     cdef int _pop_active(self) noexcept nogil:
-        cdef QItem* h = self.active
-        cdef QItem top = h[0], last
-        cdef Py_ssize_t n, i, child
+        cdef QItem top = _heap_pop(self.active, self.n_active)
         self.n_active -= 1
-        n = self.n_active
-        if n > 0:
-            last = h[n]
-            i = 0
-            while True:
-                child = 2 * i + 1
-                if child >= n:
-                    break
-                if child + 1 < n and _qitem_less(&h[child + 1], &h[child]):
-                    child += 1
-                if not _qitem_less(&h[child], &last):
-                    break
-                h[i] = h[child]
-                i = child
-            h[i] = last
         return <int>top.order
 
     # -- the unschedulable lists (dicts in insertion order in the engine) ---------
