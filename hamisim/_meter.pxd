@@ -45,4 +45,8 @@ cdef class MeterCore:
                         int64_t active, int64_t backoff, int64_t unschedulable,
                         int64_t scheduled, int64_t failed, int64_t errors) except *
     cdef inline void _add_node(self, Py_ssize_t i, int64_t sign) noexcept
+    cdef inline void _add_card(self, Py_ssize_t r, int32_t g, int64_t u, int64_t m, int64_t c,
+                               int sign) noexcept
+    cdef inline void _node_changed(self, Py_ssize_t node, int32_t g, int64_t cpu_milli,
+                                   int sign) noexcept
     cdef void _refresh(self, Py_ssize_t i) noexcept

@@ -107,32 +107,11 @@ cdef class MeterCore:
                        const int64_t* mem, const int64_t* cores, Py_ssize_t n,
                        int64_t cpu_milli, int sign) noexcept:
         # apply_rows on C arrays (the compiled replay engine's call)
-        cdef Py_ssize_t k, r
-        cdef int64_t u, m, c
+        cdef Py_ssize_t k
         cdef int32_t g = self.node_group[node]
         for k in range(n):
-            r = rows[k]
-            u = used[k]
-            m = mem[k]
-            c = cores[k]
-            self.used[r] += sign * u
-            self.usedmem[r] += sign * m
-            self.usedcores[r] += sign * c
-            if not self.is_changed[r]:
-                self.is_changed[r] = 1
-                self.changed[self.n_changed] = r
-                self.n_changed += 1
-            self.sum_used += sign * u
-            self.sum_usedmem += sign * m
-            self.sum_usedcores += sign * c
-            self.g_used[g] += sign * u
-            self.g_usedmem[g] += sign * m
-            self.g_usedcores[g] += sign * c
-        self.node_cpu_used[node] += sign * cpu_milli
-        self._add_node(node, -1)
-        self._refresh(node)
-        self._add_node(node, 1)
-        self.g_dirty[g] = 1
+            self._add_card(rows[k], g, used[k], mem[k], cores[k], sign)
+        self._node_changed(node, g, cpu_milli, sign)
 
     def snapshot_peak(self):
         """Copy the usage now into the peak arrays (only the rows changed since the
@@ -245,25 +224,34 @@ cdef class MeterCore:
     def apply(self, Py_ssize_t node, list rows, list amounts, int64_t cpu_milli, int sign):
         """Add (``sign=1``) or remove (``-1``) one pod's usage on ``node``:
         ``amounts[k]`` = (slots, memory, cores) it holds on card row ``rows[k]``."""
-        cdef Py_ssize_t k, r
+        cdef Py_ssize_t k
         cdef int64_t u, m, c
         cdef int32_t g = self.node_group[node]
         for k in range(len(rows)):
-            r = rows[k]
             u, m, c = amounts[k]
-            self.used[r] += sign * u
-            self.usedmem[r] += sign * m
-            self.usedcores[r] += sign * c
-            if not self.is_changed[r]:
-                self.is_changed[r] = 1
-                self.changed[self.n_changed] = r
-                self.n_changed += 1
-            self.sum_used += sign * u
-            self.sum_usedmem += sign * m
-            self.sum_usedcores += sign * c
-            self.g_used[g] += sign * u
-            self.g_usedmem[g] += sign * m
-            self.g_usedcores[g] += sign * c
+            self._add_card(rows[k], g, u, m, c, sign)
+        self._node_changed(node, g, cpu_milli, sign)
+
+    cdef inline void _add_card(self, Py_ssize_t r, int32_t g, int64_t u, int64_t m, int64_t c,
+                               int sign) noexcept:
+        # one card row's usage, its cluster and group sums, and its change mark
+        self.used[r] += sign * u
+        self.usedmem[r] += sign * m
+        self.usedcores[r] += sign * c
+        if not self.is_changed[r]:
+            self.is_changed[r] = 1
+            self.changed[self.n_changed] = r
+            self.n_changed += 1
+        self.sum_used += sign * u
+        self.sum_usedmem += sign * m
+        self.sum_usedcores += sign * c
+        self.g_used[g] += sign * u
+        self.g_usedmem[g] += sign * m
+        self.g_usedcores[g] += sign * c
+
+    cdef inline void _node_changed(self, Py_ssize_t node, int32_t g, int64_t cpu_milli,
+                                   int sign) noexcept:
+        # after a pod's cards: its CPU, then the node's figures taken out and put back
         self.node_cpu_used[node] += sign * cpu_milli
         self._add_node(node, -1)
         self._refresh(node)
