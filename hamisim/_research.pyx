@@ -280,24 +280,14 @@ cdef class ResearchCore:
         if not 0 <= node < self.n_nodes:
             raise IndexError(f"node {node} out of range")
         cdef int64_t a = self.node_start[node], b = self.node_start[node + 1]
-        cdef int64_t r, before, after
+        cdef int64_t r
         for p in pos:
             r = a + <int64_t>p
             if r < a or r >= b:
                 raise IndexError(f"card position {p} out of range on node {node}")
             if self.card_usable[r]:
                 self.left[r] -= sign * milli
-        self.cpu_req[node] += sign * cpu
-        self.mem_req[node] += sign * mem
-        if 0 <= cls < self.n_cls:
-            before = self.cls_cnt[node * self.n_cls + cls]
-            after = before + sign
-            self.cls_cnt[node * self.n_cls + cls] = after
-            if before <= 0 < after:
-                self.cls_present[node] += 1
-            elif after <= 0 < before:
-                self.cls_present[node] -= 1
-        self.node_ver[node] += 1
+        self._add_pod(node, cpu, mem, cls, sign)
 
     # -- one attempt -----------------------------------------------------
     def attempt(self, int policy, int64_t cpu, int64_t cpu_s, int64_t mem, int k,
