@@ -22,6 +22,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from hamisim._codes cimport N_REASONS
 from hamisim._memo cimport ID_ROWS, ROW_W
+from hamisim._textbuf cimport grow_text
 
 
 cdef inline Py_ssize_t _ft_int(char* out, int64_t v) noexcept nogil:
@@ -200,16 +201,7 @@ cdef class FailText:
         return 0
 
     cdef int _room(self, Py_ssize_t need) except -1:
-        cdef char* p
-        if need <= self.cap:
-            return 0
-        while self.cap < need:
-            self.cap *= 2
-        p = <char*>realloc(self.buf, self.cap)
-        if p == NULL:
-            raise MemoryError()
-        self.buf = p
-        return 0
+        return grow_text(&self.buf, &self.cap, need)
 
     cdef object text(self, int t):
         """The text of the failed attempt just made by a pod of template ``t``,

@@ -31,6 +31,7 @@ from cpython.exc cimport PyErr_CheckSignals
 
 from hamisim._codes cimport ST_FIT
 from hamisim._types cimport Cards, Pod, Scratch
+from hamisim._textbuf cimport grow_text
 from hamisim._core cimport Core, PodSpec
 from hamisim._meter cimport MeterCore
 from hamisim._failtext cimport FailText
@@ -562,16 +563,7 @@ cdef class ReplayCore:
         return 0
 
     cdef int _text_room(self, Py_ssize_t need) except -1:
-        cdef char* p
-        if need <= self.text_cap:
-            return 0
-        while self.text_cap < need:
-            self.text_cap *= 2
-        p = <char*>realloc(self.text, self.text_cap)
-        if p == NULL:
-            raise MemoryError()
-        self.text = p
-        return 0
+        return grow_text(&self.text, &self.text_cap, need)
 
     # -- timers (SimPy's queue) ------------------------------------------------
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1:
