@@ -780,12 +780,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     keep_runs=args.keep_runs)
     view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
+    _print_compare_engines(table)
     _print_compare_unplaceable(table)
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
     print(f"results written to {args.out}/ (report.html, compare, compare_classes, "
           f"compare_groups, figures/compare.png, runs/)")
     return EXIT_OK
+
+
+def _print_compare_engines(table) -> None:
+    """Which engine ran the comparison's runs: one line when all ran on one."""
+    from hamisim.studies.report import engine_label
+    labels = {p: engine_label({"engine": e, "engine_reason": r if isinstance(r, str) else None})
+              for p, e, r in zip(table["policy"], table["engine"], table["engine_reason"])}
+    if len(set(labels.values())) == 1:
+        print(f"\nengine: {next(iter(labels.values()))}, every run")
+    else:
+        print("\nengine: " + "; ".join(f"{p} {label}" for p, label in labels.items()))
 
 
 def _print_compare_unplaceable(table) -> None:

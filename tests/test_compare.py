@@ -54,6 +54,9 @@ def test_replay_comparison_reports_what_matters_in_replay(inputs, tmp_path, caps
     assert classes.groupby(["policy", "seed"])["pods"].sum().eq(40).all()
     groups = pd.read_csv(tmp_path / "one" / "compare_groups.csv")
     assert set(groups["group"]) == {"gpu"}
+    # which engine ran the runs: a column per run and one console line
+    assert set(table["engine"]) == {"compiled"}
+    assert "engine: compiled (hamisim._replay), every run" in text
 
 
 def test_workers_change_nothing_but_the_time(inputs, tmp_path):

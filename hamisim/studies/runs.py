@@ -739,8 +739,12 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
             key = {"policy": label,
                    "node_policy": summary["scheduler"]["node_scheduler_policy"],
                    "gpu_policy": summary["scheduler"]["gpu_scheduler_policy"], "seed": spec.seed}
+            inputs = summary["inputs"]
             rows.append({**key, **{k: v for k, v in r.items()
-                                   if not isinstance(v, (dict, list))}})
+                                   if not isinstance(v, (dict, list))},
+                         # which engine ran it (each run says so, as a run's summary does)
+                         "engine": inputs.get("engine"),
+                         "engine_reason": inputs.get("engine_reason")})
             classes += [{**key, **c} for c in r.get("classes", [])]
             groups += [{**key, **g} for g in r.get("groups", [])]
             series.setdefault(label, []).append(ts)

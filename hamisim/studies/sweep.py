@@ -154,6 +154,7 @@ def _headline(result) -> dict[str, Any]:
     summary = result.summary
     r = {k: v for k, v in summary["results"].items() if not isinstance(v, (dict, list))}
     r = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+    r["engine"] = summary["inputs"].get("engine")     # which engine ran the cell
     r["nodes"] = int(summary["cluster"]["nodes"])
     r["gpus"] = int(summary["cluster"]["gpus"])
     for name in ("pending_p50_s", "pending_p99_s", "pending_max_s"):
