@@ -36,10 +36,25 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start(args: list[str], cwd: Path) -> subprocess.Popen:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own Ctrl-C handler in this process for the test's length: the
+    in-process tests send SIGINT to themselves and expect a KeyboardInterrupt,
+    which a suite started with SIGINT ignored (from a background shell, where
+    every child inherits the ignore) would never see."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def start(args: list[str], cwd: Path, preexec=_default_sigint) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "hamisim.cli", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=_default_sigint)
+                            preexec_fn=preexec)
 
 
 def wait_for(proc: subprocess.Popen, text: bytes, times: int = 1, timeout: float = 120) -> bytes:
@@ -95,6 +110,21 @@ def test_interrupt_while_run_simulates(tmp_path, sig):
     status, err = interrupt(proc, seen, sig)
     assert_clean_interrupt(status, err, sig)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    """POSIX's convention for background jobs (``nohup hamisim run ... &``, a
+    shell's ``&`` without job control): a CLI that inherits SIGINT ignored keeps
+    ignoring it, so a Ctrl-C meant for the terminal's foreground job does not end
+    the run; it finishes and writes its results."""
+    proc = start(["run", "--progress", "--out", "results"], tmp_path, preexec=_ignore_sigint)
+    seen = wait_for(proc, b"simulating")
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=300)
+    err = (seen + rest).decode("utf-8", "replace")
+    assert proc.returncode == 0, err[-2000:]
+    assert "interrupted" not in err
+    assert (tmp_path / "results" / "summary.json").is_file()
 
 
 def group_gone(pgid: int, timeout: float = 30) -> bool:
