@@ -144,3 +144,98 @@ def test_a_terminating_pod_is_not_shrunk():
                             TracePod(Pod("second", (whole,)), 1.0, 100.0)])
     ev = res.events
     assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [35.0]
+
+
+# -- kube-scheduler's CPU and memory of a pod with init containers --------------
+
+def test_pod_request_is_kube_schedulers_rule():
+    """component-helpers PodRequests: max(app sum + sidecars, each init container
+    on top of the sidecars started before it), plus the overhead."""
+    from fractions import Fraction as F
+
+    from hamisim.kube.fit import pod_request
+    assert pod_request([F(1), F(2)]) == 3
+    assert pod_request([F(1)], [(F(4), False), (F(2), False)]) == 4   # init containers one by one
+    assert pod_request([F(5)], [(F(4), False)]) == 5                  # the apps' sum wins
+    # a sidecar (1) adds to the apps (2) and runs under the later init container (3)
+    assert pod_request([F(2)], [(F(1), True), (F(3), False)]) == 4
+    # an init container before the sidecar runs alone
+    assert pod_request([F(2)], [(F(3), False), (F(1), True)]) == 3
+    assert pod_request([F(1)], [(F(2), True), (F(2), True)]) == 5
+    assert pod_request([F(1)], [(F(3), False)], overhead=F(1, 2)) == F(7, 2)
+
+
+def _trace(tmp_path, *rows: str):
+    from hamisim.io.traces import read_trace
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(r + "\n" for r in rows))
+    return read_trace(str(path))
+
+
+def test_init_containers_cpu_and_memory_are_counted(tmp_path):
+    trace = _trace(
+        tmp_path,
+        # the top-level columns are the app containers' total
+        '{"name": "a", "arrival": 0, "gpu": 1, "cpu_milli": 2000, "memory_mib": 1024, '
+        '"init_containers": [{"requests": {"cpu": "4", "memory": "8Gi"}}]}',
+        # the containers' own requests; a limit stands for a missing request
+        '{"name": "b", "arrival": 0, "containers": [{"gpu": 1, "requests": {"cpu": "500m"}}, '
+        '{"limits": {"cpu": "1", "memory": "1Gi"}}], "init_containers": [{"requests": '
+        '{"cpu": "1", "memory": "512Mi"}, "restart_policy": "Always"}, '
+        '{"limits": {"cpu": "2"}}]}',
+        # an app total above every init container
+        '{"name": "c", "arrival": 0, "cpu_milli": 8000, "init_containers": '
+        '[{"requests": {"cpu": "1500m", "memory": "100M"}}]}')
+    got = {tp.pod.name: (tp.pod.cpu_milli, tp.pod.memory_mib) for tp in trace}
+    # b: apps 1.5 + sidecar 1 = 2.5 CPUs, under the init container 2 + sidecar 1 = 3;
+    # memory apps 1Gi + sidecar 512Mi; c: 100M = 95.37 MiB, rounded up
+    assert got == {"a": (4000, 8192), "b": (3000, 1536), "c": (8000, 96)}
+
+
+@pytest.mark.parametrize("row, problem", [
+    ('"gpu": 1, "init_containers": [{"requests": {"memory": 4096}}]',
+     "init container 0: 'requests' 'memory' needs a unit, e.g. '512Mi'"),
+    ('"cpu_milli": 500, "containers": [{"requests": {"cpu": "1"}}]',
+     "'cpu_milli' at the top level and the containers' own 'cpu' requests give"),
+    ('"gpu": 1, "init_containers": [{"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}]',
+     "init container 0: requests 'cpu' 2 is more than its limit 1"),
+    ('"init_containers": [{"restart_policy": "OnFailure"}]',
+     "init container 0: an init container's 'restart_policy' can only be Always"),
+    ('"init_duration": 5, "init_containers": [{"restart_policy": "Always"}]',
+     "'init_duration' with a sidecar"),
+    ('"init_containers": [{"requests": {"ephemeral-storage": "1Gi"}}]',
+     "unknown resource 'ephemeral-storage' in 'requests'"),
+])
+def test_bad_container_requests_are_located(tmp_path, row, problem):
+    from hamisim.errors import InputError
+    with pytest.raises(InputError) as caught:
+        _trace(tmp_path, '{"name": "ok", "arrival": 0}',
+               '{"name": "p", "arrival": 1, ' + row + '}')
+    assert str(caught.value).startswith(f"{tmp_path / 't.jsonl'}:2: pod 'p': ")
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_an_init_containers_cpu_is_held_for_the_pods_life(tmp_path, engine):
+    """kube-scheduler's NodeInfo counts a bound pod's requests from its spec, init
+    containers included, until it leaves: a 4-CPU init container keeps 4 of the
+    node's 4 CPUs requested after it (and HAMi's view of the card) is done, so a
+    1-CPU pod waits for the first pod to leave, on both engines."""
+    from dataclasses import replace
+
+    from hamisim.sim.engine import EngineConfig, simulate
+    cluster = _cluster("NVIDIA-Tesla T4", 2, "binpack")
+    cluster = replace(cluster, nodes=(replace(cluster.nodes[0], cpu_milli=4000),))
+    trace = _trace(
+        tmp_path,
+        '{"name": "first", "arrival": 0, "duration": 100, "gpu": 1, "gpumem": 1000, '
+        '"cpu_milli": 1000, "init_containers": [{"requests": {"cpu": "4"}}], '
+        '"init_duration": 10}',
+        '{"name": "second", "arrival": 1, "duration": 10, "gpu": 1, "gpumem": 1000, '
+        '"cpu_milli": 1000}')
+    res = simulate(cluster, trace, EngineConfig(engine=engine))
+    assert res.engine == engine
+    ev = res.events
+    assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [100.0]
+    said = [m for m in ev[ev.pod == "second"].message.tolist() if isinstance(m, str)]
+    assert any("Insufficient cpu" in m for m in said), said

@@ -85,6 +85,7 @@ from hamisim.io.podspec import (
     tolerations_from_value,
 )
 from hamisim.io.traces import write_trace
+from hamisim.kube.fit import pod_request
 from hamisim.kube.quantity import cpu_milli, memory_mib
 from hamisim.topology import ServerTopology
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
@@ -365,9 +366,7 @@ def _pod_spec(obj: Doc, key: str) -> tuple[tuple[Container, ...], tuple[Containe
         raise obj.error(f"pod {key} has no 'spec'")
     spec = spec.with_context(f"pod {key}")
     app, init = [], []
-    app_cpu = app_mem = Fraction(0)
-    side_cpu = side_mem = Fraction(0)
-    init_cpu = init_mem = Fraction(0)
+    app_cpu, app_mem, init_cpu, init_mem = [], [], [], []
     items = spec.optional_list("containers") or []
     if not items:
         raise spec.error("'spec.containers' is empty or missing")
@@ -376,29 +375,24 @@ def _pod_spec(obj: Doc, key: str) -> tuple[tuple[Container, ...], tuple[Containe
         cname = c.optional_str("name") or str(j)
         container, cpu, mem = _container_resources(c, f"container {cname}")
         app.append(container)
-        app_cpu += cpu
-        app_mem += mem
+        app_cpu.append(cpu)
+        app_mem.append(mem)
     for j, v in enumerate(spec.optional_list("initContainers") or []):
         c = v.as_doc(f"init container {j}")
         cname = c.optional_str("name") or str(j)
         container, cpu, mem = _container_resources(c, f"init container {cname}")
         init.append(container)
-        if c.optional_str("restartPolicy") == "Always":      # a sidecar runs on
-            side_cpu += cpu
-            side_mem += mem
-            init_cpu, init_mem = max(init_cpu, side_cpu), max(init_mem, side_mem)
-        else:
-            init_cpu, init_mem = max(init_cpu, cpu + side_cpu), max(init_mem, mem + side_mem)
-    cpu = max(app_cpu + side_cpu, init_cpu)
-    mem = max(app_mem + side_mem, init_mem)
+        sidecar = c.optional_str("restartPolicy") == "Always"     # a sidecar runs on
+        init_cpu.append((cpu, sidecar))
+        init_mem.append((mem, sidecar))
+    over = {"cpu": Fraction(0), "memory": Fraction(0)}
     overhead = _sub(spec, "overhead")
     if overhead is not None:
         for rname, v in overhead.items():
-            if rname == "cpu":
-                cpu += v.as_quantity("overhead cpu")
-            elif rname == "memory":
-                mem += v.as_quantity("overhead memory")
-    return tuple(app), tuple(init), cpu_milli(cpu), memory_mib(mem), spec
+            if rname in over:
+                over[rname] += v.as_quantity(f"overhead {rname}")
+    return (tuple(app), tuple(init), cpu_milli(pod_request(app_cpu, init_cpu, over["cpu"])),
+            memory_mib(pod_request(app_mem, init_mem, over["memory"])), spec)
 
 
 def _hami_annotations(ann: Doc) -> dict[str, str]:

@@ -23,9 +23,19 @@ Its keys are the trace column names of DESIGN §4.2:
   naming the same annotation here and through its column is an error;
 * ``containers`` / ``init_containers``: lists of ``{gpu, gpumem,
   gpumem_percentage, gpucores, limits, requests}`` where ``limits`` and
-  ``requests`` map the four real resource names to integers. ``containers``
-  excludes the top-level shorthand. Without either, the pod has one
-  container (with no limits when no GPU key is given);
+  ``requests`` map the four real resource names to integers, and ``cpu`` /
+  ``memory`` to Kubernetes quantities (``500m``, ``2``; ``512Mi``, ``8Gi``:
+  memory needs a unit, since a bare number is bytes to Kubernetes but MiB in
+  ``memory_mib``); a request defaults to its limit and must not exceed it, as
+  the API server has it. An init container may also give ``restart_policy:
+  Always`` (a sidecar, ``restartPolicy: Always``). ``containers`` excludes
+  the top-level shorthand. Without either, the pod has one container (with no
+  limits when no GPU key is given);
+* the pod's CPU and memory requests are kube-scheduler's (:func:`hamisim.kube.fit.pod_request`):
+  the larger of the app containers' sum (top-level ``cpu_milli`` /
+  ``memory_mib``, or the containers' own ``cpu`` / ``memory``, not both) plus
+  the sidecars, and each init container on top of the sidecars started before
+  it; they stay so for the pod's whole life;
 * ``node_selector``, ``tolerations``, ``affinity``, ``preemption_policy``:
   kube-scheduler's constraints, below.
 
@@ -70,11 +80,15 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Collection, Iterable, Mapping
+from fractions import Fraction
+from typing import Collection, Iterable, Mapping, NamedTuple
 
 from hamisim.errors import InputWarning
-from hamisim.io.documents import INT32_MAX, Doc, Value
+from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
+from hamisim.kube.fit import pod_request
+from hamisim.kube.quantity import cpu_milli as milli_cpu
+from hamisim.kube.quantity import memory_mib as mib_of_bytes
 from hamisim.kube.quantity import parse_memory_mib
 from hamisim.pods import (
     GPU,
@@ -121,6 +135,9 @@ CONTAINER_COLUMN_RESOURCES: dict[str, str] = {
 _LIST_COLUMNS = frozenset({"use_gputype", "nouse_gputype", "use_gpuuuid", "nouse_gpuuuid"})
 _RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values())
 _CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
+_INIT_CONTAINER_KEYS = _CONTAINER_KEYS | {"restart_policy"}
+#: the resources kube-scheduler's NodeResourcesFit counts, as Kubernetes quantities
+_KUBE_RESOURCES = ("cpu", "memory")
 
 #: the pod keys of kube-scheduler's constraints
 PLACEMENT_KEYS = ("node_selector", "tolerations", "affinity", "preemption_policy",
@@ -337,25 +354,63 @@ def pod_from_document(doc: Doc, path: str | None = None, *,
         items = containers_v.as_list("'containers'")
         if not items:
             raise containers_v.error("'containers' is empty: a pod needs at least one container")
-        containers = tuple(container_from_document(v, f"container {i}")
-                           for i, v in enumerate(items))
+        app = [_container_parts(v, f"container {i}") for i, v in enumerate(items)]
     else:
         limits = {CONTAINER_COLUMN_RESOURCES[k]: _shorthand(doc, k) for k in shorthand}
-        containers = (Container(limits=limits),)
+        app = [_Parts(Container(limits=limits), None, None, False)]
     init_v = doc.optional_list("init_containers") or []
-    init = tuple(container_from_document(v, f"init container {i}") for i, v in enumerate(init_v))
+    init = [_container_parts(v, f"init container {i}", init=True) for i, v in enumerate(init_v)]
+    placement = placement_fields(doc)
+    if placement["init_duration"] is not None and any(p.sidecar for p in init):
+        raise doc.error("'init_duration' with a sidecar (an init container with restart_policy "
+                        "Always): it runs as long as the pod, so HAMi v2.10.0 never sees every "
+                        "init container succeed and keeps their usage",
+                        line=doc.key_line("init_duration"))
 
     return Pod(
         name=name,
-        containers=containers,
-        init_containers=init,
+        containers=tuple(p.container for p in app),
+        init_containers=tuple(p.container for p in init),
         annotations=_annotations(doc),
-        cpu_milli=doc.optional_int("cpu_milli", 0, min=0),
-        memory_mib=_optional_mib(doc, "memory_mib"),
+        cpu_milli=_pod_request(doc, "cpu_milli", app, init),
+        memory_mib=_pod_request(doc, "memory_mib", app, init),
         priority=doc.optional_int("priority", 0, min=-2**31, max=INT32_MAX),
         namespace=namespace_from_value(doc.get("namespace")),
-        **placement_fields(doc),
+        **placement,
     )
+
+
+class _Parts(NamedTuple):
+    """One container as read: HAMi's resources, kube-scheduler's CPU (cores) and
+    memory (bytes) requests (``None`` when not given), and whether it is a sidecar."""
+
+    container: Container
+    cpu: Fraction | None
+    memory: Fraction | None
+    sidecar: bool
+
+
+def _pod_request(doc: Doc, key: str, app: list[_Parts], init: list[_Parts]) -> int:
+    """The pod's ``cpu_milli`` or ``memory_mib`` as kube-scheduler counts it: the
+    top-level key is the app containers' total, unless they give their own."""
+    field = "cpu" if key == "cpu_milli" else "memory"
+    unit = Fraction(1, 1000) if key == "cpu_milli" else Fraction(2**20)
+    own = [getattr(p, field) for p in app]
+    if key in doc and any(x is not None for x in own):
+        raise doc.error(f"'{key}' at the top level and the containers' own '{field}' requests "
+                        f"give the app containers' {field} twice (give one of them)",
+                        line=doc.key_line(key))
+    top = doc.optional_int(key, 0, min=0) if key == "cpu_milli" else _optional_mib(doc, key)
+    apps = [x or 0 for x in own] if key not in doc else [top * unit]
+    if not init:
+        total = sum(apps, Fraction(0))
+    else:
+        total = pod_request(apps, [(getattr(p, field) or 0, p.sidecar) for p in init])
+    value = milli_cpu(total) if key == "cpu_milli" else mib_of_bytes(total)
+    if value > (INT32_MAX if key == "memory_mib" else MAX_SAFE_INT):
+        raise doc.error(f"the pod's {field} request is too large: {value} "
+                        f"{'milli-CPU' if key == 'cpu_milli' else 'MiB'}")
+    return value
 
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -373,18 +428,40 @@ def namespace_from_value(v: Value | None) -> str:
 
 
 def container_from_document(value: Value, what: str = "container") -> Container:
-    """One ``containers`` item: shorthand GPU keys and/or ``limits`` / ``requests``."""
+    """One ``containers`` item: shorthand GPU keys and/or ``limits`` / ``requests``
+    (their ``cpu`` and ``memory`` are checked here and counted by :func:`pod_from_document`)."""
+    return _container_parts(value, what).container
+
+
+def _container_parts(value: Value, what: str, *, init: bool = False) -> _Parts:
     doc = value.as_doc(what)
     doc = doc.with_context(f"{doc.context}: {what}" if doc.context else what)
-    doc.check_keys(_CONTAINER_KEYS, "a container")
-    limits = _resources(doc, "limits")
+    doc.check_keys(_INIT_CONTAINER_KEYS if init else _CONTAINER_KEYS,
+                   "an init container" if init else "a container")
+    limits, kube_limits = _resources(doc, "limits")
     for key, resource in CONTAINER_COLUMN_RESOURCES.items():
         if key in doc:
             if resource in limits:
                 raise doc.error(f"'{key}' and limits '{resource}' give the same resource twice",
                                 line=doc.key_line(key))
             limits[resource] = _shorthand(doc, key)
-    return Container(limits=limits, requests=_resources(doc, "requests"))
+    requests, kube_requests = _resources(doc, "requests")
+    kube = []
+    for name in _KUBE_RESOURCES:
+        # the API server defaults a request to its limit and refuses one above it
+        limit, request = kube_limits.get(name), kube_requests.get(name)
+        if limit is not None and request is not None and request[0] > limit[0]:
+            raise request[1].error(f"requests '{name}' {request[1].scalar} is more than its "
+                                   f"limit {limit[1].scalar} (the API server rejects it)")
+        kube.append((request or limit or (None,))[0])
+    sidecar = False
+    if "restart_policy" in doc:
+        v = doc.get("restart_policy")
+        if v.scalar != "Always":
+            raise v.error("an init container's 'restart_policy' can only be Always (a "
+                          f"sidecar; leave it out for a plain init container), got {v.describe()}")
+        sidecar = True
+    return _Parts(Container(limits=limits, requests=requests), kube[0], kube[1], sidecar)
 
 
 def _shorthand(doc: Doc, key: str) -> int:
@@ -427,17 +504,39 @@ def _mib(v: Value, what: str) -> int:
     return _quantity_int(v, what)
 
 
-def _resources(doc: Doc, key: str) -> dict[str, int]:
+def _resources(doc: Doc, key: str) -> tuple[dict[str, int], dict[str, tuple[Fraction, Value]]]:
+    """``limits`` or ``requests``: HAMi's resources (integers), and kube-scheduler's
+    ``cpu`` (cores) and ``memory`` (bytes) as exact quantities with their values."""
     sub = doc.optional_doc(key)
     if sub is None:
-        return {}
-    out = {}
+        return {}, {}
+    out: dict[str, int] = {}
+    kube: dict[str, tuple[Fraction, Value]] = {}
     for name, v in sub.items():
+        if name in _KUBE_RESOURCES:
+            kube[name] = (_kube_quantity(v, f"'{key}' '{name}'", name), v)
+            continue
         if name not in _RESOURCES:
             raise sub.error(f"unknown resource '{name}' in '{key}' (hamisim models "
-                            f"{', '.join(sorted(_RESOURCES))})", line=sub.key_line(name))
+                            f"{', '.join(sorted(_RESOURCES | set(_KUBE_RESOURCES)))})",
+                            line=sub.key_line(name))
         out[name] = _quantity_int(v, f"'{key}' '{name}'")
-    return out
+    return out, kube
+
+
+def _kube_quantity(v: Value, what: str, name: str) -> Fraction:
+    """A container's ``cpu`` or ``memory`` as Kubernetes reads it; memory must
+    carry a unit (a bare number would be bytes here and MiB in ``memory_mib``)."""
+    if name == "memory":
+        text = v.scalar if isinstance(v.scalar, str) else None
+        try:
+            suffixed = text is not None and parse_memory_mib(text) is not None
+        except ValueError as exc:
+            raise v.error(f"{what}: {exc}") from None
+        if not suffixed:
+            raise v.error(f"{what} needs a unit, e.g. '512Mi' or '8Gi' (a bare number is bytes "
+                          f"to Kubernetes but MiB in 'memory_mib'), got {v.describe()}")
+    return v.as_quantity(what)
 
 
 def _annotations(doc: Doc) -> Mapping[str, str]:

@@ -7,17 +7,42 @@ kube-scheduler itself, which hamisim approximates by its LeastAllocated score
 """
 from __future__ import annotations
 
-from typing import Sequence
+from fractions import Fraction
+from typing import Iterable, Sequence
 
 from hamisim.cluster import Node
 from hamisim.pods import Pod
 
 __all__ = ["INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY", "resource_fit_reasons",
-           "least_allocated_choice"]
+           "least_allocated_choice", "pod_request"]
 
 #: NodeResourcesFit's reasons, as kube-scheduler words them.
 INSUFFICIENT_CPU = "Insufficient cpu"
 INSUFFICIENT_MEMORY = "Insufficient memory"
+
+
+def pod_request(app: Iterable[Fraction], init: Iterable[tuple[Fraction, bool]] = (),
+                overhead: Fraction = Fraction(0)) -> Fraction:
+    """A pod's request of one resource as kube-scheduler counts it, on the node it
+    asks for and, once bound, in that node's requested total for the pod's whole
+    life (component-helpers ``PodRequests``, read by NodeResourcesFit and by
+    NodeInfo's ``calculateResource``; init containers finishing change nothing).
+
+    ``app``: the app containers' requests; ``init``: ``(request, restartable)``
+    per init container in spec order, ``restartable`` for a sidecar
+    (``restartPolicy: Always``). The larger of the app containers' sum plus every
+    sidecar, and each init container on top of the sidecars started before it
+    (each sidecar's running total counts as such a peak too); plus ``overhead``.
+    """
+    total = sum(app, Fraction(0))
+    sidecars = peak = Fraction(0)
+    for request, restartable in init:
+        if restartable:
+            sidecars += request
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, request + sidecars)
+    return max(total + sidecars, peak) + overhead
 
 
 def resource_fit_reasons(node: Node, requested: tuple[int, int], pod: Pod) -> list[str]:
