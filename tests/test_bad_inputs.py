@@ -466,6 +466,24 @@ MEANT_OTHERWISE = [
                  '{"name": "b", "arrival": 1, "containers": [{"gpu": 1, "gpucores": 120}]}\n'),
      ("t.jsonl", 2),
      "pod 'b': gpucores 120 is more than one card's 100 percent"),
+    ("gang-annotation-jsonl",
+     "nodes:\n" + T4_NODE,
+     ("t.jsonl", '{"name": "a", "arrival": 0, "gpu": 1}\n'
+                 '{"name": "b", "arrival": 1, "gpu": 1, "annotations": '
+                 '{"scheduling.k8s.io/group-name": "job-1"}}\n'
+                 '{"name": "c", "arrival": 1, "gpu": 1, "annotations": '
+                 '{"scheduling.k8s.io/group-name": "job-2"}}\n'),
+     ("t.jsonl", 2),
+     "annotation scheduling.k8s.io/group-name='job-1' (Volcano's PodGroup, gang scheduling) "
+     "is accepted and not modelled: pods are scheduled one by one"),
+    ("gang-annotation-csv",
+     "nodes:\n" + T4_NODE,
+     ("t.csv", 'name,arrival,duration,gpu,annotations\na,0,2,1,\n'
+               'b,1,2,1,"{""scheduling.x-k8s.io/pod-group"": ""pg""}"\n'
+               'c,1,2,1,"{""scheduling.x-k8s.io/pod-group"": ""pg""}"\n'),
+     ("t.csv", 3),
+     "annotation scheduling.x-k8s.io/pod-group='pg' (scheduler-plugins Coscheduling's "
+     "PodGroup, gang scheduling) is accepted and not modelled"),
 ]
 
 

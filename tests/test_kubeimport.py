@@ -479,3 +479,24 @@ def test_mig_cards_and_their_pods_are_imported(tmp_path):
         state.adopt_into(s, cluster)
         d = s.schedule(Pod("p", (Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),)))
         assert d.containers[0][0].mig == ("1g.5gb", 4, 1), backend
+
+
+def test_gang_markers_of_pending_pods_warn_once_at_the_first(tmp_path):
+    """A PodGroup label or annotation (Coscheduling, Volcano) is dropped with one
+    located warning per marker: hamisim schedules the pending pods one by one."""
+    pods = []
+    for k in range(3):
+        p = _pod(f"w{k}", phase="Pending", limits={"nvidia.com/gpu": 1},
+                 annotations={"scheduling.k8s.io/group-name": "job"} if k else None)
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "job"}
+        pods.append(p)
+    path = _write(tmp_path / "pods.json", pods)
+    res = import_kubectl(_write(tmp_path / "nodes.json", [_gpu_node()]), path)
+    gang = [w for w in res.warnings if "gang scheduling" in w]
+    first = _line_of(path, '"name": "w0"')
+    assert len(gang) == 2, res.warnings
+    assert gang[0].startswith(f"{path}:") and "pod default/w0 and 2 more pending pods: " \
+        "scheduling.x-k8s.io/pod-group (scheduler-plugins Coscheduling's PodGroup" in gang[0]
+    assert "pod default/w1 and 1 more pending pods: scheduling.k8s.io/group-name" in gang[1]
+    assert int(gang[0].split(":")[1]) <= first
+    assert [tp.pod.name for tp in res.pending] == ["default/w0", "default/w1", "default/w2"]

@@ -77,7 +77,9 @@ from hamisim.io.documents import Doc, Value, load_document
 from hamisim.io.initialstate import InitialState, decode_devices, load_state
 from hamisim.io.outputs import atomic_folder
 from hamisim.io.podspec import (
+    GANG_MARKERS,
     affinity_from_value,
+    gang_markers,
     grace_period_from_value,
     node_selector_from_value,
     namespace_from_value,
@@ -167,6 +169,17 @@ def _meta(obj: Doc, i: int, kind: str) -> tuple[Doc, str, Doc]:
     else:
         ann_doc = ann.as_doc("'metadata.annotations'")
     return meta, name, ann_doc
+
+
+def _gang_markers(meta: Doc) -> list[str]:
+    """The gang markers (:data:`~hamisim.io.podspec.GANG_MARKERS`) among a pod's
+    labels and annotations."""
+    names: list[str] = []
+    for key in ("labels", "annotations"):
+        v = meta.get(key)
+        if v is not None and v.is_mapping:
+            names += gang_markers(v.as_doc(f"'metadata.{key}'").keys())
+    return list(dict.fromkeys(names))
 
 
 def _annotation(ann: Doc, key: str) -> Value | None:
@@ -470,6 +483,7 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
     pending: list[tuple[str, int, TracePod]] = []
     seen: dict[str, int] = {}
     finished = elsewhere = 0
+    gangs: dict[str, list[str]] = {}
     for i, obj in enumerate(objs):
         meta, name, ann = _meta(obj, i, "Pod")
         ns = namespace_from_value(meta.get("namespace"))
@@ -522,6 +536,12 @@ def read_pods(path: str, cluster: Cluster, warnings: list[str]
             pod = Pod(key, app, init, _hami_annotations(ann), cpu, mem, priority,
                       namespace=ns, **_placement(spec, key, warnings))
             pending.append((created, i, TracePod(pod, 0.0, line=meta.line)))
+            for marker in _gang_markers(meta):
+                gangs.setdefault(marker, []).append(f"{meta.path}:{meta.line}: pod {key}")
+    for marker, where in gangs.items():
+        more = f" and {len(where) - 1} more pending pods" if len(where) > 1 else ""
+        warnings.append(f"{where[0]}{more}: {marker} ({GANG_MARKERS[marker]}, gang "
+                        "scheduling) not modelled; the pending pods are scheduled one by one")
     pending.sort(key=lambda t: (t[0], t[1]))
     return running, [tp for _, _, tp in pending], finished, elsewhere
 

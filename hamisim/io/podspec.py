@@ -110,7 +110,8 @@ __all__ = [
     "node_selector_from_value", "tolerations_from_value", "affinity_from_value",
     "preemption_policy_from_value", "grace_period_from_value", "placement_fields",
     "namespace_from_value",
-    "placement_json", "warn_core_limits", "warn_no_card_allowed",
+    "placement_json", "warn_core_limits", "warn_no_card_allowed", "GANG_MARKERS",
+    "gang_markers", "warn_unmodelled_annotations",
 ]
 
 #: Trace column -> pod annotation name.
@@ -640,3 +641,47 @@ def warn_no_card_allowed(pods: Iterable[tuple[str | None, Pod]], cards) -> None:
             f"pod '{pod.name}': {given} leaves it no card of the cluster, so HAMi never "
             f"binds it (card types: {', '.join(types) or 'none'}; types match as "
             "case-insensitive substrings, UUIDs exactly)")), stacklevel=2)
+
+
+#: Pod annotations (or labels) that put a pod in a gang, a group scheduled all or
+#: nothing by another scheduler or plugin, and whose that is. hamisim accepts them
+#: and does not model gangs: kube-scheduler and HAMi place pods one by one. HAMi
+#: v2.10.0 itself reads only Coscheduling's label (``util.PodGroupLabel``, and
+#: ``spec.schedulingGroup``), to retry a contended node lock for a gang member,
+#: which a simulation's one-at-a-time decisions never meet.
+GANG_MARKERS: dict[str, str] = {
+    "scheduling.k8s.io/group-name": "Volcano's PodGroup",
+    "scheduling.volcano.sh/group-name": "Volcano's PodGroup",
+    "scheduling.x-k8s.io/pod-group": "scheduler-plugins Coscheduling's PodGroup",
+    "pod-group.scheduling.sigs.k8s.io": "scheduler-plugins Coscheduling's PodGroup (its "
+                                        "older name)",
+    "pod-group.scheduling.sigs.k8s.io/name": "scheduler-plugins Coscheduling's PodGroup (its "
+                                             "older name)",
+    "yunikorn.apache.org/task-group-name": "YuniKorn's task group",
+    "kueue.x-k8s.io/pod-group-name": "Kueue's pod group",
+}
+
+
+def gang_markers(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` (annotation or label keys) that are :data:`GANG_MARKERS`."""
+    return [n for n in names if n in GANG_MARKERS]
+
+
+def warn_unmodelled_annotations(pods: Iterable[tuple[str | None, Mapping[str, str]]]) -> None:
+    """Warn about annotations of features hamisim does not model (gang scheduling:
+    :data:`GANG_MARKERS`), once per annotation name at its first ``where``;
+    ``pods`` yields ``(where, annotations)``. The pods are simulated as
+    kube-scheduler and HAMi place them, one by one."""
+    seen: set[str] = set()
+    for where, annotations in pods:
+        if not annotations:
+            continue
+        for name in gang_markers(annotations):
+            if name in seen:
+                continue
+            seen.add(name)
+            warnings.warn(InputWarning(where, (
+                f"annotation {name}={annotations[name]!r} ({GANG_MARKERS[name]}, gang "
+                "scheduling) is accepted and not modelled: pods are scheduled one by one, "
+                "so a gang's pods bind as each fits, none waiting for the others")),
+                stacklevel=2)

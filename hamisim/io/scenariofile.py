@@ -42,6 +42,7 @@ from hamisim.io.podspec import (
     pod_from_document,
     warn_core_limits,
     warn_no_card_allowed,
+    warn_unmodelled_annotations,
 )
 from hamisim.pods import Pod
 
@@ -190,6 +191,8 @@ def scenario_from_document(doc: Doc, path: str, *,
             steps.append(ExpectMessageStep(expected=messages, line=line))
     warn_pod_policies((f"{path}:{st.line}", st.pod.annotations)
                       for st in steps if isinstance(st, CreateStep))
+    warn_unmodelled_annotations((f"{path}:{st.line}", st.pod.annotations)
+                                for st in steps if isinstance(st, CreateStep))
     warn_core_limits((f"{path}:{st.line}", st.pod)
                      for st in steps if isinstance(st, CreateStep))
     warn_no_card_allowed(((f"{path}:{st.line}", st.pod)

@@ -60,6 +60,7 @@ from hamisim.io.podspec import (
     pod_from_document,
     warn_core_limits,
     warn_no_card_allowed,
+    warn_unmodelled_annotations,
 )
 from hamisim.io.tables import (
     csv_header,
@@ -123,6 +124,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     pods = _build(rows, name, fmt)
     trace = Trace(name=_stem(name), pods=pods, path=name, format=fmt)
     warn_pod_policies((trace.where(tp), tp.pod.annotations) for tp in pods)
+    warn_unmodelled_annotations((trace.where(tp), tp.pod.annotations) for tp in pods)
     warn_core_limits((trace.where(tp), tp.pod) for tp in pods)
     return trace
 
@@ -276,6 +278,8 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
     order = np.argsort(first, kind="stable")
     warn_pod_policies((trace.where_line(int(first[k]) + first_line, names[first[k]]),
                        templates[k].annotations) for k in order.tolist())
+    warn_unmodelled_annotations((trace.where_line(int(first[k]) + first_line, names[first[k]]),
+                                 templates[k].annotations) for k in order.tolist())
     warn_core_limits((trace.where_line(int(first[k]) + first_line, names[first[k]]),
                       pod_like(templates[k], names[first[k]], templates[k].priority))
                      for k in order.tolist())
