@@ -394,6 +394,48 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _scale_factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive factor (0.5 halves the trace, "
+                                         f"1.3 adds 30 %), got {text}")
+    return value
+
+
+#: units --window accepts after a number (none: seconds)
+_TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _time_of_run(text: str) -> float:
+    """Simulated time: seconds, or a number with a unit (90s, 30min, 2h, 7d)."""
+    t = text.strip().lower()
+    unit = next((u for u in sorted(_TIME_UNITS, key=len, reverse=True) if t.endswith(u)), "")
+    try:
+        value = float(t[:len(t) - len(unit)]) * _TIME_UNITS.get(unit, 1.0)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a time >= 0: seconds or a number with a "
+                                         f"unit s, min, h, d (90s, 30min, 2h, 7d), got {text}")
+    return value
+
+
+class _Window(argparse.Action):
+    """``--window START END``: two times of :func:`_time_of_run`, kept with the
+    text as given (for the messages) in ``window_text``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            times = tuple(_time_of_run(v) for v in values)
+        except argparse.ArgumentTypeError as err:
+            raise argparse.ArgumentError(self, str(err)) from None
+        setattr(namespace, self.dest, times)
+        setattr(namespace, "window_text", " ".join(values))
+
+
 def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     many = {"action": "append"} if multi else {}
     p.add_argument("--gpu-policy", metavar="P", **many,
@@ -418,6 +460,17 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                    help="replay: re-time arrivals (Poisson) to offered GPU load X, a fraction "
                         "of the GPUs (default: a native trace as traced; an openb pod list "
                         "re-timed to 0.8)")
+    p.add_argument("--scale", type=_scale_factor, default=None, metavar="F",
+                   help="replay: the trace's own pods F times over, keeping their arrival "
+                        "times and so the daily and weekly cycle (F < 1 keeps a seeded "
+                        "share of the pods, F > 1 adds copies named POD-x1, ... arriving "
+                        "within 5 min of their pod); replays as traced, not with --load")
+    p.add_argument("--window", action=_Window, nargs=2, default=None,
+                   metavar=("START", "END"),
+                   help="replay: the span of simulated time the headline figures cover, "
+                        "seconds or with a unit (0 7d); the means integrate over it, the "
+                        "waits count the pods arriving in it (default: the trace's own "
+                        "span, first to last arrival; the drain after it is reported apart)")
     p.add_argument("--pods", type=_positive_int, default=None, metavar="N",
                    help="re-timing: draw N pods from the trace, with replacement (default: "
                         "each pod once; openb: 40000)")
@@ -491,8 +544,18 @@ def _spec(args: argparse.Namespace, **overrides):
     if args.mode == "fill" and (knobs or args.as_traced):
         raise InputError(None, None, f"{(knobs or ['--as-traced'])[0]} applies to replay "
                                      "mode; fill mode submits pods one per second")
+    if args.scale is not None and knobs:
+        raise InputError(None, None, f"--scale multiplies the trace keeping its own times; "
+                                     f"{' and '.join(knobs)} "
+                                     f"{'re-times' if len(knobs) == 1 else 're-time'} it "
+                                     "into Poisson arrivals: give one or the other")
+    window = tuple(args.window) if args.window is not None else None
+    if window is not None and not window[1] > window[0]:
+        raise InputError(f"--window {args.window_text}", None,
+                         "END must be after START")
     fields = dict(cluster=args.cluster, trace=args.trace, mode=args.mode,
                   as_traced=True if args.as_traced else None, load=args.load,
+                  scale=args.scale, window=window,
                   n_pods=args.pods, max_lifetime=args.max_lifetime,
                   fill_to=args.fill_to, state=getattr(args, "state", None),
                   seed=args.seed, backend=args.backend, retry=args.retry,
@@ -551,8 +614,10 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
     out = args.out
     _print_warnings(spec.state, result.summary["inputs"].get("state_warnings", []))
     r = result.summary["results"]
+    _warn_cut_window(args, r)
     rows = [("cluster", describe_cluster(prep, spec.cluster or str(default_cluster_path()))),
             ("workload", describe_workload(prep)),
+            *_offered_rows(prep),
             ("pods", r["pods"])]
     if r.get("initial_pods"):
         rows.append(("  running from the initial state", r["initial_pods"]))
@@ -566,13 +631,15 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
         rows.append(("  refused by HAMi's admission webhook", r["rejected"]))
     rows += [("pending at end", r["pending_at_end"]),
              ("scheduling attempts", r["attempts"]),
+             *_window_rows(r),
              ("pending time p50 / p99 / max (s)", _triple(r, "pending")
               + (" (without the unplaceable)" if r.get("unplaceable") else "")),
              *_unplaceable_rows(r),
              ("queueing delay p99 (s)", "none" if r.get("queueing_delay_p99_s") is None
               else f"{r['queueing_delay_p99_s']:.1f}"),
              ("peak GPUs with a tenant", r.get("peak_gpu_allocated", 0)),
-             ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"),
+             ("mean GPUs with a tenant (%)", f"{r.get('mean_gpu_allocated_pct', 0):.1f}"
+              + _whole_run_note(r, "mean_gpu_allocated_pct")),
              ("mean fragmentation (% of GPUs)", f"{r.get('mean_frag_pct_of_capacity', 0):.2f}"
               f" (stranded {r.get('mean_stranded_pct_of_capacity', 0):.2f}, "
               f"unfit {r.get('mean_unfit_pct_of_capacity', 0):.2f})")]
@@ -670,6 +737,49 @@ def _metrics_target(args: argparse.Namespace) -> str | None:
         raise HamisimError(f"--metrics-out {target} is a folder; give a file name "
                          "(e.g. {target}/metrics.om)")
     return target
+
+
+def _warn_cut_window(args: argparse.Namespace, r: dict) -> None:
+    """A located warning where ``--window`` ends after the run did (its figures
+    cover less than was asked)."""
+    from hamisim.studies.runs import format_duration
+    w = r.get("window") or {}
+    if "requested_end_s" in w:
+        _print_warnings(f"--window {getattr(args, 'window_text', '')}".rstrip(), [
+            f"the run ended at {format_duration(w['end_s'])}, before END "
+            f"({format_duration(w['requested_end_s'])}): the figures cover "
+            f"{format_duration(w['start_s'])} - {format_duration(w['end_s'])}"])
+
+
+def _offered_rows(prep) -> list[tuple[str, str]]:
+    """The offered GPU load of the trace as given and as simulated (not in fill mode)."""
+    from hamisim.studies.runs import describe_offered_load
+    line = describe_offered_load(prep)
+    return [("offered GPU load", line)] if line else []
+
+
+def _window_rows(r: dict) -> list[tuple[str, str]]:
+    """Which span the headline figures below cover, and the drain after it."""
+    from hamisim.studies.runs import describe_window, format_duration
+    rows = [("headline figures cover", describe_window(r))]
+    drain = r.get("drain")
+    if drain and drain["length_s"] > 0:
+        mean = drain.get("mean_gpu_allocated_pct")
+        rows.append(("  the rest of the run (drain)",
+                     f"{format_duration(drain['length_s'])} (to "
+                     f"{format_duration(drain['end_s'])})"
+                     + (f", {drain['pods_arrived']:,} pods arriving" if drain["pods_arrived"]
+                        else "")
+                     + (f", mean GPUs with a tenant {mean:.1f} %" if mean is not None else "")
+                     + "; apart from the figures below"))
+    return rows
+
+
+def _whole_run_note(r: dict, key: str) -> str:
+    """`` (whole run X)`` where the headline covers a window and the whole run differs."""
+    whole = (r.get("whole_run") or {}).get(key)
+    return "" if whole is None or f"{whole:.1f}" == f"{r.get(key, 0):.1f}" else \
+        f" (whole run {whole:.1f})"
 
 
 def _label(spec, prep) -> str:
@@ -781,6 +891,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]
     with_pd_options(lambda: print(view.to_string(index=False, float_format=lambda v: f"{v:.2f}")))
     _print_compare_engines(table)
+    _print_compare_window(table, base)
     _print_compare_unplaceable(table)
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
@@ -798,6 +909,34 @@ def _print_compare_engines(table) -> None:
         print(f"\nengine: {next(iter(labels.values()))}, every run")
     else:
         print("\nengine: " + "; ".join(f"{p} {label}" for p, label in labels.items()))
+
+
+def _print_compare_window(table, spec) -> None:
+    """The span the table's headline figures cover, and the offered GPU load of
+    the trace as given and as simulated (replay mode)."""
+    from hamisim.studies.runs import format_duration
+    if "window_start_s" not in table.columns:
+        return
+    spans = {(a, b) for a, b in zip(table["window_start_s"], table["window_end_s"])
+             if a == a and a is not None}
+    what = "--window" if spec.window is not None else "the trace's span, first to last arrival"
+    if not spans:
+        print("headline figures cover: the whole run of each")
+    else:
+        text = "; ".join(f"{format_duration(a)} - {format_duration(b)}" for a, b in sorted(spans))
+        print(f"headline figures cover: {text} ({what}; the drain after it apart, in "
+              "each run's summary.json)")
+    given, simulated = table.get("offered_gpu_load_as_given"), table.get("offered_gpu_load")
+    if given is None or given.isna().all():
+        return
+    line = f"offered GPU load: {100 * given.iloc[0]:.1f} % as traced"
+    if spec.scale is not None or not simulated.equals(given):
+        lo, hi = 100 * simulated.min(), 100 * simulated.max()
+        how = (f"scaled x{spec.scale:g} (--scale)" if spec.scale is not None
+               else "re-timed (Poisson arrivals, --load)")
+        line += f"; {lo:.1f} %" + (f" - {hi:.1f} %" if f"{hi:.1f}" != f"{lo:.1f}" else "") \
+            + f" {how}"
+    print(line)
 
 
 def _print_compare_unplaceable(table) -> None:

@@ -16,7 +16,9 @@ Transforms (all return new objects and never touch the input):
 * :func:`retime`: Poisson arrivals at the rate that offers a target GPU
   load, each pod keeping its lifetime (:func:`poisson_rate`,
   :func:`offered_load`);
-* :func:`fill_workload`: the FGD paper's "fill the cluster to X %" workload.
+* :func:`fill_workload`: the FGD paper's "fill the cluster to X %" workload;
+* :func:`scale`: the trace's own pods F times over (thinned or replicated,
+  copies jittered by minutes), keeping its daily and weekly cycle.
 
 GPU amounts are :func:`hamisim.shapes.gpu_request`, in whole-card units.
 Part of the model: no files.
@@ -32,7 +34,7 @@ from hamisim.pods import GPU, Pod
 from hamisim.shapes import gpu_request
 
 __all__ = ["TracePod", "Trace", "lifetime", "poisson_rate", "offered_load", "retime",
-           "fill_workload", "pod_like"]
+           "fill_workload", "pod_like", "scale", "SCALE_JITTER_S", "SCALE_SUFFIX"]
 
 
 class TracePod(NamedTuple):
@@ -446,3 +448,78 @@ def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: 
         duration=np.full(len(rows), _NAN), deletion=np.full(len(rows), _NAN),
         template=trace.template[rows], priority=trace.priority[rows], line=trace.line[rows],
         pod_class=trace.pod_class[rows])
+
+
+#: :func:`scale`: a copy arrives up to this many seconds before or after its pod
+SCALE_JITTER_S = 300.0
+#: :func:`scale`: copy ``k`` (1, 2, ...) of pod ``p`` is named ``p`` + this + ``k``
+SCALE_SUFFIX = "-x"
+
+
+def scale(trace: Trace, factor: float, seed: int, *,
+          jitter_s: float = SCALE_JITTER_S) -> Trace:
+    """The trace's own pods ``factor`` times over, keeping when they arrive.
+
+    With ``k = floor(factor)`` and ``m = round((factor - k) × n)`` for a trace of
+    ``n`` pods: every pod is kept, with ``k - 1`` copies, and ``m`` pods drawn
+    without replacement (``numpy.random.default_rng(seed)``) get one copy more;
+    for ``factor < 1`` (``k = 0``) only those ``m`` pods are kept. So the result
+    has ``k × n + m`` pods, ``round(factor × n)``. A kept pod is unchanged (its
+    name, arrival and deletion). Copy ``c`` (1, 2, ...) of pod ``p`` is named
+    ``p-xc`` (:data:`SCALE_SUFFIX`) and arrives ``u`` seconds from ``p``, ``u``
+    uniform in ``±jitter_s`` (default :data:`SCALE_JITTER_S`, five minutes: far
+    below an hour, so every hour of the day keeps its share of the arrivals),
+    reflected at the trace's first and last arrival (its span is kept); a deletion
+    time moves with it (its lifetime is kept). Copies keep the pod's request,
+    namespace, priority, class and source line; every per-pod column is
+    copied, so columns added to :class:`Trace` later follow. Rows come out in
+    arrival order (ties: the source pod's order, then the copy).
+
+    Raises ``ValueError`` for a factor that is not a positive finite number, or
+    when a copy's name is already a pod's.
+    """
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) \
+            or not math.isfinite(factor) or not factor > 0:
+        raise ValueError(f"the scale factor must be a positive number, got {factor!r}")
+    n = len(trace)
+    rng = np.random.default_rng(seed)
+    whole = int(math.floor(factor))
+    extra = int(round((factor - whole) * n))
+    order = trace.arrival_order()
+    # per source row (in arrival order), how many pods it becomes: the first is
+    # the pod itself, the rest copies
+    copies = np.full(n, whole, dtype=np.int64)
+    if extra:
+        copies[np.sort(rng.choice(n, size=extra, replace=False))] += 1
+    rows = np.repeat(order, copies)
+    copy = np.arange(len(rows)) - np.repeat(np.cumsum(copies) - copies, copies)
+    arrival = trace.arrival[rows].astype(np.float64)
+    deletion = trace.deletion[rows].astype(np.float64)
+    is_copy = copy > 0
+    if is_copy.any():
+        lo, hi = float(trace.arrival.min()), float(trace.arrival.max())
+        shift = rng.uniform(-jitter_s, jitter_s, size=int(is_copy.sum()))
+        moved = arrival[is_copy] + shift
+        # reflected at the span's ends (a uniform density, no pile-up at them)
+        moved = np.where(moved < lo, 2 * lo - moved, moved)
+        moved = np.clip(np.where(moved > hi, 2 * hi - moved, moved), lo, hi)
+        deletion[is_copy] += moved - arrival[is_copy]
+        arrival[is_copy] = moved
+    names = [trace.names[r] if c == 0 else f"{trace.names[r]}{SCALE_SUFFIX}{c}"
+             for r, c in zip(rows.tolist(), copy.tolist())]
+    if is_copy.any():
+        taken = set(trace.names)
+        clash = next((x for x, c in zip(names, is_copy.tolist()) if c and x in taken), None)
+        if clash is not None:
+            raise ValueError(f"trace {trace.name}: pod name {clash} already exists; a "
+                             f"copy made by scaling would take it")
+    final = np.argsort(arrival, kind="stable")
+    cols = {k: v for k, v in trace.columns().items()
+            if k not in ("templates", "class_labels")}
+    taken_cols = {k: (v[rows][final] if isinstance(v, np.ndarray) else
+                      [v[r] for r in rows[final].tolist()]) for k, v in cols.items()}
+    taken_cols.update(names=[names[i] for i in final.tolist()], arrival=arrival[final],
+                      deletion=deletion[final])
+    how = "thinned" if factor < 1 else f"copies jittered by up to {jitter_s:g} s"
+    desc = f"{trace.name} scaled x{factor:g}: {len(rows)} pods from its {n} ({how}), seed {seed}"
+    return trace.with_columns(desc, **taken_cols)

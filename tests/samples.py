@@ -1,5 +1,11 @@
-"""Small input files the tests write: a cluster of one node group, as text."""
+"""Small input files the tests write: a cluster of one node group, as text; a
+diurnal trace (a strong hour-of-day profile over several days)."""
 from __future__ import annotations
+
+import numpy as np
+
+from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
+from hamisim.workload import Trace, TracePod
 
 
 def group_cluster(replicas: int, *, gpus: int, prefix: str = "gpu", cpu_milli: int = 32000,
@@ -30,3 +36,38 @@ nodes:
     gpus: 2
     card: {type: NVIDIA-Tesla T4, count: 10, devmem: 15360, devcore: 100}
 """
+
+
+#: arrivals per hour of the day: a working-day peak over a quiet night
+HOURLY = np.array([2, 1, 1, 1, 1, 2, 4, 8, 16, 30, 34, 34, 28, 32, 34, 30, 26, 18, 12,
+                   8, 6, 4, 3, 2])
+#: (request, namespace, class, share of the pods) of the diurnal trace
+KINDS = (({GPU: 1, GPUMEM: 20000, GPUCORES: 30}, "serving", "inference", 0.6),
+         ({GPU: 4}, "research", "train-4gpu", 0.15),
+         ({GPU: 8}, "research", "train-8gpu", 0.05),
+         ({GPU: 1, GPUMEM_PERCENTAGE: 25}, "notebooks", "notebook", 0.2))
+
+
+def diurnal_trace(days: int = 6, seed: int = 7) -> Trace:
+    """A trace with a strong hour-of-day profile (:data:`HOURLY`, weekends at half
+    the rate) over ``days`` days, four kinds of pods in three namespaces, some
+    with a deletion time."""
+    rng = np.random.default_rng(seed)
+    pods = []
+    for day in range(days):
+        for hour, rate in enumerate(HOURLY):
+            n = rng.poisson(rate if day % 7 < 5 else rate / 2)
+            for t in np.sort(rng.uniform(0, 3600, n)):
+                k = rng.choice(len(KINDS), p=[kind[3] for kind in KINDS])
+                limits, ns, label, _ = KINDS[k]
+                arrival = float(day * 86400 + hour * 3600 + t)
+                life = float(rng.exponential(3600))
+                deletion = arrival + life if len(pods) % 10 == 0 else None
+                pods.append(TracePod(Pod(f"p{len(pods)}", (Container(limits),), namespace=ns),
+                                     arrival, None if deletion else life, deletion,
+                                     len(pods) + 2, label))
+    return Trace.from_pods("diurnal", pods)
+
+
+def hour_shares(trace: Trace) -> np.ndarray:
+    return np.bincount((trace.arrival // 3600 % 24).astype(int), minlength=24) / len(trace)

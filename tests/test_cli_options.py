@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from samples import group_cluster
@@ -149,3 +150,70 @@ def test_explain_attempt_replays_the_chosen_attempt(tmp_path, capsys):
     assert (last["context"]["time"], last["context"]["event"], last["chosen"]) == \
         (100.0, "bind", "n-0")
     assert attempt("--attempt", "3") == last and last["context"]["attempts"] == 3
+
+
+# ---------------------------------------------------------------------------
+# --scale: the trace's own pods F times over; the offered load on the console
+
+@pytest.fixture(scope="module")
+def diurnal_files(tmp_path_factory):
+    from samples import diurnal_trace
+
+    from hamisim.io.traces import write_trace
+    folder = tmp_path_factory.mktemp("diurnal")
+    (folder / "cluster.yaml").write_text(group_cluster(8, gpus=8, prefix="a", count=10,
+                                                       devmem=81920, card_type="NVIDIA-A100"))
+    write_trace(diurnal_trace(days=4), folder / "trace.csv")
+    return folder
+
+
+def test_scale_on_the_command_line_keeps_the_daily_cycle(diurnal_files, capsys):
+    from samples import HOURLY
+    f = diurnal_files
+    hours = {}
+    for scale in ("1", "1.3"):
+        out = f / f"out-{scale}"
+        assert main(["run", str(f / "cluster.yaml"), str(f / "trace.csv"), "--scale", scale,
+                     "--out", str(out), "--format", "csv", "--no-progress"]) == 0
+        pods = pd.read_csv(out / "pods.csv")
+        hours[scale] = (len(pods), (pods["arrival"] // 3600 % 24).astype(int)
+                        .value_counts(normalize=True).reindex(range(24), fill_value=0.0))
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["inputs"]["scale"] == float(scale)
+        text = capsys.readouterr().out
+        given = summary["workload"]["offered_gpu_load_as_given"]
+        assert f"offered GPU load                   {100 * given:.1f} % as traced" in text
+    (n, base), (m, scaled) = hours["1"], hours["1.3"]
+    assert m == round(1.3 * n)
+    assert (scaled - base).abs().max() < 0.02                 # each hour keeps its share
+    assert scaled.idxmax() in range(9, 17) and scaled[1] < scaled.max() / 10  # day, night
+    assert np.corrcoef(scaled, HOURLY)[0, 1] > 0.95
+    load = summary["workload"]["offered_gpu_load"]
+    assert load == pytest.approx(1.3 * given, rel=0.1)
+    assert f"; {100 * load:.1f} % scaled x1.3 (--scale)" in text
+    assert "as traced, scaled x1.3" in text                    # the workload line
+
+
+def test_load_says_that_it_re_times(diurnal_files, capsys):
+    f = diurnal_files
+    assert main(["run", str(f / "cluster.yaml"), str(f / "trace.csv"), "--load", "0.5",
+                 "--out", str(f / "out-load"), "--no-progress"]) == 0
+    assert "re-timed (Poisson arrivals, --load: the daily cycle is not kept) to 50 %" \
+        in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--scale", "1.3", "--load", "0.5"], "--scale multiplies the trace keeping its own "
+                                          "times; --load re-times it"),
+    (["--scale", "2", "--pods", "10"], "--pods re-times it into Poisson arrivals"),
+    (["--scale", "0"], "argument --scale: must be a positive factor"),
+    (["--scale", "-1"], "argument --scale: must be a positive factor"),
+    (["--scale", "x"], "argument --scale: must be a positive factor"),
+    (["--scale", "2", "--mode", "fill"], "--scale applies to replay mode"),
+])
+def test_scale_refusals(files, extra, message, capsys):
+    assert status_of(["run", str(files / "cluster.yaml"), str(files / "trace.csv"),
+                      "--out", str(files / "never"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (files / "never").exists()

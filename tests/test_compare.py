@@ -87,3 +87,23 @@ def test_kept_runs_are_whole_results_folders(inputs, tmp_path, capsys):
     assert main(["plot", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out / "figures" / "compare.png")
     assert (out / "figures" / "compare.png").stat().st_size > 20_000
+
+
+def test_the_table_covers_each_runs_window_and_says_so(inputs, tmp_path, capsys):
+    import json
+    assert compare(inputs, tmp_path / "w", "--window", "30", "90", "--scale", "1.5") == 0
+    text = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "w" / "compare.csv")
+    assert table["window_start_s"].eq(30.0).all() and table["window_end_s"].eq(90.0).all()
+    for run in sorted((tmp_path / "w" / "runs").iterdir()):
+        r = json.loads((run / "summary.json").read_text())["results"]
+        row = table[(table["policy"] == json.loads((run / "summary.json").read_text())["label"])
+                    & (table["seed"] == int(run.name.rsplit("seed", 1)[1]))].iloc[0]
+        # the table's figures are the run's windowed ones, not its whole-run ones
+        assert row["mean_gpu_allocated_pct"] == pytest.approx(r["mean_gpu_allocated_pct"])
+        assert r["mean_gpu_allocated_pct"] != r["whole_run"]["mean_gpu_allocated_pct"]
+        assert r["pods"] == 60                                  # 40 pods x 1.5
+    assert "headline figures cover: 30 s - 90 s (--window;" in text
+    given = table["offered_gpu_load_as_given"].iloc[0]
+    assert f"offered GPU load: {100 * given:.1f} % as traced; " in text
+    assert "scaled x1.5 (--scale)" in text

@@ -37,3 +37,19 @@ def test_the_example_cluster_and_trace_run_as_printed(tmp_path, capsys):
     (node,) = load_cluster(tmp_path / "box.yaml").nodes
     assert node.pair_scores["GPU-box-0-0"] == {"GPU-box-0-1": 100, "GPU-box-0-2": 40,
                                                "GPU-box-0-3": 40}
+
+
+def test_the_scale_example_prints_what_the_readme_shows(tmp_path, capsys):
+    # the "A busier week" example: the lines shown are lines the command prints
+    text = README.read_text(encoding="utf-8")
+    part = text[text.index("**A busier week, and the span the figures cover**"):]
+    (block,) = re.findall(r"```\n\$ (hamisim run .*?)\n(.*?)```", part, re.S)[:1]
+    command, shown = block
+    argv = command.split()[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "busier")
+    root = README.parent
+    argv = [str(root / a) if a.startswith("workloads/") else a for a in argv]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    for line in shown.strip("\n").splitlines():
+        assert line in printed

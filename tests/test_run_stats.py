@@ -90,9 +90,13 @@ def test_summary_breaks_waits_down_by_class_and_group(run_dir):
     assert groups["big"]["pods_bound"] == 3 and groups["big"]["gpus"] == 2
     assert groups["NVIDIA-T4"]["pods_bound"] == 2
     assert groups["big"]["queueing_delay_max_s"] == 90.0
-    # both H100s are taken until c leaves at 120, one (b) until 300, the end:
-    # (100 % x 120 s + 50 % x 180 s) / 300 s
-    assert groups["big"]["mean_gpu_allocated_pct"] == pytest.approx(70.0)
+    # the headline covers the trace's span, 0 to 40 (the last arrival), when a and
+    # b hold both H100s; over the whole run both are taken until c leaves at 120,
+    # one (b) until 300, the end: (100 % x 120 s + 50 % x 180 s) / 300 s
+    assert (r["window"]["start_s"], r["window"]["end_s"]) == (0.0, 40.0)
+    assert groups["big"]["mean_gpu_allocated_pct"] == pytest.approx(100.0)
+    whole = {g["group"]: g for g in r["whole_run"]["groups"]}
+    assert whole["big"]["mean_gpu_allocated_pct"] == pytest.approx(70.0)
 
 
 def test_the_group_time_series(run_dir):
@@ -142,3 +146,166 @@ def test_no_bound_pod_has_no_queueing_delay(tmp_path, capsys):
     assert re.search(r"queueing delay p99 \(s\) +none\n", out)
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "99th percentile none, longest none" in page
+
+
+# ---------------------------------------------------------------------------
+# the headline window: the trace's span by default, the drain apart
+
+#: two H100s; a and b arrive in the first 100 s, c and late at 100; b then runs for
+#: a day, long after the last arrival (late, asking both cards, waits for it): a
+#: drain of 86,370 s with one card of two taken, then both for 20 s
+DRAIN_TRACE = """\
+name,arrival,duration,gpu,gpucores,use_gputype
+a,0,100,1,100,H100
+b,50,86400,1,100,H100
+c,100,50,1,100,H100
+late,100,20,2,100,H100
+"""
+DRAIN_CLUSTER = """\
+nodes:
+  - name: big
+    gpus: 2
+    card: {devmem: 80000, type: NVIDIA-H100}
+"""
+
+
+def step_integral(ts: pd.DataFrame, column: str, start: float, end: float) -> float:
+    """The mean of a time-series column over [start, end], row by row: each row's
+    value holds until the next row's time (the hand computation)."""
+    t, v = ts["time"].tolist(), ts[column].tolist()
+    area = 0.0
+    for k in range(len(t) - 1):
+        lo, hi = max(t[k], start), min(t[k + 1], end)
+        if hi > lo:
+            area += v[k] * (hi - lo)
+    return area / (end - start)
+
+
+@pytest.fixture(scope="module")
+def drain_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("drain")
+    (folder / "cluster.yaml").write_text(DRAIN_CLUSTER)
+    (folder / "trace.csv").write_text(DRAIN_TRACE)
+    return folder
+
+
+def run_window(folder, name: str, *extra: str) -> tuple[dict, pd.DataFrame, str]:
+    out = folder / name
+    assert main(["run", str(folder / "cluster.yaml"), str(folder / "trace.csv"), "--out",
+                 str(out), "--format", "csv", "--no-progress", *extra]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    ts = pd.read_csv(out / "timeseries.csv")
+    ts["pct"] = 100.0 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]
+    return summary, ts, out
+
+
+def test_headline_means_cover_the_trace_span_not_the_drain(drain_files, capsys):
+    summary, ts, _ = run_window(drain_files, "default")
+    text = capsys.readouterr().out
+    r = summary["results"]
+    end = r["end_time_s"]
+    assert end == 86470.0                       # b leaves a day later, then late
+    w = r["window"]
+    assert (w["start_s"], w["end_s"], w["length_s"], w["from"], w["pods"]) == \
+        (0.0, 100.0, 100.0, "trace", 4)
+    # 0-50 a alone (50 %), 50-100 a and b (100 %)
+    assert r["mean_gpu_allocated_pct"] == pytest.approx(75.0)
+    assert r["mean_gpu_allocated_pct"] == pytest.approx(step_integral(ts, "pct", 0, 100))
+    # the whole run, as summaries before windows gave it, is kept apart
+    whole = r["whole_run"]["mean_gpu_allocated_pct"]
+    assert whole == pytest.approx(step_integral(ts, "pct", 0, end))
+    assert whole == pytest.approx(time_weighted_mean(ts["time"].to_numpy(), ts["pct"].to_numpy()))
+    assert whole < 51 < r["mean_gpu_allocated_pct"]
+    d = r["drain"]
+    assert (d["start_s"], d["end_s"], d["length_s"], d["pods_arrived"]) == \
+        (100.0, end, end - 100.0, 0)
+    assert d["mean_gpu_allocated_pct"] == pytest.approx(step_integral(ts, "pct", 100, end))
+    for key in ("mean_stranded_pct_of_capacity", "mean_frag_pct_of_capacity"):
+        assert r[key] == pytest.approx(step_integral(ts, key.replace("mean_", ""), 0, 100))
+    # the groups' means cover the window too; their whole-run ones are kept
+    (group,), (group_whole,) = r["groups"], r["whole_run"]["groups"]
+    assert group["mean_gpu_allocated_pct"] == pytest.approx(75.0)
+    assert group_whole["mean_gpu_allocated_pct"] == pytest.approx(whole)
+    # the console says which span the figures cover and what the drain was
+    assert re.search(r"headline figures cover +0 s - 100 s \(the trace's span, first to "
+                     r"last arrival; 4 pods arriving in it\)", text)
+    assert re.search(r"the rest of the run \(drain\) +24 h \(to 24 h\), mean GPUs with a tenant "
+                     r"50\.0 %", text)
+    assert re.search(r"mean GPUs with a tenant \(%\) +75\.0 \(whole run 50\.\d\)", text)
+    page = (drain_files / "default" / "report.html").read_text(encoding="utf-8")
+    assert "Headline figures cover</strong>: 0 s to 1 min 40 s (the trace&#x27;s span" in page
+
+
+def test_a_window_given_counts_the_pods_arriving_in_it(drain_files, capsys):
+    summary, ts, _ = run_window(drain_files, "mid", "--window", "60", "100")
+    r = summary["results"]
+    assert (r["window"]["start_s"], r["window"]["end_s"], r["window"]["from"]) == \
+        (60.0, 100.0, "--window")
+    assert summary["inputs"]["window"] == [60.0, 100.0]
+    assert r["mean_gpu_allocated_pct"] == pytest.approx(step_integral(ts, "pct", 60, 100))
+    # c and late arrived in it (at 100): late waits for b to leave, c for a (at 100:
+    # no wait); a and b arrived before the window
+    pods = pd.read_csv(drain_files / "mid" / "pods.csv").set_index("pod")
+    waits = pods.loc[["c", "late"], "wait_s"].to_numpy()
+    assert r["window"]["pods"] == 2
+    assert r["pending_max_s"] == pytest.approx(waits.max())
+    assert r["pending_p50_s"] == pytest.approx(np.percentile(waits, 50))
+    assert r["whole_run"]["pending_p50_s"] == pytest.approx(
+        np.percentile(pods["wait_s"].to_numpy(), 50))
+    assert {c["class"]: c["pods"] for c in r["classes"]} == {"1 GPU on H100": 1,
+                                                             "2 GPUs on H100": 1}
+    # units: the same window written in minutes and hours
+    same, _, _ = run_window(drain_files, "units", "--window", "1min", "100s")
+    assert same["results"]["window"]["start_s"] == 60.0
+    capsys.readouterr()
+
+
+def test_a_window_past_the_runs_end_is_cut_with_a_warning(drain_files, capsys):
+    summary, ts, _ = run_window(drain_files, "long", "--window", "0", "2d")
+    w = summary["results"]["window"]
+    assert (w["end_s"], w["requested_end_s"]) == (86470.0, 172800.0)
+    assert summary["results"]["drain"]["length_s"] == 0.0
+    err = capsys.readouterr().err
+    assert "--window 0 2d: warning: the run ended at 24 h, before END (48 h)" in err
+
+
+@pytest.mark.parametrize("window,message", [
+    (["2h", "1h"], "hamisim: --window 2h 1h: END must be after START"),
+    (["5", "5"], "hamisim: --window 5 5: END must be after START"),
+    (["1x", "2h"], "argument --window: must be a time >= 0: seconds or a number with a "
+                   "unit s, min, h, d (90s, 30min, 2h, 7d), got 1x"),
+    (["-5", "10"], "argument --window: must be a time >= 0"),
+    (["1d", "2d"], "hamisim: --window 86400 172800: the window starts at 24 h, after the "
+                   "last arrival of trace.csv (at 100 s): no pod would count"),
+])
+def test_bad_windows_are_refused_before_the_run(drain_files, window, message, capsys):
+    argv = ["run", str(drain_files / "cluster.yaml"), str(drain_files / "trace.csv"),
+            "--out", str(drain_files / "never"), "--window", *window]
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (drain_files / "never").exists()
+
+
+def test_both_engines_give_the_same_windowed_figures(drain_files, capsys):
+    compiled, _, _ = run_window(drain_files, "compiled", "--window", "10", "5000")
+    python, _, _ = run_window(drain_files, "python", "--window", "10", "5000", "--check")
+    assert (compiled["inputs"]["engine"], python["inputs"]["engine"]) == ("compiled", "python")
+    for key in ("window", "drain", "whole_run", "mean_gpu_allocated_pct", "pending_p99_s",
+                "groups", "classes"):
+        assert compiled["results"][key] == python["results"][key]
+    capsys.readouterr()
+
+
+def test_a_trace_arriving_at_one_instant_has_no_window(tmp_path):
+    # no span to cover: the headline is the whole run, as before windows
+    (tmp_path / "cluster.yaml").write_text(DRAIN_CLUSTER)
+    (tmp_path / "trace.csv").write_text("name,arrival,duration,gpu\na,0,100,1\nb,0,300,1\n")
+    summary, ts, _ = run_window(tmp_path, "out")
+    r = summary["results"]
+    assert "window" not in r and "whole_run" not in r
+    assert r["mean_gpu_allocated_pct"] == pytest.approx(step_integral(ts, "pct", 0, 300))

@@ -207,11 +207,16 @@ def test_cli_retries_is_how_often_a_lost_cell_runs_again(tmp_path, capsys, monke
     assert f"lost {retries + 1} times" in capsys.readouterr().out
 
 
+#: the summary.json input of each sweep axis
+INPUT_KEY = {"load": "load", "fill_to": "fill_to_pct", "scale": "scale"}
+
+
 @pytest.mark.parametrize("workload, axis, flags", [
     ("{trace: trace.csv, load: [0.5, 0.9], n_pods: 120, max_lifetime: 600}", "load",
      ["--load", "{}", "--pods", "120", "--max-lifetime", "600"]),
     ("{trace: trace.csv, mode: fill, fill_to: [50, 90]}", "fill_to",
      ["--mode", "fill", "--fill-to", "{}"]),
+    ("{trace: trace.csv, scale: [0.5, 1.5]}", "scale", ["--scale", "{}"]),
 ])
 def test_a_cell_is_the_run_it_names(tmp_path, capsys, workload, axis, flags):
     # each cell of a load or fill axis gives what `hamisim run` gives with those options
@@ -222,7 +227,7 @@ def test_a_cell_is_the_run_it_names(tmp_path, capsys, workload, axis, flags):
     assert len(outcome.table) == 2
     for cell in outcome.table["cell"]:
         cell_summary = json.loads((out / "cells" / cell / "summary.json").read_text())
-        value = cell_summary["inputs"][axis if axis == "load" else "fill_to_pct"]
+        value = cell_summary["inputs"][INPUT_KEY[axis]]
         run_out = tmp_path / f"run-{value}"
         args = [a.format(value) for a in flags]
         assert main(["run", str(tmp_path / "in" / "cluster.yaml"), str(tmp_path / "in" /
@@ -236,8 +241,11 @@ def test_a_cell_is_the_run_it_names(tmp_path, capsys, workload, axis, flags):
         assert cell_summary["inputs"]["mode"] == ("fill" if axis == "fill_to" else "replay")
     capsys.readouterr()
     values = sorted(json.loads((out / "cells" / c / "summary.json").read_text())["inputs"][
-        axis if axis == "load" else "fill_to_pct"] for c in outcome.table["cell"])
-    assert values == ([0.5, 0.9] if axis == "load" else [50, 90])
+        INPUT_KEY[axis]] for c in outcome.table["cell"])
+    assert values == {"load": [0.5, 0.9], "fill_to": [50, 90], "scale": [0.5, 1.5]}[axis]
+    if axis == "scale":             # the results table says which scale and which window
+        assert sorted(outcome.table["scale"]) == [0.5, 1.5]
+        assert outcome.table["window_end_s"].notna().all()
     # and the two cells are different runs
     first, second = (json.loads((out / "cells" / c / "summary.json").read_text())["results"]
                      for c in outcome.table["cell"])
@@ -434,6 +442,12 @@ def sweep_error(tmp_path: Path, text: str) -> InputError:
      "did you mean 'openb:default'"),
     ("cluster: cluster.yaml\nworkload: {trace: trace.csv, load: [0.5, -1]}\n", 2,
      "'load' must be > 0"),
+    ("cluster: cluster.yaml\nworkload:\n  trace: trace.csv\n  scale: 1.3\n  load: 0.5\n", 5,
+     "'load' re-times the trace into Poisson arrivals; it does not go with 'scale'"),
+    ("cluster: cluster.yaml\nworkload: {trace: trace.csv, scale: [1.3, 0]}\n", 2,
+     "'scale' must be > 0"),
+    ("cluster: cluster.yaml\nworkload:\n  mode: fill\n  trace: trace.csv\n  scale: 2\n", 5,
+     "'scale' applies to replay mode"),
     ("cluster: cluster.yaml\ncell_outputs: [metrics]\n", 2, "needs 'metrics_start'"),
     ("cluster: cluster.yaml\ncell_outputs: [metrics]\nmetrics_start: 2026-11-30T00:00:00\n",
      3, "has no time zone"),

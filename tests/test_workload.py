@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from samples import diurnal_trace, hour_shares
+
 from hamisim.io.traces import read_trace
 from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Pod
 from hamisim.shapes import gpu_request
@@ -18,6 +20,7 @@ from hamisim.workload import (
     offered_load,
     poisson_rate,
     retime,
+    scale,
 )
 
 OPENB = Path(__file__).resolve().parent.parent / "workloads" / "openb"
@@ -183,3 +186,117 @@ def test_fill_rejects_cpu_only_traces():
     trace = Trace("t", [TracePod(Pod("c", (Container(),)), 0.0)])
     with pytest.raises(ValueError, match="requests no GPU"):
         fill_workload(trace, 10, 100, seed=0)
+
+
+# ---------------------------------------------------------------------------
+# scale: the trace's own pods F times over, its cycles kept
+
+def kind_shares(trace: Trace) -> dict[tuple, float]:
+    keys = [(trace.class_labels[c], trace.templates[t].namespace, trace.templates[t].shape_key)
+            for c, t in zip(trace.pod_class.tolist(), trace.template.tolist())]
+    values, counts = np.unique(np.array([repr(k) for k in keys]), return_counts=True)
+    return dict(zip(values.tolist(), (counts / len(keys)).tolist()))
+
+
+#: each hour's share of the arrivals may move by 2 points (the profile spans 0.1 to
+#: 10 %; a flat one would be 4.2 % each)
+HOUR_SHARE_TOLERANCE = 0.02
+
+
+@pytest.fixture(scope="module")
+def diurnal() -> Trace:
+    return diurnal_trace()
+
+
+@pytest.mark.parametrize("factor", [1.3, 2.5, 0.6])
+def test_scale_keeps_the_daily_cycle(diurnal, factor):
+    scaled = scale(diurnal, factor, seed=3)
+    assert len(scaled) == round(factor * len(diurnal))
+    # every hour of the day keeps its share of the arrivals (the copies move by
+    # minutes), and a day-by-day count grows by the factor (the weekly cycle)
+    shares = hour_shares(diurnal)
+    assert np.abs(hour_shares(scaled) - shares).max() < HOUR_SHARE_TOLERANCE
+    assert np.corrcoef(hour_shares(scaled), shares)[0, 1] > 0.98
+    days = np.bincount((diurnal.arrival // 86400).astype(int))
+    scaled_days = np.bincount((scaled.arrival // 86400).astype(int), minlength=len(days))
+    assert scaled_days == pytest.approx(factor * days, rel=0.15)
+    # the span is the trace's own: the copies are kept within it
+    assert scaled.arrival.min() >= diurnal.arrival.min()
+    assert scaled.arrival.max() <= diurnal.arrival.max()
+    assert np.all(np.diff(scaled.arrival) >= 0)
+
+
+def test_retime_loses_the_daily_cycle_that_scale_keeps(diurnal):
+    # what --load does to the same trace, so the test above can tell the two apart
+    retimed = retime(diurnal, 1.3 * offered_load(diurnal, 64), 3, 64)
+    assert np.abs(hour_shares(retimed) - hour_shares(diurnal)).max() > 2 * HOUR_SHARE_TOLERANCE
+
+
+@pytest.mark.parametrize("factor", [1.3, 0.6])
+def test_scale_keeps_classes_namespaces_and_shapes(diurnal, factor):
+    before, after = kind_shares(diurnal), kind_shares(scale(diurnal, factor, seed=3))
+    assert set(after) == set(before)
+    for key, share in before.items():
+        assert after[key] == pytest.approx(share, abs=0.03)
+
+
+def test_scale_copies_are_named_and_jittered_by_minutes(diurnal):
+    scaled = scale(diurnal, 1.3, seed=1)
+    names = scaled.names
+    assert len(set(names)) == len(names)
+    # every pod of the trace is kept as it was; the copies are POD-x1
+    kept = {n: i for i, n in enumerate(names)}
+    for i in range(0, len(diurnal), 50):
+        j = kept[diurnal.names[i]]
+        assert scaled.arrival[j] == diurnal.arrival[i]
+    copies = [i for i, n in enumerate(names) if "-x" in n]
+    assert len(copies) == round(0.3 * len(diurnal))
+    source = {n: i for i, n in enumerate(diurnal.names)}
+    offsets, lifetimes = [], []
+    for j in copies:
+        i = source[names[j].rsplit("-x", 1)[0]]
+        assert names[j].endswith("-x1")
+        assert scaled.template[j] == diurnal.template[i]
+        assert scaled.pod_class[j] == diurnal.pod_class[i]
+        assert scaled.line[j] == diurnal.line[i]                 # messages name its row
+        offsets.append(scaled.arrival[j] - diurnal.arrival[i])
+        lifetimes.append((scaled.lifetimes()[j], diurnal.lifetimes()[i]))
+    offsets = np.array(offsets)
+    assert np.abs(offsets).max() <= 300.0 and np.abs(offsets).min() > 0
+    assert offsets.std() > 100                # spread over the ten minutes, not one instant
+    life = np.array(lifetimes)
+    assert life[:, 0] == pytest.approx(life[:, 1])     # a deletion time moves with its copy
+
+
+def test_scale_is_deterministic_under_its_seed(diurnal):
+    a, b, c = (scale(diurnal, 1.7, seed=s) for s in (5, 5, 6))
+    assert a.names == b.names and np.array_equal(a.arrival, b.arrival)
+    assert a.names != c.names or not np.array_equal(a.arrival, c.arrival)
+    assert diurnal.names[0] == "p0" and len(diurnal) == len(diurnal_trace())   # untouched
+
+
+def test_scale_below_one_thins_to_a_seeded_share(diurnal):
+    thin = scale(diurnal, 0.4, seed=2)
+    assert len(thin) == round(0.4 * len(diurnal))
+    assert set(thin.names) <= set(diurnal.names)          # pods kept as they were
+    rows = [diurnal.names.index(n) for n in thin.names[:40]]
+    assert [diurnal.arrival[i] for i in rows] == list(thin.arrival[:40])
+    assert scale(diurnal, 1.0, seed=2).names == diurnal.names
+
+
+def test_scale_multiplies_the_offered_load(diurnal):
+    given = offered_load(diurnal, 64)
+    assert offered_load(scale(diurnal, 1.3, seed=0), 64) == pytest.approx(1.3 * given, rel=0.08)
+
+
+@pytest.mark.parametrize("factor", [0, -1, float("nan"), float("inf"), True])
+def test_scale_refuses_a_factor_that_is_not_positive(diurnal, factor):
+    with pytest.raises(ValueError, match="positive number"):
+        scale(diurnal, factor, seed=0)
+
+
+def test_scale_refuses_a_copy_name_already_taken():
+    pods = [TracePod(Pod(n, (Container({GPU: 1}),)), float(i), 10.0)
+            for i, n in enumerate(["a", "a-x1", "b"])]
+    with pytest.raises(ValueError, match="pod name a-x1 already exists"):
+        scale(Trace.from_pods("t", pods), 2, seed=0)

@@ -648,7 +648,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                            core.peak_time, preempted=core.n_preempted, initial=n_init,
                            rejected=core.n_rejected, defrag_moves=core.n_defrag_moves)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
-                                 many_groups)
+                                 many_groups, replay=config.mode == "replay",
+                                 window=config.window)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
     return result
 

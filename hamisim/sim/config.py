@@ -52,6 +52,10 @@ class EngineConfig:
     #: (evict, and HAMi places the pod again); ``None`` = none (HAMi's behaviour)
     defrag_interval: float | None = None
     defrag_moves: int = 1
+    #: the span ``(start, end)`` (s) a replay's headline figures cover
+    #: (``--window``); ``None`` = the trace's own, first to last arrival
+    #: (hamisim.sim.stats.headline_window). Changes the summary, not the run.
+    window: tuple[float, float] | None = None
 
 
 def progress_bar(total: int | None, enabled: bool | None):

@@ -992,7 +992,8 @@ class _Engine(PodLifecycle):
                            getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected,
                            self.n_defrag_moves)
         return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
-                               self.node_groups, self.many_groups)
+                               self.node_groups, self.many_groups,
+                               replay=self.cfg.mode == "replay", window=self.cfg.window)
 
 
 def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = EngineConfig(),

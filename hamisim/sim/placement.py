@@ -288,14 +288,16 @@ class MigMeter:
                     last[ct] = v
         return pd.DataFrame(rows, columns=list(MIG_TIMESERIES_COLUMNS))
 
-    def summary(self, end_time: float) -> dict:
-        """Time-weighted means over ``[0, end_time]`` and peaks, in all and per card type."""
+    def summary(self, end_time: float, start: float = 0.0) -> dict:
+        """Time-weighted means over ``[start, end_time]`` and peaks (over the whole
+        run), in all and per card type."""
         span = max(float(end_time), 0.0)
+        start = min(max(float(start), 0.0), span)
         acc = {ct: [0.0, 0.0, 0] for ct in self.types}          # used*s, stranded*s, peak
         peak_total = 0
         prev_t, prev = 0.0, {ct: (0, 0, 0) for ct in self.types}
         for t, per_type in [*self._replay(), (span, None)]:
-            dt = max(min(t, span) - min(prev_t, span), 0.0)
+            dt = max(min(t, span) - max(min(prev_t, span), start), 0.0)
             for ct, v in prev.items():
                 acc[ct][0] += v[0] * dt
                 acc[ct][1] += v[1] * dt
@@ -307,7 +309,7 @@ class MigMeter:
             prev_t, prev = t, per_type
 
         def figures(total: int, used: float, stranded: float, peak: int) -> dict:
-            denom = total * span
+            denom = total * (span - start)
             return {"mig_slots_total": total,
                     "mig_slots_used_mean_pct": 100.0 * used / denom if denom else 0.0,
                     "mig_slots_stranded_mean_pct": 100.0 * stranded / denom if denom else 0.0,

@@ -352,7 +352,7 @@ class Recorder:
 
     def pod_statistics(self, node_group: np.ndarray, end_time: float) -> dict[str, np.ndarray]:
         """Per pod (in the pods table's order): ``class`` (label), ``group`` (code,
-        -1 unbound), ``wait`` (pending time), ``delay`` (queueing delay, NaN
+        -1 unbound), ``arrival``, ``wait`` (pending time), ``delay`` (queueing delay, NaN
         unbound), ``bound``, ``abandoned``, ``unplaceable``; for
         :func:`hamisim.sim.stats.run_statistics`."""
         node = np.frombuffer(self.s_group, dtype=np.int32).astype(np.int64)
@@ -366,7 +366,7 @@ class Recorder:
                 else np.zeros(0, dtype=object),
                 "group": group,
                 "wait": np.where(bound, bind, np.where(np.isnan(end), end_time, end)) - arrival,
-                "delay": bind - arrival, "bound": bound,
+                "delay": bind - arrival, "bound": bound, "arrival": arrival,
                 "abandoned": ~bound & ~np.isnan(end),
                 "unplaceable": np.frombuffer(self.s_unplaceable, dtype=np.int8).astype(bool)}
 

@@ -16,7 +16,13 @@ import pandas as pd
 
 from hamisim.sim.metrics import TIMESERIES_COLUMNS, ClusterMeter
 from hamisim.sim.recorder import EVENT_COLUMNS, POD_COLUMNS, MemorySink, Recorder
-from hamisim.sim.stats import percentiles, run_statistics
+from hamisim.sim.stats import (
+    WHOLE_RUN_KEYS,
+    headline_window,
+    percentiles,
+    run_statistics,
+    windowed_statistics,
+)
 
 __all__ = ["SimResult", "RunCounts", "assemble_result"]
 
@@ -120,10 +126,15 @@ class RunCounts:
 
 def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
                     sample_interval: float | None, node_groups: Sequence[str],
-                    many_groups: bool) -> SimResult:
+                    many_groups: bool, *, replay: bool = True,
+                    window: tuple[float, float] | None = None) -> SimResult:
     """The run's :class:`SimResult` once the recorder holds every row (events and
     pods flushed): the tables (when kept in memory), the time series, the summary
-    and the occupancy at the peak."""
+    and the occupancy at the peak.
+
+    A replay's headline figures cover ``window`` (``--window``; ``None``: the
+    trace's span, :func:`hamisim.sim.stats.headline_window`); a fill run's the
+    whole run."""
     m = meter
     end_time = rec.last_time
     sink = rec.sink
@@ -171,9 +182,18 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
     if sample_interval is not None:
         summary["timeseries_interval_s"] = float(sample_interval)
     group_nodes = np.bincount(m.node_group, minlength=len(m.group_names))
-    summary.update(run_statistics(rec.pod_statistics(m.node_group, float(end_time)), ts,
-                                  groups_ts, m.group_names, group_nodes, m.group_cards,
-                                  float(end_time)))
+    pod_stats = rec.pod_statistics(m.node_group, float(end_time))
+    span = headline_window(pod_stats, float(end_time), window) if replay else None
+    args = (pod_stats, ts, groups_ts, m.group_names, group_nodes, m.group_cards,
+            float(end_time))
+    if span is None:
+        summary.update(run_statistics(*args))
+    else:
+        whole = {k: summary[k] for k in WHOLE_RUN_KEYS if k in summary}
+        summary.update(windowed_statistics(*args, span))
+        summary["whole_run"] = {**whole, **summary["whole_run"]}
+        if rec.mig is not None:
+            summary.update(rec.mig.summary(span["end_s"], span["start_s"]))
     return SimResult(events, ts, summary, occupancy_at_peak(m), pods, groups_ts,
                      list(node_groups), mig_timeseries=mig_ts)
 

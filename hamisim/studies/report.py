@@ -328,7 +328,7 @@ def _headline(summary: Mapping[str, Any]) -> str:
     """A run's headline figures in words, with their units."""
     r = summary.get("results", {})
     gpus = summary.get("cluster", {}).get("gpus")
-    items: list[tuple[str, str]] = []
+    items: list[tuple[str, str]] = _window_items(r)
     if "mean_gpu_allocated_pct" in r:
         text = f"mean {_pct(r['mean_gpu_allocated_pct'])}"
         if "peak_gpu_allocated" in r:
@@ -396,6 +396,27 @@ def _headline(summary: Mapping[str, Any]) -> str:
         items.append(("Engine", engine))
     return ("<ul class=\"headline\">" + "".join(f"<li><strong>{_e(k)}</strong>: {_e(v)}</li>"
                                                 for k, v in items) + "</ul>\n")
+
+
+def _window_items(r: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Which span the headline figures below cover (summary.json's ``window``) and
+    the drain after it, first in the list: the console says the same."""
+    w = r.get("window")
+    if not w:
+        return []
+    what = ("the trace's span, first to last arrival" if w.get("from") == "trace"
+            else "--window")
+    text = (f"{_duration(w['start_s'])} to {_duration(w['end_s'])} ({what}; "
+            f"{w.get('pods', 0):,} pods arriving in it)")
+    whole = (r.get("whole_run") or {}).get("mean_gpu_allocated_pct")
+    if whole is not None:
+        text += f"; over the whole run {_pct(whole)} of the GPUs had a tenant"
+    drain = r.get("drain") or {}
+    if drain.get("length_s"):
+        text += f"; the drain after it lasted {_duration(drain['length_s'])}"
+        if drain.get("mean_gpu_allocated_pct") is not None:
+            text += f", {_pct(drain['mean_gpu_allocated_pct'])} with a tenant"
+    return [("Headline figures cover", text)]
 
 
 def engine_label(inputs: dict) -> str | None:

@@ -44,7 +44,7 @@ from hamisim.studies.fillcurves import curves
 from hamisim.studies.report import write_report
 from hamisim.studies.unplaceable import find_unplaceable, unplaceable_pods
 from hamisim.studies.workers import process_pool
-from hamisim.workload import Trace, fill_workload, offered_load, retime
+from hamisim.workload import SCALE_JITTER_S, Trace, fill_workload, offered_load, retime, scale
 
 __all__ = ["RunSpec", "Timing", "resolve_timing", "run", "run_prepared", "write_run",
            "DISCARD",
@@ -52,7 +52,8 @@ __all__ = ["RunSpec", "Timing", "resolve_timing", "run", "run_prepared", "write_
            "default_cluster_path", "default_trace_path", "prepare", "Prepared",
            "spec_from_summary", "arrival_span", "describe_cluster", "describe_workload",
            "default_timing_notice", "format_duration", "COMPARE_COLUMNS", "run_to_folder",
-           "sample_interval", "MAX_EVENT_ROWS"]
+           "sample_interval", "MAX_EVENT_ROWS", "offered_loads", "check_window",
+           "describe_offered_load", "describe_window", "window_columns"]
 
 #: offered GPU load of the bundled workload's re-timed replay (fraction of the
 #: cluster's GPUs): busy enough that policies differ, not a permanent backlog.
@@ -97,6 +98,9 @@ class RunSpec:
     mode: str = "replay"
     as_traced: bool | None = None         # None = by trace (native: yes, openb: no)
     load: float | None = None             # re-time arrivals to this offered load
+    #: multiply the trace's own pods by this factor, keeping their times
+    #: (hamisim.workload.scale); replays as traced, not with ``load``
+    scale: float | None = None
     max_lifetime: float | None = None     # re-timing: cap lifetimes (s); inf = no cap
     n_pods: int | None = None             # re-timing: pods drawn (with replacement)
     fill_to: float = 130.0
@@ -115,6 +119,9 @@ class RunSpec:
     #: most ``defrag_moves`` moves (EngineConfig.defrag_interval); None = none
     defrag_interval: float | None = None
     defrag_moves: int = 1
+    #: the span (start, end), s, a replay's headline figures cover; None = the
+    #: trace's own, first to last arrival (EngineConfig.window)
+    window: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
@@ -146,18 +153,27 @@ class Timing:
 
 def resolve_timing(trace_format: str, *, as_traced: bool | None = None,
                    load: float | None = None, n_pods: int | None = None,
-                   max_lifetime: float | None = None, state: bool = False) -> Timing:
+                   max_lifetime: float | None = None, state: bool = False,
+                   scale: float | None = None) -> Timing:
     """The :class:`Timing` of a replay of a trace of ``trace_format``
     (:attr:`hamisim.workload.Trace.format`); see :class:`RunSpec`.
 
     Raises ``ValueError`` for knobs that contradict each other: re-timing
     knobs with ``as_traced=True``, or ``n_pods`` / ``max_lifetime`` on a
-    trace that is replayed as traced.
+    trace that is replayed as traced. ``scale`` (:func:`hamisim.workload.scale`)
+    keeps the trace's own times: it replays as traced (an openb pod list too) and
+    goes with no re-timing knob.
     """
     openb = trace_format == "openb"
     knobs = [k for k, v in (("load (--load)", load), ("n_pods (--pods)", n_pods),
                             ("max_lifetime (--max-lifetime)", max_lifetime)) if v is not None]
     verb = "re-times" if len(knobs) == 1 else "re-time"
+    if scale is not None:
+        if knobs:
+            raise ValueError(f"scale (--scale) multiplies the trace keeping its own times; "
+                             f"{' and '.join(knobs)} {verb} it into Poisson arrivals: give "
+                             "one or the other")
+        return Timing(False)
     if as_traced:
         if knobs:
             raise ValueError(f"{' and '.join(knobs)} {verb} the trace; it does not go with "
@@ -220,6 +236,8 @@ class Prepared:
     timing: Timing | None = None            # None in fill mode
     #: seconds spent reading the cluster and the trace (for the console)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the factor the trace was scaled by (RunSpec.scale), None when it was not
+    scale: float | None = None
 
 
 def prepare(spec: RunSpec) -> Prepared:
@@ -240,6 +258,9 @@ def _prepare(spec: RunSpec) -> Prepared:
     shapes = typical_shapes(trace.templates, cluster.scheduler, counts=trace.template_counts())
     state = load_state(spec.state, cluster) if spec.state is not None else None
     timing = None
+    if spec.mode == "fill" and (spec.scale is not None or spec.window is not None):
+        raise InputError(None, None, f"{'--scale' if spec.scale is not None else '--window'} "
+                         "applies to replay mode; fill mode submits pods one per second")
     if spec.mode == "fill":
         # the paper's protocol also randomises the node order per seed
         order = np.random.default_rng(spec.seed).permutation(len(cluster.nodes))
@@ -250,7 +271,7 @@ def _prepare(spec: RunSpec) -> Prepared:
         try:
             timing = resolve_timing(trace.format, as_traced=spec.as_traced, load=spec.load,
                                     n_pods=spec.n_pods, max_lifetime=spec.max_lifetime,
-                                    state=state is not None)
+                                    state=state is not None, scale=spec.scale)
         except ValueError as exc:
             raise InputError(trace_path, None, str(exc)) from None
         if timing.retimed:
@@ -258,7 +279,12 @@ def _prepare(spec: RunSpec) -> Prepared:
                                  "load (--load)", "; --as-traced replays its own times"):
                 trace = retime(trace, timing.load, spec.seed, cluster.n_cards,
                                max_lifetime=timing.max_lifetime, n_pods=timing.n_pods)
+        if spec.scale is not None:
+            with _workload_error(spec, trace_path, f"cannot scale the trace (--scale "
+                                 f"{spec.scale:g})"):
+                trace = scale(trace, spec.scale, spec.seed)
         workload = trace
+        check_window(spec.window, workload, trace_path)
     if state is not None:
         names = workload.names
         state.check_disjoint((names[i] for i in workload.arrival_order().tolist()),
@@ -266,7 +292,8 @@ def _prepare(spec: RunSpec) -> Prepared:
     timings = {"read_cluster": read_cluster - started,
                "read_trace": read_trace_done - read_cluster,
                "prepare_workload": perf_counter() - read_trace_done}
-    return Prepared(cluster, workload, shapes, state, trace_path, source, timing, timings)
+    return Prepared(cluster, workload, shapes, state, trace_path, source, timing, timings,
+                    scale=spec.scale if timing is not None else None)
 
 
 @contextlib.contextmanager
@@ -285,6 +312,78 @@ def _workload_error(spec: RunSpec, trace_path: str, what: str, hint: str = ""):
         name = os.path.splitext(os.path.basename(trace_path))[0]
         text = text.removeprefix(f"trace {name}: ")
         raise InputError(trace_path, None, f"{what}: {text}{hint}") from None
+
+
+def check_window(window: tuple[float, float] | None, workload: Trace,
+                 trace_path: str) -> None:
+    """``--window START END`` against the workload, before the run: a span of
+    finite seconds >= 0 with START < END that starts before the last arrival
+    (else no pod would count); an END beyond the run's end is cut there
+    (:func:`hamisim.sim.stats.headline_window`)."""
+    if window is None:
+        return
+    start, end = window
+    where = f"--window {start:g} {end:g}"
+    if not (math.isfinite(start) and math.isfinite(end)) or start < 0:
+        raise InputError(where, None, "START and END must be finite times >= 0")
+    if not end > start:
+        raise InputError(where, None, "END must be after START")
+    last = float(workload.arrival.max()) if len(workload) else 0.0
+    if start > last:
+        raise InputError(where, None, f"the window starts at {format_duration(start)}, "
+                         f"after the last arrival of {os.path.basename(trace_path)} (at "
+                         f"{format_duration(last)}): no pod would count in its figures")
+
+
+def offered_loads(prep: Prepared) -> tuple[float | None, float | None]:
+    """The offered GPU load (:func:`hamisim.workload.offered_load`, as ``--load``
+    defines it: Σ GPUs × lifetime / (cluster GPUs × last arrival)) of the trace
+    as given and of the workload simulated (re-timed or scaled); ``None`` where
+    it is undefined (every pod arriving at 0, no GPU in the cluster, fill mode)."""
+    def load(trace: Trace) -> float | None:
+        try:
+            return offered_load(trace, prep.cluster.n_cards)
+        except (ValueError, ZeroDivisionError):
+            return None
+    if prep.timing is None or not prep.cluster.n_cards:
+        return None, None
+    given = load(prep.trace)
+    return given, (given if prep.workload is prep.trace else load(prep.workload))
+
+
+def _pct(x: float | None) -> str:
+    if x is None:
+        return "undefined (every pod arrives at 0)"
+    return f"{100 * x:.1f} %" if 100 * x >= 0.1 else f"{100 * x:.2g} %"
+
+
+def describe_offered_load(prep: Prepared) -> str | None:
+    """The console's offered-load line: the trace's own (:func:`offered_loads`)
+    and, when the run changes it, the simulated one with how (``--scale``, or
+    ``--load``'s Poisson re-timing); ``None`` in fill mode."""
+    if prep.timing is None:
+        return None
+    given, simulated = offered_loads(prep)
+    text = f"{_pct(given)} as traced"
+    if prep.timing.retimed:
+        return (f"{text}; re-timed (Poisson arrivals, --load: the daily cycle is not kept) "
+                f"to {100 * prep.timing.load:g} %")
+    if prep.scale is not None:
+        return f"{text}; {_pct(simulated)} scaled x{prep.scale:g} (--scale)"
+    return text
+
+
+def describe_window(results: Mapping) -> str:
+    """Which span the headline figures of a run's ``results`` cover."""
+    w = results.get("window")
+    if not w:
+        return f"the whole run (0 - {format_duration(results.get('end_time_s', 0.0))})"
+    what = "the trace's span, first to last arrival" if w["from"] == "trace" else w["from"]
+    text = (f"{format_duration(w['start_s'])} - {format_duration(w['end_s'])} "
+            f"({what}; {count(w['pods'], 'pod')} arriving in it)")
+    if "requested_end_s" in w:
+        text += f", cut at the run's end (asked {format_duration(w['requested_end_s'])})"
+    return text
 
 
 def not_hami_notes(cluster: Cluster, defrag_interval: float | None = None) -> list[str]:
@@ -333,7 +432,8 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
                        retry="none" if spec.mode == "fill" else spec.retry,
                        progress=spec.progress, check=spec.check,
                        sample_interval=sample_interval(spec, prep.workload),
-                       defrag_interval=spec.defrag_interval, defrag_moves=spec.defrag_moves)
+                       defrag_interval=spec.defrag_interval, defrag_moves=spec.defrag_moves,
+                       window=spec.window)
     checked = perf_counter()
     unplaceable = find_unplaceable_pods(prep.workload, cluster, backend, prep.shapes, spec.seed)
     checked = perf_counter() - checked
@@ -355,6 +455,8 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
             "load": timing.load if retimed else None,
             "max_lifetime_s": timing.max_lifetime if retimed else None,
             "n_pods": timing.n_pods if retimed else None,
+            "scale": spec.scale,
+            "window": list(spec.window) if spec.window is not None else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
             "seed": spec.seed, "backend": backend, "retry": cfg.retry,
             # which engine ran (both give the identical run) and, for the Python
@@ -371,7 +473,9 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
                         prep, spec.cluster or str(default_cluster_path())),
                     "group_runs": _runs(result.node_groups or [])},
         "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload),
-                     "description": describe_workload(prep)},
+                     "description": describe_workload(prep),
+                     **dict(zip(("offered_gpu_load_as_given", "offered_gpu_load"),
+                                offered_loads(prep)))},
         "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if on_research_model(s.node_scheduler_policy)
                   else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
@@ -462,6 +566,10 @@ def describe_workload(prep: Prepared) -> str:
     if timing is None:                       # fill mode
         return f"{name}: {count(n, 'pod')} submitted one per second (FGD fill protocol)"
     span = format_duration(arrival_span(prep.workload))
+    if not timing.retimed and prep.scale is not None:
+        return (f"{name}: {count(n, 'pod')} from its {len(prep.trace):,} arriving over {span}, "
+                f"as traced, scaled x{prep.scale:g} (its own arrival times; copies "
+                f"jittered by up to ±{format_duration(SCALE_JITTER_S)})")
     if not timing.retimed:
         return f"{name}: {count(n, 'pod')} arriving over {span}, as traced"
     drawn = f" drawn from its {len(prep.trace):,}," if timing.n_pods is not None else ""
@@ -509,7 +617,9 @@ def spec_from_summary(summary: dict) -> RunSpec:
         node_tie_break=sched["node_tie_break"], progress=False,
         state=inputs.get("state_path"),
         defrag_interval=(inputs.get("defrag") or {}).get("interval_s"),
-        defrag_moves=(inputs.get("defrag") or {}).get("moves", 1))
+        defrag_moves=(inputs.get("defrag") or {}).get("moves", 1),
+        scale=inputs.get("scale"),
+        window=tuple(inputs["window"]) if inputs.get("window") else None)
 
 
 def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, RunSpec, Prepared]:
@@ -744,7 +854,11 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
                                    if not isinstance(v, (dict, list))},
                          # which engine ran it (each run says so, as a run's summary does)
                          "engine": inputs.get("engine"),
-                         "engine_reason": inputs.get("engine_reason")})
+                         "engine_reason": inputs.get("engine_reason"),
+                         # the span its headline figures cover (None: the whole run)
+                         **window_columns(r),
+                         **{k: summary["workload"].get(k) for k in (
+                             "offered_gpu_load_as_given", "offered_gpu_load")}})
             classes += [{**key, **c} for c in r.get("classes", [])]
             groups += [{**key, **g} for g in r.get("groups", [])]
             series.setdefault(label, []).append(ts)
@@ -770,6 +884,13 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
                            context=_context(outcomes[0][0]))
         write_report(tmp)
     return table
+
+
+def window_columns(results: Mapping) -> dict[str, float | None]:
+    """``window_start_s`` / ``window_end_s`` of a run's headline figures, for the
+    tables of compare and sweep (``None``: the whole run)."""
+    w = results.get("window") or {}
+    return {"window_start_s": w.get("start_s"), "window_end_s": w.get("end_s")}
 
 
 def _compare_one(job: tuple, prep: Prepared | None = None) -> tuple[dict, pd.DataFrame]:

@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 #: the input columns of the results table, in order
-INPUT_COLUMNS = ("cell", "cluster", "group", "replicas", "trace", "mode", "load",
+INPUT_COLUMNS = ("cell", "cluster", "group", "replicas", "trace", "mode", "load", "scale",
                  "offered_gpus", "n_pods", "max_lifetime_s", "fill_to_pct", "retry",
                  "node_policy", "gpu_policy", "percentage_of_nodes_to_score", "node_tie_break",
                  "policy", "seed", "backend")
@@ -151,10 +151,12 @@ def _headline(result) -> dict[str, Any]:
     the end of the run) come from the run (:mod:`hamisim.sim.stats`); the
     per-class and per-group breakdowns stay in the cell's summary.json.
     """
+    from hamisim.studies.runs import window_columns
     summary = result.summary
     r = {k: v for k, v in summary["results"].items() if not isinstance(v, (dict, list))}
     r = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
     r["engine"] = summary["inputs"].get("engine")     # which engine ran the cell
+    r.update(window_columns(summary["results"]))     # the span the figures cover
     r["nodes"] = int(summary["cluster"]["nodes"])
     r["gpus"] = int(summary["cluster"]["gpus"])
     for name in ("pending_p50_s", "pending_p99_s", "pending_max_s"):
@@ -206,7 +208,7 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
                        seed=cell.seed, backend=cell.backend,
                        percentage_of_nodes_to_score=cell.percentage_of_nodes_to_score,
                        node_tie_break=cell.node_tie_break, retry=cell.retry or "backoff",
-                       progress=False)
+                       progress=False, scale=cell.scale)
         # the events and pods tables are built only when the sweep needs them
         keep_tables = not {"events", "metrics"}.isdisjoint(task.cell_outputs)
         prep = prepare(spec)

@@ -14,6 +14,8 @@ A *sweep file* (``.yaml``, ``.yml`` or ``.json``; DESIGN §4.5) names the axes::
       #                              #   for every cluster size (capacity planning)
       # as_traced: true              #   ... or the trace's own timestamps (the default for
       #                              #   native traces; openb pod lists are re-timed to 0.8)
+      # scale: [1.0, 1.3]            #   ... or the trace's own pods x F, keeping their
+      #                              #   times (hamisim.workload.scale; not with load)
       n_pods: 4000                   # pods drawn by the re-timing (default: each pod once;
                                      #   openb: 40000)
       max_lifetime: 3600             # lifetimes capped (s); null = no cap (default: none;
@@ -69,7 +71,7 @@ __all__ = [
 SWEEP_KEYS = frozenset({"cluster", "workload", "policies", "seeds", "backend", "cell_outputs",
                         "metrics_start", "metrics_interval"})
 CLUSTER_ENTRY_KEYS = frozenset({"file", "vary", "replicas"})
-WORKLOAD_KEYS = frozenset({"trace", "mode", "load", "offered_gpus", "as_traced", "n_pods",
+WORKLOAD_KEYS = frozenset({"trace", "mode", "load", "offered_gpus", "as_traced", "n_pods", "scale",
                            "max_lifetime", "retry", "fill_to"})
 POLICY_KEYS = frozenset({"node_scheduler_policy", "gpu_scheduler_policy",
                          "percentage_of_nodes_to_score", "node_tie_break"})
@@ -129,6 +131,8 @@ class Cell:
     node_tie_break: str | None
     seed: int
     backend: str
+    #: the trace's own pods x this factor (hamisim.workload.scale), None = as given
+    scale: float | None = None
 
     @property
     def label(self) -> str:
@@ -147,7 +151,7 @@ class Cell:
                 "gpu_policy": self.gpu_policy,
                 "percentage_of_nodes_to_score": self.percentage_of_nodes_to_score,
                 "node_tie_break": self.node_tie_break, "policy": self.label,
-                "seed": self.seed, "backend": self.backend}
+                "seed": self.seed, "backend": self.backend, "scale": self.scale}
 
     def identity(self) -> dict[str, Any]:
         """Everything the results depend on (the id is a hash of this)."""
@@ -160,6 +164,8 @@ def _identity(c: Cell | dict) -> dict[str, Any]:
         "group", "replicas", "mode", "load", "offered_gpus", "n_pods", "max_lifetime",
         "fill_to", "retry", "node_policy", "gpu_policy", "percentage_of_nodes_to_score",
         "node_tie_break", "seed", "backend")}
+    if get("scale") is not None:      # absent otherwise: earlier cells keep their ids
+        ident["scale"] = get("scale")
     ident["cluster_sha256"] = get("cluster").sha256
     ident["trace_sha256"] = get("trace").sha256
     for key in ("node_policy", "gpu_policy"):
@@ -543,7 +549,7 @@ def _traces(v: Value | None, base: Path, *, single: bool) -> list[InputFile]:
     return files
 
 
-_REPLAY_ONLY = ("load", "offered_gpus", "as_traced", "n_pods", "max_lifetime", "retry")
+_REPLAY_ONLY = ("load", "offered_gpus", "as_traced", "n_pods", "max_lifetime", "retry", "scale")
 
 
 def _workloads(doc: Doc, *, single: bool) -> list[dict[str, Any]]:
@@ -560,7 +566,7 @@ def _workloads(doc: Doc, *, single: bool) -> list[dict[str, Any]]:
         return [x for _, x in _values(v, f"'{key}'", conv, single=single)]
 
     none = {"load": None, "offered_gpus": None, "n_pods": None, "max_lifetime": None,
-            "fill_to": None, "retry": None, "as_traced": None}
+            "fill_to": None, "retry": None, "as_traced": None, "scale": None}
     if mode == "fill":
         for key in _REPLAY_ONLY:
             if key in doc:
@@ -573,6 +579,15 @@ def _workloads(doc: Doc, *, single: bool) -> list[dict[str, Any]]:
                         line=doc.key_line("fill_to"))
     retries = axis("retry", lambda x, w: _choice(x, w, ("backoff", "none")), ["backoff"])
     as_traced = doc.optional_bool("as_traced", None)
+    if "scale" in doc:              # the trace's own times, so no re-timing knob
+        for key in ("load", "offered_gpus", "n_pods", "max_lifetime"):
+            if key in doc:
+                raise doc.error(f"'{key}' re-times the trace into Poisson arrivals; it does "
+                                "not go with 'scale', which keeps the trace's own times",
+                                line=doc.key_line(key))
+        scales = axis("scale", _number, [])
+        return [{**none, "mode": "replay", "as_traced": True, "scale": f, "retry": r}
+                for f, r in itertools.product(scales, retries)]
     if as_traced:
         for key in ("load", "offered_gpus", "n_pods", "max_lifetime"):
             if key in doc:
