@@ -700,7 +700,7 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
             ax.bar_label(bars, labels=["" if np.isnan(y) else f"{y:.0f}" for y in ys],
                          fontsize=7, padding=1)
         p99 = float(np.mean([r["pending_p99_s"] for r in runs])) / unit
-        bars = axes[2].bar(j, p99, **_bar_style(styles[policy]))
+        bars = axes[2].bar(j, p99, label=policy, **_bar_style(styles[policy]))
         axes[2].bar_label(bars, labels=[f"{p99:,.1f}" if p99 < 100 else f"{p99:,.0f}"],
                           fontsize=7, padding=1)
     for ax, label in ((axes[0], "pods across NUMA nodes (%)"),
