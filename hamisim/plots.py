@@ -367,8 +367,13 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
                     peak: tuple[float, int] | None, group_runs, fill: bool) -> Path:
     n_nodes, width = occupancy.shape
     fig, ax = _pyplot().subplots(figsize=(9, 5.2))
-    im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
-                   vmin=0, vmax=1)
+    # an idle card (0) in its own grey, below the colour scale: in viridis it would be
+    # the same dark as a card with one small tenant, and which cards have a tenant is
+    # what the figure is for
+    cmap = _pyplot().get_cmap("viridis").with_extremes(under="0.82", bad="white")
+    im = ax.imshow(np.where(occupancy.T > 0, occupancy.T, np.where(np.isnan(occupancy.T),
+                                                                  np.nan, -1.0)),
+                   aspect="auto", interpolation="nearest", cmap=cmap, vmin=1e-9, vmax=1)
     when = ""
     if peak is not None:
         when = f" ({_when(peak[0], fill)}, {peak[1]:,} cards with a tenant)"
@@ -388,12 +393,12 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
         ax.set_xlabel(f"node (cluster order, {n_nodes:,} nodes"
                       + (f", group {runs[0][1]})" if runs else ")"))
     ax.set_yticks(range(width) if width <= 16 else ax.get_yticks())
-    bar = fig.colorbar(im, ax=ax, fraction=0.04)
-    bar.set_label("allocated share of the card\n(largest of slots, cores, memory used)",
-                  fontsize=8)
-    note = ("Each column is a node, each row one of its cards. Blank cells: the node has "
-            "fewer cards than the widest node. 0 = idle card, 1 = a card whose slots, cores "
-            "or memory are fully allocated.")
+    bar = fig.colorbar(im, ax=ax, fraction=0.04, extend="min", extendfrac=0.06)
+    bar.set_label("allocated share of the card\n(largest of slots, cores, memory used;"
+                  " grey: idle)", fontsize=8)
+    note = ("Each column is a node, each row one of its cards. Grey: an idle card (no "
+            "tenant). Blank cells: the node has fewer cards than the widest node. 1 = a card "
+            "whose slots, cores or memory are fully allocated.")
     rect = _caption(fig, note, 2)
     return _save_with(fig, path, rect)
 
@@ -618,7 +623,8 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
 
 
 def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
-                     reference: pd.DataFrame | None = None, title: str = "") -> Path:
+                     reference: pd.DataFrame | None = None, title: str = "",
+                     context: str = "") -> Path:
     """Figure 9(a) of the FGD paper: median unallocated GPU % per policy over
     seeds, with a 25-75 % band and the ideal line.
 
@@ -646,10 +652,13 @@ def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
     ax.plot([0, 100, 200], [100, 0, 0], color="black", lw=0.8, ls=":", label="ideal")
     if reference is not None:
         ax.plot([], [], "o", ms=4, mfc="none", color="grey", label="published (FGD artifact)")
+    # zoomed on where the curves run, never above the highest (a curve cut off by
+    # the zoom would be drawn nowhere)
     ax.set(xlabel="arrived workload (% of GPU capacity)", ylabel="unallocated GPU (%)",
-           xlim=xlim, ylim=(0, max(min(top * 1.15, 100 - xlim[0] + 5), 10)))
-    ax.set_title(title or "Unallocated GPU vs arrived workload\n"
-                 "(median over seeds, 25–75 % band)")
+           xlim=xlim, ylim=(0, min(max(top * 1.15, 10), 100)))
+    ax.set_title(title or _title("Unallocated GPU vs arrived workload\n"
+                                 "(median over seeds, 25–75 % band)", context),
+                 fontsize=10 if context else None)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right", ncol=1 if len(labels) < 8 else 2)
     return _save(fig, path)

@@ -32,10 +32,11 @@ TRACE = "name,arrival,duration,gpu,gpumem,gpucores,use_gputype\n" + "".join(
 def texts(fig) -> dict:
     out = {"suptitle": fig._suptitle.get_text() if fig._suptitle else "",
            "captions": [t.get_text() for t in fig.texts if t is not fig._suptitle],
-           "titles": [], "legends": [], "xticks": [], "ylabels": []}
+           "titles": [], "legends": [], "xticks": [], "ylabels": [], "xlabels": []}
     for ax in fig.axes:
         out["titles"].append(ax.get_title())
         out["ylabels"].append(ax.get_ylabel())
+        out["xlabels"].append(ax.get_xlabel())
         out["xticks"] += [t.get_text() for t in ax.get_xticklabels()]
         if ax.get_legend() is not None:
             out["legends"] += [t.get_text() for t in ax.get_legend().get_texts()]
@@ -357,3 +358,37 @@ def test_thinning_keeps_real_rows_and_every_value_held_across_a_time_bin(seed):
     prev = step_value(t, y, t[0] + k * width)                        # held into the bin
     assert np.all(drawn_at[inside] >= np.minimum(lo[k], prev))
     assert np.all(drawn_at[inside] <= np.maximum(hi[k], prev))
+
+
+def test_idle_cards_stand_apart_from_cards_with_a_small_tenant(tmp_path, monkeypatch):
+    """Occupancy: an idle card is grey, a card with one small tenant a colour of the
+    scale, a cell of a node with fewer cards blank."""
+    seen = {}
+
+    def save(fig, path, *args):
+        (image,) = fig.axes[0].get_images()
+        seen["rgba"] = image.to_rgba(image.get_array())
+        plots._pyplot().close(fig)
+        return path
+    monkeypatch.setattr(plots, "_save_with", save)
+    occupancy = np.array([[0.0, 0.05], [1.0, np.nan]])          # node 1 has one card
+    plots._plot_occupancy(occupancy, tmp_path / "occupancy.png", "", "", None, None, False)
+    idle, small = seen["rgba"][0, 0], seen["rgba"][1, 0]        # (card, node)
+    full, blank = seen["rgba"][0, 1], seen["rgba"][1, 1]
+    assert tuple(idle[:3]) == pytest.approx((0.82, 0.82, 0.82), abs=0.01)
+    assert abs(small[:3] - idle[:3]).max() > 0.3 and abs(full[:3] - small[:3]).max() > 0.3
+    assert blank[3] == 0 or tuple(blank[:3]) == (1, 1, 1)
+
+
+def test_sweep_figure_names_its_axis_in_words(tmp_path, captured):
+    import pandas as pd
+
+    from hamisim.studies.sweep import STATUS_OK, plot_sweep
+    table = pd.DataFrame({"status": STATUS_OK, "mode": "replay", "seed": 0,
+                          "replicas": [2, 4, 8], "pending_p99_s": [900.0, 60.0, 0.0],
+                          "unplaced_pct": 0.0, "peak_gpu_allocated_pct": [100.0, 80.0, 40.0],
+                          "mean_frag_pct_of_capacity": [3.0, 2.0, 1.0]})
+    assert plot_sweep(table, tmp_path / "sweep.png") is not None
+    fig = captured["sweep.png"]
+    assert "pending time p99 (s)" in fig["titles"]
+    assert set(fig["xlabels"]) == {"nodes in the varied group (replicas)"}
