@@ -972,15 +972,8 @@ def _print_class_waits(out: str, fmt: str) -> None:
 
 def _placement_line(r: dict) -> str:
     """The summary's multi-GPU placement figures, those the cluster describes."""
-    parts = [f"{r['multi_gpu_pods']:,}", f"{r['cross_numa_pct']:.1f} % across NUMA nodes"]
-    for key, text in (("cross_switch_pct", "across PCIe switches"),
-                      ("pairs_without_nvlink_pct", "of card pairs without NVLink"),
-                      ("gpus_nic_other_numa_pct", "of cards with the NIC on another NUMA node")):
-        if key in r:
-            parts.append(f"{r[key]:.1f} % {text}")
-    if "mean_pair_score" in r:
-        parts.append(f"mean pair score {r['mean_pair_score']:.0f}")
-    return ", ".join(parts)
+    from hamisim.studies.report import placement_words
+    return ", ".join([f"{r['multi_gpu_pods']:,}", *placement_words(r)])
 
 
 def _announce(line: str) -> None:

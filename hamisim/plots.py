@@ -42,30 +42,57 @@ def _time_axis(ts: pd.DataFrame | Columns, fill: bool) -> tuple[np.ndarray, str]
         return (100.0 * np.asarray(ts["gpu_arrived"]) / cap,
                 "arrived workload (% of GPU capacity)")
     t = np.asarray(ts["time"])
-    span = t[-1] - t[0] if len(t) else 0
-    if span > 3 * 86400:
-        return t / 86400, "time (days)"
-    if span > 3 * 3600:
-        return t / 3600, "time (hours)"
-    return t, "time (s)"
+    unit, label = _time_unit(t[-1] - t[0] if len(t) else 0)
+    return t / unit, label
 
 
-def _thin(x, y, bins: int = 1200) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``2 * bins`` points that draw like all of ``(x, y)``: per bin of
-    consecutive points its first x with the bin's lowest and highest y, so spikes
-    stay visible. A figure is ~1,200 pixels wide; a long run has millions of rows."""
+def _keep(x: np.ndarray, y: np.ndarray, bins: int) -> np.ndarray:
+    """The rows of the step function ``(x, y)`` (``x`` sorted) that :func:`_thin`
+    keeps: per time bin (``bins`` equal slices of ``[x[0], x[-1]]``) its first and
+    last row and the rows of its lowest and highest value."""
+    n = len(x)
+    width = (x[-1] - x[0]) / bins
+    if n <= 4 * bins or not width > 0:
+        return np.arange(n)
+    b = np.minimum(((x - x[0]) / width).astype(np.int64), bins - 1)
+    firsts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    lasts = np.r_[firsts[1:] - 1, n - 1]
+    # rows by bin, then by value (stable: the earliest lowest, the latest highest;
+    # NaN sorts last), so each bin's block starts at its minimum and ends at its maximum
+    order = np.lexsort((y, b))
+    return np.unique(np.concatenate([firsts, lasts, order[firsts], order[lasts]]))
+
+
+def _thin(x, y, bins: int = 1200, end: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A step function (``y[i]`` holds from ``x[i]`` to ``x[i + 1]``; draw it with
+    ``where="post"``) in at most ``4 * bins`` points that draw like all of it.
+
+    Bins are slices of *time* (of ``x``), not of rows: a long run has millions of
+    rows crowded where pods arrive and a few in the drain, and each of those few
+    must stay where it happened. Per bin the first and last row and those of its
+    lowest and highest value are kept, each at its own time: every value drawn is
+    one the series took, spikes stay visible, and a value held across bins is drawn
+    exactly (between a bin's last row and the next bin's first nothing changed).
+    ``end`` (the run's end, when later than the last row) extends the last value
+    to it, so the line stops where the run stopped. A figure is ~1,200 pixels wide.
+    """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    if len(x) <= 2 * bins:
+    if end is not None and len(x) and end > x[-1]:
+        x, y = np.append(x, end), np.append(y, y[-1])
+    if not len(x):
         return x, y
-    starts = np.linspace(0, len(x), bins + 1).astype(np.int64)[:-1]
-    lo = np.minimum.reduceat(y, starts)
-    hi = np.maximum.reduceat(y, starts)
-    xs = np.repeat(x[starts], 2)
-    ys = np.empty(2 * bins)
-    ys[0::2], ys[1::2] = lo, hi
-    # end on the last value, which the step to the end of the run holds
-    return np.append(xs, x[-1]), np.append(ys, y[-1])
+    keep = _keep(x, y, bins)
+    return x[keep], y[keep]
+
+
+def _time_unit(span: float) -> tuple[float, str]:
+    """Seconds per unit of a time axis over ``span`` seconds, and its label."""
+    if span > 3 * 86400:
+        return 86400.0, "time (days)"
+    if span > 3 * 3600:
+        return 3600.0, "time (hours)"
+    return 1.0, "time (s)"
 
 
 def _save(fig, path: Path) -> Path:
@@ -82,6 +109,14 @@ FRAGMENTATION_NOTE = (
     "as the cards are used now - fragmentation caused by placement. Unfit: they cannot use it "
     "even on an empty node (GPU type, memory, card count) - a mismatch between workload and "
     "hardware, present on an idle cluster too. FGD's figure is their sum.")
+
+
+#: how to read the utilisation lines, under the run's utilisation figure
+UTILISATION_NOTE = (
+    "Cards with a tenant is not work done: spreading pods occupies more cards for the same "
+    "pods, so read cores and memory allocated for the work placed; the gap above them is "
+    "cards shared thinly. Each line holds its value until the next change and ends where "
+    "the run ends.")
 
 
 def _caption(fig, text: str, lines: int) -> tuple[float, float, float, float]:
@@ -268,25 +303,26 @@ def _plot_utilisation(ts: Columns, path: Path, fill: bool, title: str,
     head = title or "GPU utilisation and fragmentation"
     fig, ax = _pyplot().subplots(figsize=(9, 5.4))
     # drawn last of the three: where memory or cores are as allocated, it stays visible
-    ax.plot(*_thin(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]),
-            label="cards with a tenant", zorder=3)
-    ax.plot(*_thin(x, 100 * ts["hami_gpu_core_allocated_ratio"]), label="cores allocated")
-    ax.plot(*_thin(x, 100 * ts["hami_gpu_memory_allocated_bytes"]
-                   / ts["hami_gpu_memory_total_bytes"]), label="memory allocated")
+    ax.step(*_thin(x, 100 * ts["hami_gpu_allocated"] / ts["hami_gpu_total"]),
+            where="post", label="cards with a tenant", zorder=3)
+    ax.step(*_thin(x, 100 * ts["hami_gpu_core_allocated_ratio"]), where="post",
+            label="cores allocated")
+    ax.step(*_thin(x, 100 * ts["hami_gpu_memory_allocated_bytes"]
+                   / ts["hami_gpu_memory_total_bytes"]), where="post", label="memory allocated")
     if "stranded_pct_of_capacity" in ts:
-        ax.plot(*_thin(x, ts["stranded_pct_of_capacity"]), ls="--", color="tab:red",
-                label="stranded (fragmentation caused by placement)")
-        ax.plot(*_thin(x, 100 * ts["unfit_gpu"] / ts["hami_gpu_total"]), ls=":",
+        ax.step(*_thin(x, ts["stranded_pct_of_capacity"]), where="post", ls="--",
+                color="tab:red", label="stranded (fragmentation caused by placement)")
+        ax.step(*_thin(x, 100 * ts["unfit_gpu"] / ts["hami_gpu_total"]), where="post", ls=":",
                 color="tab:purple", label="unfit (no typical shape can use it)")
     else:
-        ax.plot(*_thin(x, ts["frag_pct_of_capacity"]), label="fragmentation (% of capacity)",
-                ls="--")
+        ax.step(*_thin(x, ts["frag_pct_of_capacity"]), where="post",
+                label="fragmentation (% of capacity)", ls="--")
     ax.set(xlabel=xlabel, ylabel="% of the cluster's GPUs", ylim=(0, 100))
     ax.set_title(_title(f"{head}: GPU utilisation and fragmentation" if title else head,
                         context), fontsize=9.5)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
-    rect = _caption(fig, FRAGMENTATION_NOTE, 3)
+    rect = _caption(fig, UTILISATION_NOTE + "\n" + FRAGMENTATION_NOTE, 5)
     return _save_with(fig, path, rect)
 
 
@@ -307,7 +343,7 @@ def _plot_fill(ts: Columns, path: Path, title: str, context: str) -> Path:
     x, xlabel = _time_axis(ts, True)
     fig, ax = _pyplot().subplots(figsize=(8, 5.2))
     unalloc = 100 * ts["unallocated_gpu"] / ts["hami_gpu_total"]
-    ax.plot(*_thin(x, unalloc), label="unallocated GPU")
+    ax.step(*_thin(x, unalloc), where="post", label="unallocated GPU")
     ax.plot([0, 100, x.max() if len(x) else 100], [100, 0, 0], color="grey", ls=":",
             label="ideal")
     ax.set(xlabel=xlabel, ylabel="unallocated GPU (%)", ylim=(0, 100))
@@ -331,8 +367,13 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
                     peak: tuple[float, int] | None, group_runs, fill: bool) -> Path:
     n_nodes, width = occupancy.shape
     fig, ax = _pyplot().subplots(figsize=(9, 5.2))
-    im = ax.imshow(occupancy.T, aspect="auto", interpolation="nearest", cmap="viridis",
-                   vmin=0, vmax=1)
+    # an idle card (0) in its own grey, below the colour scale: in viridis it would be
+    # the same dark as a card with one small tenant, and which cards have a tenant is
+    # what the figure is for
+    cmap = _pyplot().get_cmap("viridis").with_extremes(under="0.82", bad="white")
+    im = ax.imshow(np.where(occupancy.T > 0, occupancy.T, np.where(np.isnan(occupancy.T),
+                                                                  np.nan, -1.0)),
+                   aspect="auto", interpolation="nearest", cmap=cmap, vmin=1e-9, vmax=1)
     when = ""
     if peak is not None:
         when = f" ({_when(peak[0], fill)}, {peak[1]:,} cards with a tenant)"
@@ -352,12 +393,12 @@ def _plot_occupancy(occupancy: np.ndarray, path: Path, title: str, context: str,
         ax.set_xlabel(f"node (cluster order, {n_nodes:,} nodes"
                       + (f", group {runs[0][1]})" if runs else ")"))
     ax.set_yticks(range(width) if width <= 16 else ax.get_yticks())
-    bar = fig.colorbar(im, ax=ax, fraction=0.04)
-    bar.set_label("allocated share of the card\n(largest of slots, cores, memory used)",
-                  fontsize=8)
-    note = ("Each column is a node, each row one of its cards. Blank cells: the node has "
-            "fewer cards than the widest node. 0 = idle card, 1 = a card whose slots, cores "
-            "or memory are fully allocated.")
+    bar = fig.colorbar(im, ax=ax, fraction=0.04, extend="min", extendfrac=0.06)
+    bar.set_label("allocated share of the card\n(largest of slots, cores, memory used;"
+                  " grey: idle)", fontsize=8)
+    note = ("Each column is a node, each row one of its cards. Grey: an idle card (no "
+            "tenant). Blank cells: the node has fewer cards than the widest node. 1 = a card "
+            "whose slots, cores or memory are fully allocated.")
     rect = _caption(fig, note, 2)
     return _save_with(fig, path, rect)
 
@@ -376,12 +417,14 @@ def _plot_groups(groups: Sequence[tuple[str, Columns]], ts: Columns, path: Path,
     fig, axes = _pyplot().subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows + 1.2),
                                    squeeze=False, sharex=True, sharey=True)
     times = ts["time"]
-    end = times[-1] if len(times) else 0.0
-    scale, xlabel = _time_axis(ts, fill)
-    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    end = float(times[-1]) if len(times) else 0.0
+    # every panel on the run's own axis, to the run's end (a group's rows stop at its
+    # last change); fill mode: pods submitted
+    unit, xlabel = (1.0, "pods submitted") if fill else _time_unit(end - times[0]
+                                                                   if len(times) else 0)
     for ax, name in zip(axes.flat, names):
         g = parts[name]
-        t = np.append(g["time"], end)
+        t = np.asarray(g["time"], dtype=float)
         gpus = np.asarray(g["hami_gpu_total"], dtype=float)
         series = {
             "cards with a tenant": g["hami_gpu_allocated_pct"],
@@ -393,15 +436,15 @@ def _plot_groups(groups: Sequence[tuple[str, Columns]], ts: Columns, path: Path,
         styles = {"stranded": {"ls": "--", "color": "tab:red"},
                   "unfit": {"ls": ":", "color": "tab:purple"}}
         for label, y in series.items():
-            ax.step(*_thin(t / factor if not fill else t, np.append(y, y[-1])), where="post",
-                    label=label, **styles.get(label, {}))
+            ax.step(*_thin(t / unit, y, end=end / unit), where="post", label=label,
+                    **styles.get(label, {}))
         ax.set_title(f"{name} ({int(gpus[0]):,} GPUs)", fontsize=9)
         ax.set_ylim(0, 100)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
     for ax in axes[-1]:
-        ax.set_xlabel(xlabel if not fill else "pods submitted")
+        ax.set_xlabel(xlabel)
     for ax in axes[:, 0]:
         ax.set_ylabel("% of the group's GPUs")
     axes.flat[0].legend(fontsize=7, loc="best")
@@ -426,19 +469,18 @@ def _plot_mig(card_types: Sequence[tuple[str, Columns]], ts: Columns, path: Path
     type's time series; % of its slices)."""
     fig, ax = _pyplot().subplots(figsize=(9, 4.6))
     times = ts["time"]
-    end = times[-1] if len(times) else 0.0
-    scale, xlabel = _time_axis(ts, False)
-    factor = (times[-1] / scale[-1]) if len(scale) and scale[-1] else 1.0
+    end = float(times[-1]) if len(times) else 0.0
+    unit, xlabel = _time_unit(end - times[0] if len(times) else 0)
     colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (ctype, g) in enumerate(card_types):
-        t = np.append(g["time"], max(end, g["time"][-1])) / factor
+        t = np.asarray(g["time"], dtype=float) / unit
         total = float(g["mig_slots_total"][0]) or 1.0
         used = 100 * g["mig_slots_used"] / total
         stranded = 100 * g["mig_slots_stranded"] / total
         c = colours[k % len(colours)]
-        ax.step(*_thin(t, np.append(used, used[-1])), where="post", color=c,
+        ax.step(*_thin(t, used, end=end / unit), where="post", color=c,
                 label=f"{ctype}: slices in use ({int(total):,} slices)")
-        ax.step(*_thin(t, np.append(stranded, stranded[-1])), where="post", color=c, ls="--",
+        ax.step(*_thin(t, stranded, end=end / unit), where="post", color=c, ls="--",
                 label=f"{ctype}: slices stranded by geometry")
     ax.set(xlabel=xlabel, ylabel="% of the card type's MIG slices", ylim=(0, 100))
     ax.set_title(_title("MIG slices in use and stranded" + (f" ({title})" if title else ""),
@@ -470,6 +512,29 @@ def _legend_title(labels: Sequence[str]) -> str | None:
     return "colour: card policy, or a policy on FGD's model; style: node policy"
 
 
+#: how to read the comparison over time, under its figure
+COMPARE_NOTE = (
+    "Every policy places the same pods. Cards with a tenant: a policy that spreads pods "
+    "(card policy spread) occupies more cards for the same pods; a higher line is not more "
+    "work done, and a lower one leaves whole cards free for pods that need them. Stranded: "
+    "free GPU the workload's typical pod shapes could use on an empty node but not as the "
+    "cards are used now (fragmentation caused by placement); lower is better. Pending: pods "
+    "waiting; a policy that places better waits less. Each line ends where its run ends.")
+
+
+def _compare_measure(ts: pd.DataFrame, what: str) -> np.ndarray:
+    """One panel's measure of a comparison's run, per row of its time series."""
+    cap = ts["hami_gpu_total"].iloc[0] or 1
+    if what == "unallocated":
+        return 100 * ts["unallocated_gpu"].to_numpy() / cap
+    if what == "allocated":
+        return 100 * ts["hami_gpu_allocated"].to_numpy() / cap
+    if what == "stranded":
+        return (ts["stranded_pct_of_capacity"] if "stranded_pct_of_capacity" in ts
+                else ts["frag_pct_of_capacity"]).to_numpy(dtype=float)
+    return ts["pods_pending"].to_numpy(dtype=float)
+
+
 def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill: bool,
                  context: str = "") -> Path:
     """The runs of a comparison over time, per policy the median over seeds with a
@@ -487,33 +552,46 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
     else:
         fig, axes = _pyplot().subplots(3, 1, figsize=(9, 9.5), sharex=True)
         panels = list(zip(axes, ("allocated", "stranded", "pending")))
-    xlabel = ""
+    xlabel = "arrived workload (% of GPU capacity)"
+    if not fill:                # one time unit for every policy: the longest run's
+        unit, xlabel = _time_unit(max((float(ts["time"].iloc[-1] - ts["time"].iloc[0])
+                                       for frames in series.values() for ts in frames
+                                       if len(ts)), default=0.0))
     for label, frames in series.items():
-        grids = []
-        for ts in frames:
-            x, xlabel = _time_axis(ts, fill)
-            grid = (np.arange(0, int(np.floor(x.max())) + 1) if fill
-                    else np.linspace(x.min(), x.max(), 300)) if len(x) else np.arange(1)
-            grids.append((x, grid, ts))
-        n = min(len(g) for _, g, _ in grids)
-        grid = grids[0][1][:n]
+        frames = [ts for ts in frames if len(ts)]
+        if not frames:
+            continue
+        if fill:
+            xs = [_time_axis(ts, True)[0] for ts in frames]
+            grid = np.arange(0, int(np.floor(min(x.max() for x in xs))) + 1)
+        else:
+            # the series are step functions of time: their median over seeds is one
+            # too, changing where any seed changes, to the last seed's end (a seed
+            # that ended holds its final state)
+            xs = [ts["time"].to_numpy(dtype=float) for ts in frames]
+            grid = np.unique(np.concatenate(xs))
         for ax, what in panels:
             ys = []
-            for x, _, ts in grids:
-                cap = ts["hami_gpu_total"].iloc[0] or 1
-                y = {"unallocated": lambda: 100 * ts["unallocated_gpu"].to_numpy() / cap,
-                     "allocated": lambda: 100 * ts["hami_gpu_allocated"].to_numpy() / cap,
-                     "stranded": lambda: ts["stranded_pct_of_capacity"].to_numpy()
-                     if "stranded_pct_of_capacity" in ts else ts["frag_pct_of_capacity"]
-                     .to_numpy(),
-                     "pending": lambda: ts["pods_pending"].to_numpy(dtype=float)}[what]()
-                ys.append(np.interp(grid, x, y))
+            for x, ts in zip(xs, frames):
+                y = _compare_measure(ts, what)
+                ys.append(np.interp(grid, x, y) if fill else
+                          y[np.maximum(np.searchsorted(x, grid, side="right") - 1, 0)])
             ys = np.array(ys)
-            ax.plot(grid, np.median(ys, axis=0), label=label, lw=1.6, **styles[label])
+            mid = np.median(ys, axis=0)
+            if fill:
+                ax.plot(grid, mid, label=label, lw=1.6, **styles[label])
+                if len(ys) > 1:
+                    ax.fill_between(grid, np.percentile(ys, 25, axis=0),
+                                    np.percentile(ys, 75, axis=0),
+                                    color=styles[label]["color"], alpha=0.15, lw=0)
+                continue
+            t = grid / unit
+            ax.step(*_thin(t, mid), where="post", label=label, lw=1.6, **styles[label])
             if len(ys) > 1:
-                ax.fill_between(grid, np.percentile(ys, 25, axis=0),
-                                np.percentile(ys, 75, axis=0), color=styles[label]["color"],
-                                alpha=0.15, lw=0)
+                lo, hi = np.percentile(ys, 25, axis=0), np.percentile(ys, 75, axis=0)
+                keep = np.union1d(_keep(t, lo, 1200), _keep(t, hi, 1200))
+                ax.fill_between(t[keep], lo[keep], hi[keep], step="post",
+                                color=styles[label]["color"], alpha=0.15, lw=0)
     if fill:
         ax = axes
         top = ax.get_xlim()[1]
@@ -536,17 +614,17 @@ def plot_compare(series: Mapping[str, Sequence[pd.DataFrame]], path: Path, fill:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8, loc="best", title=_legend_title(list(series)),
                    title_fontsize=8)
-    axes[0].set_title(_title("Policies compared over time (median over seeds, 25–75 % band)",
+    seeds = max((len(frames) for frames in series.values()), default=1)
+    axes[0].set_title(_title("Policies compared over time, the same pods under each"
+                             + (" (median over seeds, 25–75 % band)" if seeds > 1 else ""),
                              context), fontsize=10)
-    note = ("Stranded: free GPU that the workload's typical pod shapes could use on an empty "
-            "node but not as the cards are used now (fragmentation caused by placement; FGD's "
-            "measure without the part no shape can use at all).")
-    rect = _caption(fig, note, 2)
+    rect = _caption(fig, COMPARE_NOTE, 3)
     return _save_with(fig, path, rect)
 
 
 def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
-                     reference: pd.DataFrame | None = None, title: str = "") -> Path:
+                     reference: pd.DataFrame | None = None, title: str = "",
+                     context: str = "") -> Path:
     """Figure 9(a) of the FGD paper: median unallocated GPU % per policy over
     seeds, with a 25-75 % band and the ideal line.
 
@@ -574,13 +652,29 @@ def plot_fill_curves(curves: pd.DataFrame, path: Path, xlim=(50, 130),
     ax.plot([0, 100, 200], [100, 0, 0], color="black", lw=0.8, ls=":", label="ideal")
     if reference is not None:
         ax.plot([], [], "o", ms=4, mfc="none", color="grey", label="published (FGD artifact)")
+    # zoomed on where the curves run, never above the highest (a curve cut off by
+    # the zoom would be drawn nowhere)
     ax.set(xlabel="arrived workload (% of GPU capacity)", ylabel="unallocated GPU (%)",
-           xlim=xlim, ylim=(0, max(min(top * 1.15, 100 - xlim[0] + 5), 10)))
-    ax.set_title(title or "Unallocated GPU vs arrived workload\n"
-                 "(median over seeds, 25–75 % band)")
+           xlim=xlim, ylim=(0, min(max(top * 1.15, 10), 100)))
+    ax.set_title(title or _title("Unallocated GPU vs arrived workload\n"
+                                 "(median over seeds, 25–75 % band)", context),
+                 fontsize=10 if context else None)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right", ncol=1 if len(labels) < 8 else 2)
     return _save(fig, path)
+
+
+#: the bars' hatching per node policy (its line style in the line figures)
+_HATCHES = {"-": None, "--": "//", ":": "..", "-.": "xx"}
+
+
+def _bar_style(style: Mapping[str, str]) -> dict:
+    """A bar's colour and hatching for a :func:`_styles` style, for every bar of a
+    policy in every panel (the legend shows the hatching, so each of its bars must):
+    white lines and edge, which read on any colour of the cycle."""
+    hatch = _HATCHES.get(style.get("ls", "-"))
+    return {"facecolor": style["color"], "hatch": hatch,
+            "edgecolor": "white" if hatch else style["color"], "linewidth": 0.6 if hatch else 0}
 
 
 def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Path:
@@ -599,6 +693,9 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
                                    gridspec_kw={"width_ratios": [2, 2, 1.2]})
     width = 0.8 / max(len(policies), 1)
     x = np.arange(len(sizes))
+    longest = max((r["pending_p99_s"] for r in rows), default=0.0)
+    unit, unit_name = next((u for u in ((3600.0, "h"), (60.0, "min")) if longest >= 3 * u[0]),
+                           (1.0, "s"))
     for j, policy in enumerate(policies):
         runs = [r for r in rows if r["policy"] == policy]
         for ax, key in ((axes[0], "cross_numa_pct"), (axes[1], "mean_pair_score")):
@@ -608,12 +705,13 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
                         if key in r.get("placement_by_gpus", {}).get(str(k), {})]
                 ys.append(float(np.mean(vals)) if vals else np.nan)
             bars = ax.bar(x + (j - (len(policies) - 1) / 2) * width, ys, width,
-                          color=styles[policy]["color"], label=policy,
-                          hatch="//" if styles[policy].get("ls", "-") != "-" else None)
+                          label=policy, **_bar_style(styles[policy]))
             ax.bar_label(bars, labels=["" if np.isnan(y) else f"{y:.0f}" for y in ys],
                          fontsize=7, padding=1)
-        axes[2].bar(j, float(np.mean([r["pending_p99_s"] for r in runs])),
-                    color=styles[policy]["color"])
+        p99 = float(np.mean([r["pending_p99_s"] for r in runs])) / unit
+        bars = axes[2].bar(j, p99, label=policy, **_bar_style(styles[policy]))
+        axes[2].bar_label(bars, labels=[f"{p99:,.1f}" if p99 < 100 else f"{p99:,.0f}"],
+                          fontsize=7, padding=1)
     for ax, label in ((axes[0], "pods across NUMA nodes (%)"),
                       (axes[1], "mean pair score")):
         ax.set_xticks(x, [f"{k} GPUs" for k in sizes])
@@ -621,7 +719,7 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
         ax.grid(alpha=0.3, axis="y")
     axes[0].set_ylim(0, 100)
     axes[2].set_xticks([])
-    axes[2].set(ylabel="pending time p99 (s)", xlabel="all pods")
+    axes[2].set(ylabel=f"pending time p99 ({unit_name})", xlabel="all pods")
     axes[2].grid(alpha=0.3, axis="y")
     title = _title("Multi-GPU placements by pod size and policy (mean over seeds)", context)
     fig.suptitle(title, fontsize=10)
@@ -629,7 +727,8 @@ def plot_placement(rows: Sequence[Mapping], path: Path, context: str = "") -> Pa
     n_title = title.count("\n") + 1
     top = 1 - (0.2 * n_title + 0.45) / fig.get_figheight()
     fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, top),
-               ncol=min(len(policies), 3), fontsize=8, frameon=False)
+               ncol=len(policies) if len(policies) <= 3 else min(-(-len(policies) // 2), 3),
+               fontsize=8, frameon=False)
     note = ("Across NUMA nodes: the pod's cards sit under more than one CPU socket. Pair score: "
             "HAMi's score of each card pair (hami.io/node-nvidia-score: NVLink 100 per link, one "
             "PCIe switch 50, one socket 20, across sockets 10), averaged over the pod's pairs; "

@@ -8,6 +8,8 @@ test skips and says why.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -239,3 +241,108 @@ def test_a_failed_report_write_leaves_the_previous_one_and_no_temporary_file(run
     (folder / "plain").write_text("")
     assert (folder / "report.html").stat().st_mode == (folder / "plain").stat().st_mode
     assert os.access(folder / "report.html", os.R_OK)
+
+
+DGX = """
+nodes:
+  - name_prefix: dgx
+    replicas: 2
+    cpu_milli: 192000
+    memory_mib: 2097152
+    topology: dgx-h100
+"""
+PCIE = """
+nodes:
+  - name_prefix: box
+    replicas: 2
+    cpu_milli: 64000
+    memory_mib: 524288
+    topology: pcie-4gpu
+"""
+MULTI = "name,arrival,duration,gpu,gpumem,gpucores\n" + "".join(
+    f"m{i},{i * 20},{600 + 30 * i},{2 + 2 * (i % 2)},8000,50\n" for i in range(16))
+
+
+@pytest.fixture(scope="module")
+def topology_compares(tmp_path_factory) -> dict[str, tuple[Path, str, str]]:
+    """Per topology: a comparison folder, and a run's console and report headline."""
+    base = tmp_path_factory.mktemp("topology")
+    (base / "t.csv").write_text(MULTI)
+    out = {}
+    for name, cluster in (("nvswitch", DGX), ("pcie", PCIE)):
+        (base / f"{name}.yaml").write_text(textwrap.dedent(cluster))
+        assert main(["compare", str(base / f"{name}.yaml"), str(base / "t.csv"),
+                     "--gpu-policy", "spread", "--gpu-policy", "topology-aware",
+                     "--out", str(base / f"{name}-cmp"), "--no-progress"]) == 0
+        console = io.StringIO()
+        with contextlib.redirect_stdout(console):
+            assert main(["run", str(base / f"{name}.yaml"), str(base / "t.csv"),
+                         "--out", str(base / f"{name}-run"), "--no-progress"]) == 0
+        page = (base / f"{name}-run" / "report.html").read_text(encoding="utf-8")
+        out[name] = (base / f"{name}-cmp", console.getvalue(),
+                     _section(page, "Headline figures").split("<details>")[0])
+    return out
+
+
+def _headers(table: str) -> list[str]:
+    return re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</thead>")[0])
+
+
+def test_the_compare_report_puts_policy_waits_and_utilisation_first(topology_compares):
+    folder, _, _ = topology_compares["pcie"]
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    tables = re.findall(r"<table>.*?</table>", _section(page, "The comparison"), re.S)
+    assert len(tables) == 3                     # headline, placement, every figure
+    assert _headers(tables[0])[:5] == ["policy", "seed", "pending p50 (s)", "pending p99 (s)",
+                                       "GPUs with a tenant, mean %"]
+    assert len(_headers(tables[0])) <= 10       # fits a 1,280 px window (browser test below)
+    assert _headers(tables[1])[:3] == ["policy", "seed", "multi-GPU pods"]
+    assert "across PCIe switches %" in _headers(tables[1])
+    table = pd.read_parquet(folder / "compare.parquet")
+    first = re.findall(r"<td[^>]*>([^<]*)</td>", tables[0].split("<tbody>")[1])
+    n = len(_headers(tables[0]))
+    assert first[:n][0] == table["policy"].iloc[0]
+    assert first[:n][3] == f"{table['pending_p99_s'].iloc[0]:,.1f}"
+    # every figure still there, after the headline ones
+    assert set(_headers(tables[0])) < set(_headers(tables[2]))
+
+
+def test_topology_wording_fits_nvswitch_nodes(topology_compares):
+    folder, console, headline = topology_compares["nvswitch"]
+    placed = [ln for ln in console.splitlines() if "multi-GPU pods placed" in ln]
+    assert placed and "every card pair on NVLink (PCIe switches carry none of their GPU-GPU " \
+        "traffic)" in placed[0]
+    assert "across PCIe switches" not in console
+    assert "every card pair on NVLink" in headline and "across PCIe switches" not in headline
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    assert "joined by NVLink (NVSwitch or direct), so crossing PCIe switches carries none" in page
+    assert "across PCIe switches %" not in page                   # no column of 100 %
+    # where cards lack NVLink, crossing switches matters and is said, with the pairs
+    _, console, headline = topology_compares["pcie"]
+    for text in (console, headline):
+        assert re.search(r"\d+\.\d % across PCIe switches, 100\.0 % of card pairs without "
+                         "NVLink", text), text
+        assert "every card pair on NVLink" not in text
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian's "
+                    "'chromium' package; .ci/run installs it in CI)")
+def test_the_compare_headline_fits_a_1280_px_window(topology_compares, tmp_path):
+    folder, _, _ = topology_compares["nvswitch"]
+    probe = tmp_path / "fit.html"
+    probe.write_text(
+        "<!DOCTYPE html><html><head><title>waiting</title></head><body style='margin:0'>"
+        f"<iframe id='r' src='{(folder / 'report.html').as_uri()}' width='1280' height='800'>"
+        "</iframe><script>"
+        "document.getElementById('r').addEventListener('load', function () {"
+        " var t = this.contentDocument.querySelectorAll('table');"
+        " document.title = 'right ' + Math.ceil(t[0].getBoundingClientRect().right) + ' ' +"
+        " Math.ceil(t[1].getBoundingClientRect().right); });"
+        "</script></body></html>")
+    flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--allow-file-access-from-files"]
+    dom = subprocess.run([_chromium(), *flags, "--virtual-time-budget=10000", "--dump-dom",
+                          probe.as_uri()], capture_output=True, text=True, timeout=120)
+    right = re.search(r"<title>right (\d+) (\d+)</title>", dom.stdout)
+    assert right, dom.stdout[:500]
+    assert int(right[1]) <= 1280 and int(right[2]) <= 1280

@@ -24,32 +24,41 @@ import pandas as pd
 from hamisim.io.outputs import atomic_file, read_table
 
 __all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html",
-           "validation_html"]
+           "validation_html", "placement_words"]
 
 #: what each figure shows and how to read it (the sentence under it)
 FIGURE_NOTES: dict[str, str] = {
     "utilisation.png": "Share of the cluster's GPUs with at least one tenant, and of their "
     "cores and memory allocated, over time; the dashed red line is GPU stranded by placement "
     "(free GPU the workload's typical pods could use on an empty node but not as cards are "
-    "used now), the dotted line GPU no typical pod can use at all. Higher solid lines and "
-    "lower dashed ones are better.",
-    "pending.png": "Pods waiting to be scheduled over time. A line that returns to zero means "
-    "the cluster keeps up; one that climbs means demand outruns what the policies can place.",
+    "used now), the dotted line GPU no typical pod can use at all. Each line holds its value "
+    "until the next change and ends where the run ends (the last pod left). Cards with a "
+    "tenant above cores and memory means cards shared thinly: spreading pods occupies more "
+    "cards for the same work, so a higher line is not more work done; cores and memory "
+    "allocated are the work placed. Less stranded GPU means placement wastes less.",
+    "pending.png": "Pods waiting to be scheduled over time, to the run's end. A line that "
+    "returns to zero means the cluster keeps up; one that climbs means demand outruns what "
+    "the policies can place.",
     "occupancy.png": "Every card at the moment the most cards had a tenant: one row per node "
     "(grouped by node group), one cell per card, coloured by the share of the card allocated. "
     "Pale cells in busy rows are capacity left on partly used cards.",
-    "groups.png": "The utilisation figure per node group: which hardware is busy, which waits "
-    "or strands capacity.",
+    "groups.png": "The utilisation figure per node group, each as % of the group's own "
+    "GPUs, on the run's time axis: which hardware is busy, which stands idle or strands "
+    "capacity.",
     "mig.png": "MIG cards: the share of their slices (placement slots) covered by instances, "
     "and of free slices stranded by geometry (no free placement large enough for a typical "
     "pod covers them), per card type.",
     "fill.png": "The FGD paper's fill protocol: GPU left unallocated as the workload arrives; "
     "the dotted diagonal is a perfect packer. The lower the curve beyond 100 %, the better.",
-    "compare.png": "The policies side by side over time (utilisation, stranded GPU, pending "
-    "pods), or in fill mode the unallocated-GPU curves: read the gap between lines.",
-    "placement.png": "Multi-GPU pods by pod size: the share placed across NUMA nodes and their "
-    "mean pair score (HAMi's topology score), per card policy. Lower cross-NUMA shares and "
-    "higher pair scores mean better-placed training pods.",
+    "compare.png": "The policies side by side over time on the same pods: cards with a "
+    "tenant, stranded GPU and pending pods (or in fill mode the unallocated-GPU curves). "
+    "Cards with a tenant: spread occupies more cards for the same pods; it is not more work "
+    "done, and a lower line leaves more whole cards free. Less stranded GPU and fewer "
+    "pending pods are better.",
+    "placement.png": "Multi-GPU pods by pod size: the share placed across NUMA nodes (CPU "
+    "sockets) and their mean pair score (HAMi's topology score: NVLink links count most), "
+    "per policy, beside each policy's p99 pending time. Lower cross-NUMA shares and higher "
+    "pair scores mean better-linked training pods; weigh them against the wait.",
     "sweep.png": "Each cell of the sweep: the headline measures against the swept axes.",
     "plan.png": "The plan's search: the target measure against the node count, each evaluated "
     "size's seeds, the target line and the answer (the fewest nodes that meet it).",
@@ -197,6 +206,8 @@ _HEADERS = {
     "cross_numa_pct": "across NUMA %", "cross_switch_pct": "across PCIe switches %",
     "pairs_without_nvlink_pct": "card pairs without NVLink %",
     "mean_pair_score": "mean pair score", "mean_min_pair_score": "mean min pair score",
+    "gpus_nic_other_numa_pct": "cards with the NIC on another NUMA node %",
+    "gpus_nic_other_switch_pct": "cards with the NIC on another PCIe switch %",
     "mig_slots_total": "MIG slices", "mig_slots_used_mean_pct": "MIG slices used, mean %",
     "mig_slots_used_peak": "MIG slices used, peak",
     "mig_slots_stranded_mean_pct": "MIG slices stranded, mean %",
@@ -374,14 +385,8 @@ def _headline(summary: Mapping[str, Any]) -> str:
         items.append(("At the end", f"{r.get('running_at_end', 0):,} pods running, "
                       f"{_pct(r['final_unallocated_gpu_pct'])} of GPU capacity unallocated"))
     if r.get("multi_gpu_pods"):
-        text = f"{r['multi_gpu_pods']:,} placed"
-        if "cross_numa_pct" in r:
-            text += f", {_pct(r['cross_numa_pct'])} across NUMA nodes"
-        if "cross_switch_pct" in r:
-            text += f", {_pct(r['cross_switch_pct'])} across PCIe switches"
-        if "mean_pair_score" in r:
-            text += f", mean pair score {r['mean_pair_score']:,.2f}"
-        items.append(("Multi-GPU pods", text))
+        items.append(("Multi-GPU pods", f"{r['multi_gpu_pods']:,} placed, "
+                      + ", ".join(placement_words(r))))
     if r.get("mig_slots_total"):
         items.append(("MIG slices in use",
                       f"mean {_pct(r['mig_slots_used_mean_pct'])} of {r['mig_slots_total']:,}"
@@ -419,6 +424,32 @@ def _window_items(r: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [("Headline figures cover", text)]
 
 
+def placement_words(r: Mapping[str, Any]) -> list[str]:
+    """A summary's multi-GPU placement figures in words, those the cluster describes,
+    worded for its topology (the console and report.html say the same).
+
+    Crossing PCIe switches slows GPU-GPU traffic only between cards without NVLink:
+    where every card pair has NVLink (NVSwitch nodes such as a DGX), the share of pods
+    across switches is a fact of the layout (one switch per GPU), not a fault, and
+    is not reported; elsewhere it is said beside the share of pairs it concerns."""
+    parts = [f"{r['cross_numa_pct']:.1f} % across NUMA nodes"] if "cross_numa_pct" in r else []
+    unlinked = r.get("pairs_without_nvlink_pct")
+    if unlinked is not None and unlinked == 0:
+        parts.append("every card pair on NVLink (PCIe switches carry none of their GPU-GPU "
+                     "traffic)")
+    else:
+        if "cross_switch_pct" in r:
+            parts.append(f"{r['cross_switch_pct']:.1f} % across PCIe switches")
+        if unlinked is not None:
+            parts.append(f"{unlinked:.1f} % of card pairs without NVLink")
+    if "gpus_nic_other_numa_pct" in r:
+        parts.append(f"{r['gpus_nic_other_numa_pct']:.1f} % of cards with the NIC on another "
+                     "NUMA node")
+    if "mean_pair_score" in r:
+        parts.append(f"mean pair score {r['mean_pair_score']:,.0f}")
+    return parts
+
+
 def engine_label(inputs: dict) -> str | None:
     """The engine that ran a replay (summary.json's ``inputs.engine``), and for
     the Python one why (``inputs.engine_reason``); ``None`` for a results folder
@@ -438,13 +469,55 @@ def _compare(folder: Path) -> tuple[str, str]:
     groups = _table_file(folder, "compare_groups")
     parts = ["<h2>The comparison</h2>",
              "<p class=\"note\">One row per policy and seed; each run's own folder, when kept, "
-             "is under runs/.</p>", _table(table, readable=True, order=True), _figures(folder)]
+             "is under runs/.</p>", _compare_tables(table), _figures(folder)]
     parts.append(_compare_unplaceable(folder))
     if classes is not None and len(classes):
         parts += ["<h2>By pod class</h2>", _table(classes, readable=True, order=True)]
     if groups is not None and len(groups):
         parts += ["<h2>By node group</h2>", _table(groups, readable=True, order=True)]
     return "hamisim compare", "\n".join(parts)
+
+
+#: a comparison's headline columns, in this order after policy and seed: what a
+#: planner reads first (waits, then cards with a tenant), in a table that fits a
+#: 1,280 px window
+_COMPARE_HEADLINE = ("pending_p50_s", "pending_p99_s", "mean_gpu_allocated_pct",
+                     "mean_stranded_pct_of_capacity", "bound", "abandoned", "pending_at_end",
+                     "pending_max_s")
+#: a comparison's multi-GPU placement columns, a table of their own
+_COMPARE_PLACEMENT = ("multi_gpu_pods", "cross_numa_pct", "cross_switch_pct",
+                      "pairs_without_nvlink_pct", "mean_pair_score", "mean_min_pair_score",
+                      "gpus_nic_other_numa_pct", "gpus_nic_other_switch_pct")
+
+
+def _compare_tables(table: pd.DataFrame | None) -> str:
+    """A comparison's table split so that a 1,280 px window shows what matters
+    without scrolling: the headline columns (waits, cards with a tenant) first, the
+    multi-GPU placement apart (worded for the topology, see :func:`placement_words`),
+    then every figure of each run, in a box that scrolls sideways."""
+    if table is None or not len(table):
+        return ""
+    ident = [c for c in _IDENTIFYING if c in table.columns]
+    head = [c for c in _COMPARE_HEADLINE if c in table.columns]
+    out = []
+    if head:
+        out.append(_table(table[ident + head], readable=True))
+    placed = [c for c in _COMPARE_PLACEMENT if c in table.columns]
+    if "multi_gpu_pods" in placed and table["multi_gpu_pods"].fillna(0).gt(0).any():
+        note = "Multi-GPU pods: where their cards sit inside the machine."
+        unlinked = table.get("pairs_without_nvlink_pct")
+        if unlinked is not None and unlinked.notna().all() and unlinked.eq(0).all():
+            placed = [c for c in placed if c != "cross_switch_pct"]
+            table = table.drop(columns="cross_switch_pct", errors="ignore")
+            note += (" Every card pair of every run is joined by NVLink (NVSwitch or direct), "
+                     "so crossing PCIe switches carries none of their GPU-GPU traffic: that "
+                     "share is left out here and below.")
+        out.append(f"<p class=\"note\">{_e(note)}</p>")
+        out.append(_table(table[ident + placed], readable=True))
+    if head or len(out) > 1:
+        out.append("<p class=\"note\">Every figure of each run, by policy and seed:</p>")
+    out.append(_table(table, readable=True, order=True))
+    return "".join(out)
 
 
 def _unplaceable(r: Mapping[str, Any], preemptions: str | None = None) -> str:

@@ -872,7 +872,8 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
         if fill:
             table_c = pd.concat(curve_parts, ignore_index=True)
             write_table(table_c, tmp, "curves", fmt)
-            plot_fill_curves(table_c, tmp / "figures" / "compare.png")
+            plot_fill_curves(table_c, tmp / "figures" / "compare.png",
+                             context=_context(outcomes[0][0]))
         else:
             plot_compare(series, tmp / "figures" / "compare.png", fill,
                          context=_context(outcomes[0][0]))
@@ -942,11 +943,15 @@ def _plot_compare_folder(folder: Path) -> list[Path]:
     figures = folder / "figures"
     figures.mkdir(exist_ok=True)
     curves_path = _table_path(folder, "curves")
+    runs = sorted(p for p in (folder / "runs").iterdir() if p.is_dir()) \
+        if (folder / "runs").is_dir() else []
     if curves_path is not None:
-        return [plot_fill_curves(read_table(curves_path), figures / "compare.png")]
+        context = _context(json.loads((runs[0] / "summary.json").read_text())) if runs else ""
+        return [plot_fill_curves(read_table(curves_path), figures / "compare.png",
+                                 context=context)]
     series: dict[str, list[pd.DataFrame]] = {}
     context = ""
-    for run_dir in sorted(p for p in (folder / "runs").iterdir() if p.is_dir()):
+    for run_dir in runs:
         summary = json.loads((run_dir / "summary.json").read_text())
         ts_path = _table_path(run_dir, "timeseries")
         if ts_path is None:

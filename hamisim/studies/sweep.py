@@ -724,6 +724,11 @@ def write_sweep_manifest(out: Path, sweep: Sweep) -> Path:
 X_AXES = ("replicas", "offered_gpus", "load", "fill_to_pct", "n_pods", "max_lifetime_s")
 _SERIES = ("cluster", "group", "trace", "retry", "policy", "percentage_of_nodes_to_score",
            "node_tie_break", "backend")
+#: the swept axes in words, for the figure's x axis (the column name in brackets)
+_X_LABELS = {"replicas": "nodes in the varied group", "offered_gpus": "GPUs requested at once",
+             "load": "offered load (share of the GPUs)",
+             "fill_to_pct": "fill target (% of GPU capacity)", "n_pods": "pods",
+             "max_lifetime_s": "longest pod lifetime (s)"}
 _PANELS = {
     "replay": (("pending_p99_s", "pending time p99 (s)"),
                ("unplaced_pct", "pods never placed (%)"),
@@ -781,7 +786,7 @@ def plot_sweep(table: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
         if x is not None:
-            ax.set_xlabel(x)
+            ax.set_xlabel(f"{_X_LABELS[x]} ({x})" if x in _X_LABELS else x)
             if x in ("replicas", "n_pods"):
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         else:
