@@ -1166,8 +1166,8 @@ def _print_scaleup_ip(plan) -> None:
                  "from that cost")
     print(f"  integer program (aggregate capacities, a proven lower bound): cost "
           f"{plan.ip_cost:g} with {ip}; {seen}"
-          + (f"; {plan.ip_pruned} additions ruled out without simulating" if plan.ip_pruned
-             else ""))
+          + (f"; {plan.ip_pruned} addition{'s' if plan.ip_pruned != 1 else ''} ruled out "
+             "without simulating" if plan.ip_pruned else ""))
     if plan.method == "greedy":
         print(f"  gap of the greedy answer to the proven bound: {100 * plan.gap:.1f} %")
 
