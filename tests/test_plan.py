@@ -339,3 +339,18 @@ def test_a_class_target_names_a_class_of_the_trace(tmp_path):
     with pytest.raises(InputError) as err:
         load_plan(folder / "plan.yaml", target="bound_pct of class inference <= 1")
     assert "a class's figure is one of" in err.value.problem
+
+
+def test_the_bundled_two_group_plan(tmp_path):
+    """workloads/plan: the inference class has an answer, the all-pods target none,
+    and the 8-GPU training the L40S group cannot serve is named."""
+    from hamisim.io.bundled import workloads_dir
+    path = workloads_dir() / "plan" / "plan.yaml"
+    outcome = run_plan(load_plan(path), tmp_path / "class", workers=2, progress=False)
+    assert outcome.answer is not None and outcome.exact
+    below = outcome.curve[outcome.curve["replicas"] == outcome.bracket[0]].iloc[0]
+    assert not below["met"]
+    every = run_plan(load_plan(path, target="pending_p99_s <= 60"), tmp_path / "all",
+                     workers=2, progress=False)
+    assert every.answer is None
+    assert "fit no node of group 'l40s' even empty (10 of class train-8gpu" in every.note

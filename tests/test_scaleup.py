@@ -322,3 +322,18 @@ def test_cli_prints_the_integer_program(capsys):
     assert "integer program (aggregate capacities, a proven lower bound): cost 5" in text
     assert main(args + ["--max-evaluations", "2"]) == 0
     assert "gap of the greedy answer to the proven bound: 37.5 %" in capsys.readouterr().out
+
+
+def test_the_two_group_workload_gets_the_brute_force_optimum():
+    """workloads/plan (H100 and L40S groups, pending 8-GPU training among inference
+    and notebooks): the exact answer is the cheapest addition brute force finds."""
+    folder = Path(__file__).parents[1] / "workloads" / "plan"
+    cluster = load_cluster(folder / "cluster.yaml")
+    groups = node_groups(load_cluster(folder / "groups.yaml"), cluster, {"h100": 4.0})
+    pods = queue_order(read_trace(folder / "pending.csv"))
+    plan = plan_scaleup(cluster, groups, pods)
+    cost, add = brute_force(cluster, groups, pods, None)
+    assert plan.method == "exact" and plan.cost == cost
+    assert plan.ip_cost <= plan.cost
+    greedy = plan_scaleup(cluster, groups, pods, max_evaluations=3)
+    assert greedy.cost >= plan.cost and greedy.lower_bound <= plan.cost
