@@ -278,7 +278,7 @@ def test_the_program_is_a_relaxation_of_the_simulated_placement(example):
     from hamisim.studies.scaleup import relaxation, solve
     cluster, templates, state, pods = example
     groups = node_groups(templates, cluster, {"a100": 5.0})
-    rel = relaxation(cluster, groups, pods)
+    rel = relaxation(cluster, groups, pods, state)
     ruled_out = 0
     for add in itertools.product(*(range(g.max_new + 1) for g in groups)):
         if solve(rel, add) is None:
@@ -319,9 +319,13 @@ def test_cli_prints_the_integer_program(capsys):
             "--cost", "a100=5"]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "integer program (aggregate capacities, a proven lower bound): cost 5" in text
-    assert main(args + ["--max-evaluations", "2"]) == 0
-    assert "gap of the greedy answer to the proven bound: 37.5 %" in capsys.readouterr().out
+    # the running model servers' memory counted, the bound is 6 (t4 +1, a100 +1), below 7
+    assert "integer program (aggregate capacities, a proven lower bound): cost 6" in text
+    assert "add t4 +2, a100 +1 (cost 7; exact" in text
+    assert main(args + ["--max-evaluations", "4"]) == 0
+    assert "gap of the greedy answer to the proven bound: 12.5 %" in capsys.readouterr().out
+    assert main(args[:-2]) == 0                 # equal costs: the program's addition places all
+    assert "cost 2 with t4 +0, a100 +2; simulated: places every pod" in capsys.readouterr().out
 
 
 def test_the_two_group_workload_gets_the_brute_force_optimum():

@@ -244,7 +244,7 @@ def plan_scaleup(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[P
     best, left_most = placed(most)
     if left_most:
         return plan(None, "exact", math.inf, now, best, left_most)
-    rel = relaxation(cluster, groups, pods)
+    rel = relaxation(cluster, groups, pods, state)
     ip = solve(rel)
     names = [g.name for g in groups]
     extra: dict = {"ip_cost": None if ip is None else ip[0],
@@ -357,9 +357,12 @@ def unplaceable_pending(cluster: Cluster, groups: Sequence[NodeGroup],
 #   their cards), GPU cores (``nvidia.com/gpucores`` times their cards), CPU and
 #   memory, each kind's capacity being its node count times a node's.
 #
+# The running pods of an initial state take what HAMi counts them holding
+# (``collapsed_usage``: slots, memory and cores per card; their CPU and memory)
+# off their node's capacity, clipped at nothing left.
+#
 # What it does not model (each omission only lowers the bound, so it stays a
-# bound): the running pods of an initial state (existing nodes count as
-# empty), that a pod's cards lie on one node and each card's slots, memory
+# bound): that a pod's cards lie on one node and each card's slots, memory
 # and cores are per card (the kind is one big bin), percentage memory
 # requests, and HAMi's placement order. Every addition that places every
 # pending pod satisfies the program, so its optimum is a lower bound of the
@@ -430,9 +433,11 @@ def _fits_alone(template: Node, cluster: Cluster, pods: Sequence[Pod]) -> np.nda
     return out
 
 
-def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod]) -> Relaxation:
-    """The program for adding nodes of ``groups`` (:class:`~hamisim.studies.scaleup.NodeGroup`)
-    to ``cluster`` so that ``pods`` fit (module docstring)."""
+def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod],
+               state: InitialState | None = None) -> Relaxation:
+    """The program for adding nodes of ``groups`` (:class:`NodeGroup`) to ``cluster``
+    (its running pods ``state``) so that ``pods`` fit (the section's comment)."""
+    held = _held(cluster, state)
     by_kind: dict[str, list[Node]] = {}
     for node in cluster.nodes:
         by_kind.setdefault(node.group or node.name, []).append(node)
@@ -445,6 +450,8 @@ def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod]) -> Relax
         # a group's nodes may differ: a kind is as big as its largest node, and
         # a pod may use it when any of its nodes takes the pod alone
         caps = np.array([_node_capacity(n) for n in nodes])
+        free = np.maximum(caps - np.array([held.get(n.name, np.zeros(len(RESOURCES)))
+                                           for n in nodes]), 0.0)
         fits = np.zeros(len(pods), dtype=bool)
         for n in {_shape(n): n for n in nodes}.values():
             fits |= _fits_alone(n, cluster, pods)
@@ -455,7 +462,7 @@ def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod]) -> Relax
             caps = np.vstack([caps, _node_capacity(groups[j].template)])
             fits |= _fits_alone(groups[j].template, cluster, pods)
         # existing nodes summed, new ones counted per node below
-        capacity.append((caps.max(axis=0), caps[:len(nodes)].sum(axis=0)))
+        capacity.append((caps.max(axis=0), free.sum(axis=0)))
         allowed.append(fits)
     for j, g in enumerate(groups):
         if g.name in by_kind:
@@ -476,6 +483,23 @@ def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod]) -> Relax
                      np.array([g.cost for g in groups], dtype=float),
                      np.array([g.max_new for g in groups], dtype=float))
     return rel
+
+
+def _held(cluster: Cluster, state: InitialState | None) -> dict[str, np.ndarray]:
+    """Per node, what the state's running pods hold of each resource (HAMi's count)."""
+    from hamisim.hami.reference import collapsed_usage
+    if state is None:
+        return {}
+    card_node = {c.id: n.name for n in cluster.nodes for c in n.cards}
+    out: dict[str, np.ndarray] = {}
+    for p in state.pods:
+        row = out.setdefault(p.node, np.zeros(len(RESOURCES)))
+        row[3] += p.cpu_milli
+        row[4] += p.memory_mib
+        for uuid, (used, mem, cores) in collapsed_usage(p.containers, p.n_init).items():
+            if card_node.get(uuid) == p.node:
+                row[:3] += (used, mem, cores)
+    return out
 
 
 def _shape(node: Node) -> tuple:
