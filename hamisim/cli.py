@@ -1276,6 +1276,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
                f"fails, so the optimum costs at least that")
         print(f"  add {added} (cost {plan.cost:g}; {how}; {plan.evaluations} additions "
               f"scheduled)")
+        _print_scaleup_ip(plan)
     print("  HAMi's dry-run filter, pod by pod (each pod alone on an empty template node):")
     for g in groups:
         fits = sum(1 for v in verdicts.values() if v[g.name] == "fits")
@@ -1284,6 +1285,23 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         for why, n in refusals.most_common():
             print(f"      {n} refused: {why}")
     return EXIT_OK
+
+
+def _print_scaleup_ip(plan) -> None:
+    """The integer program's line of ``hamisim scaleup``: its proven bound, its
+    own addition and what simulating it showed, the gap of a greedy answer."""
+    if plan.ip_cost is None:
+        return
+    ip = ", ".join(f"{name} +{n}" for name, n in plan.ip_add.items())
+    seen = ("simulated: places every pod, so it is the optimum" if plan.ip_confirmed
+            else "simulated: HAMi's placement leaves pods unplaced, so the search went on "
+                 "from that cost")
+    print(f"  integer program (aggregate capacities, a proven lower bound): cost "
+          f"{plan.ip_cost:g} with {ip}; {seen}"
+          + (f"; {plan.ip_pruned} addition{'s' if plan.ip_pruned != 1 else ''} ruled out "
+             "without simulating" if plan.ip_pruned else ""))
+    if plan.method == "greedy":
+        print(f"  gap of the greedy answer to the proven bound: {100 * plan.gap:.1f} %")
 
 
 def _by_reason(reasons: dict[str, str]) -> dict[str, list[str]]:

@@ -257,3 +257,100 @@ def test_openb_plan_answers_within_a_minute(tmp_path):
     if outcome.bracket[0] is not None:
         assert not curve.loc[outcome.bracket[0], "met"]
     assert 2 <= len(curve) <= 10
+
+
+TWO_GROUPS = ("scheduler: {gpu_scheduler_policy: spread, node_scheduler_policy: binpack}\n"
+               "nodes:\n"
+               "  - {name_prefix: t4, replicas: 1, gpus: 4, cpu_milli: 32000, "
+               "memory_mib: 131072, card: {devmem: 16384, type: NVIDIA-T4}}\n"
+               "  - {name_prefix: a100, replicas: 1, gpus: 8, cpu_milli: 96000, "
+               "memory_mib: 1048576, card: {devmem: 40960, type: NVIDIA-A100}}\n")
+
+
+def two_group_inputs(folder: Path) -> None:
+    """A T4 group and one A100 node; 8-card training no T4 node holds arrives at once
+    with inference: the training queues for the A100 whatever the T4 count."""
+    make_inputs(folder, "cluster: cluster.yaml\n", TWO_GROUPS)
+    rows = ["name,arrival,duration,gpu,gpumem,gpucores,class"]
+    for i in range(40):
+        rows.append(f"t{i:02d},{i},600,8,30000,100,train-8gpu" if i % 4 == 0 else
+                    f"i{i:02d},{i},{60 + 20 * i},1,12000,60,inference")
+    (folder / "trace.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_no_answer_names_the_pods_the_group_cannot_serve(tmp_path, capsys):
+    """A target set by pods only another group serves: 'not met even at N' says so."""
+    folder = tmp_path / "in"
+    two_group_inputs(folder)
+    (folder / "plan.yaml").write_text(
+        "cluster: {file: cluster.yaml, vary: t4}\nworkload: {trace: trace.csv, as_traced: true}\n"
+        "target: pending_p99_s <= 60\nsearch: {max: 4}\n")
+    status = main(["plan", str(folder / "plan.yaml"), "--out", str(tmp_path / "out"),
+                   "--workers", "1"])
+    out = capsys.readouterr().out
+    assert status == 1 and "not met even at 4 nodes" in out
+    assert "10 pods of the trace fit no node of group 't4' even empty (10 of class train-8gpu" \
+        in out
+    doc = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert doc["unservable_by_group"] == {"pods": 10, "classes": {"train-8gpu": 10}}
+
+
+def test_a_class_target_finds_the_brute_force_answer(tmp_path):
+    """``METRIC of class C``: the class's figure of each cell (summary.json), the
+    smallest size meeting it as a sweep over every size says."""
+    folder = tmp_path / "in"
+    two_group_inputs(folder)
+    common = "workload: {trace: trace.csv, as_traced: true}\n" + POLICY
+    (folder / "bf.yaml").write_text("cluster: {file: cluster.yaml, vary: t4, replicas: "
+                                    "{from: 1, to: 8}}\n" + common)
+    (folder / "plan.yaml").write_text("cluster: {file: cluster.yaml, vary: t4}\n" + common
+                                      + "target: pending_p99_s of class inference <= 60\n"
+                                        "search: {max: 8}\n")
+    sweep = run_sweep(load_sweep(folder / "bf.yaml"), tmp_path / "bf", workers=2,
+                      progress=False)
+    by_size = {}
+    for _, row in sweep.table.iterrows():
+        summary = json.loads((tmp_path / "bf" / "cells" / row["cell"] / "summary.json")
+                             .read_text())
+        (inference,) = [c for c in summary["results"]["classes"] if c["class"] == "inference"]
+        by_size[row["replicas"]] = inference["pending_p99_s"]
+    meeting = [r for r, v in sorted(by_size.items()) if v <= 60]
+    assert meeting and 1 < meeting[0] < 8 and meeting == list(range(meeting[0], 9))
+    plan = load_plan(folder / "plan.yaml")
+    assert str(plan.target) == "pending_p99_s of class inference <= 60"
+    outcome = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    assert outcome.answer == meeting[0] and outcome.exact
+    column = "pending_p99_s[inference]"
+    for _, row in outcome.curve.iterrows():
+        assert row[column] == by_size[row["replicas"]]
+    # the all-pods figure never meets it: the training waits for the one A100
+    assert min(sweep.table["pending_p99_s"]) > 60
+
+
+def test_a_class_target_names_a_class_of_the_trace(tmp_path):
+    folder = tmp_path / "in"
+    two_group_inputs(folder)
+    (folder / "plan.yaml").write_text(
+        "cluster: {file: cluster.yaml, vary: t4}\nworkload: {trace: trace.csv, as_traced: true}"
+        "\ntarget: pending_p99_s of class train <= 60\nsearch: {max: 4}\n")
+    with pytest.raises(InputError) as err:
+        load_plan(folder / "plan.yaml")
+    assert err.value.line == 3 and "classes: inference, train-8gpu" in err.value.problem
+    with pytest.raises(InputError) as err:
+        load_plan(folder / "plan.yaml", target="bound_pct of class inference <= 1")
+    assert "a class's figure is one of" in err.value.problem
+
+
+def test_the_bundled_two_group_plan(tmp_path):
+    """workloads/plan: the inference class has an answer, the all-pods target none,
+    and the 8-GPU training the L40S group cannot serve is named."""
+    from hamisim.io.bundled import workloads_dir
+    path = workloads_dir() / "plan" / "plan.yaml"
+    outcome = run_plan(load_plan(path), tmp_path / "class", workers=2, progress=False)
+    assert outcome.answer is not None and outcome.exact
+    below = outcome.curve[outcome.curve["replicas"] == outcome.bracket[0]].iloc[0]
+    assert not below["met"]
+    every = run_plan(load_plan(path, target="pending_p99_s <= 60"), tmp_path / "all",
+                     workers=2, progress=False)
+    assert every.answer is None
+    assert "fit no node of group 'l40s' even empty (10 of class train-8gpu" in every.note

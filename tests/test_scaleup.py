@@ -267,3 +267,77 @@ def test_a_runs_state_keeps_the_cpu_of_pods_running_without_a_gpu(tmp_path, caps
                  str(tmp_path / "groups.yaml"), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["plan"]
     assert plan["placed_now"] == 0 and plan["add"] == {"t4": 1}
+
+
+# ---------------------------------------------------------------------------
+# the integer program (scaleup.relaxation, scaleup.solve)
+
+def test_the_program_is_a_relaxation_of_the_simulated_placement(example):
+    """Every addition the program rules out leaves some pod unplaced when scheduled,
+    so its optimum is a lower bound of the brute-force optimum."""
+    from hamisim.studies.scaleup import relaxation, solve
+    cluster, templates, state, pods = example
+    groups = node_groups(templates, cluster, {"a100": 5.0})
+    rel = relaxation(cluster, groups, pods, state)
+    ruled_out = 0
+    for add in itertools.product(*(range(g.max_new + 1) for g in groups)):
+        if solve(rel, add) is None:
+            ruled_out += 1
+            assert placed_count(_grown(cluster, groups, add), state, pods)[1], add
+    assert ruled_out > 0                    # the program prunes something
+    ip_cost, _ = solve(rel)
+    assert ip_cost <= brute_force(cluster, groups, pods, state)[0]
+
+
+@pytest.mark.parametrize("costs", [{}, {"a100": 5.0}, {"t4": 0.5, "a100": 1.5}])
+def test_without_running_pods_the_program_is_confirmed_exact(example, costs):
+    """On the empty cluster the aggregate program's addition is what HAMi places:
+    the answer is the program's, confirmed by the simulation, and brute force agrees."""
+    cluster, templates, _, pods = example
+    groups = node_groups(templates, cluster, costs)
+    plan = plan_scaleup(cluster, groups, pods, None)
+    cost, _ = brute_force(cluster, groups, pods, None)
+    assert plan.method == "exact" and plan.cost == cost
+    assert plan.ip_confirmed and plan.ip_cost == plan.cost and plan.ip_add == plan.add
+    assert plan.evaluations == 3            # nothing added, the most, the program's addition
+
+
+def test_greedy_reports_its_gap_to_the_proven_bound(example):
+    cluster, templates, state, pods = example
+    groups = node_groups(templates, cluster, {"a100": 5.0})
+    exact = plan_scaleup(cluster, groups, pods, state)
+    greedy = plan_scaleup(cluster, groups, pods, state, max_evaluations=2)
+    assert greedy.method == "greedy" and exact.method == "exact"
+    assert greedy.ip_cost <= greedy.lower_bound <= exact.cost <= greedy.cost
+    assert greedy.gap == pytest.approx((greedy.cost - greedy.lower_bound) / greedy.cost)
+    assert exact.gap == 0.0 and exact.ip_cost <= exact.cost
+
+
+def test_cli_prints_the_integer_program(capsys):
+    args = ["scaleup", str(EXAMPLE / "cluster.yaml"), str(EXAMPLE / "pending.csv"),
+            "--groups", str(EXAMPLE / "groups.yaml"), "--state", str(EXAMPLE / "state.yaml"),
+            "--cost", "a100=5"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    # the running model servers' memory counted, the bound is 6 (t4 +1, a100 +1), below 7
+    assert "integer program (aggregate capacities, a proven lower bound): cost 6" in text
+    assert "add t4 +2, a100 +1 (cost 7; exact" in text
+    assert main(args + ["--max-evaluations", "4"]) == 0
+    assert "gap of the greedy answer to the proven bound: 12.5 %" in capsys.readouterr().out
+    assert main(args[:-2]) == 0                 # equal costs: the program's addition places all
+    assert "cost 2 with t4 +0, a100 +2; simulated: places every pod" in capsys.readouterr().out
+
+
+def test_the_two_group_workload_gets_the_brute_force_optimum():
+    """workloads/plan (H100 and L40S groups, pending 8-GPU training among inference
+    and notebooks): the exact answer is the cheapest addition brute force finds."""
+    folder = Path(__file__).parents[1] / "workloads" / "plan"
+    cluster = load_cluster(folder / "cluster.yaml")
+    groups = node_groups(load_cluster(folder / "groups.yaml"), cluster, {"h100": 4.0})
+    pods = queue_order(read_trace(folder / "pending.csv"))
+    plan = plan_scaleup(cluster, groups, pods)
+    cost, add = brute_force(cluster, groups, pods, None)
+    assert plan.method == "exact" and plan.cost == cost
+    assert plan.ip_cost <= plan.cost
+    greedy = plan_scaleup(cluster, groups, pods, max_evaluations=3)
+    assert greedy.cost >= plan.cost and greedy.lower_bound <= plan.cost

@@ -29,6 +29,8 @@ plan over the same cells costs nothing.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import re
@@ -63,7 +65,11 @@ PLAN_KEYS = SWEEP_KEYS | {"target", "search", "aggregate"}
 SEARCH_KEYS = frozenset({"min", "max", "step", "max_evaluations", "per_round"})
 AGGREGATES = ("worst", "median", "mean")
 DEFAULT_MAX_EVALUATIONS = 10
-_TARGET = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|<|>)\s*"
+#: a pod class's figures (summary.json ``results.classes``) a target may name
+CLASS_METRICS = ("pending_p50_s", "pending_p99_s", "pending_max_s", "queueing_delay_p50_s",
+                 "queueing_delay_p99_s", "queueing_delay_max_s", "pods", "bound", "abandoned",
+                 "pending_at_end")
+_TARGET = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s+of\s+class\s+(\S+))?\s*(<=|>=|<|>)\s*"
                      r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
@@ -73,11 +79,14 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 
 @dataclass(frozen=True)
 class Target:
-    """``metric op value``, e.g. ``pending_p99_s <= 60``."""
+    """``metric op value``, e.g. ``pending_p99_s <= 60``; with ``pod_class``
+    (``pending_p99_s of class train-8gpu <= 1800``) the figure of that pod
+    class, from the cell's summary.json (``results.classes``)."""
 
     metric: str
     op: str
     value: float
+    pod_class: str | None = None
 
     @classmethod
     def parse(cls, text: str, where: Value | None = None, path: str | None = None) -> Target:
@@ -89,7 +98,12 @@ class Target:
         if not m:
             raise error(f"'target' must read METRIC OP NUMBER with OP one of <=, <, >=, > "
                         f"(e.g. 'pending_p99_s <= 60'), got {text!r}")
-        metric, op, number = m.group(1), m.group(2), float(m.group(3))
+        metric, pod_class, op, number = m.group(1), m.group(2), m.group(3), float(m.group(4))
+        if pod_class is not None:
+            if metric not in CLASS_METRICS:
+                raise error(f"'target': a class's figure is one of {', '.join(CLASS_METRICS)}, "
+                            f"got '{metric}'")
+            return cls(metric, op, number, pod_class)
         if metric not in METRICS:
             import difflib
             hint = difflib.get_close_matches(metric, list(METRICS), n=1)
@@ -106,8 +120,28 @@ class Target:
         """Whether the value ``x`` of the metric meets the target."""
         return _OPS[self.op](x, self.value)
 
+    @property
+    def column(self) -> str:
+        """The target's figure as a curve column: the metric, with its class."""
+        return self.metric if self.pod_class is None else f"{self.metric}[{self.pod_class}]"
+
+    def of(self, row: dict[str, Any], cells: Path) -> Any:
+        """The figure of a cell's ``row`` (its folder under ``cells``); ``None`` when
+        the class has no pod in the cell."""
+        if self.pod_class is None:
+            return row.get(self.metric)
+        try:
+            summary = json.loads((cells / row["cell"] / "summary.json").read_text())
+        except (OSError, ValueError):
+            return None
+        for c in summary.get("results", {}).get("classes", []):
+            if c.get("class") == self.pod_class:
+                return c.get(self.metric)
+        return None
+
     def __str__(self) -> str:
-        return f"{self.metric} {self.op} {self.value:g}"
+        of = f" of class {self.pod_class}" if self.pod_class is not None else ""
+        return f"{self.metric}{of} {self.op} {self.value:g}"
 
 
 @dataclass(frozen=True)
@@ -168,6 +202,14 @@ def plan_from_document(doc: Doc, path: str, *, target: str | None = None,
     else:
         tv = doc.require("target")
         tgt = Target.parse(tv.as_str("'target'", nonempty=True), tv)
+    if tgt.pod_class is not None:
+        from hamisim.io.traces import read_trace
+        labels = {label for f in grid.traces for label in read_trace(f.path).class_labels}
+        if tgt.pod_class not in labels:
+            message = (f"'target': no pod of the trace has class '{tgt.pod_class}' (classes: "
+                       f"{', '.join(sorted(labels)) or 'none'})")
+            raise (InputError(path="--target", line=None, problem=message) if target is not None
+                   else doc.require("target").error(message))
     search = doc.optional_doc("search")
     search = search.with_context("search") if search is not None else None
     if search is not None:
@@ -242,7 +284,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
     rows: dict[str, dict[str, Any]] = {}
     failed: list[str] = []
     stats = RunStats()
-    metric = plan.target.metric
+    metric = plan.target.column
     with CellRunner(out, workers=workers, dask_scheduler=dask_scheduler, retries=retries,
                     fmt=fmt, progress=progress, cell_outputs=plan.grid.cell_outputs,
                     metrics=plan.grid.metrics,
@@ -257,12 +299,13 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
             n_round = 1 + max((p["round"] for p in points.values()), default=0)
             for i in idxs:
                 mine = [st.rows[c.id] for c in cells if c.replicas == sizes[i]]
+                got = {r["cell"]: plan.target.of(r, runner.cells_dir) for r in mine}
                 bad = [r for r in mine if r.get("status") != STATUS_OK
-                       or not _finite(r.get(metric))]
+                       or not _finite(got[r["cell"]])]
                 if bad:
                     failed.extend(f"{r['cell']} ({sizes[i]} nodes): "
                                   f"{r.get('error') or metric + ' missing'}" for r in bad)
-                values = [float(r[metric]) for r in mine if r not in bad]
+                values = [float(got[r["cell"]]) for r in mine if r not in bad]
                 agg = _aggregate(values, plan) if values and not bad else math.nan
                 points[i] = {
                     "replicas": sizes[i], "round": n_round,
@@ -275,6 +318,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
                 }
 
         k = len(sizes) - 1
+        unservable: dict[str, Any] | None = None
         evaluate([k])
         lo_i, hi_i = -1, k
         note = ""
@@ -283,6 +327,12 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
         elif not points[k]["met"]:
             note = f"the target is not met even at {sizes[k]} nodes (the top of the range)"
             hi_i = None
+            unservable = unservable_by_group(plan)
+            if unservable["pods"]:
+                note += (f"; {unservable['pods']} pods of the trace fit no node of group "
+                         f"'{plan.group}' even empty ({unservable['summary']}): more "
+                         f"'{plan.group}' nodes cannot serve them, their waits hang on the "
+                         "other groups")
         while not failed and hi_i is not None and hi_i - lo_i > 1 \
                 and len(points) < plan.max_evaluations:
             n = min(plan.per_round, plan.max_evaluations - len(points), hi_i - lo_i - 1)
@@ -333,11 +383,47 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
         "answer": answer, "exact": exact,
         "bracket": {"largest_failing": bracket[0], "smallest_meeting": bracket[1]},
         "note": note, "failed_cells": failed,
+        # with no answer: the trace's pods the group cannot serve (unservable_by_group)
+        **({"unservable_by_group": {k: v for k, v in unservable.items() if k != "summary"}}
+           if unservable else {}),
     }, out / "plan.json")
     figure = plot_plan(curve, plan, answer, out / "figures" / "plan.png") if len(curve) else None
     write_report(out)
     return PlanOutcome(plan, answer, exact, bracket, curve, table, out, figure, stats, note,
                        failed)
+
+
+def unservable_by_group(plan: Plan) -> dict[str, Any]:
+    """The trace's pods that no node of the varied group takes even empty (one
+    attempt per request on a cluster of one node of that group,
+    :func:`hamisim.studies.unplaceable.find_unplaceable`): ``pods`` (their count),
+    ``classes`` (pods per class) and ``summary`` (text: the classes and the
+    reasons). Adding nodes of the group cannot shorten their wait."""
+    from hamisim.io.clusterfile import cluster_from_path
+    from hamisim.io.traces import read_trace
+    from hamisim.studies.unplaceable import find_unplaceable
+    cl = plan.grid.clusters[0]
+    cluster = cluster_from_path(cl.file.path, resize={plan.group: 1})
+    mine = tuple(n for n in cluster.nodes if n.group == plan.group)[:1]
+    classes: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for trace_file in plan.grid.traces:
+        trace = read_trace(trace_file.path)
+        found = find_unplaceable(dataclasses.replace(cluster, nodes=mine), trace.templates)
+        if not found:
+            continue
+        labels = trace.class_labels
+        for i in np.flatnonzero(np.isin(trace.template, list(found))).tolist():
+            code = int(trace.pod_class[i])
+            label = labels[code] if code >= 0 else "(no class)"
+            classes[label] = classes.get(label, 0) + 1
+            why = found[int(trace.template[i])]
+            reasons[why] = reasons.get(why, 0) + 1
+    top = sorted(classes.items(), key=lambda kv: (-kv[1], kv[0]))
+    why = sorted(reasons.items(), key=lambda kv: -kv[1])
+    summary = ", ".join(f"{n} of class {c}" for c, n in top[:4]) + (
+        "; " + "; ".join(f"{n}: {w}" for w, n in why[:2]) if why else "")
+    return {"pods": sum(classes.values()), "classes": dict(top), "summary": summary}
 
 
 def _finite(x: Any) -> bool:
@@ -350,7 +436,7 @@ def plot_plan(curve: pd.DataFrame, plan: Plan, answer: int | None, path: Path) -
     from hamisim.plots import _save, plt
     path.parent.mkdir(parents=True, exist_ok=True)
     t = plan.target
-    m = t.metric
+    m = t.column
     fig, ax = plt.subplots(figsize=(8, 4.8))
     x = curve["replicas"].to_numpy()
     y = curve[m].to_numpy(dtype=float)
@@ -392,10 +478,10 @@ def format_plan_report(o: PlanOutcome) -> str:
         pt = o.curve[o.curve["replicas"] == o.answer].iloc[0]
         lines.append(f"hamisim plan: {o.answer} nodes of group '{p.group}' "
                      f"({int(pt['gpus'])} GPUs) meet {t} under {policy} "
-                     f"({p.aggregate} of {len(p.grid.seeds)} seed(s): {pt[t.metric]:.4g})")
+                     f"({p.aggregate} of {len(p.grid.seeds)} seed(s): {pt[t.column]:.4g})")
         if o.bracket[0] is not None:
             below = o.curve[o.curve["replicas"] == o.bracket[0]].iloc[0]
-            lines.append(f"  {o.bracket[0]} nodes do not ({below[t.metric]:.4g})")
+            lines.append(f"  {o.bracket[0]} nodes do not ({below[t.column]:.4g})")
     else:
         lines.append(f"hamisim plan: no answer for {t} under {policy} in "
                      f"{p.min}..{p.max} nodes of group '{p.group}'")

@@ -10,12 +10,18 @@ together, one scheduling pass in kube-scheduler's queue order (priority, then
 arrival, then file order), each decision HAMi v2.10's on the kernel, each
 bound pod's use seen by the next.
 
-The search lists additions by increasing cost and schedules each in turn, so
-the first that places every pod is optimal. Beyond ``max_evaluations`` it
-stops and goes greedy (add the node that places the most further pods per
-unit of cost, until all are placed); every addition cheaper than the
-exhaustive frontier was tried and failed, so the answer is reported with that
-lower bound.
+First an integer program (:func:`relaxation` and :func:`solve` below, HiGHS through
+scipy's ``milp``: pods on node kinds under aggregate card-slot, GPU-memory,
+GPU-core, CPU and memory capacities) gives a proven lower bound ``L`` of
+the cost and its optimal addition, which is then scheduled: if it places every
+pod it is the exact answer (``method: exact``, ``ip_confirmed``). Otherwise
+the search lists additions by increasing cost and schedules each in turn,
+skipping those cheaper than ``L`` and those the program itself rules out (both
+provably place some pod nowhere), so the first that places every pod is
+optimal. Beyond ``max_evaluations`` simulations it stops and goes greedy (add
+the node that places the most further pods per unit of cost, until all are
+placed), reported with the larger of ``L`` and the exhaustive frontier as its
+lower bound and the gap between the two.
 
 Beside it, what HAMi v2.10's dry-run filter for the autoscaler concludes pod by
 pod (:func:`dry_run_verdicts`; HAMi's ``docs/develop/dry-run-filter-design.md``
@@ -34,19 +40,22 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import NODE_UNREGISTERED
 from hamisim.io.initialstate import InitialState
 from hamisim.kube.queue import active_queue_order
-from hamisim.pods import Pod
+from hamisim.pods import GPU, GPUCORES, GPUMEM, Pod
 from hamisim.registry import not_hamis
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.studies.unplaceable import find_unplaceable
 from hamisim.workload import Trace
 
 __all__ = ["NodeGroup", "ScaleUpPlan", "plan_scaleup", "node_groups",
-           "queue_order", "dry_run_verdicts", "unplaceable_pending", "DEFAULT_MAX_EVALUATIONS"]
+           "queue_order", "dry_run_verdicts", "unplaceable_pending", "DEFAULT_MAX_EVALUATIONS",
+           "Relaxation", "relaxation", "solve"]
 
 #: additions tried exhaustively before the search goes greedy
 DEFAULT_MAX_EVALUATIONS = 2000
@@ -83,6 +92,15 @@ class ScaleUpPlan:
     pending: int
     #: the pods left unplaced with the most of every group (when ``add`` is None)
     unplaced: list[str] = field(default_factory=list)
+    #: the integer program's optimum (a proven lower bound; None: it has none)
+    ip_cost: float | None = None
+    ip_add: dict[str, int] | None = None
+    #: whether simulating the program's addition placed every pod
+    ip_confirmed: bool = False
+    #: additions the program ruled out without simulating them
+    ip_pruned: int = 0
+    #: greedy: (cost - lower_bound) / cost; 0 when exact
+    gap: float = 0.0
 
 
 def node_groups(templates: Cluster, cluster: Cluster,
@@ -226,6 +244,18 @@ def plan_scaleup(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[P
     best, left_most = placed(most)
     if left_most:
         return plan(None, "exact", math.inf, now, best, left_most)
+    rel = relaxation(cluster, groups, pods, state)
+    ip = solve(rel)
+    names = [g.name for g in groups]
+    extra: dict = {"ip_cost": None if ip is None else ip[0],
+                   "ip_add": None if ip is None else dict(zip(names, ip[1]))}
+    floor = ip[0] if ip is not None else 0.0
+    if ip is not None:
+        done, left = placed(tuple(ip[1]))
+        if not left:
+            return dataclasses.replace(plan(tuple(ip[1]), "exact", ip[0], now, done),
+                                       ip_confirmed=True, **extra)
+    pruned = 0
     # additions by increasing cost, then fewer nodes, then group order
     heap = [(0.0, 0, zero)]
     queued = {zero}
@@ -233,12 +263,17 @@ def plan_scaleup(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[P
     while heap:
         cost, _, add = heapq.heappop(heap)
         bound = cost
-        if add != zero:
-            if evaluations >= max_evaluations:
-                break
-            done, left = placed(add)
-            if not left:
-                return plan(add, "exact", cost, now, done)
+        # cheaper than the program's optimum, or ruled out by it: no simulation
+        if add != zero and cost >= floor - 1e-9 * max(1.0, floor):
+            if ip is not None and solve(rel, add) is None:
+                pruned += 1
+            else:
+                if evaluations >= max_evaluations:
+                    break
+                done, left = placed(add)
+                if not left:
+                    return dataclasses.replace(plan(add, "exact", cost, now, done),
+                                               ip_pruned=pruned, **extra)
         for j, g in enumerate(groups):
             if add[j] < g.max_new:
                 nxt = add[:j] + (add[j] + 1,) + add[j + 1:]
@@ -261,7 +296,10 @@ def plan_scaleup(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[P
         _, _, trial, done, left = max(options)
         add = list(trial)
         if not left:
-            return plan(tuple(add), "greedy", bound, now, done)
+            out = plan(tuple(add), "greedy", max(bound, floor), now, done)
+            return dataclasses.replace(out, ip_pruned=pruned,
+                                       gap=(out.cost - out.lower_bound) / out.cost
+                                       if out.cost else 0.0, **extra)
 
 
 def dry_run_verdicts(cluster: Cluster, groups: Sequence[NodeGroup], pods: Sequence[Pod]) -> \
@@ -297,3 +335,222 @@ def unplaceable_pending(cluster: Cluster, groups: Sequence[NodeGroup],
     grown = _grown(cluster, groups, [1 if g.max_new else 0 for g in groups])
     found = find_unplaceable(grown, pods)
     return {pods[i].name: reason for i, reason in found.items()}
+
+# ---------------------------------------------------------------------------
+# the integer program
+#
+# The scale-up integer program: a proven lower bound on the cheapest addition.
+#
+# Not HAMi behaviour: a relaxation of the scale-up question
+# (:mod:`hamisim.studies.scaleup`) solved exactly by HiGHS through
+# :func:`scipy.optimize.milp`. Its variables are ``n_g``, the nodes added to
+# each candidate group (integer, ``0..max_new``), and ``y_pk``, pod ``p``
+# placed on node kind ``k`` (binary; one kind per pod). A *kind* is a node group
+# of the cluster (its nodes now, plus ``n_g`` new ones when it is a candidate
+# group) or a candidate group the cluster lacks. What it models, per kind:
+#
+# * which kinds a pod may use at all: those one empty node of which takes the
+#   pod alone, decided by the kernel (HAMi v2.10's own filters: card type,
+#   count, memory, cores, MIG, selectors, taints, CPU and memory);
+# * aggregate capacities against the pods' summed demands: card slots (one per
+#   requested card), GPU memory (absolute ``nvidia.com/gpumem`` requests times
+#   their cards), GPU cores (``nvidia.com/gpucores`` times their cards), CPU and
+#   memory, each kind's capacity being its node count times a node's.
+#
+# The running pods of an initial state take what HAMi counts them holding
+# (``collapsed_usage``: slots, memory and cores per card; their CPU and memory)
+# off their node's capacity, clipped at nothing left.
+#
+# What it does not model (each omission only lowers the bound, so it stays a
+# bound): that a pod's cards lie on one node and each card's slots, memory
+# and cores are per card (the kind is one big bin), percentage memory
+# requests, and HAMi's placement order. Every addition that places every
+# pending pod satisfies the program, so its optimum is a lower bound of the
+# true cheapest addition; the simulation (:func:`hamisim.studies.scaleup.placed_count`)
+# confirms or refutes an addition.
+
+
+#: the resources the program counts, per kind and per pod
+RESOURCES = ("card slots", "GPU memory MiB", "GPU cores", "CPU milli", "memory MiB")
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The program's data: per kind (existing count, candidate group index or
+    -1, capacity per node), per pod its demands and allowed kinds."""
+
+    kinds: tuple[str, ...]
+    #: kinds x resources: the capacity of the nodes it has now (counted as empty)
+    existing: np.ndarray
+    #: per kind: the candidate group it grows with, -1 if none
+    grows: np.ndarray
+    #: kinds x resources: one node's capacity (inf = not limited)
+    capacity: np.ndarray
+    #: pods x resources
+    demand: np.ndarray
+    #: pods x kinds: one empty node of the kind takes the pod alone
+    allowed: np.ndarray
+    costs: np.ndarray
+    max_new: np.ndarray
+
+    @property
+    def servable(self) -> np.ndarray:
+        """Per pod: some kind may take it."""
+        return self.allowed.any(axis=1)
+
+
+def _node_capacity(node: Node) -> list[float]:
+    cards = node.cards
+    return [float(sum(c.count for c in cards)), float(sum(c.devmem for c in cards)),
+            float(sum(c.devcore for c in cards)),
+            math.inf if node.cpu_milli is None else float(node.cpu_milli),
+            math.inf if node.memory_mib is None else float(node.memory_mib)]
+
+
+def _pod_demand(pod: Pod) -> list[float]:
+    slots = mem = cores = 0.0
+    for c in pod.containers:
+        n = c.value(GPU) or 0
+        slots += n
+        mem += n * (c.value(GPUMEM) or 0)        # percentages: not counted
+        cores += n * (c.value(GPUCORES) or 0)
+    return [slots, mem, cores, float(pod.cpu_milli), float(pod.memory_mib)]
+
+
+def _fits_alone(template: Node, cluster: Cluster, pods: Sequence[Pod]) -> np.ndarray:
+    """Per pod: one empty copy of ``template`` takes it alone (the kernel decides)."""
+    alone = dataclasses.replace(cluster, nodes=(template,))
+    sched = KernelScheduler(alone)
+    out = np.zeros(len(pods), dtype=bool)
+    for i, pod in enumerate(pods):
+        try:
+            d = sched.schedule(pod)
+        except ValueError:
+            continue
+        if d.bound:
+            out[i] = True
+            sched.delete(pod.name)
+    return out
+
+
+def relaxation(cluster: Cluster, groups: Sequence, pods: Sequence[Pod],
+               state: InitialState | None = None) -> Relaxation:
+    """The program for adding nodes of ``groups`` (:class:`NodeGroup`) to ``cluster``
+    (its running pods ``state``) so that ``pods`` fit (the section's comment)."""
+    held = _held(cluster, state)
+    by_kind: dict[str, list[Node]] = {}
+    for node in cluster.nodes:
+        by_kind.setdefault(node.group or node.name, []).append(node)
+    kinds: list[str] = []
+    grows: list[int] = []
+    capacity: list[tuple[np.ndarray, np.ndarray]] = []
+    allowed: list[np.ndarray] = []
+    group_of = {g.name: j for j, g in enumerate(groups)}
+    for name, nodes in by_kind.items():
+        # a group's nodes may differ: a kind is as big as its largest node, and
+        # a pod may use it when any of its nodes takes the pod alone
+        caps = np.array([_node_capacity(n) for n in nodes])
+        free = np.maximum(caps - np.array([held.get(n.name, np.zeros(len(RESOURCES)))
+                                           for n in nodes]), 0.0)
+        fits = np.zeros(len(pods), dtype=bool)
+        for n in {_shape(n): n for n in nodes}.values():
+            fits |= _fits_alone(n, cluster, pods)
+        j = group_of.get(name, -1)
+        kinds.append(name)
+        grows.append(j)
+        if j >= 0:
+            caps = np.vstack([caps, _node_capacity(groups[j].template)])
+            fits |= _fits_alone(groups[j].template, cluster, pods)
+        # existing nodes summed, new ones counted per node below
+        capacity.append((caps.max(axis=0), free.sum(axis=0)))
+        allowed.append(fits)
+    for j, g in enumerate(groups):
+        if g.name in by_kind:
+            continue
+        kinds.append(g.name)
+        grows.append(j)
+        cap = np.array(_node_capacity(g.template))
+        capacity.append((cap, np.zeros_like(cap)))
+        allowed.append(_fits_alone(g.template, cluster, pods))
+    per_node = np.array([c[0] for c in capacity]).reshape(len(kinds), len(RESOURCES))
+    now = np.array([c[1] for c in capacity]).reshape(len(kinds), len(RESOURCES))
+    for k, j in enumerate(grows):
+        if j >= 0:
+            per_node[k] = _node_capacity(groups[j].template)
+    rel = Relaxation(tuple(kinds), now, np.array(grows, dtype=np.int64), per_node,
+                     np.array([_pod_demand(p) for p in pods]).reshape(len(pods), len(RESOURCES)),
+                     np.array(allowed).T.reshape(len(pods), len(kinds)),
+                     np.array([g.cost for g in groups], dtype=float),
+                     np.array([g.max_new for g in groups], dtype=float))
+    return rel
+
+
+def _held(cluster: Cluster, state: InitialState | None) -> dict[str, np.ndarray]:
+    """Per node, what the state's running pods hold of each resource (HAMi's count)."""
+    from hamisim.hami.reference import collapsed_usage
+    if state is None:
+        return {}
+    card_node = {c.id: n.name for n in cluster.nodes for c in n.cards}
+    out: dict[str, np.ndarray] = {}
+    for p in state.pods:
+        row = out.setdefault(p.node, np.zeros(len(RESOURCES)))
+        row[3] += p.cpu_milli
+        row[4] += p.memory_mib
+        for uuid, (used, mem, cores) in collapsed_usage(p.containers, p.n_init).items():
+            if card_node.get(uuid) == p.node:
+                row[:3] += (used, mem, cores)
+    return out
+
+
+def _shape(node: Node) -> tuple:
+    return (tuple((c.type, c.devmem, c.devcore, c.count) for c in node.cards),
+            node.cpu_milli, node.memory_mib, repr(node.labels), repr(node.taints))
+
+
+def solve(rel: Relaxation, fixed: Sequence[int] | None = None) -> tuple[float, list[int]] | None:
+    """The program's optimum ``(cost, nodes added per group)``, ``None`` when no
+    addition satisfies it. ``fixed``: the additions given, only feasibility asked."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    n_groups = len(rel.costs)
+    pairs = np.argwhere(rel.allowed)                 # (pod, kind) variables
+    n_pods = rel.demand.shape[0]
+    if n_pods and not rel.servable.all():
+        return None
+    n_var = n_groups + len(pairs)
+    c = np.concatenate([rel.costs, np.zeros(len(pairs))])
+    rows, lo, hi = [], [], []
+    # each pod on exactly one kind
+    for p in range(n_pods):
+        row = np.zeros(n_var)
+        row[n_groups + np.flatnonzero(pairs[:, 0] == p)] = 1.0
+        rows.append(row)
+        lo.append(1.0)
+        hi.append(1.0)
+    # per kind and resource: demand placed there <= capacity now + per node * n_g
+    for k in range(len(rel.kinds)):
+        on_k = np.flatnonzero(pairs[:, 1] == k)
+        for r in range(len(RESOURCES)):
+            if not math.isfinite(rel.capacity[k, r]) or not math.isfinite(rel.existing[k, r]):
+                continue
+            d = rel.demand[pairs[on_k, 0], r]
+            if not d.any():
+                continue
+            row = np.zeros(n_var)
+            row[n_groups + on_k] = d
+            j = rel.grows[k]
+            if j >= 0:
+                row[j] = -rel.capacity[k, r]
+            rows.append(row)
+            lo.append(-np.inf)
+            hi.append(float(rel.existing[k, r]))
+    lb = np.zeros(n_var)
+    ub = np.concatenate([rel.max_new, np.ones(len(pairs))])
+    if fixed is not None:
+        lb[:n_groups] = ub[:n_groups] = np.asarray(fixed, dtype=float)
+    constraints = [LinearConstraint(np.array(rows), lo, hi)] if rows else []
+    res = milp(c, constraints=constraints, integrality=np.ones(n_var),
+               bounds=Bounds(lb, ub), options={"presolve": True})
+    if res.x is None:
+        return None
+    add = [int(round(v)) for v in res.x[:n_groups]]
+    return float(np.dot(rel.costs, add)), add
