@@ -18,6 +18,7 @@ from typing import Sequence
 from hamisim._version import __version__
 from hamisim.errors import HamisimError, InputError
 from hamisim.sim.backend import BACKENDS
+from hamisim.cluster import INIT_CONTAINER_USAGES
 
 EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 #: --check found a broken invariant (hamisim.sim.checker); 130 = interrupted (Ctrl-C)
@@ -408,6 +409,11 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                         "HAMi's fitting nodes, or a ModelPolicy class on the paper's model; "
                         "readable backend) (the last two: not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
+    p.add_argument("--init-container-usage", choices=INIT_CONTAINER_USAGES, default=None,
+                   help="how a pod with GPU-less init containers is held on its cards: "
+                        "hami-v2.10 (HAMi's own accounting, HAMi issue #2965) or corrected "
+                        "(not HAMi: every container counted as what it is) (overrides the "
+                        "cluster file's scheduler.init_container_usage)")
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
                         "protocol (one attempt per pod, no departures) (default: replay)")
@@ -499,7 +505,8 @@ def _spec(args: argparse.Namespace, **overrides):
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
                   node_tie_break=args.node_tie_break, progress=args.progress,
                   check=getattr(args, "check", False), sample_interval=args.sample_interval,
-                  defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves)
+                  defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves,
+                  init_container_usage=getattr(args, "init_container_usage", None))
     fields.update(overrides)
     _warn_option_policies(args)
     return RunSpec(**fields)

@@ -144,3 +144,15 @@ def test_a_terminating_pod_is_not_shrunk():
                             TracePod(Pod("second", (whole,)), 1.0, 100.0)])
     ev = res.events
     assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [35.0]
+
+
+def test_cli_init_container_usage_overrides_the_cluster_file():
+    """--init-container-usage (run/compare) replaces scheduler.init_container_usage."""
+    from hamisim.cli import _spec, build_parser
+    from hamisim.studies.runs import _cluster
+    args = build_parser().parse_args(["run", "--init-container-usage", "corrected"])
+    spec = _spec(args)
+    assert spec.init_container_usage == "corrected"
+    assert _cluster(spec).scheduler.init_container_usage == "corrected"
+    plain = _spec(build_parser().parse_args(["run"]))
+    assert _cluster(plain).scheduler.init_container_usage == "hami-v2.10"

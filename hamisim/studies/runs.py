@@ -115,6 +115,9 @@ class RunSpec:
     #: most ``defrag_moves`` moves (EngineConfig.defrag_interval); None = none
     defrag_interval: float | None = None
     defrag_moves: int = 1
+    #: overrides the cluster file's ``scheduler.init_container_usage``
+    #: (``hami-v2.10`` or ``corrected``, the latter not HAMi); None = the file's
+    init_container_usage: str | None = None
 
     @property
     def label(self) -> str:
@@ -198,6 +201,8 @@ def _cluster(spec: RunSpec) -> Cluster:
         changes["percentage_of_nodes_to_score"] = spec.percentage_of_nodes_to_score
     if spec.node_tie_break is not None:
         changes["node_tie_break"] = spec.node_tie_break
+    if spec.init_container_usage is not None:
+        changes["init_container_usage"] = spec.init_container_usage
     if changes:
         cluster = dataclasses.replace(
             cluster, scheduler=dataclasses.replace(cluster.scheduler, **changes))
