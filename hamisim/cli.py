@@ -395,6 +395,17 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _usage(text: str) -> str:
+    if text not in INIT_CONTAINER_USAGES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(INIT_CONTAINER_USAGES)}")
+    return text
+
+
+def _usages(text: str) -> list[str]:
+    return [_usage(t.strip()) for t in text.split(",")]
+
+
 def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     many = {"action": "append"} if multi else {}
     p.add_argument("--gpu-policy", metavar="P", **many,
@@ -409,11 +420,14 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                         "HAMi's fitting nodes, or a ModelPolicy class on the paper's model; "
                         "readable backend) (the last two: not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
-    p.add_argument("--init-container-usage", choices=INIT_CONTAINER_USAGES, default=None,
+    p.add_argument("--init-container-usage", default=None, metavar="U",
+                   type=_usages if multi else _usage,
                    help="how a pod with GPU-less init containers is held on its cards: "
                         "hami-v2.10 (HAMi's own accounting, HAMi issue #2965) or corrected "
                         "(not HAMi: every container counted as what it is) (overrides the "
-                        "cluster file's scheduler.init_container_usage)")
+                        "cluster file's scheduler.init_container_usage)"
+                        + ("; a comma list (hami-v2.10,corrected) gives a run of each" if multi
+                           else ""))
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
                         "protocol (one attempt per pod, no departures) (default: replay)")
@@ -781,8 +795,10 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from hamisim.studies.runs import COMPARE_COLUMNS, compare, policy_grid
-    base = _spec(args)
-    specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
+    usages = args.init_container_usage or [None]
+    base = _spec(args, init_container_usage=usages[0])
+    specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base,
+                        usages)
     table = compare(specs, args.out, args.format, announce=_announce, workers=args.workers,
                     keep_runs=args.keep_runs)
     view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]
