@@ -18,6 +18,7 @@ from typing import Sequence
 from hamisim._version import __version__
 from hamisim.errors import HamisimError, InputError
 from hamisim.sim.backend import BACKENDS
+from hamisim.cluster import INIT_CONTAINER_USAGES
 
 EXIT_OK, EXIT_EXPECTATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 #: --check found a broken invariant (hamisim.sim.checker); 130 = interrupted (Ctrl-C)
@@ -436,6 +437,17 @@ class _Window(argparse.Action):
         setattr(namespace, "window_text", " ".join(values))
 
 
+def _usage(text: str) -> str:
+    if text not in INIT_CONTAINER_USAGES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(INIT_CONTAINER_USAGES)}")
+    return text
+
+
+def _usages(text: str) -> list[str]:
+    return [_usage(t.strip()) for t in text.split(",")]
+
+
 def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     many = {"action": "append"} if multi else {}
     p.add_argument("--gpu-policy", metavar="P", **many,
@@ -450,6 +462,14 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
                         "HAMi's fitting nodes, or a ModelPolicy class on the paper's model; "
                         "readable backend) (the last two: not HAMi behaviour)"
                         + ("; repeat to compare" if multi else ""))
+    p.add_argument("--init-container-usage", default=None, metavar="U",
+                   type=_usages if multi else _usage,
+                   help="how a pod with GPU-less init containers is held on its cards: "
+                        "hami-v2.10 (HAMi's own accounting, HAMi issue #2965) or corrected "
+                        "(not HAMi: every container counted as what it is) (overrides the "
+                        "cluster file's scheduler.init_container_usage)"
+                        + ("; a comma list (hami-v2.10,corrected) gives a run of each" if multi
+                           else ""))
     p.add_argument("--mode", choices=("replay", "fill"), default="replay",
                    help="replay: arrivals and departures in time; fill: the FGD paper's "
                         "protocol (one attempt per pod, no departures) (default: replay)")
@@ -562,7 +582,8 @@ def _spec(args: argparse.Namespace, **overrides):
                   percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
                   node_tie_break=args.node_tie_break, progress=args.progress,
                   check=getattr(args, "check", False), sample_interval=args.sample_interval,
-                  defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves)
+                  defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves,
+                  init_container_usage=getattr(args, "init_container_usage", None))
     fields.update(overrides)
     _warn_option_policies(args)
     return RunSpec(**fields)
@@ -884,8 +905,10 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from hamisim.studies.runs import COMPARE_COLUMNS, compare, policy_grid
-    base = _spec(args)
-    specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base)
+    usages = args.init_container_usage or [None]
+    base = _spec(args, init_container_usage=usages[0])
+    specs = policy_grid(args.node_policy or [None], args.gpu_policy or [None], args.seeds, base,
+                        usages)
     table = compare(specs, args.out, args.format, announce=_announce, workers=args.workers,
                     keep_runs=args.keep_runs)
     view = table[[c for c in COMPARE_COLUMNS[base.mode] if c in table.columns]]

@@ -239,3 +239,29 @@ def test_an_init_containers_cpu_is_held_for_the_pods_life(tmp_path, engine):
     assert ev[(ev.pod == "second") & (ev.event == "bind")].time.tolist() == [100.0]
     said = [m for m in ev[ev.pod == "second"].message.tolist() if isinstance(m, str)]
     assert any("Insufficient cpu" in m for m in said), said
+
+
+def test_cli_init_container_usage_overrides_the_cluster_file():
+    """--init-container-usage (run/compare) replaces scheduler.init_container_usage."""
+    from hamisim.cli import _spec, build_parser
+    from hamisim.studies.runs import _cluster
+    args = build_parser().parse_args(["run", "--init-container-usage", "corrected"])
+    spec = _spec(args)
+    assert spec.init_container_usage == "corrected"
+    assert _cluster(spec).scheduler.init_container_usage == "corrected"
+    plain = _spec(build_parser().parse_args(["run"]))
+    assert _cluster(plain).scheduler.init_container_usage == "hami-v2.10"
+
+
+def test_compare_init_container_usage_list_gives_a_run_per_value():
+    """compare --init-container-usage hami-v2.10,corrected: one spec (and label) per value."""
+    from hamisim.cli import build_parser
+    from hamisim.studies.runs import RunSpec, _run_names, _cluster, policy_grid
+    args = build_parser().parse_args(["compare", "--init-container-usage",
+                                      "hami-v2.10,corrected"])
+    assert args.init_container_usage == ["hami-v2.10", "corrected"]
+    specs = policy_grid([None], [None], 1, RunSpec(), args.init_container_usage)
+    assert [s.init_container_usage for s in specs] == ["hami-v2.10", "corrected"]
+    names = _run_names(specs, _cluster(specs[0]).scheduler)
+    assert len(set(names)) == 2 and names[1].endswith("init_corrected-seed0")
+    assert policy_grid([None], [None], 2, RunSpec())[1].init_container_usage is None

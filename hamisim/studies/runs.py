@@ -122,6 +122,9 @@ class RunSpec:
     #: the span (start, end), s, a replay's headline figures cover; None = the
     #: trace's own, first to last arrival (EngineConfig.window)
     window: tuple[float, float] | None = None
+    #: overrides the cluster file's ``scheduler.init_container_usage``
+    #: (``hami-v2.10`` or ``corrected``, the latter not HAMi); None = the file's
+    init_container_usage: str | None = None
 
     @property
     def label(self) -> str:
@@ -214,6 +217,8 @@ def _cluster(spec: RunSpec) -> Cluster:
         changes["percentage_of_nodes_to_score"] = spec.percentage_of_nodes_to_score
     if spec.node_tie_break is not None:
         changes["node_tie_break"] = spec.node_tie_break
+    if spec.init_container_usage is not None:
+        changes["init_container_usage"] = spec.init_container_usage
     if changes:
         cluster = dataclasses.replace(
             cluster, scheduler=dataclasses.replace(cluster.scheduler, **changes))
@@ -478,7 +483,9 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
                                 offered_loads(prep)))},
         "typical_shapes": len(prep.shapes),
         "label": (s.node_scheduler_policy if on_research_model(s.node_scheduler_policy)
-                  else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}"),
+                  else f"node={s.node_scheduler_policy} card={s.gpu_scheduler_policy}")
+        # an --init-container-usage override names its run (compare: a row per value)
+        + (f" init={spec.init_container_usage}" if spec.init_container_usage else ""),
         "not_hami": not_hami_notes(cluster, spec.defrag_interval),
         "results": result.summary,
     }
@@ -848,7 +855,8 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
             label, r = summary["label"], summary["results"]
             key = {"policy": label,
                    "node_policy": summary["scheduler"]["node_scheduler_policy"],
-                   "gpu_policy": summary["scheduler"]["gpu_scheduler_policy"], "seed": spec.seed}
+                   "gpu_policy": summary["scheduler"]["gpu_scheduler_policy"], "seed": spec.seed,
+                   "init_container_usage": summary["scheduler"]["init_container_usage"]}
             inputs = summary["inputs"]
             rows.append({**key, **{k: v for k, v in r.items()
                                    if not isinstance(v, (dict, list))},
@@ -929,6 +937,8 @@ def _run_names(specs: Sequence[RunSpec], scheduler) -> list[str]:
         node = spec.node_policy or scheduler.node_scheduler_policy
         card = spec.gpu_policy or scheduler.gpu_scheduler_policy
         label = node if on_research_model(node) else f"node={node} card={card}"
+        if spec.init_container_usage:
+            label += f" init={spec.init_container_usage}"
         base = f"{_slug(label)}-seed{spec.seed}"
         name = next(n for k in itertools.count(1)
                     if (n := base + (f"-{k}" if k > 1 else "")) not in seen)
@@ -1001,7 +1011,12 @@ def _table_path(folder: Path, name: str) -> Path | None:
 
 
 def policy_grid(node_policies: Sequence[str], gpu_policies: Sequence[str], seeds: int,
-                base: RunSpec) -> list[RunSpec]:
-    """Every node policy x card policy x seed, on top of ``base``."""
-    return [dataclasses.replace(base, node_policy=n, gpu_policy=g, seed=base.seed + k)
-            for n, g, k in itertools.product(node_policies, gpu_policies, range(seeds))]
+                base: RunSpec, usages: Sequence[str | None] = (None,)) -> list[RunSpec]:
+    """Every node policy x card policy x seed (x ``init_container_usage`` override,
+    when several are given), on top of ``base``."""
+    if list(usages) == [None]:
+        usages = [base.init_container_usage]
+    return [dataclasses.replace(base, node_policy=n, gpu_policy=g, seed=base.seed + k,
+                                init_container_usage=u)
+            for u, n, g, k in itertools.product(usages, node_policies, gpu_policies,
+                                                range(seeds))]
