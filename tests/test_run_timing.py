@@ -73,8 +73,12 @@ def test_a_native_trace_is_replayed_as_traced(files, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["timing"] == "as traced"
     assert summary["inputs"]["load"] is None and summary["inputs"]["n_pods"] is None
+    load = {k: summary["workload"].pop(k) for k in ("offered_gpu_load_as_given",
+                                                     "offered_gpu_load")}
     assert summary["workload"] == {"pods": 6, "arrival_span_s": 3600.0, "description":
                                    "trace.csv: 6 pods arriving over 1 h, as traced"}
+    # replayed as given: the offered load is the trace's own, unscaled
+    assert load["offered_gpu_load"] == load["offered_gpu_load_as_given"] > 0
 
 
 def test_load_re_times_a_native_trace_each_pod_once(files, capsys):
