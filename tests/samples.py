@@ -8,6 +8,20 @@ from hamisim.pods import GPU, GPUCORES, GPUMEM, GPUMEM_PERCENTAGE, Container, Po
 from hamisim.workload import Trace, TracePod
 
 
+#: two T4 nodes and an A100 node in MIG mode, as the lines of a cluster file's
+#: ``nodes:`` list (the report and figure tests' mixed cluster)
+T4_AND_MIG_NODES = """\
+  - name_prefix: t4
+    replicas: 2
+    gpus: 4
+    card: {devmem: 15360, type: NVIDIA-Tesla T4}
+  - name_prefix: a100
+    replicas: 1
+    gpus: 2
+    card: {type: NVIDIA A100-SXM4-40GB, mode: mig}
+"""
+
+
 def group_cluster(replicas: int, *, gpus: int, prefix: str = "gpu", cpu_milli: int = 32000,
                   count: int = 4, devmem: int = 16000, card_type: str = "NVIDIA-Tesla T4",
                   scheduler: str = "") -> str:

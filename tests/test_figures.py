@@ -13,6 +13,8 @@ from hamisim import plots
 from hamisim.cli import main
 from hamisim.studies import workers
 
+from samples import T4_AND_MIG_NODES
+
 CLUSTER = """\
 nodes:
   - name_prefix: h100
@@ -139,15 +141,7 @@ nodes:
     cpu_milli: 192000
     memory_mib: 2097152
     topology: dgx-h100
-  - name_prefix: t4
-    replicas: 2
-    gpus: 4
-    card: {devmem: 15360, type: NVIDIA-Tesla T4}
-  - name_prefix: a100
-    replicas: 1
-    gpus: 2
-    card: {type: NVIDIA A100-SXM4-40GB, mode: mig}
-"""
+""" + T4_AND_MIG_NODES
 
 
 def drain_trace() -> str:

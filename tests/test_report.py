@@ -23,17 +23,9 @@ import pytest
 from hamisim.cli import main
 from hamisim.studies.report import FIGURE_NOTES, folder_kind, write_report
 
-CLUSTER = """
-nodes:
-  - name_prefix: t4
-    replicas: 2
-    gpus: 4
-    card: {devmem: 15360, type: NVIDIA-Tesla T4}
-  - name_prefix: a100
-    replicas: 1
-    gpus: 2
-    card: {type: NVIDIA A100-SXM4-40GB, mode: mig}
-"""
+from samples import T4_AND_MIG_NODES
+
+CLUSTER = "\nnodes:\n" + T4_AND_MIG_NODES
 TRACE = "name,arrival,duration,gpu,gpumem,gpucores\n" + "".join(
     f"p{i},{i * 7},{300 + 40 * i},{1 + i % 2},{2000 + 500 * (i % 5)},{10 * (i % 3)}\n"
     for i in range(40))
