@@ -1,0 +1,117 @@
+"""HAMi v2.10's quirks that move a run's figures, measured (summary ``hami_quirks``).
+
+The init-container accounting (HAMi issue #2965): on a node whose cards are not
+typed exactly ``NVIDIA``, HAMi books a pod behind a GPU-less init container below
+what it uses, and drops its app container's usage once the init container is done.
+Both engines measure what the pods truly use (every container counted as what it
+is, ``init_container_usage: corrected``) beyond HAMi's booking, per card.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hamisim.cluster import Card, Cluster, Node, SchedulerConfig
+from hamisim.pods import Container, Pod
+from hamisim.sim.engine import EngineConfig, simulate
+from hamisim.workload import Trace, TracePod
+
+WHOLE = Container({"nvidia.com/gpu": 1})      # the webhook adds gpucores 100, the whole memory
+ENGINES = ["python", "compiled"]
+
+
+def _cluster(n_cards: int = 1, usage: str = "hami-v2.10", policy: str = "binpack",
+             card_type: str = "NVIDIA-Tesla T4", nodes: int = 1) -> Cluster:
+    return Cluster(tuple(
+        Node(f"n{i}", tuple(Card(f"GPU-{i}-{k}", k, devmem=15360, type=card_type)
+                            for k in range(n_cards)), cpu_milli=64000)
+        for i in range(nodes)),
+        SchedulerConfig(gpu_scheduler_policy=policy, init_container_usage=usage))
+
+
+def _run(cluster: Cluster, pods: list[TracePod], engine: str):
+    res = simulate(cluster, Trace.from_pods("t", pods), EngineConfig(engine=engine))
+    assert res.engine == engine
+    return res.summary["hami_quirks"]["init_container_usage"]
+
+
+def _two_on_one_card() -> list[TracePod]:
+    # first holds the card 0..1000 s, its GPU-less init container done at 10 s;
+    # second (100 % cores too) waits from 1 s, binds at 10 s, leaves at 110 s
+    first = Pod("first", (WHOLE,), init_containers=(Container(),), init_duration=10.0)
+    return [TracePod(first, 0.0, 1000.0), TracePod(Pod("second", (WHOLE,)), 1.0, 100.0)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_card_double_booked_by_hand(engine):
+    """Two whole-card pods on one T4 for 100 s: 200 % of its cores and twice its
+    15360 MiB, 2 of its 10 slots (no slot over-commit)."""
+    q = _run(_cluster(), _two_on_one_card(), engine)
+    assert q["pods_affected"] == 1 and q["cards_affected"] == 1
+    assert q["cards_overcommitted"] == q["peak_cards_overcommitted"] == 1
+    assert q["peak_cores_over"] == 100 and q["peak_memory_over_mib"] == 15360
+    assert q["peak_slots_over"] == 0 and q["slot_seconds_over"] == 0.0
+    assert q["card_seconds_overcommitted"] == 100.0
+    assert q["core_seconds_over"] == 100.0 * 100
+    assert q["memory_mib_seconds_over"] == 15360.0 * 100
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("usage, card_type", [("corrected", "NVIDIA-Tesla T4"),
+                                              ("hami-v2.10", "NVIDIA")])
+def test_no_deficit_where_hami_counts_right(engine, usage, card_type):
+    """The corrected accounting, and HAMi's own on cards typed exactly ``NVIDIA``
+    (its list keeps GPU-less containers): nothing affected, nothing over."""
+    q = _run(_cluster(usage=usage, card_type=card_type), _two_on_one_card(), engine)
+    assert q["pods_affected"] == q["cards_affected"] == q["cards_overcommitted"] == 0
+    assert q["card_seconds_overcommitted"] == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_slots_over_commit_by_hand(engine):
+    """A card of 2 slots: two pods each behind a GPU-less init container, then a
+    third; HAMi counts 1 slot once both are done, so 3 tenants share 2 slots."""
+    cluster = Cluster((Node("n", (Card("GPU-0", 0, devmem=15360, count=2,
+                                       type="NVIDIA-Tesla T4"),), cpu_milli=64000),),
+                      SchedulerConfig(gpu_scheduler_policy="binpack"))
+    small = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000,
+                       "nvidia.com/gpucores": 10})
+    pods = [TracePod(Pod(f"init{i}", (small,), init_containers=(Container(),),
+                         init_duration=5.0), float(i), 1000.0) for i in range(2)]
+    pods.append(TracePod(Pod("late", (small, small)), 20.0, 100.0))
+    q = _run(cluster, pods, engine)
+    # at 20 s HAMi books late's 2 slots (and nothing for the others): 4 tenants, 2 slots
+    assert q["pods_affected"] == 2
+    assert q["peak_slots_over"] == 2
+    assert q["slot_seconds_over"] == 2 * 100.0
+    assert q["peak_cores_over"] == 0 and q["peak_memory_over_mib"] == 0
+
+
+def _random_workload(seed: int) -> list[TracePod]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(160):
+        n_app = rng.choice([1, 1, 2, 3])
+        apps = tuple(Container({"nvidia.com/gpu": rng.choice([1, 1, 2]),
+                                "nvidia.com/gpumem": rng.choice([1000, 3000, 6000]),
+                                "nvidia.com/gpucores": rng.choice([0, 20, 50, 100])})
+                     for _ in range(n_app))
+        inits = rng.choice([(), (Container(),), (Container(), Container()),
+                            (Container({"nvidia.com/gpu": 1,
+                                        "nvidia.com/gpumem": 2000}), Container())])
+        done = rng.choice([None, 5.0, 30.0]) if inits else None
+        out.append(TracePod(Pod(f"p{i}", apps, init_containers=inits, init_duration=done),
+                            rng.uniform(0, 600), rng.uniform(20, 400)))
+    return sorted(out, key=lambda p: p.arrival)
+
+
+@pytest.mark.parametrize("policy", ["binpack", "spread"])
+def test_both_engines_measure_alike(policy):
+    """A mixed workload (GPU-less and GPU init containers, several app containers
+    on one card, init containers done or never): the same figures, value for value."""
+    cluster = _cluster(n_cards=4, policy=policy, nodes=3)
+    pods = _random_workload(7)
+    py, comp = (_run(cluster, pods, e) for e in ENGINES)
+    assert py == comp
+    assert py["pods_affected"] > 0 and py["cards_overcommitted"] > 0
