@@ -686,6 +686,7 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
     _print_unplaceable(r)
+    _print_quirks(r)
     interval = r.get("timeseries_interval_s")
     if interval is not None:
         print(f"  the time series is sampled every {interval:.4g} s "
@@ -875,6 +876,18 @@ def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:
              f"{n:,} pods, pending p50 / p99 / max (s) {_triple(r, 'unplaceable_pending')}, "
              f"caused {r.get('unplaceable_preemptions', 0):,} of "
              f"{r.get('preempted', 0):,} preemptions")]
+
+
+def _print_quirks(r: dict) -> None:
+    """HAMi v2.10's quirks that moved this run, in numbers (results.hami_quirks)."""
+    from hamisim.studies.quirks import quirk_lines
+    lines = quirk_lines(r.get("hami_quirks"))
+    if not lines:
+        return
+    print("  HAMi quirks that moved this run (HAMi v2.10 behaviour, reproduced; "
+          "summary.json results.hami_quirks):")
+    for line in lines:
+        print(f"    {line}")
 
 
 def _print_unplaceable(r: dict, max_rows: int = 12) -> None:

@@ -41,6 +41,7 @@ from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink
 from hamisim.studies.fillcurves import curves
+from hamisim.studies.quirks import hami_quirks
 from hamisim.studies.report import write_report
 from hamisim.studies.unplaceable import find_unplaceable, unplaceable_pods
 from hamisim.studies.workers import process_pool
@@ -489,6 +490,9 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "not_hami": not_hami_notes(cluster, spec.defrag_interval),
         "results": result.summary,
     }
+    # HAMi's quirks that moved this run, in numbers (hamisim.studies.quirks)
+    result.summary["results"]["hami_quirks"] = hami_quirks(
+        result.summary["results"].get("hami_quirks", {}), prep.workload, cluster)
     result.timings = {**prep.timings, **result.timings, "unplaceable_check": checked}
     if spec.resize:
         result.summary["inputs"]["resize"] = dict(spec.resize)
