@@ -878,6 +878,24 @@ def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:
              f"{r.get('preempted', 0):,} preemptions")]
 
 
+def _print_compare_quirks(table) -> None:
+    """The runs HAMi's init-container accounting double-booked (compare's columns
+    of hamisim.studies.quirks.QUIRK_COLUMNS), one line each."""
+    from hamisim.studies.quirks import CORRECTED_FLAG
+    if "init_pods_underbooked" not in table.columns:
+        return
+    hit = table[table["init_pods_underbooked"] > 0]
+    if not len(hit):
+        return
+    print("\nHAMi's init-container accounting (HAMi #2965, reproduced) moved these runs:")
+    for _, row in hit.iterrows():
+        print(f"  {row['policy']} seed {row['seed']}: {row['init_pods_underbooked']:,} pods "
+              f"booked below what they use, {row['cards_overcommitted']:,} cards over their "
+              f"limits ({row['overcommitted_card_hours']:,.1f} card-hours)")
+    if not (table["init_container_usage"] == "corrected").any():
+        print(f"  the corrected runs: {CORRECTED_FLAG} (or hami-v2.10,corrected: both)")
+
+
 def _print_quirks(r: dict) -> None:
     """HAMi v2.10's quirks that moved this run, in numbers (results.hami_quirks)."""
     from hamisim.studies.quirks import quirk_lines
@@ -929,6 +947,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _print_compare_engines(table)
     _print_compare_window(table, base)
     _print_compare_unplaceable(table)
+    _print_compare_quirks(table)
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
     print(f"results written to {args.out}/ (report.html, compare, compare_classes, "

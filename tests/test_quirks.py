@@ -115,3 +115,96 @@ def test_both_engines_measure_alike(policy):
     py, comp = (_run(cluster, pods, e) for e in ENGINES)
     assert py == comp
     assert py["pods_affected"] > 0 and py["cards_overcommitted"] > 0
+
+
+# -- the other quirks, read off the pods as run ---------------------------------
+
+def test_misread_policies_and_cores_above_100_count_their_pods():
+    from hamisim.studies.quirks import quirk_lines, trace_quirks
+    plain = Pod("plain", (WHOLE,))
+    packed = Pod("packed", (WHOLE,), annotations={"hami.io/gpu-scheduler-policy": "pack"})
+    ranked = Pod("ranked", (WHOLE,), annotations={"hami.io/node-scheduler-policy": "bin-pack"})
+    greedy = Pod("greedy", (Container({"nvidia.com/gpu": 2, "nvidia.com/gpucores": 150}),))
+    reserve = Pod("reserve", (WHOLE,),
+                  annotations={"hami.io/gpu-scheduler-policy": "mutex-reserve"})
+    pods = [TracePod(p, float(i), 10.0) for i, p in enumerate(
+        [plain, packed, packed, ranked, greedy, greedy, greedy, reserve])]
+    # each TracePod of the same Pod shares a template: the counts are per pod
+    q = trace_quirks(Trace.from_pods("t", pods), _cluster())
+    assert q["policy_read_as"]["pods_affected"] == 3
+    by = {(e["kind"], e["policy"]): e for e in q["policy_read_as"]["policies"]}
+    assert set(by) == {("card", "pack"), ("node", "bin-pack")}    # mutex-reserve: a what-if
+    assert by[("card", "pack")]["pods"] == 2 and "like spread" in by[("card", "pack")]["hami_reads"]
+    assert "like binpack" in by[("node", "bin-pack")]["hami_reads"]
+    assert q["gpucores_above_100"] == {"pods_affected": 3,
+                                       "values": [{"gpucores": 150, "pods": 3}]}
+    lines = quirk_lines(q)
+    assert any("'pack' of 2 pods" in x for x in lines)
+    assert any("gpucores above 100" in x and "150 (3 pods)" in x for x in lines)
+    assert quirk_lines({"policy_read_as": {"pods_affected": 0, "policies": []},
+                        "gpucores_above_100": {"pods_affected": 0, "values": []}}) == []
+
+
+# -- every output says so --------------------------------------------------------
+
+_CLUSTER = """scheduler: {gpu_scheduler_policy: binpack}
+nodes:
+  - name_prefix: t4
+    replicas: 1
+    gpus: 1
+    cpu_milli: 64000
+    memory_mib: 262144
+    card: {type: NVIDIA-Tesla-T4, devmem: 15360}
+"""
+_TRACE = (
+    '{"name": "first", "arrival": 0, "duration": 1000, "gpu": 1, "gpucores": 100, '
+    '"init_containers": [{}], "init_duration": 10}\n'
+    '{"name": "second", "arrival": 1, "duration": 100, "gpu": 1, "gpucores": 100}\n')
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(_CLUSTER)
+    (tmp_path / "trace.jsonl").write_text(_TRACE)
+    return tmp_path
+
+
+def test_run_reports_the_double_booking_everywhere(files, capsys):
+    import json
+
+    from hamisim.cli import main
+    args = ["run", str(files / "cluster.yaml"), str(files / "trace.jsonl")]
+    assert main([*args, "--out", str(files / "run")]) == 0
+    said = capsys.readouterr().out
+    assert "HAMi quirks that moved this run" in said
+    assert "1 pods booked below what they use, on 1 cards" in said
+    assert "+100 % cores" in said and "--init-container-usage corrected" in said
+    r = json.loads((files / "run" / "summary.json").read_text())["results"]
+    q = r["hami_quirks"]["init_container_usage"]
+    assert q["accounting"] == "hami-v2.10" and q["pods_affected"] == 1
+    assert q["card_seconds_overcommitted"] == 100.0 and q["core_seconds_over"] == 10000.0
+    html = (files / "run" / "report.html").read_text()
+    assert "<h2>HAMi quirks that moved this run</h2>" in html and "+100 % cores" in html
+    # the corrected run: second waits for the card; nothing to report
+    assert main([*args, "--out", str(files / "fixed"), "--init-container-usage",
+                 "corrected"]) == 0
+    assert "HAMi quirks" not in capsys.readouterr().out
+    r = json.loads((files / "fixed" / "summary.json").read_text())["results"]
+    assert r["hami_quirks"]["init_container_usage"]["accounting"] == "corrected"
+    assert r["hami_quirks"]["init_container_usage"]["pods_affected"] == 0
+    assert r["pending_max_s"] > 900
+    assert "HAMi quirks" not in (files / "fixed" / "report.html").read_text()
+
+
+def test_compare_puts_the_double_booking_beside_the_corrected_run(files, capsys):
+    import pandas as pd
+
+    from hamisim.cli import main
+    assert main(["compare", str(files / "cluster.yaml"), str(files / "trace.jsonl"), "--out",
+                 str(files / "cmp"), "--format", "csv", "--init-container-usage",
+                 "hami-v2.10,corrected"]) == 0
+    said = capsys.readouterr().out
+    assert "init=hami-v2.10 seed 0: 1 pods booked below what they use, 1 cards" in said
+    table = pd.read_csv(files / "cmp" / "compare.csv")
+    assert table["init_pods_underbooked"].tolist() == [1, 0]
+    assert table["overcommitted_card_hours"].tolist() == pytest.approx([100 / 3600, 0.0])

@@ -28,7 +28,7 @@ from hamisim.pods import GPUCORES
 from hamisim.registry import RESERVE_TOKEN
 from hamisim.workload import Trace
 
-__all__ = ["trace_quirks", "hami_quirks", "quirk_lines", "CORRECTED_FLAG"]
+__all__ = ["trace_quirks", "hami_quirks", "quirk_lines", "quirk_columns", "CORRECTED_FLAG"]
 
 #: the one flag that gives the same run without the init-container quirk
 CORRECTED_FLAG = "--init-container-usage corrected"
@@ -87,6 +87,18 @@ def hami_quirks(measured: Mapping[str, Any], workload: Trace, cluster: Cluster) 
     return {"init_container_usage": {"accounting": cluster.scheduler.init_container_usage,
                                      **init},
             **trace_quirks(workload, cluster)}
+
+
+#: compare's columns of the init-container quirk (from results.hami_quirks)
+QUIRK_COLUMNS = ("init_pods_underbooked", "cards_overcommitted", "overcommitted_card_hours")
+
+
+def quirk_columns(results: Mapping[str, Any]) -> dict[str, float]:
+    """A compare row's figures of HAMi #2965's double-booking (0 when corrected)."""
+    q = (results.get("hami_quirks") or {}).get("init_container_usage") or {}
+    return {"init_pods_underbooked": q.get("pods_affected", 0),
+            "cards_overcommitted": q.get("cards_overcommitted", 0),
+            "overcommitted_card_hours": q.get("card_seconds_overcommitted", 0.0) / 3600}
 
 
 def _n(x: float) -> str:
