@@ -880,8 +880,8 @@ def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:
 
 def _print_compare_quirks(table) -> None:
     """The runs HAMi's init-container accounting double-booked (compare's columns
-    of hamisim.studies.quirks.QUIRK_COLUMNS), one line each."""
-    from hamisim.studies.quirks import CORRECTED_FLAG
+    of hamisim.hami.quirks.QUIRK_COLUMNS), one line each."""
+    from hamisim.hami.quirks import CORRECTED_FLAG
     if "init_pods_underbooked" not in table.columns:
         return
     hit = table[table["init_pods_underbooked"] > 0]
@@ -898,7 +898,7 @@ def _print_compare_quirks(table) -> None:
 
 def _print_quirks(r: dict) -> None:
     """HAMi v2.10's quirks that moved this run, in numbers (results.hami_quirks)."""
-    from hamisim.studies.quirks import quirk_lines
+    from hamisim.hami.quirks import quirk_lines
     lines = quirk_lines(r.get("hami_quirks"))
     if not lines:
         return

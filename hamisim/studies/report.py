@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from hamisim.io.outputs import atomic_file, read_table
-from hamisim.studies.quirks import quirk_lines
+from hamisim.hami.quirks import quirk_lines
 
 __all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html",
            "validation_html", "placement_words"]
@@ -523,7 +523,7 @@ def _compare_tables(table: pd.DataFrame | None) -> str:
 
 def _quirks(r: Mapping[str, Any]) -> str:
     """HAMi v2.10's quirks that moved the run, in numbers (summary.json
-    ``hami_quirks``, :func:`hamisim.studies.quirks.quirk_lines`); empty when none did."""
+    ``hami_quirks``, :func:`hamisim.hami.quirks.quirk_lines`); empty when none did."""
     lines = quirk_lines(r.get("hami_quirks"))
     if not lines:
         return ""
