@@ -120,7 +120,7 @@ def test_both_engines_measure_alike(policy):
 # -- the other quirks, read off the pods as run ---------------------------------
 
 def test_misread_policies_and_cores_above_100_count_their_pods():
-    from hamisim.studies.quirks import quirk_lines, trace_quirks
+    from hamisim.hami.quirks import quirk_lines, trace_quirks
     plain = Pod("plain", (WHOLE,))
     packed = Pod("packed", (WHOLE,), annotations={"hami.io/gpu-scheduler-policy": "pack"})
     ranked = Pod("ranked", (WHOLE,), annotations={"hami.io/node-scheduler-policy": "bin-pack"})
@@ -178,7 +178,8 @@ def test_run_reports_the_double_booking_everywhere(files, capsys):
     said = capsys.readouterr().out
     assert "HAMi quirks that moved this run" in said
     assert "1 pods booked below what they use, on 1 cards" in said
-    assert "+100 % cores" in said and "--init-container-usage corrected" in said
+    assert "the most on one card: +100 % cores, +15,360 MiB\n" in said
+    assert "--init-container-usage corrected" in said
     r = json.loads((files / "run" / "summary.json").read_text())["results"]
     q = r["hami_quirks"]["init_container_usage"]
     assert q["accounting"] == "hami-v2.10" and q["pods_affected"] == 1

@@ -117,15 +117,17 @@ def quirk_lines(quirks: Mapping[str, Any] | None) -> list[str]:
                    f"booked below what they use, on {_n(q['cards_affected'])} cards")
         over = q.get("cards_overcommitted", 0)
         if over:
+            most = [f"+{_n(q['peak_cores_over'])} % cores",
+                    f"+{_n(q['peak_memory_over_mib'])} MiB"]
+            if q["peak_slots_over"]:
+                most.append(f"+{_n(q['peak_slots_over'])} tenants over its slots")
             out.append(f"  {_n(over)} cards over their limits (at most "
                        f"{_n(q['peak_cards_overcommitted'])} at once, "
-                       f"{q['card_seconds_overcommitted'] / 3600:,.1f} card-hours); at the "
-                       f"peak one card +{_n(q['peak_slots_over'])} tenants over its slots, "
-                       f"+{_n(q['peak_cores_over'])} % cores, "
-                       f"+{_n(q['peak_memory_over_mib'])} MiB")
+                       f"{q['card_seconds_overcommitted'] / 3600:,.1f} card-hours); the most "
+                       f"on one card: {', '.join(most)}")
             out.append(f"  cores booked twice: {q['core_seconds_over'] / 360000:,.1f} "
-                       "card-hours; the figures above count those cards' tenants as HAMi "
-                       "books them")
+                       "card-hours; the cards with a tenant and the waits above are HAMi's "
+                       "books, not the cards' use")
         else:
             out.append("  no card over its limits")
         out.append(f"  the corrected run: the same command with {CORRECTED_FLAG}; "
