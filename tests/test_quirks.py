@@ -209,3 +209,21 @@ def test_compare_puts_the_double_booking_beside_the_corrected_run(files, capsys)
     table = pd.read_csv(files / "cmp" / "compare.csv")
     assert table["init_pods_underbooked"].tolist() == [1, 0]
     assert table["overcommitted_card_hours"].tolist() == pytest.approx([100 / 3600, 0.0])
+
+
+def test_the_readme_example_prints_what_the_readme_shows(tmp_path, capsys):
+    import re
+    from pathlib import Path
+
+    from hamisim.cli import main
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    part = text[text.index("**HAMi quirks that moved this run**"):]
+    command, shown = re.findall(r"```\n\$ (hamisim run .*?)\n(.*?)```", part, re.S)[0]
+    argv = command.split()[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "ic")
+    argv = [str(root / a) if a.startswith("workloads/") else a for a in argv]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    for line in shown.strip("\n").splitlines():
+        assert line in printed
