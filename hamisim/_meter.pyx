@@ -26,6 +26,18 @@ cdef enum:
     TS_FLOATS = 2
 
 
+cdef int64_t[::1] _packed(list rows, list used, list mem, list cores):
+    # four parallel lists of n card rows as one int64 buffer: rows, slots, MiB, cores
+    cdef Py_ssize_t k, n = len(rows)
+    cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
+    for k in range(n):
+        buf[k] = rows[k]
+        buf[n + k] = used[k]
+        buf[2 * n + k] = mem[k]
+        buf[3 * n + k] = cores[k]
+    return buf
+
+
 cdef class MeterCore:
     """The meter's arrays and running cluster sums, updated per bind or departure.
 
@@ -99,13 +111,8 @@ cdef class MeterCore:
                    int64_t cpu_milli, int sign):
         """:meth:`apply` with the amounts as three lists (the kernel scheduler's own
         bookkeeping of a bound pod), so no tuple is made per card."""
-        cdef Py_ssize_t k, n = len(rows)
-        cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
-        for k in range(n):
-            buf[k] = rows[k]
-            buf[n + k] = used[k]
-            buf[2 * n + k] = mem[k]
-            buf[3 * n + k] = cores[k]
+        cdef Py_ssize_t n = len(rows)
+        cdef int64_t[::1] buf = _packed(rows, used, mem, cores)
         self._apply_c(node, &buf[0], &buf[n], &buf[2 * n], &buf[3 * n], n, cpu_milli, sign)
 
     cdef void _apply_c(self, Py_ssize_t node, const int64_t* rows, const int64_t* used,
@@ -266,13 +273,8 @@ cdef class MeterCore:
         """Add (``sign=1``) or remove (``-1``) one pod's deficit: per card row what it
         uses beyond what HAMi booked for it (slots, MiB, cores). The engines call it
         after the pod's booked usage is added, and before that usage is removed."""
-        cdef Py_ssize_t k, n = len(rows)
-        cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
-        for k in range(n):
-            buf[k] = rows[k]
-            buf[n + k] = used[k]
-            buf[2 * n + k] = mem[k]
-            buf[3 * n + k] = cores[k]
+        cdef Py_ssize_t n = len(rows)
+        cdef int64_t[::1] buf = _packed(rows, used, mem, cores)
         self._deficit_c(&buf[0], &buf[n], &buf[2 * n], &buf[3 * n], n, sign)
 
     cdef void _deficit_c(self, const int64_t* rows, const int64_t* used, const int64_t* mem,

@@ -265,6 +265,8 @@ cdef class ReplayCore:
     cdef int _hold(self, int k, int node) except -1
     cdef int _take_picks(self, int k, int node, int n_cont, int n_init) except -1
     cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept
+    cdef inline void _collapse_pick(self, int p, int64_t mem, int64_t cores,
+                                    bint app) noexcept
     cdef void _keep_deficit(self, int k, int sl, int n, int n_cont, int n_init,
                             int64_t r0) noexcept
     cdef inline void _meter_deficit(self, int k, int sl, int sign) noexcept

@@ -1029,16 +1029,7 @@ cdef class ReplayCore:
                         self.c_app_u[p] = self.c_app_m[p] = self.c_app_c[p] = 0
                         self.c_ini[p] = 0
                         self.c_ini_m[p] = self.c_ini_c[p] = 0
-                    if e >= n_init:         # app containers on one card add up
-                        self.c_app_u[p] += 1
-                        self.c_app_m[p] += s.out_mem[b]
-                        self.c_app_c[p] += s.out_cores[b]
-                    else:                   # init containers: the largest, one slot
-                        self.c_ini[p] = 1
-                        if s.out_mem[b] > self.c_ini_m[p]:
-                            self.c_ini_m[p] = s.out_mem[b]
-                        if s.out_cores[b] > self.c_ini_c[p]:
-                            self.c_ini_c[p] = s.out_cores[b]
+                    self._collapse_pick(p, s.out_mem[b], s.out_cores[b], e >= n_init)
             for i in range(n):
                 p = self.c_list[i]
                 self.c_touched[p] = 0
@@ -1057,6 +1048,21 @@ cdef class ReplayCore:
                 and self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
             self.slot_mig_after[sl] = self._mig_app_instances(node, n_cont, n_init)
         return 0
+
+    cdef inline void _collapse_pick(self, int p, int64_t mem, int64_t cores,
+                                    bint app) noexcept:
+        # one pick on card position p into the collapse scratch: app containers on
+        # one card add up, init containers count the largest, one slot
+        if app:
+            self.c_app_u[p] += 1
+            self.c_app_m[p] += mem
+            self.c_app_c[p] += cores
+        else:
+            self.c_ini[p] = 1
+            if mem > self.c_ini_m[p]:
+                self.c_ini_m[p] = mem
+            if cores > self.c_ini_c[p]:
+                self.c_ini_c[p] = cores
 
     cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept:
         # engine._init_done's usage, kept at bind while the picks are at hand:
@@ -1093,16 +1099,7 @@ cdef class ReplayCore:
             for i in range(s.out_n[ci]):
                 b = ci * s.cap_p + i
                 p = s.out_pos[b]
-                if ci >= n_init:
-                    self.c_app_u[p] += 1
-                    self.c_app_m[p] += s.out_mem[b]
-                    self.c_app_c[p] += s.out_cores[b]
-                else:
-                    self.c_ini[p] = 1
-                    if s.out_mem[b] > self.c_ini_m[p]:
-                        self.c_ini_m[p] = s.out_mem[b]
-                    if s.out_cores[b] > self.c_ini_c[p]:
-                        self.c_ini_c[p] = s.out_cores[b]
+                self._collapse_pick(p, s.out_mem[b], s.out_cores[b], ci >= n_init)
         for i in range(n):
             p = self.c_list[i]
             du = max(self.c_app_u[p], <int64_t>self.c_ini[p]) - self.slot_used[base + i]

@@ -164,8 +164,9 @@ _TRACE = (
 
 @pytest.fixture
 def files(tmp_path):
-    (tmp_path / "cluster.yaml").write_text(_CLUSTER)
-    (tmp_path / "trace.jsonl").write_text(_TRACE)
+    """A folder holding cluster.yaml (one T4) and trace.jsonl (_two_on_one_card's pods)."""
+    for name, text in (("cluster.yaml", _CLUSTER), ("trace.jsonl", _TRACE)):
+        (tmp_path / name).write_text(text)
     return tmp_path
 
 
