@@ -235,3 +235,25 @@ def test_the_readme_example_prints_what_the_readme_shows(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     for line in shown.strip("\n").splitlines():
         assert line in printed
+
+
+def test_memory_a_quota_does_not_see_counts_its_pods():
+    """HAMi's webhook counts a percentage or whole-card memory request as 0 MiB
+    against the namespace's memory quota: those pods, in namespaces with one."""
+    from dataclasses import replace
+
+    from hamisim.cluster import Quota
+    from hamisim.hami.quirks import quirk_lines, trace_quirks
+    cluster = replace(_cluster(), quotas={"team-a": Quota(memory=40000),
+                                          "team-b": Quota(cores=200)})
+    mib = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000})
+    pct = Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50})
+    pods = [Pod("whole-a", (WHOLE,), namespace="team-a"),
+            Pod("pct-a", (pct,), namespace="team-a"),
+            Pod("mib-a", (mib,), namespace="team-a"),            # counted: not a quirk
+            Pod("whole-b", (WHOLE,), namespace="team-b"),        # no memory quota there
+            Pod("whole-default", (WHOLE,))]
+    q = trace_quirks(Trace.from_pods("t", [TracePod(p, 0.0, 1.0) for p in pods]), cluster)
+    assert q["quota_memory_uncounted"] == {"pods_affected": 2,
+                                           "namespaces": [{"namespace": "team-a", "pods": 2}]}
+    assert any("0 MiB): 2 pods (team-a (2))" in x for x in quirk_lines(q))

@@ -14,7 +14,9 @@ figures must know when one of them drove the answer:
   written (an unknown node policy ranks like binpack, an unknown card token is
   dropped: :func:`hamisim.hami.policy.policy_problem`);
 * ``gpucores_above_100``: pods asking more than 100 % of a card's cores, which HAMi
-  charges as 100 on every card.
+  charges as 100 on every card;
+* ``quota_memory_uncounted``: pods of a namespace with a memory quota whose card
+  memory HAMi's webhook counts as 0 MiB at creation (a percentage or a whole card).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import numpy as np
 
 from hamisim.cluster import Cluster
 from hamisim.hami.policy import policy_problem, pod_gpu_policy, pod_node_policy
-from hamisim.pods import GPUCORES
+from hamisim.pods import GPUCORES, admit, pod_requests
 from hamisim.registry import RESERVE_TOKEN
 from hamisim.workload import Trace
 
@@ -48,6 +50,7 @@ def trace_quirks(workload: Trace, cluster: Cluster) -> dict[str, Any]:
     misread: dict[tuple[str, str], list] = {}
     cores: dict[int, int] = {}
     pods_misread = pods_cores = 0
+    uncounted: dict[str, int] = {}
     for t, pod in enumerate(workload.templates):
         n = int(per_template[t])
         if n == 0:
@@ -68,6 +71,9 @@ def trace_quirks(workload: Trace, cluster: Cluster) -> dict[str, Any]:
         for v in set(over):
             cores[v] = cores.get(v, 0) + n
         pods_cores += n * bool(over)
+        quota = cluster.quota_of(pod.namespace)
+        if quota is not None and quota.memory is not None and _memory_uncounted(pod, s):
+            uncounted[pod.namespace] = uncounted.get(pod.namespace, 0) + n
     return {
         "policy_read_as": {
             "pods_affected": pods_misread,
@@ -76,7 +82,21 @@ def trace_quirks(workload: Trace, cluster: Cluster) -> dict[str, Any]:
         "gpucores_above_100": {
             "pods_affected": pods_cores,
             "values": [{"gpucores": v, "pods": n} for v, n in sorted(cores.items())]},
+        "quota_memory_uncounted": {
+            "pods_affected": sum(uncounted.values()),
+            "namespaces": [{"namespace": ns, "pods": n} for ns, n in sorted(uncounted.items())]},
     }
+
+
+def _memory_uncounted(pod, config) -> bool:
+    """Whether HAMi's webhook counts 0 MiB for a container of ``pod`` that asks for
+    cards (its memory as a percentage, or a whole card's): the quota check at
+    creation (:func:`hamisim.hami.quota.pod_quota_request`) lets it through."""
+    try:
+        requests, _ = pod_requests(admit(pod, config), config)
+    except ValueError:
+        return False                # refused for another reason
+    return any(r is not None and r.nums > 0 and r.memreq == 0 for r in requests)
 
 
 def hami_quirks(measured: Mapping[str, Any], workload: Trace, cluster: Cluster) -> dict:
@@ -141,4 +161,10 @@ def quirk_lines(quirks: Mapping[str, Any] | None) -> list[str]:
         vals = ", ".join(f"{v['gpucores']} ({_n(v['pods'])} pods)" for v in c["values"])
         out.append(f"gpucores above 100 charged as 100 on every card: "
                    f"{_n(c['pods_affected'])} pods ({vals})")
+    u = quirks.get("quota_memory_uncounted") or {}
+    if u.get("pods_affected"):
+        where = ", ".join(f"{e['namespace']} ({_n(e['pods'])})" for e in u["namespaces"])
+        out.append(f"card memory a namespace's quota does not see (HAMi's webhook counts a "
+                   f"percentage or whole-card request as 0 MiB): {_n(u['pods_affected'])} pods "
+                   f"({where})")
     return out
