@@ -35,6 +35,18 @@ cdef class MeterCore:
     #: micro-GPUs, slots, memory (MiB) and cores in use
     cdef readonly int64_t sum_alloc, sum_idle, sum_free, sum_frag, sum_unfit
     cdef readonly int64_t sum_used, sum_usedmem, sum_usedcores
+    # HAMi's init-container quirk (issue #2965): per card what the pods truly use
+    # beyond what HAMi booked (the corrected accounting minus HAMi's), whether a
+    # card ever carried such a deficit / was ever over its limits, the cluster's
+    # over-commit now (cards, slots, cores, MiB beyond the limits), as of the
+    # last sample, their integrals over sampled time and their peaks
+    cdef int64_t[::1] q_used, q_mem, q_cores
+    cdef uint8_t[::1] q_touched, q_over_ever
+    cdef int64_t q_cards, q_slots, q_core, q_memo
+    cdef int64_t q_prev_cards, q_prev_slots, q_prev_core, q_prev_memo
+    cdef double q_prev_time, q_card_s, q_slot_s, q_core_s, q_mem_s
+    cdef int64_t q_peak_cards, q_peak_slots, q_peak_core, q_peak_memo
+    cdef bint q_on
 
     cdef void _apply_c(self, Py_ssize_t node, const int64_t* rows, const int64_t* used,
                        const int64_t* mem, const int64_t* cores, Py_ssize_t n, int64_t cpu_milli,
@@ -50,3 +62,7 @@ cdef class MeterCore:
     cdef inline void _node_changed(self, Py_ssize_t node, int32_t g, int64_t cpu_milli,
                                    int sign) noexcept
     cdef void _refresh(self, Py_ssize_t i) noexcept
+    cdef void _deficit_c(self, const int64_t* rows, const int64_t* used, const int64_t* mem,
+                         const int64_t* cores, Py_ssize_t n, int sign) noexcept
+    cdef inline void _over_card(self, Py_ssize_t r, int64_t sign) noexcept
+    cdef inline void _quirk_sample(self, double time) noexcept

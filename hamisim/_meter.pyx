@@ -26,6 +26,18 @@ cdef enum:
     TS_FLOATS = 2
 
 
+cdef int64_t[::1] _packed(list rows, list used, list mem, list cores):
+    # four parallel lists of n card rows as one int64 buffer: rows, slots, MiB, cores
+    cdef Py_ssize_t k, n = len(rows)
+    cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
+    for k in range(n):
+        buf[k] = rows[k]
+        buf[n + k] = used[k]
+        buf[2 * n + k] = mem[k]
+        buf[3 * n + k] = cores[k]
+    return buf
+
+
 cdef class MeterCore:
     """The meter's arrays and running cluster sums, updated per bind or departure.
 
@@ -62,6 +74,11 @@ cdef class MeterCore:
         self.ts_ints = np.zeros((1024, TS_INTS), dtype=np.int64)
         self.ts_floats = np.zeros((1024, TS_FLOATS), dtype=np.float64)
         self.ts_rows = 0
+        self.q_used = np.zeros(n_cards, dtype=np.int64)
+        self.q_mem = np.zeros(n_cards, dtype=np.int64)
+        self.q_cores = np.zeros(n_cards, dtype=np.int64)
+        self.q_touched = np.zeros(n_cards, dtype=np.uint8)
+        self.q_over_ever = np.zeros(n_cards, dtype=np.uint8)
         if self.node_start.shape[0] > 1:
             for i in range(self.node_start.shape[0] - 1):
                 if self.node_start[i + 1] - self.node_start[i] > 64:
@@ -94,13 +111,8 @@ cdef class MeterCore:
                    int64_t cpu_milli, int sign):
         """:meth:`apply` with the amounts as three lists (the kernel scheduler's own
         bookkeeping of a bound pod), so no tuple is made per card."""
-        cdef Py_ssize_t k, n = len(rows)
-        cdef int64_t[::1] buf = np.empty(4 * max(n, 1), dtype=np.int64)
-        for k in range(n):
-            buf[k] = rows[k]
-            buf[n + k] = used[k]
-            buf[2 * n + k] = mem[k]
-            buf[3 * n + k] = cores[k]
+        cdef Py_ssize_t n = len(rows)
+        cdef int64_t[::1] buf = _packed(rows, used, mem, cores)
         self._apply_c(node, &buf[0], &buf[n], &buf[2 * n], &buf[3 * n], n, cpu_milli, sign)
 
     cdef void _apply_c(self, Py_ssize_t node, const int64_t* rows, const int64_t* used,
@@ -151,6 +163,8 @@ cdef class MeterCore:
                         int64_t unschedulable, int64_t scheduled, int64_t failed,
                         int64_t errors) except *:
         cdef Py_ssize_t r = self.ts_rows
+        if self.q_on:
+            self._quirk_sample(time)
         if r > 0 and self.ts_time[r - 1] == time:
             r -= 1
         else:
@@ -235,9 +249,14 @@ cdef class MeterCore:
     cdef inline void _add_card(self, Py_ssize_t r, int32_t g, int64_t u, int64_t m, int64_t c,
                                int sign) noexcept:
         # one card row's usage, its cluster and group sums, and its change mark
+        cdef bint quirk = self.q_touched[r]
+        if quirk:
+            self._over_card(r, -1)      # only a card with a deficit can be over-committed
         self.used[r] += sign * u
         self.usedmem[r] += sign * m
         self.usedcores[r] += sign * c
+        if quirk:
+            self._over_card(r, 1)
         if not self.is_changed[r]:
             self.is_changed[r] = 1
             self.changed[self.n_changed] = r
@@ -248,6 +267,84 @@ cdef class MeterCore:
         self.g_used[g] += sign * u
         self.g_usedmem[g] += sign * m
         self.g_usedcores[g] += sign * c
+
+    # -- HAMi's init-container accounting (issue #2965) against the true usage ------
+    def apply_deficit(self, list rows, list used, list mem, list cores, int sign):
+        """Add (``sign=1``) or remove (``-1``) one pod's deficit: per card row what it
+        uses beyond what HAMi booked for it (slots, MiB, cores). The engines call it
+        after the pod's booked usage is added, and before that usage is removed."""
+        cdef Py_ssize_t n = len(rows)
+        cdef int64_t[::1] buf = _packed(rows, used, mem, cores)
+        self._deficit_c(&buf[0], &buf[n], &buf[2 * n], &buf[3 * n], n, sign)
+
+    cdef void _deficit_c(self, const int64_t* rows, const int64_t* used, const int64_t* mem,
+                         const int64_t* cores, Py_ssize_t n, int sign) noexcept:
+        cdef Py_ssize_t k, r
+        self.q_on = True
+        for k in range(n):
+            r = rows[k]
+            self.q_touched[r] = 1       # an untouched card contributes nothing yet
+            self._over_card(r, -1)
+            self.q_used[r] += sign * used[k]
+            self.q_mem[r] += sign * mem[k]
+            self.q_cores[r] += sign * cores[k]
+            self._over_card(r, 1)
+
+    cdef inline void _over_card(self, Py_ssize_t r, int64_t sign) noexcept:
+        # card r's over-commit in the cluster's sums: what the pods truly use beyond
+        # the card's limit, or beyond HAMi's booking when that is already over it
+        # (so only the quirk's share counts); adding (sign 1) also updates the peaks
+        cdef int64_t s = self.used[r] + self.q_used[r] - max(self.count[r], self.used[r])
+        cdef int64_t c = self.usedcores[r] + self.q_cores[r] \
+            - max(self.devcore[r], self.usedcores[r])
+        cdef int64_t m = self.usedmem[r] + self.q_mem[r] - max(self.devmem[r], self.usedmem[r])
+        s = max(s, 0)
+        c = max(c, 0)
+        m = max(m, 0)
+        if s == 0 and c == 0 and m == 0:
+            return
+        self.q_cards += sign
+        self.q_slots += sign * s
+        self.q_core += sign * c
+        self.q_memo += sign * m
+        if sign > 0:
+            self.q_over_ever[r] = 1
+            self.q_peak_cards = max(self.q_peak_cards, self.q_cards)
+            self.q_peak_slots = max(self.q_peak_slots, s)
+            self.q_peak_core = max(self.q_peak_core, c)
+            self.q_peak_memo = max(self.q_peak_memo, m)
+
+    cdef inline void _quirk_sample(self, double time) noexcept:
+        # the over-commit held since the last sample counts until ``time``
+        cdef double dt = time - self.q_prev_time
+        if dt > 0:
+            self.q_card_s += dt * self.q_prev_cards
+            self.q_slot_s += dt * self.q_prev_slots
+            self.q_core_s += dt * self.q_prev_core
+            self.q_mem_s += dt * self.q_prev_memo
+        self.q_prev_time = time
+        self.q_prev_cards, self.q_prev_slots = self.q_cards, self.q_slots
+        self.q_prev_core, self.q_prev_memo = self.q_core, self.q_memo
+
+    def quirk_figures(self, double end_time):
+        """HAMi's init-container accounting against the true usage, up to
+        ``end_time`` (the over-commit as of the last sample lasts until then): cards
+        that carried a deficit, cards ever over a limit, the peak number of cards
+        over at once, per card the peak slots / cores / MiB beyond its limits, and
+        card-, slot-, core- and MiB-seconds of over-commit."""
+        cdef double dt = max(end_time - self.q_prev_time, 0.0) if self.q_on else 0.0
+        return {
+            "cards_affected": int(np.asarray(self.q_touched).sum()),
+            "cards_overcommitted": int(np.asarray(self.q_over_ever).sum()),
+            "peak_cards_overcommitted": int(self.q_peak_cards),
+            "peak_slots_over": int(self.q_peak_slots),
+            "peak_cores_over": int(self.q_peak_core),
+            "peak_memory_over_mib": int(self.q_peak_memo),
+            "card_seconds_overcommitted": self.q_card_s + dt * self.q_prev_cards,
+            "slot_seconds_over": self.q_slot_s + dt * self.q_prev_slots,
+            "core_seconds_over": self.q_core_s + dt * self.q_prev_core,
+            "memory_mib_seconds_over": self.q_mem_s + dt * self.q_prev_memo,
+        }
 
     cdef inline void _node_changed(self, Py_ssize_t node, int32_t g, int64_t cpu_milli,
                                    int sign) noexcept:

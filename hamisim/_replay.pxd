@@ -125,6 +125,14 @@ cdef class ReplayCore:
     cdef int64_t* after_mem
     cdef int64_t* after_cores
     cdef list slot_mig_after               # per slot None, or (rows, masks) kept then
+    # HAMi issue #2965 measured (engine._book_deficit): per slot what the pod truly
+    # uses beyond HAMi's booking, now (def_n[2 sl]) and once its init containers are
+    # done (def_n[2 sl + 1]); def_buf holds 8 x slot_width per slot: rows, slots,
+    # MiB, cores of the first, then of the second
+    cdef int32_t* def_n
+    cdef int64_t* def_buf
+    cdef uint8_t[::1] q_pod                # per pod: counted in n_quirk_pods
+    cdef readonly int64_t n_quirk_pods
     # MIG: per slot None, or (card rows, placement masks, annotation) of the
     # pod's MIG instances (Python objects for MIG pods only)
     cdef list slot_mig
@@ -257,6 +265,11 @@ cdef class ReplayCore:
     cdef int _hold(self, int k, int node) except -1
     cdef int _take_picks(self, int k, int node, int n_cont, int n_init) except -1
     cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept
+    cdef inline void _collapse_pick(self, int p, int64_t mem, int64_t cores,
+                                    bint app) noexcept
+    cdef void _keep_deficit(self, int k, int sl, int n, int n_cont, int n_init,
+                            int64_t r0) noexcept
+    cdef inline void _meter_deficit(self, int k, int sl, int sign) noexcept
     cdef object _mig_app_instances(self, int node, int n_cont, int n_init)
     cdef object _mig_instances(self, int node, int n_cont)
     cdef object _devices_text(self, int node, int n_cont)

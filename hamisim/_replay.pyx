@@ -253,6 +253,8 @@ cdef class ReplayCore:
         self.free_slots = NULL
         self.after_n = NULL
         self.after_rows = self.after_used = self.after_mem = self.after_cores = NULL
+        self.def_n = NULL
+        self.def_buf = NULL
         self.text = NULL
         self.vic_cur = self.vic_best = NULL
         self.vic_cap = 0
@@ -271,6 +273,8 @@ cdef class ReplayCore:
         free(self.after_used)
         free(self.after_mem)
         free(self.after_cores)
+        free(self.def_n)
+        free(self.def_buf)
         free(self.text)
         free(self.vic_cur)
         free(self.vic_best)
@@ -347,6 +351,8 @@ cdef class ReplayCore:
         self.status = np.zeros(n, dtype=np.int8)
         self.attempts = np.zeros(n, dtype=np.int32)
         self.gen = np.zeros(n, dtype=np.int32)
+        self.q_pod = np.zeros(n, dtype=np.uint8)
+        self.n_quirk_pods = 0
         self.node = np.full(n, -1, dtype=np.int32)
         self.slot = np.full(n, -1, dtype=np.int32)
         self.u_prev = np.full(n, -1, dtype=np.int32)
@@ -547,7 +553,9 @@ cdef class ReplayCore:
         self.after_used = <int64_t*>realloc(self.after_used, cap * w * sizeof(int64_t))
         self.after_mem = <int64_t*>realloc(self.after_mem, cap * w * sizeof(int64_t))
         self.after_cores = <int64_t*>realloc(self.after_cores, cap * w * sizeof(int64_t))
-        if (self.slot_n == NULL or self.slot_rows == NULL or self.slot_used == NULL
+        self.def_n = <int32_t*>realloc(self.def_n, 2 * cap * sizeof(int32_t))
+        self.def_buf = <int64_t*>realloc(self.def_buf, 8 * cap * w * sizeof(int64_t))
+        if (self.def_n == NULL or self.def_buf == NULL or self.slot_n == NULL or self.slot_rows == NULL or self.slot_used == NULL
                 or self.slot_mem == NULL or self.slot_cores == NULL or self.free_slots == NULL
                 or self.after_n == NULL or self.after_rows == NULL or self.after_used == NULL
                 or self.after_mem == NULL or self.after_cores == NULL):
@@ -1021,16 +1029,7 @@ cdef class ReplayCore:
                         self.c_app_u[p] = self.c_app_m[p] = self.c_app_c[p] = 0
                         self.c_ini[p] = 0
                         self.c_ini_m[p] = self.c_ini_c[p] = 0
-                    if e >= n_init:         # app containers on one card add up
-                        self.c_app_u[p] += 1
-                        self.c_app_m[p] += s.out_mem[b]
-                        self.c_app_c[p] += s.out_cores[b]
-                    else:                   # init containers: the largest, one slot
-                        self.c_ini[p] = 1
-                        if s.out_mem[b] > self.c_ini_m[p]:
-                            self.c_ini_m[p] = s.out_mem[b]
-                        if s.out_cores[b] > self.c_ini_c[p]:
-                            self.c_ini_c[p] = s.out_cores[b]
+                    self._collapse_pick(p, s.out_mem[b], s.out_cores[b], e >= n_init)
             for i in range(n):
                 p = self.c_list[i]
                 self.c_touched[p] = 0
@@ -1040,6 +1039,8 @@ cdef class ReplayCore:
                 self.slot_cores[base + i] = max(self.c_app_c[p], self.c_ini_c[p])
             if self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
                 self._keep_app_usage(sl, n, r0)
+            if n_init > 0 and not self.aligned[node]:
+                self._keep_deficit(k, sl, n, n_cont, n_init, r0)
         self.slot_n[sl] = n
         self.slot_devices[sl] = self._devices_text(node, n_cont)
         self.slot_mig[sl] = self._mig_instances(node, n_cont) if self.has_mig else None
@@ -1047,6 +1048,21 @@ cdef class ReplayCore:
                 and self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
             self.slot_mig_after[sl] = self._mig_app_instances(node, n_cont, n_init)
         return 0
+
+    cdef inline void _collapse_pick(self, int p, int64_t mem, int64_t cores,
+                                    bint app) noexcept:
+        # one pick on card position p into the collapse scratch: app containers on
+        # one card add up, init containers count the largest, one slot
+        if app:
+            self.c_app_u[p] += 1
+            self.c_app_m[p] += mem
+            self.c_app_c[p] += cores
+        else:
+            self.c_ini[p] = 1
+            if mem > self.c_ini_m[p]:
+                self.c_ini_m[p] = mem
+            if cores > self.c_ini_c[p]:
+                self.c_ini_c[p] = cores
 
     cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept:
         # engine._init_done's usage, kept at bind while the picks are at hand:
@@ -1064,6 +1080,70 @@ cdef class ReplayCore:
             self.after_cores[base + m] = self.c_app_c[p]
             m += 1
         self.after_n[sl] = m
+
+    cdef void _keep_deficit(self, int k, int sl, int n, int n_cont, int n_init,
+                            int64_t r0) noexcept:
+        # engine._book_deficit: the true usage (every container its own entry, as
+        # init_container_usage: corrected counts it) of the first n cards of c_list,
+        # minus what _take_picks booked in the slot now and in after_* for later
+        cdef Scratch* s = &self.core.s
+        cdef Py_ssize_t w = self.slot_width, base = <Py_ssize_t>sl * w, q = 8 * base
+        cdef int ci, i, j, p, b, m = 0
+        cdef int64_t du, dm, dc, au, am, ac
+        for i in range(n):
+            p = self.c_list[i]
+            self.c_app_u[p] = self.c_app_m[p] = self.c_app_c[p] = 0
+            self.c_ini[p] = 0
+            self.c_ini_m[p] = self.c_ini_c[p] = 0
+        for ci in range(n_cont):
+            for i in range(s.out_n[ci]):
+                b = ci * s.cap_p + i
+                p = s.out_pos[b]
+                self._collapse_pick(p, s.out_mem[b], s.out_cores[b], ci >= n_init)
+        for i in range(n):
+            p = self.c_list[i]
+            du = max(self.c_app_u[p], <int64_t>self.c_ini[p]) - self.slot_used[base + i]
+            dm = max(self.c_app_m[p], self.c_ini_m[p]) - self.slot_mem[base + i]
+            dc = max(self.c_app_c[p], self.c_ini_c[p]) - self.slot_cores[base + i]
+            if du != 0 or dm != 0 or dc != 0:
+                self.def_buf[q + m] = r0 + p
+                self.def_buf[q + w + m] = du
+                self.def_buf[q + 2 * w + m] = dm
+                self.def_buf[q + 3 * w + m] = dc
+                m += 1
+        self.def_n[2 * sl] = m
+        if self.t_init_after[self.tmpl[k]] != self.t_init_after[self.tmpl[k]]:
+            return                  # its init containers are never done
+        m = 0
+        for i in range(n):
+            p = self.c_list[i]
+            au = am = ac = 0
+            for j in range(self.after_n[sl]):
+                if self.after_rows[base + j] == r0 + p:
+                    au, am, ac = self.after_used[base + j], self.after_mem[base + j], \
+                        self.after_cores[base + j]
+                    break
+            du, dm, dc = self.c_app_u[p] - au, self.c_app_m[p] - am, self.c_app_c[p] - ac
+            if du != 0 or dm != 0 or dc != 0:
+                self.def_buf[q + 4 * w + m] = r0 + p
+                self.def_buf[q + 5 * w + m] = du
+                self.def_buf[q + 6 * w + m] = dm
+                self.def_buf[q + 7 * w + m] = dc
+                m += 1
+        self.def_n[2 * sl + 1] = m
+
+    cdef inline void _meter_deficit(self, int k, int sl, int sign) noexcept:
+        # the slot's deficit (engine._book_deficit / _drop_deficit): after the pod's
+        # booked usage is added, before it is removed; the pod counted once
+        cdef Py_ssize_t w = self.slot_width, q = 8 * <Py_ssize_t>sl * w
+        if self.def_n[2 * sl] == 0:
+            return
+        self.meter._deficit_c(self.def_buf + q, self.def_buf + q + w,
+                              self.def_buf + q + 2 * w, self.def_buf + q + 3 * w,
+                              self.def_n[2 * sl], sign)
+        if sign > 0 and not self.q_pod[k]:
+            self.q_pod[k] = 1
+            self.n_quirk_pods += 1
 
     cdef object _mig_app_instances(self, int node, int n_cont, int n_init):
         # the MIG instances of the app entries (HAMi's list: aligned positions), which
@@ -1174,6 +1254,7 @@ cdef class ReplayCore:
         self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
                             self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                             self.t_cpu[t], sign)
+        self._meter_deficit(k, sl, sign)
 
     cdef inline void _meter_apply_cards(self, int k, int node, int sign) noexcept:
         # the pod's cards only (engine._init_done changes its cards, not its CPU)
@@ -1182,6 +1263,7 @@ cdef class ReplayCore:
         self.meter._apply_c(node, self.slot_rows + base, self.slot_used + base,
                             self.slot_mem + base, self.slot_cores + base, self.slot_n[sl],
                             0, sign)
+        self._meter_deficit(k, sl, sign)
 
     cdef int _bind(self, int k, int node) except -1:
         cdef double now = self.now, delay, duration = self.duration[k]
@@ -1293,7 +1375,7 @@ cdef class ReplayCore:
         # list (HAMi issue #2965 on nodes that list no GPU-less containers);
         # the kernel's usage is re-adopted, the meter's cards follow, CPU stays
         cdef int node = self.node[k], sl = self.slot[k], i
-        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
+        cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width, q
         if self.gen[k] != gen or self.status[k] != S_RUNNING:
             return 0        # a terminating pod is only refreshed: no shrink
         self._meter_apply_cards(k, node, -1)
@@ -1308,6 +1390,13 @@ cdef class ReplayCore:
             self.slot_mem[base + i] = self.after_mem[base + i]
             self.slot_cores[base + i] = self.after_cores[base + i]
         self.slot_n[sl] = self.after_n[sl]
+        q = 8 * base
+        for i in range(4):                  # the deficit once the init containers are done
+            memcpy(self.def_buf + q + i * self.slot_width,
+                   self.def_buf + q + (4 + i) * self.slot_width,
+                   self.def_n[2 * sl + 1] * sizeof(int64_t))
+        self.def_n[2 * sl] = self.def_n[2 * sl + 1]
+        self.def_n[2 * sl + 1] = 0
         if self.slot_mig[sl] is not None:
             # the kernel keeps the app entries' instances; the annotation stays
             rows, masks = self.slot_mig_after[sl]
@@ -1450,10 +1539,13 @@ cdef class ReplayCore:
 
     cdef inline int _new_slot(self) except -1:
         # a free slot (the slot arrays grow when none is left)
+        cdef int sl
         if self.n_free == 0:
             self._grow_slots()
         self.n_free -= 1
-        return self.free_slots[self.n_free]
+        sl = self.free_slots[self.n_free]
+        self.def_n[2 * sl] = self.def_n[2 * sl + 1] = 0    # no deficit unless _take_picks
+        return sl
 
     cdef int _defrag_undo(self, int k, int ts, int start) except -1:
         # engine._restore: the pod back on its own cards, the trial's slot freed

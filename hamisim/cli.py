@@ -686,6 +686,7 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
     _print_unplaceable(r)
+    _print_quirks(r)
     interval = r.get("timeseries_interval_s")
     if interval is not None:
         print(f"  the time series is sampled every {interval:.4g} s "
@@ -877,6 +878,36 @@ def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:
              f"{r.get('preempted', 0):,} preemptions")]
 
 
+def _print_compare_quirks(table) -> None:
+    """The runs HAMi's init-container accounting double-booked (compare's columns
+    of hamisim.hami.quirks.QUIRK_COLUMNS), one line each."""
+    from hamisim.hami.quirks import CORRECTED_FLAG
+    if "init_pods_underbooked" not in table.columns:
+        return
+    hit = table[table["init_pods_underbooked"] > 0]
+    if not len(hit):
+        return
+    print("\nHAMi's init-container accounting (HAMi #2965, reproduced) moved these runs:")
+    for _, row in hit.iterrows():
+        print(f"  {row['policy']} seed {row['seed']}: {row['init_pods_underbooked']:,} pods "
+              f"booked below what they use, {row['cards_overcommitted']:,} cards over their "
+              f"limits ({row['overcommitted_card_hours']:,.1f} card-hours)")
+    if not (table["init_container_usage"] == "corrected").any():
+        print(f"  the corrected runs: {CORRECTED_FLAG} (or hami-v2.10,corrected: both)")
+
+
+def _print_quirks(r: dict) -> None:
+    """HAMi v2.10's quirks that moved this run, in numbers (results.hami_quirks)."""
+    from hamisim.hami.quirks import quirk_lines
+    lines = quirk_lines(r.get("hami_quirks"))
+    if not lines:
+        return
+    print("  HAMi quirks that moved this run (HAMi v2.10 behaviour, reproduced; "
+          "summary.json results.hami_quirks):")
+    for line in lines:
+        print(f"    {line}")
+
+
 def _print_unplaceable(r: dict, max_rows: int = 12) -> None:
     """The unplaceable pods by reason, with a few of their names."""
     reasons = r.get("unplaceable_reasons", [])
@@ -916,6 +947,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _print_compare_engines(table)
     _print_compare_window(table, base)
     _print_compare_unplaceable(table)
+    _print_compare_quirks(table)
     if base.mode == "replay":
         _print_class_waits(args.out, args.format)
     print(f"results written to {args.out}/ (report.html, compare, compare_classes, "

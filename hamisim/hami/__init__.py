@@ -11,6 +11,9 @@
 * :mod:`hamisim.hami.decision`: what an attempt produces, in HAMi's and
   kube-scheduler's words (reason strings, ``FailedScheduling``, the
   ``hami.io/vgpu-devices-allocated`` annotation).
+* :mod:`hamisim.hami.quirks`: HAMi's quirks that moved a run, in numbers (the
+  misread policies and cores above 100 of its pods, the init-container
+  accounting the engines measure) and the words the outputs say them in;
 
 Knows the model and kube-scheduler's filters (:mod:`hamisim.kube`); nothing of
 time, files, the engine or the research policies.

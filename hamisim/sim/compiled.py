@@ -646,7 +646,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         counts = RunCounts(core.n_arrived, core.n_pending, core.n_running, core.n_departed,
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
                            core.peak_time, preempted=core.n_preempted, initial=n_init,
-                           rejected=core.n_rejected, defrag_moves=core.n_defrag_moves)
+                           rejected=core.n_rejected, defrag_moves=core.n_defrag_moves,
+                           quirk_pods=core.n_quirk_pods)
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups, replay=config.mode == "replay",
                                  window=config.window)

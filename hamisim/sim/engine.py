@@ -97,7 +97,7 @@ class PodState:
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "gen", "node", "usage", "cls", "first_attempt",
                  "bind_time", "devices", "mig", "preempted_by", "containers", "timestamp",
-                 "rejectors", "message", "tried", "held")
+                 "rejectors", "message", "tried", "held", "deficit")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -125,6 +125,8 @@ class PodState:
         self.message: str | None = None # the last FailedScheduling text written
         self.tried = -1                 # changes at the last attempt
         self.held: list | None = None   # its picks while bound (the defragmenter's undo)
+        # what it truly uses beyond HAMi's booking, as meter rows (HAMi issue #2965)
+        self.deficit: tuple | None = None
 
 
 class Clock:
@@ -187,6 +189,7 @@ class PodLifecycle:
         # the pods by what became of them
         self.n_arrived = self.n_pending = self.n_running = 0
         self.n_departed = self.n_abandoned = self.n_preempted = self.n_rejected = 0
+        self.quirk_pods: set[str] = set()       # pods HAMi under-booked (issue #2965)
         self.gpu_arrived = 0.0
         self.delays = array("d")                # queueing delay of every bound pod
         self.n_attempts = 0
@@ -318,6 +321,7 @@ class PodLifecycle:
         st.held = d.containers
         st.usage = usage = self._usage(st, d)
         self.meter.apply_rows(node, *usage, pod.cpu_milli, 1)
+        self._book_deficit(st, d.containers, len(pod.init_containers))
         self.n_pending -= 1
         self.n_running += 1
         delay = now - st.arrival
@@ -382,6 +386,40 @@ class PodLifecycle:
             del self.pods[st.pod.name]      # memory stays flat in long replays
 
     # -- departures ----------------------------------------------------------
+    def _book_deficit(self, st: PodState, containers: Sequence[Sequence],
+                      n_init: int) -> None:
+        """HAMi issue #2965 measured: what the bound pod of ``st`` truly uses (its
+        containers counted as what they are, ``init_container_usage: corrected``)
+        beyond what HAMi booked for it (``st.usage``), added to the meter's
+        over-commit and kept in ``st.deficit`` until its usage changes. Nothing on a
+        node whose list keeps GPU-less containers (or under the corrected accounting),
+        where the two are equal, nor under a research node policy."""
+        if not (n_init or st.pod.init_containers) or not self._quirk_nodes[st.node]:
+            return
+        have = {r: (u, m, c) for r, u, m, c in zip(*st.usage)}
+        rows: list[int] = []
+        used: list[int] = []
+        mem: list[int] = []
+        cores: list[int] = []
+        for uuid, (u, m, c) in collapsed_usage(containers, n_init, True).items():
+            r = self.row_of[uuid]
+            bu, bm, bc = have.get(r, (0, 0, 0))
+            if u != bu or m != bm or c != bc:
+                rows.append(r)
+                used.append(u - bu)
+                mem.append(m - bm)
+                cores.append(c - bc)
+        if rows:
+            st.deficit = (rows, used, mem, cores)
+            self.meter.apply_deficit(rows, used, mem, cores, 1)
+            self.quirk_pods.add(st.pod.name)
+
+    def _drop_deficit(self, st: PodState) -> None:
+        """Take the deficit :meth:`_book_deficit` added for ``st`` out of the meter."""
+        if st.deficit is not None:
+            self.meter.apply_deficit(*st.deficit, -1)
+            st.deficit = None
+
     def _delete(self, name: str) -> None:
         """The pod's duration ran out (it Succeeded: HAMi and kube-scheduler
         release it at once), or its grace period after a deletion ended."""
@@ -399,8 +437,9 @@ class PodLifecycle:
             return False  # HAMi's onUpdatePod only refreshes a terminating pod: no shrink
         name, node, n_init = st.pod.name, st.node, len(st.pod.init_containers)
         app_only = app_containers_only(st.containers, n_init, self._aligned[node])
-        st.containers = None
+        st_containers, st.containers = st.containers, None
         self.meter.apply_rows(node, *st.usage, 0, -1)
+        self._drop_deficit(st)
         # adopt replaces the pod's usage and keeps a mutex-reserve pod's
         # reservation (a delete first would drop it: its cards are still held)
         self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
@@ -411,6 +450,7 @@ class PodLifecycle:
         st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
                     [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])
         self.meter.apply_rows(node, *st.usage, 0, 1)
+        self._book_deficit(st, st_containers[n_init:], 0)
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.init_done(name, app_only)
         self._changed(ASSIGNED_POD_UPDATE)      # HAMi sees room on that card now
@@ -479,6 +519,7 @@ class PodLifecycle:
             self.sched.delete(name)
             self.kube.gone(name)
             self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
+            self._drop_deficit(st)
             self._set_status(st, "gone")
             st.gen += 1
             self.n_running -= 1
@@ -590,6 +631,12 @@ class _Engine(PodLifecycle):
         self.peak_time = 0.0
         self.row_of = m.row                     # card id -> meter row (other backends)
         self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
+        # nodes where HAMi #2965's deficit is measured (_book_deficit): not under a
+        # research node policy, whose model the compiled engine books apart
+        from hamisim.research.plugins import on_research_model
+        self._quirk_nodes = [False] * len(self._aligned) \
+            if on_research_model(cluster.scheduler.node_scheduler_policy) \
+            else [not a for a in self._aligned]
         # --check: independent books verified after every event; None costs one test
         self.checker = None
         if config.check:
@@ -904,10 +951,12 @@ class _Engine(PodLifecycle):
         d = self._replace(st)
         old = f"{self.cluster.nodes[st.node].name} {st.devices}"
         self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, -1)
+        self._drop_deficit(st)
         self.kube.gone(st.pod.name)
         st.node, st.devices, st.held = d.node_index, d.devices, d.containers
         st.usage = self._usage(st, d)
         self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, 1)
+        self._book_deficit(st, d.containers, len(st.pod.init_containers))
         self.kube.bound(st.pod, st.node, now)
         self.n_defrag_moves += 1
         self.rec.event(now, st.pod.name, "move", d.node, d.devices,
@@ -990,7 +1039,7 @@ class _Engine(PodLifecycle):
                            self.n_abandoned, self.n_attempts,
                            np.frombuffer(self.delays, dtype=np.float64), self.peak_time,
                            getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected,
-                           self.n_defrag_moves)
+                           self.n_defrag_moves, len(self.quirk_pods))
         return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
                                self.node_groups, self.many_groups,
                                replay=self.cfg.mode == "replay", window=self.cfg.window)

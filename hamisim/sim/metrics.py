@@ -317,6 +317,17 @@ class ClusterMeter:
         """:meth:`apply` with a pod's usage as card rows and three parallel lists."""
         self._core.apply_rows(node, rows, used, mem, cores, cpu_milli, sign)
 
+    def apply_deficit(self, rows: list[int], used: list[int], mem: list[int], cores: list[int],
+                      sign: int = 1) -> None:
+        """What a pod truly uses beyond HAMi's booking on its card rows (HAMi issue
+        #2965's init-container accounting), added (``sign=1``) or removed."""
+        self._core.apply_deficit(rows, used, mem, cores, sign)
+
+    def quirk_figures(self, end_time: float) -> dict[str, float]:
+        """The over-commit HAMi's init-container accounting left on the cards up to
+        ``end_time`` (:meth:`hamisim._meter.MeterCore.quirk_figures`)."""
+        return self._core.quirk_figures(end_time)
+
     def allocation_share(self, snapshot: np.ndarray | None = None) -> np.ndarray:
         """Per card, the largest of its used share of slots, cores and memory
         (now, or at a :meth:`usage_snapshot`)."""

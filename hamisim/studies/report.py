@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from hamisim.io.outputs import atomic_file, read_table
+from hamisim.hami.quirks import quirk_lines
 
 __all__ = ["write_report", "report_html", "FIGURE_NOTES", "folder_kind", "notebook_html",
            "validation_html", "placement_words"]
@@ -296,7 +297,7 @@ def _run(folder: Path) -> tuple[str, str]:
         ("cluster file sha256", inputs.get("cluster_sha256")),
         ("trace sha256", inputs.get("trace_sha256")),
     ])]
-    parts += ["<h2>Headline figures</h2>", _headline(s),
+    parts += ["<h2>Headline figures</h2>", _headline(s), _quirks(r),
               "<details><summary>Every figure of summary.json, by its name</summary>",
               _table(_scalars(r)), "</details>"]
     groups = pd.DataFrame(r.get("groups", []))
@@ -518,6 +519,24 @@ def _compare_tables(table: pd.DataFrame | None) -> str:
         out.append("<p class=\"note\">Every figure of each run, by policy and seed:</p>")
     out.append(_table(table, readable=True, order=True))
     return "".join(out)
+
+
+def _quirks(r: Mapping[str, Any]) -> str:
+    """HAMi v2.10's quirks that moved the run, in numbers (summary.json
+    ``hami_quirks``, :func:`hamisim.hami.quirks.quirk_lines`); empty when none did."""
+    lines = quirk_lines(r.get("hami_quirks"))
+    if not lines:
+        return ""
+    items: list[str] = []
+    for line in lines:
+        if line.startswith("  ") and items:
+            items[-1] += "<br>" + _e(line.strip())
+        else:
+            items.append(_e(line))
+    return ("<h2>HAMi quirks that moved this run</h2>\n<p class=\"note\">HAMi v2.10's own "
+            "behaviour, reproduced on purpose; the figures above include its effect "
+            "(summary.json: results.hami_quirks).</p>\n<ul>"
+            + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
 
 
 def _unplaceable(r: Mapping[str, Any], preemptions: str | None = None) -> str:

@@ -41,6 +41,7 @@ from hamisim.shapes import typical_shapes
 from hamisim.sim.engine import EngineConfig, SimResult, quiet_gc, simulate
 from hamisim.sim.recorder import TableSink
 from hamisim.studies.fillcurves import curves
+from hamisim.hami.quirks import hami_quirks, quirk_columns
 from hamisim.studies.report import write_report
 from hamisim.studies.unplaceable import find_unplaceable, unplaceable_pods
 from hamisim.studies.workers import process_pool
@@ -489,6 +490,9 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "not_hami": not_hami_notes(cluster, spec.defrag_interval),
         "results": result.summary,
     }
+    # HAMi's quirks that moved this run, in numbers (hamisim.hami.quirks)
+    result.summary["results"]["hami_quirks"] = hami_quirks(
+        result.summary["results"].get("hami_quirks", {}), prep.workload, cluster)
     result.timings = {**prep.timings, **result.timings, "unplaceable_check": checked}
     if spec.resize:
         result.summary["inputs"]["resize"] = dict(spec.resize)
@@ -865,6 +869,8 @@ def compare(specs: Sequence[RunSpec], out: str | os.PathLike[str], fmt: str = "p
                          "engine_reason": inputs.get("engine_reason"),
                          # the span its headline figures cover (None: the whole run)
                          **window_columns(r),
+                         # HAMi #2965's double-booking in this run (hamisim.hami.quirks)
+                         **quirk_columns(r),
                          **{k: summary["workload"].get(k) for k in (
                              "offered_gpu_load_as_given", "offered_gpu_load")}})
             classes += [{**key, **c} for c in r.get("classes", [])]
