@@ -129,3 +129,16 @@ def test_explain_reads_an_aggregated_run_attempt_by_attempt(tmp_path):
     assert exp.message == fail["message"].iloc[0]
     assert exp.context["attempts"] == fail["count"].iloc[0] + 1       # + its bind
     assert explain_run(out, "b", attempt=-1).decision.node == "n"
+
+
+def test_open_rows_grow_with_pending_pods_not_with_attempts():
+    from hamisim.sim.recorder import Recorder
+    rec = Recorder(["n"], ["g"], events="aggregated")
+    rec.event(0.0, "p", "arrive")
+    for k in range(20_000):
+        rec.event(float(k), "p", "unschedulable", message="A" if k % 3 else "B")
+    assert len(rec.pod) == 1                          # only the arrive row is held
+    assert {m: e[2] for m, e in rec._open["p"].items()} == {"B": 6667, "A": 13333}
+    rec.event(20_000.0, "p", "bind", "n", "G0,NVIDIA,1000,100:;")
+    assert rec.pod == ["p"] * 4 and rec.count.tolist() == [1, 6667, 13333, 1]
+    assert rec.time.tolist() == [0.0, 0.0, 1.0, 20_000.0] and not rec._open
