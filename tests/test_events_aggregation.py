@@ -9,6 +9,7 @@ import dataclasses
 import json
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SLOW, clusters
@@ -142,3 +143,19 @@ def test_open_rows_grow_with_pending_pods_not_with_attempts():
     rec.event(20_000.0, "p", "bind", "n", "G0,NVIDIA,1000,100:;")
     assert rec.pod == ["p"] * 4 and rec.count.tolist() == [1, 6667, 13333, 1]
     assert rec.time.tolist() == [0.0, 0.0, 1.0, 20_000.0] and not rec._open
+
+
+def test_an_audit_log_of_an_aggregated_run_is_refused(tmp_path):
+    from hamisim.errors import InputError
+    from hamisim.io.auditlog import run_audit_lines
+    (tmp_path / "c.yaml").write_text(
+        "nodes:\n  - name: n\n    devices:\n"
+        "      - {id: G0, index: 0, count: 1, devmem: 1000, devcore: 100, type: NVIDIA-T4}\n")
+    (tmp_path / "t.csv").write_text("name,arrival,duration,gpu\na,0,30,1\nb,1,30,1\n")
+    for mode in ("aggregated", "all"):
+        out = tmp_path / mode
+        assert main(["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--out",
+                     str(out), "--no-progress", "--events", mode]) == 0
+    with pytest.raises(InputError, match="--events all"):
+        list(run_audit_lines(tmp_path / "aggregated", tmp_path / "t.csv"))
+    assert list(run_audit_lines(tmp_path / "all", tmp_path / "t.csv"))
