@@ -22,6 +22,9 @@ from hamisim.sim.recorder import EVENT_COLUMNS
 from hamisim.workload import Trace, TracePod
 
 WHOLE = (Container({"nvidia.com/gpu": 1}),)
+#: a cluster file of one node with one T4 that takes one pod at a time
+ONE_CARD = ("nodes:\n  - name: n\n    devices:\n"
+            "      - {id: G0, index: 0, count: 1, devmem: 1000, devcore: 100, type: NVIDIA-T4}\n")
 
 
 def _saturated() -> tuple[Cluster, Trace]:
@@ -95,9 +98,7 @@ def test_both_engines_write_the_same_aggregated_table(data):
 
 
 def test_cli_aggregates_by_default_and_all_keeps_every_attempt(tmp_path):
-    (tmp_path / "c.yaml").write_text(
-        "nodes:\n  - name: n\n    devices:\n"
-        "      - {id: G0, index: 0, count: 1, devmem: 1000, devcore: 100, type: NVIDIA-T4}\n")
+    (tmp_path / "c.yaml").write_text(ONE_CARD)
     (tmp_path / "t.csv").write_text("name,arrival,duration,gpu\n" + "".join(
         f"p{i},{i},30,1\n" for i in range(4)))
     tables = {}
@@ -116,9 +117,7 @@ def test_cli_aggregates_by_default_and_all_keeps_every_attempt(tmp_path):
 
 def test_explain_reads_an_aggregated_run_attempt_by_attempt(tmp_path):
     from hamisim.explain import explain_run
-    (tmp_path / "c.yaml").write_text(
-        "nodes:\n  - name: n\n    devices:\n"
-        "      - {id: G0, index: 0, count: 1, devmem: 1000, devcore: 100, type: NVIDIA-T4}\n")
+    (tmp_path / "c.yaml").write_text(ONE_CARD)
     (tmp_path / "t.csv").write_text("name,arrival,duration,gpu\na,0,30,1\nb,1,30,1\n")
     out = tmp_path / "run"
     assert main(["run", str(tmp_path / "c.yaml"), str(tmp_path / "t.csv"), "--out", str(out),
@@ -148,9 +147,7 @@ def test_open_rows_grow_with_pending_pods_not_with_attempts():
 def test_an_audit_log_of_an_aggregated_run_is_refused(tmp_path):
     from hamisim.errors import InputError
     from hamisim.io.auditlog import run_audit_lines
-    (tmp_path / "c.yaml").write_text(
-        "nodes:\n  - name: n\n    devices:\n"
-        "      - {id: G0, index: 0, count: 1, devmem: 1000, devcore: 100, type: NVIDIA-T4}\n")
+    (tmp_path / "c.yaml").write_text(ONE_CARD)
     (tmp_path / "t.csv").write_text("name,arrival,duration,gpu\na,0,30,1\nb,1,30,1\n")
     for mode in ("aggregated", "all"):
         out = tmp_path / mode
