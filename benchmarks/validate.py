@@ -74,8 +74,9 @@ def main() -> None:
     trace = work / "week.csv"
     write_week(trace, args.pods)
     t0 = time.perf_counter()
-    time_cli(["run", str(cluster), str(trace), "--out", str(work / "run"), "--no-progress"],
-             work)
+    # run_audit_lines needs every attempt (its nominations follow their order)
+    time_cli(["run", str(cluster), str(trace), "--out", str(work / "run"), "--no-progress",
+              "--events", "all"], work)
     t_run = time.perf_counter() - t0
     t0 = time.perf_counter()
     log = work / "audit.log.gz"

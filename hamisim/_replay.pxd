@@ -173,6 +173,17 @@ cdef class ReplayCore:
     cdef int64_t arrivals_reported
     # -- records ---------------------------------------------------------
     cdef readonly object np_ev_time, np_ev_kind, np_ev_node, np_ev_pod
+    cdef readonly object np_ev_count, np_ev_last
+    cdef int64_t[::1] ev_count
+    cdef double[::1] ev_last
+    # failed attempts aggregated: per pod its open rows, and the rows' store
+    cdef readonly bint aggregate
+    cdef object np_ag_first, np_ag_last, np_ag_count, np_ag_seq, np_ag_pod, np_ag_next
+    cdef int64_t[::1] ag_head, ag_tail, ag_cur, ag_count, ag_seq, ag_pod, ag_next
+    cdef double[::1] ag_first, ag_last
+    cdef list ag_msg
+    cdef int64_t ag_free, ag_opened
+    cdef Py_ssize_t ag_n
     cdef double[::1] ev_time
     cdef int8_t[::1] ev_kind
     cdef int64_t[::1] ev_node, ev_pod
@@ -249,6 +260,11 @@ cdef class ReplayCore:
     cdef int _pop_active(self) noexcept nogil
     cdef inline void _u_add(self, int k, int lst) noexcept
     cdef inline void _u_remove(self, int k) noexcept
+    cdef int _failed(self, int k, object message) except -1
+    cdef int _ag_grow(self, Py_ssize_t size) except -1
+    cdef int _close_failed(self, int k) except -1
+    cdef int _row(self, double time, int kind, int64_t k, int64_t node, object devices,
+                  object message, int64_t count, double last) except -1
     cdef int _event(self, int kind, int k, int64_t node, object devices,
                     object message) except -1
     cdef int _done(self, int k, double end) except -1

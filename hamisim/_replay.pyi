@@ -41,6 +41,9 @@ class ReplayCore:
     np_ev_kind: Any                   # int8, codes of hamisim.sim.recorder.EVENT_KINDS
     np_ev_node: I64                   # -1 = none
     np_ev_pod: I64                    # pod number (arrival order)
+    np_ev_count: I64                  # occurrences the row stands for (aggregated failures)
+    np_ev_last: F64                   # the last of them
+    aggregate: bool                   # failed attempts as a row per pod and message
     ev_n: int
     ev_dev_rows: list[int]
     ev_devs: list[str]
@@ -108,6 +111,8 @@ class ReplayCore:
         node_names: list[str] | None = ...,           # for the move rows' text
         research: ResearchCore | None = ...,          # a research policy decides (after
                                                       # ResearchCore.replay_setup)
+        aggregate: bool = ...,                        # failed attempts: a row per pod and
+                                                      # message (Recorder(events=...))
     ) -> None: ...
     # an initial pod at time 0 (before run, in order), then the time-0 sample
     def adopt(self, k: int, node: int, rows: list[int], used: list[int], mem: list[int],
@@ -120,6 +125,7 @@ class ReplayCore:
     def next_time(self) -> float: ...   # the next event's time, inf when none is left
     def run(self, horizon: float = ...) -> None: ...   # every event before horizon
     def finish(self, final_sample: bool = ...) -> None: ...
+    def close_failed_attempts(self) -> None: ...   # the open aggregated rows, at the end
     def flush_events(self) -> None: ...
     def flush_pods(self) -> None: ...
     def flush_groups(self) -> None: ...

@@ -294,7 +294,7 @@ cdef class ReplayCore:
                  quota_denied=None,
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
-                 node_names=None, ResearchCore research=None):
+                 node_names=None, ResearchCore research=None, bint aggregate=False):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -430,7 +430,20 @@ cdef class ReplayCore:
         self.np_ev_pod = np.zeros(REPLAY_BATCH, dtype=np.int64)
         self.ev_time, self.ev_kind = self.np_ev_time, self.np_ev_kind
         self.ev_node, self.ev_pod = self.np_ev_node, self.np_ev_pod
+        self.np_ev_count = np.zeros(REPLAY_BATCH, dtype=np.int64)
+        self.np_ev_last = np.zeros(REPLAY_BATCH)
+        self.ev_count, self.ev_last = self.np_ev_count, self.np_ev_last
         self.ev_n = 0
+        # failed attempts aggregated (Recorder.event): per pod its open rows, a list
+        # in creation order through ag_next, the one last met first; freed rows reused
+        self.aggregate = aggregate
+        self.ag_head = np.full(n, -1, dtype=np.int64)
+        self.ag_tail = np.full(n, -1, dtype=np.int64)
+        self.ag_cur = np.full(n, -1, dtype=np.int64)
+        self.ag_free = -1
+        self.ag_opened = 0
+        self.ag_n = 0
+        self._ag_grow(64)
         self.ev_dev_rows, self.ev_devs, self.ev_msg_rows, self.ev_msgs = [], [], [], []
         self.np_pd_pod = np.zeros(REPLAY_BATCH, dtype=np.int64)
         self.np_pd_class = np.zeros(REPLAY_BATCH, dtype=np.int32)
@@ -665,12 +678,116 @@ cdef class ReplayCore:
     # -- records (Recorder.event, Recorder.pod_done) ------------------------------
     cdef int _event(self, int kind, int k, int64_t node, object devices,
                     object message) except -1:
-        cdef Py_ssize_t row = self.ev_n
         self.last_time = self.now
-        self.ev_time[row] = self.now
+        if self.aggregate:
+            if kind == E_UNSCHEDULABLE:
+                return self._failed(k, message)
+            if self.ag_head[k] >= 0:
+                self._close_failed(k)
+        return self._row(self.now, kind, k, node, devices, message, 1, self.now)
+
+    cdef int _failed(self, int k, object message) except -1:
+        # a failed attempt joins its pod's open row for that message (Recorder.event)
+        cdef int64_t i = self.ag_cur[k]
+        if i >= 0 and (self.ag_msg[i] is message or self.ag_msg[i] == message):
+            self.ag_count[i] += 1
+            self.ag_last[i] = self.now
+            return 0
+        i = self.ag_head[k]
+        while i >= 0:
+            if self.ag_msg[i] == message:
+                self.ag_count[i] += 1
+                self.ag_last[i] = self.now
+                self.ag_cur[k] = i
+                return 0
+            i = self.ag_next[i]
+        if self.ag_free < 0:
+            self._ag_grow(2 * self.ag_n)
+        i = self.ag_free
+        self.ag_free = self.ag_next[i]
+        self.ag_first[i] = self.ag_last[i] = self.now
+        self.ag_count[i] = 1
+        self.ag_seq[i] = self.ag_opened
+        self.ag_opened += 1
+        self.ag_pod[i] = k
+        self.ag_msg[i] = message
+        self.ag_next[i] = -1
+        if self.ag_tail[k] >= 0:
+            self.ag_next[self.ag_tail[k]] = i
+        else:
+            self.ag_head[k] = i
+        self.ag_tail[k] = i
+        self.ag_cur[k] = i
+        return 0
+
+    cdef int _ag_grow(self, Py_ssize_t size) except -1:
+        # room for `size` open rows; the new ones join the free list
+        cdef Py_ssize_t old = self.ag_n, i
+        self.np_ag_first = np.resize(self.np_ag_first, size) if old else np.zeros(size)
+        self.np_ag_last = np.resize(self.np_ag_last, size) if old else np.zeros(size)
+        self.np_ag_count = np.resize(self.np_ag_count, size) if old \
+            else np.zeros(size, dtype=np.int64)
+        self.np_ag_seq = np.resize(self.np_ag_seq, size) if old \
+            else np.zeros(size, dtype=np.int64)
+        self.np_ag_pod = np.resize(self.np_ag_pod, size) if old \
+            else np.zeros(size, dtype=np.int64)
+        self.np_ag_next = np.resize(self.np_ag_next, size) if old \
+            else np.zeros(size, dtype=np.int64)
+        self.ag_first, self.ag_last = self.np_ag_first, self.np_ag_last
+        self.ag_count, self.ag_seq = self.np_ag_count, self.np_ag_seq
+        self.ag_pod, self.ag_next = self.np_ag_pod, self.np_ag_next
+        if old:
+            self.ag_msg.extend([None] * (size - old))
+        else:
+            self.ag_msg = [None] * size
+        for i in range(size - 1, old - 1, -1):
+            self.ag_next[i] = self.ag_free
+            self.ag_free = i
+        self.ag_n = size
+        return 0
+
+    cdef int _close_failed(self, int k) except -1:
+        # pod k's open rows, in creation order, before its row of another kind
+        cdef int64_t i = self.ag_head[k], j
+        while i >= 0:
+            j = self.ag_next[i]
+            self._row(self.ag_first[i], E_UNSCHEDULABLE, k, -1, None, self.ag_msg[i],
+                      self.ag_count[i], self.ag_last[i])
+            self.ag_msg[i] = None
+            self.ag_next[i] = self.ag_free
+            self.ag_free = i
+            i = j
+        self.ag_head[k] = self.ag_tail[k] = self.ag_cur[k] = -1
+        return 0
+
+    def close_failed_attempts(self):
+        """Write the open aggregated rows (pods pending at the end of the run), in the
+        order they were opened (Recorder.close_failed_attempts)."""
+        cdef Py_ssize_t i
+        cdef list open_ = []
+        if not self.aggregate:
+            return
+        for i in range(self.ag_n):
+            if self.ag_msg[i] is not None:
+                open_.append((self.ag_seq[i], i))
+        open_.sort()
+        for _, i in open_:
+            self._row(self.ag_first[i], E_UNSCHEDULABLE, self.ag_pod[i], -1, None,
+                      self.ag_msg[i], self.ag_count[i], self.ag_last[i])
+            self.ag_msg[i] = None
+        self.ag_head[:] = -1
+        self.ag_tail[:] = -1
+        self.ag_cur[:] = -1
+
+    cdef int _row(self, double time, int kind, int64_t k, int64_t node, object devices,
+                  object message, int64_t count, double last) except -1:
+        cdef Py_ssize_t row = self.ev_n
+        self.ev_time[row] = time
         self.ev_kind[row] = kind
         self.ev_node[row] = node
         self.ev_pod[row] = k
+        self.ev_count[row] = count
+        self.ev_last[row] = last
         if devices is not None:
             self.ev_dev_rows.append(row)
             self.ev_devs.append(devices)

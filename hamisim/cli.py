@@ -508,6 +508,10 @@ def _add_run_options(p: argparse.ArgumentParser, multi: bool = False) -> None:
     p.add_argument("--retry", choices=("backoff", "none"), default="backoff",
                    help="replay: retry unschedulable pods with kube-scheduler's backoff, or "
                         "give each pod one attempt (default: backoff)")
+    p.add_argument("--events", choices=("aggregated", "all"), default="aggregated",
+                   help="the events table's failed attempts: one unschedulable row per pod "
+                        "and distinct FailedScheduling message, with its count and first "
+                        "and last time (default: aggregated), or a row per attempt (all)")
     p.add_argument("--percentage-of-nodes-to-score", type=_percentage, metavar="N",
                    help="kube-scheduler's percentageOfNodesToScore (0 = adaptive default)")
     p.add_argument("--node-tie-break", choices=("last", "random"),
@@ -583,7 +587,8 @@ def _spec(args: argparse.Namespace, **overrides):
                   node_tie_break=args.node_tie_break, progress=args.progress,
                   check=getattr(args, "check", False), sample_interval=args.sample_interval,
                   defrag_interval=args.defrag_every, defrag_moves=args.defrag_moves,
-                  init_container_usage=getattr(args, "init_container_usage", None))
+                  init_container_usage=getattr(args, "init_container_usage", None),
+                  events=getattr(args, "events", "aggregated"))
     fields.update(overrides)
     _warn_option_policies(args)
     return RunSpec(**fields)

@@ -881,7 +881,9 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
 
     ``attempt`` counts the pod's ``bind`` and ``unschedulable`` rows from 1
     (negative: from the end); by default its last ``unschedulable`` row, or
-    its ``bind`` when it never was. The run's inputs must be unchanged
+    its ``bind`` when it never was, counted per attempt: a run whose events
+    were aggregated (``--events aggregated``, the default) is simulated again
+    in memory with a row per attempt. The run's inputs must be unchanged
     (their SHA-256 is checked).
     """
     from hamisim.io.outputs import read_table
@@ -897,7 +899,14 @@ def explain_run(run_dir: str | os.PathLike[str], pod_name: str,
         raise InputError(str(folder), None, "no events.parquet or events.csv in the folder")
     cluster = prep.cluster
     _hami_only(cluster)
-    events = read_table(events_path)
+    if spec.events == "all":
+        events = read_table(events_path)
+    else:
+        # the run's table holds a pod's failed attempts as one row per message;
+        # replaying needs every attempt in order: the same run, a row per attempt
+        import dataclasses
+        from hamisim.studies.runs import run_prepared
+        events = run_prepared(dataclasses.replace(spec, events="all"), prep).events
     trace = prep.workload
     pods = {name: trace.pod(i) for i, name in enumerate(trace.names)}
     initial = {p.name: p for p in prep.state.pods} if prep.state is not None else {}

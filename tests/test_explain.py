@@ -99,7 +99,8 @@ def test_explain_matches_the_engine_run_of_the_example(imported, tmp_path):
     res, files = imported
     out = tmp_path / "run"
     assert main(["run", str(files["cluster"]), str(files["pending"]), "--state",
-                 str(files["state"]), "--out", str(out), "--format", "csv"]) == 0
+                 str(files["state"]), "--out", str(out), "--format", "csv",
+                 "--events", "all"]) == 0     # a row per attempt, as explain counts them
     ev = pd.read_csv(out / "events.csv")
     tries = ev[(ev["pod"] == LLAMA) & (ev["event"] == "unschedulable")]
     # HAMi rejects it at 0; kube-scheduler's status write retries it at 1 s

@@ -130,7 +130,8 @@ def test_a_users_cluster_and_trace_are_simulated_as_given(tmp_path, seed):
     write_trace(tmp_path / "trace.csv", rng, 250)
     out = tmp_path / "results"
     proc = subprocess.run([sys.executable, "-m", "hamisim.cli", "run", "cluster.yaml",
-                           "trace.csv", "--format", "csv", "--out", str(out)],
+                           "trace.csv", "--format", "csv", "--out", str(out),
+                           "--events", "all"],      # replayed below attempt by attempt
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "trace.csv: 250 pods arriving over" in proc.stdout and "as traced" in proc.stdout

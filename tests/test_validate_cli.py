@@ -229,7 +229,7 @@ def test_a_mig_run_folder_validates_completely(tmp_path, capsys):
         f"p{i},{i},{300 + 40 * i},1,{(3000, 9000, 18000, 12000)[i % 4]},10\n"
         for i in range(24)))
     assert main(["run", str(cluster), str(trace), "--out", str(tmp_path / "run"),
-                 "--format", "csv"]) == 0
+                 "--format", "csv", "--events", "all"]) == 0   # the log needs every attempt
     log = tmp_path / "audit.log"
     lines = list(run_audit_lines(tmp_path / "run", trace))
     assert any("hami.io/vgpu-mig-allocations" in ln for ln in lines)
@@ -263,7 +263,7 @@ def test_a_preempting_run_folder_validates_completely(tmp_path, capsys, policy, 
             f"{rnd.choice([2000, 4000, 8000])},10,{rnd.choice([500, 1000, 1500, 2000])},1024,"
             f"{rnd.choice([0, 0, 5, 10, 20])},{grace}\n" for i in range(120)))
     assert main(["run", str(cluster), str(trace), "--out", str(tmp_path / "run"),
-                 "--format", "csv"]) == 0
+                 "--format", "csv", "--events", "all"]) == 0   # the log needs every attempt
     with open(tmp_path / "run" / "events.csv") as fh:
         events = list(csv.DictReader(fh))
     preemptors = {e["message"].split()[3] for e in events if e["event"] == "preempt"}

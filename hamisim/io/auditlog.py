@@ -848,6 +848,13 @@ def run_audit_lines(run_dir: str | os.PathLike[str], trace: str | os.PathLike[st
                   if (folder / f"events.{ext}").exists()), None)
     if table is None:
         raise InputError(os.fspath(folder), None, "no events table (events.parquet or .csv)")
+    summary = folder / "summary.json"
+    if summary.exists() and json.loads(summary.read_text()).get(
+            "inputs", {}).get("events", "all") != "all":
+        # the attempts' order decides the nominations: a row per attempt is needed
+        raise InputError(os.fspath(table), None, "the run's failed attempts are aggregated "
+                         "(one row per pod and message); run it with --events all for an "
+                         "audit log attempt by attempt")
     df = read_table(table)
     pods = {tp.pod.name: tp.pod for tp in read_trace(os.fspath(trace)).pods}
     moved = moved or {}

@@ -347,7 +347,8 @@ class _Tables:
             core.np_ev_time[:n], core.np_ev_kind[:n], core.np_ev_node[:n],
             self.names.take(core.np_ev_pod[:n]),
             _sparse(core.ev_dev_rows, core.ev_devs, n),
-            _sparse(core.ev_msg_rows, core.ev_msgs, n))
+            _sparse(core.ev_msg_rows, core.ev_msgs, n),
+            core.np_ev_count[:n], core.np_ev_last[:n])
 
     def pods(self, n: int) -> None:
         core = self.core_ref[0]
@@ -507,7 +508,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     meter = ClusterMeter(cluster, shapes)
     node_groups = [meter.group_names[g] for g in meter.node_group]
     rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster),
-                   MigMeter(cluster, shapes), unplaceable)
+                   MigMeter(cluster, shapes), unplaceable, events=config.events)
     many_groups = len(meter.group_names) > 1
     order = trace.arrival_order()
     names = pa.array(trace.names, pa.string()).take(order)
@@ -621,7 +622,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}",
-                research=rsched.core if research else None)
+                research=rsched.core if research else None,
+                aggregate=rec.aggregate)
             core.ranker = sched.ranker      # a vectorised Python node policy, or None
             core_ref.append(core)
             _adopt_initial(core, sched, initial, replay, rsched)
@@ -634,6 +636,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
         core.finish(final_sample=config.mode == "replay")
         sched.next_start = core.next_start
         rec.last_time = core.last_time
+        core.close_failed_attempts()
         core.flush_events()
         tables.end_time = core.last_time
         core.flush_pods()

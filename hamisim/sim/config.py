@@ -56,6 +56,12 @@ class EngineConfig:
     #: (``--window``); ``None`` = the trace's own, first to last arrival
     #: (hamisim.sim.stats.headline_window). Changes the summary, not the run.
     window: tuple[float, float] | None = None
+    #: the events table's failed attempts: ``all``, one row per attempt (the
+    #: engine's own default, a log that replays attempt by attempt), or
+    #: ``aggregated``, one ``unschedulable`` row per pod and distinct message with
+    #: its ``count`` and first and last time (hamisim.sim.recorder; the default of
+    #: RunSpec and the CLI's ``--events``)
+    events: str = "all"
 
 
 def progress_bar(total: int | None, enabled: bool | None):

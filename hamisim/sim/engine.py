@@ -594,7 +594,8 @@ class _Engine(PodLifecycle):
         m = self.meter
         self.node_groups = [m.group_names[g] for g in m.node_group]
         self.rec = Recorder([n.name for n in cluster.nodes], self.node_groups, sink,
-                            PlacementMeter(cluster), MigMeter(cluster, shapes), unplaceable)
+                            PlacementMeter(cluster), MigMeter(cluster, shapes), unplaceable,
+                            events=config.events)
         self.many_groups = len(m.group_names) > 1
         self._gpus = ShapeCache(gpu_request, _SHAPES_KEPT)
         self._classes = ShapeCache(lambda pod: self.rec.class_code(request_class(pod)),
@@ -1033,6 +1034,7 @@ class _Engine(PodLifecycle):
         for st in sorted(self.pods.values(), key=lambda s: s.order):
             if st.status != "gone":
                 self._done(st, _NAN)      # still pending or running at the end
+        rec.close_failed_attempts()
         rec.flush_events()
         rec.flush_pods(rec.last_time)
         counts = RunCounts(self.n_arrived, self.n_pending, self.n_running, self.n_departed,

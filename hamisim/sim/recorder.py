@@ -1,7 +1,10 @@
 """What a run leaves behind: the event log and the pods table, streamed in batches.
 
 :class:`Recorder` appends one row per scheduling event (``arrive``, ``bind``,
-``unschedulable``, ``depart``, ``abandon``; DESIGN §5) and one row per pod when
+``unschedulable``, ``depart``, ``abandon``; DESIGN §5) — by default a pod's failed
+attempts with one message as one ``unschedulable`` row with their ``count`` and
+first and last time, kept open while the pod is pending (memory grows with the
+pending pods' distinct messages, not with attempts) — and one row per pod when
 its story ends (departure or abandonment; the pods still pending or running
 at the end come last), into typed arrays. Every :data:`BATCH_ROWS` rows the
 batch is handed to a *sink* as a pandas DataFrame and the arrays start
@@ -25,11 +28,17 @@ import pyarrow.compute as pc
 from hamisim.sim.metrics import GROUP_TIMESERIES_COLUMNS
 from hamisim.sim.placement import PLACEMENT_COLUMNS, MigMeter, PlacementMeter
 
-__all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS",
+__all__ = ["Recorder", "MemorySink", "TableSink", "EVENT_COLUMNS", "EVENT_KINDS", "EVENTS_MODES",
            "POD_COLUMNS", "INITIAL_STATE_MESSAGE", "INITIAL_STATE_CLASS", "BATCH_ROWS"]
 
-#: Columns of the events table, in order.
-EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message")
+#: Columns of the events table, in order. ``count``: the occurrences the row
+#: stands for (an aggregated ``unschedulable`` row: the pod's failed attempts with
+#: that message; every other row 1); ``last_time``: the last of them (= ``time``,
+#: the first, for a single occurrence).
+EVENT_COLUMNS = ("time", "pod", "event", "node", "devices", "message", "count", "last_time")
+#: values of the ``events`` setting: one ``unschedulable`` row per pod and distinct
+#: message (default), or one per attempt
+EVENTS_MODES = ("aggregated", "all")
 #: The values of its ``event`` column.
 EVENT_KINDS = ("arrive", "bind", "unschedulable", "depart", "abandon", "preempt", "rejected",
                "terminate", "move")
@@ -88,8 +97,17 @@ class Recorder:
     def __init__(self, node_names: Sequence[str], node_groups: Sequence[str],
                  sink: TableSink | None = None,
                  placement: PlacementMeter | None = None, mig: MigMeter | None = None,
-                 unplaceable: Mapping[str, str] | None = None) -> None:
+                 unplaceable: Mapping[str, str] | None = None,
+                 events: str = "aggregated") -> None:
         self.node_names = list(node_names)
+        #: failed attempts as one row per pod and distinct message (``aggregated``)
+        #: or one row per attempt (``all``)
+        if events not in EVENTS_MODES:
+            raise ValueError(f"events must be one of {', '.join(EVENTS_MODES)}, got {events!r}")
+        self.aggregate = events == "aggregated"
+        #: the open aggregates: pod -> message -> [first, last, count, creation number]
+        self._open: dict[str, dict[str, list]] = {}
+        self._opened = 0
         #: pod name -> why no node could hold it even empty (hamisim.studies.unplaceable);
         #: marked in the pods table and kept apart in the statistics
         self.unplaceable = dict(unplaceable or {})
@@ -141,13 +159,49 @@ class Recorder:
         # sparse columns: (rows of the batch that have a value, the values)
         self.devices: tuple[array, list[str]] = (array("q"), [])
         self.message: tuple[array, list[str]] = (array("q"), [])
+        self.count = array("q")
+        self.last = array("d")
 
     def __len__(self) -> int:
         return self.n_events
 
     def event(self, time, pod, event, node=None, devices=None, message=None) -> None:
-        row = len(self.pod)
         self.last_time = time
+        if self.aggregate:
+            # a failed attempt joins its pod's row for that message; the pod's rows
+            # are written before its next row of another kind (its bind, its
+            # abandonment), or at the end of the run (close_failed_attempts)
+            if event == "unschedulable":
+                open_ = self._open.setdefault(pod, {})
+                entry = open_.get(message)
+                if entry is None:
+                    open_[message] = [time, time, 1, self._opened]
+                    self._opened += 1
+                else:
+                    entry[1] = time
+                    entry[2] += 1
+                return
+            if pod in self._open:
+                self._close(pod, self._open.pop(pod))
+        self._row(time, pod, event, node, devices, message, 1, time)
+
+    def _close(self, pod: str, open_: dict[str, list]) -> None:
+        for message, (first, last, count, _) in open_.items():
+            self._row(first, pod, "unschedulable", None, None, message, count, last)
+
+    def close_failed_attempts(self) -> None:
+        """Write the aggregated rows still open (pods pending at the end of the run),
+        in the order they were opened."""
+        rows = [(entry[3], pod, message, entry) for pod, open_ in self._open.items()
+                for message, entry in open_.items()]
+        self._open = {}
+        for _, pod, message, (first, last, count, _) in sorted(rows, key=lambda r: r[0]):
+            self._row(first, pod, "unschedulable", None, None, message, count, last)
+
+    def _row(self, time, pod, event, node, devices, message, count, last) -> None:
+        row = len(self.pod)
+        self.count.append(count)
+        self.last.append(last)
         self.time.append(time)
         self.kind.append(self._kind_code[event])
         self.node.append(-1 if node is None else self._node_code[node])
@@ -171,15 +225,18 @@ class Recorder:
         node = np.frombuffer(self.node, dtype=np.int64)
         pod = np.array(self.pod, dtype=object)
         devices, message = _sparse(self.devices, n), _sparse(self.message, n)
+        count = np.frombuffer(self.count, dtype=np.int64)
+        last = np.frombuffer(self.last, dtype=np.float64)
         self._new_events()
-        self.write_events(time, kind, node, pod, devices, message)
+        self.write_events(time, kind, node, pod, devices, message, count, last)
 
     def write_events(self, time: np.ndarray, kind: np.ndarray, node: np.ndarray,
-                     pod, devices, message) -> None:
+                     pod, devices, message, count: np.ndarray, last_time: np.ndarray) -> None:
         """Hand a batch of events, given column by column, to the sink: ``kind``
         as codes into :data:`EVENT_KINDS`, ``node`` as node indices (-1 none),
         ``pod``, ``devices`` and ``message`` as Arrow string arrays or object
-        arrays (None where empty). The compiled engine's path; :meth:`event` rows
+        arrays (None where empty), ``count`` and ``last_time`` as in
+        :data:`EVENT_COLUMNS`. The compiled engine's path; :meth:`event` rows
         arrive here through :meth:`flush_events`. :attr:`last_time` is the
         caller's to keep."""
         self.n_events += len(time)
@@ -189,7 +246,10 @@ class Recorder:
         table = pa.table([pa.array(np.array(time, dtype=np.float64)), _strings(pod),
                           self._kinds.take(np.asarray(kind, dtype=np.int64)),
                           self._nodes.take(self._node_take(node)),
-                          _strings(devices), _strings(message)], names=list(EVENT_COLUMNS))
+                          _strings(devices), _strings(message),
+                          pa.array(np.array(count, dtype=np.int64)),
+                          pa.array(np.array(last_time, dtype=np.float64))],
+                         names=list(EVENT_COLUMNS))
         self.sink.write("events", table)
 
     def _node_take(self, node) -> np.ndarray:

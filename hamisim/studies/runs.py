@@ -126,6 +126,10 @@ class RunSpec:
     #: overrides the cluster file's ``scheduler.init_container_usage``
     #: (``hami-v2.10`` or ``corrected``, the latter not HAMi); None = the file's
     init_container_usage: str | None = None
+    #: the events table's failed attempts: ``aggregated`` (one row per pod and
+    #: distinct FailedScheduling message, with ``count`` and ``last_time``) or
+    #: ``all`` (one row per attempt); hamisim.sim.recorder.EVENTS_MODES
+    events: str = "aggregated"
 
     @property
     def label(self) -> str:
@@ -439,7 +443,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
                        progress=spec.progress, check=spec.check,
                        sample_interval=sample_interval(spec, prep.workload),
                        defrag_interval=spec.defrag_interval, defrag_moves=spec.defrag_moves,
-                       window=spec.window)
+                       window=spec.window, events=spec.events)
     checked = perf_counter()
     unplaceable = find_unplaceable_pods(prep.workload, cluster, backend, prep.shapes, spec.seed)
     checked = perf_counter() - checked
@@ -465,6 +469,7 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
             "window": list(spec.window) if spec.window is not None else None,
             "fill_to_pct": spec.fill_to if spec.mode == "fill" else None,
             "seed": spec.seed, "backend": backend, "retry": cfg.retry,
+            "events": spec.events,
             # which engine ran (both give the identical run) and, for the Python
             # one, what kept the compiled engine from running it
             "engine": result.engine,
@@ -630,7 +635,9 @@ def spec_from_summary(summary: dict) -> RunSpec:
         defrag_interval=(inputs.get("defrag") or {}).get("interval_s"),
         defrag_moves=(inputs.get("defrag") or {}).get("moves", 1),
         scale=inputs.get("scale"),
-        window=tuple(inputs["window"]) if inputs.get("window") else None)
+        window=tuple(inputs["window"]) if inputs.get("window") else None,
+        # results written before the key kept a row per attempt
+        events=inputs.get("events", "all"))
 
 
 def prepare_recorded(folder: str | os.PathLike[str], what: str) -> tuple[dict, RunSpec, Prepared]:
