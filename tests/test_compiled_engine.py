@@ -658,10 +658,12 @@ def _saturating_cluster() -> Cluster:
 
 
 def _saturating_trace(n: int, cpus: tuple[int, int, int, int], seed: int,
-                      priorities: tuple[int, ...] = ()) -> Trace:
+                      priorities: tuple[int, ...] = (),
+                      namespaces: tuple[str, ...] = ()) -> Trace:
     """``n`` pods 0.3 s apart, each of one of four shapes (1 GPU 6000 MiB, 2 GPUs
     3000 MiB, 1 GPU 60 % cores, no GPU) with the shape's CPU from ``cpus``, a
-    priority drawn from ``priorities`` (none: 0), exponential lifetimes of 20 s."""
+    priority drawn from ``priorities`` (none: 0), a namespace drawn from
+    ``namespaces`` (none: default), exponential lifetimes of 20 s."""
     shapes_ = [Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),
                Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),
                Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}), Container({})]
@@ -670,18 +672,20 @@ def _saturating_trace(n: int, cpus: tuple[int, int, int, int], seed: int,
     for k in range(n):
         j = int(rng.integers(0, 4))
         priority = int(rng.choice(priorities)) if priorities else 0
-        pods_.append(TracePod(Pod(f"p{k}", (shapes_[j],), cpu_milli=cpus[j], priority=priority),
+        namespace = str(rng.choice(namespaces)) if namespaces else "default"
+        pods_.append(TracePod(Pod(f"p{k}", (shapes_[j],), cpu_milli=cpus[j], priority=priority,
+                                  namespace=namespace),
                               0.3 * k, float(rng.exponential(20.0)), None))
     return Trace.from_pods("saturated", pods_)
 
 
-def _saturated_twins(monkeypatch, trace: Trace):
-    """Replay ``trace`` on :func:`_saturating_cluster` with the compiled engine
-    (its FailText objects recorded) and with the Python engine without the memo
-    of failed evaluations; assert the runs equal. Returns (the Python run, the
-    FailText objects built)."""
+def _saturated_twins(monkeypatch, trace: Trace, quotas: dict[str, Quota] | None = None):
+    """Replay ``trace`` on :func:`_saturating_cluster` (with ``quotas``) with the
+    compiled engine (its FailText objects recorded) and with the Python engine
+    without the memo of failed evaluations; assert the runs equal. Returns (the
+    Python run, the FailText objects built)."""
     from hamisim import _failtext
-    cluster = _saturating_cluster()
+    cluster = dataclasses.replace(_saturating_cluster(), quotas=quotas or {})
     config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     built, make = [], _failtext.FailText
@@ -722,6 +726,21 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     assert failed.message.str.contains("CardInsufficientMemory").any()
     # every text came from C (none declined)
     assert built[0].n_built == len(failed) and built[0].n_declined == 0
+
+
+def test_a_saturated_replay_under_resource_quotas_reuses_failed_evaluations(monkeypatch):
+    # The saturated replay with ResourceQuotas that bind: HAMi's Fit reads the
+    # namespace's usage, so a remembered failure holds only while that usage
+    # (and the node) is unchanged. The run must be the Python engine's without
+    # the memo, value for value, with quota failures among the texts.
+    trace = _saturating_trace(400, (0, 1000, 0, 3000), seed=7,
+                              namespaces=("team-a", "team-b", "default"))
+    quotas = {"team-a": Quota(memory=9000), "team-b": Quota(memory=20000, cores=150)}
+    want, _ = _saturated_twins(monkeypatch, trace, quotas)
+    failed = want.events[want.events.event == "unschedulable"].message
+    assert len(failed) > 500
+    assert failed.str.contains("ResourceQuotaNotFit").any()
+    assert failed.str.contains("CardInsufficientMemory").any()
 
 
 def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts_in_c(
