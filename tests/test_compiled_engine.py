@@ -761,3 +761,40 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     assert failed.str.contains("No preemption victims found").any()
     assert errors.any()
     assert built[0].n_built == len(failed) and built[0].n_declined == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_the_memo_of_failed_evaluations_changes_no_saturated_run(data):
+    """Random clusters (MIG cards, topologies, taints, cordons) with quotas, pods
+    at several priorities arriving faster than they leave: the compiled engine
+    with the memo of failed evaluations (failures reused while node and quota
+    state stand) is the run the Python engine makes re-running HAMi's Fit on
+    every node at every attempt, value for value."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    cluster = dataclasses.replace(cluster, quotas=data.draw(_quotas()))
+    trace = data.draw(traces(cluster, max_pods=60))
+    # saturate: every pod arrives within seconds, whatever its lifetime
+    trace = Trace.from_pods("saturated", [tp._replace(arrival=0.2 * j)
+                                          for j, tp in enumerate(trace.pods)
+                                          if tp.deletion is None])
+    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
+    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
+    init = KernelScheduler.__init__
+
+    def without_memo(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._core.use_memo = False
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KernelScheduler, "__init__", without_memo)
+        want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    for name in ("events", "pods", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
+                                      check_exact=True, obj=name)
+    assert _canonical(got.summary) == _canonical(want.summary)
+    failed = (want.events.event == "unschedulable").sum()
+    event("many failed attempts" if failed > 20 else "few failed attempts")
+    if want.events.message.str.contains("ResourceQuotaNotFit", regex=False).any():
+        event("a card refused for the quota")
+    _note(want)
