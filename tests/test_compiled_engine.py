@@ -687,26 +687,34 @@ def _saturated_twins(monkeypatch, trace: Trace, quotas: dict[str, Quota] | None 
     from hamisim import _failtext
     cluster = dataclasses.replace(_saturating_cluster(), quotas=quotas or {})
     config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
-    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     built, make = [], _failtext.FailText
 
     def fail_text(*args):
         built.append(make(*args))
         return built[-1]
     monkeypatch.setattr(_failtext, "FailText", fail_text)
+    return _memo_twins(cluster, trace, config), built
+
+
+def _memo_twins(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+    """Replay ``trace`` with the compiled engine and with the Python engine
+    without the memo of failed evaluations; assert the runs equal. Returns the
+    Python run."""
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
     init = KernelScheduler.__init__
 
     def without_memo(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self._core.use_memo = False
-    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KernelScheduler, "__init__", without_memo)
+        want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
     for name in ("events", "pods", "timeseries"):
         pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
                                       check_exact=True, obj=name)
     assert _canonical(got.summary) == _canonical(want.summary)
-    return want, built
+    return want
 
 
 def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
@@ -778,21 +786,8 @@ def test_the_memo_of_failed_evaluations_changes_no_saturated_run(data):
     trace = Trace.from_pods("saturated", [tp._replace(arrival=0.2 * j)
                                           for j, tp in enumerate(trace.pods)
                                           if tp.deletion is None])
-    config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
-    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
-    got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
-    init = KernelScheduler.__init__
-
-    def without_memo(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self._core.use_memo = False
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(KernelScheduler, "__init__", without_memo)
-        want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
-    for name in ("events", "pods", "timeseries"):
-        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
-                                      check_exact=True, obj=name)
-    assert _canonical(got.summary) == _canonical(want.summary)
+    want = _memo_twins(cluster, trace, EngineConfig(backoff_max=2.0, flush_after=7.5,
+                                                    leftover_flush_period=4.0))
     failed = (want.events.event == "unschedulable").sum()
     event("many failed attempts" if failed > 20 else "few failed attempts")
     if want.events.message.str.contains("ResourceQuotaNotFit", regex=False).any():
