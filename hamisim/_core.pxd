@@ -99,6 +99,7 @@ cdef class Core:
     cdef inline void _fit_pod(self, PodSpec pod)
     cdef int _memo_own(self, PodSpec pod) except -1
     cdef inline bint _memo_on(self, const Pod* pod) noexcept nogil
+    cdef void _memo_sync(self, Pod* pod) noexcept nogil
     cdef inline int32_t _outcome_id(self, int st) noexcept nogil
     cdef inline void _memo_miss(self, const Pod* pod, bint memo, int i, int32_t oid) noexcept nogil
     cdef void _fill_counts(self) noexcept nogil

@@ -1135,11 +1135,33 @@ cdef class Core:
             raise MemoryError()
         for i in range(n):
             pod.p.memo_ver[i] = -1        # node versions start at 1
+        memset(pod.p.memo_q, 0, sizeof(pod.p.memo_q))     # the state with the check off
         pod.p.memo_owner = self.core_id
         return 0
 
     cdef inline bint _memo_on(self, const Pod* pod) noexcept nogil:
-        return self.use_memo and pod.memo_owner == self.core_id and not pod.quota
+        return self.use_memo and pod.memo_owner == self.core_id
+
+    cdef void _memo_sync(self, Pod* pod) noexcept nogil:
+        # Fit's outcome also depends on the namespace's quota state (usage and
+        # limits): the memo holds for one state; another one forgets it all
+        cdef int64_t q[5]
+        cdef int i
+        if pod.memo_owner != self.core_id:
+            return
+        if pod.quota:
+            q[0] = 1
+            q[1] = pod.q_used_mem
+            q[2] = pod.q_used_cores
+            q[3] = pod.q_lim_mem
+            q[4] = pod.q_lim_cores
+        else:
+            q[0] = q[1] = q[2] = q[3] = q[4] = 0
+        if memcmp(q, pod.memo_q, sizeof(q)) == 0:
+            return
+        memcpy(pod.memo_q, q, sizeof(q))
+        for i in range(max(self.table.n_nodes, 1)):
+            pod.memo_ver[i] = -1
 
     cdef inline int32_t _outcome_id(self, int st) noexcept nogil:
         # the id of a failed evaluation just made (Fit's counts in the scratch);
@@ -1154,7 +1176,7 @@ cdef class Core:
             if oid >= 0:
                 pod.memo_ver[i] = self.node_ver[i]
                 pod.memo_id[i] = oid
-        elif self.use_memo and not pod.quota:
+        elif self.use_memo:
             (<Pod*>pod).memo_wanted = True
 
     cdef void _fill_counts(self) noexcept nogil:
@@ -1211,6 +1233,7 @@ cdef class Core:
         if n == 0:
             self.next_start = 0
             return
+        self._memo_sync(<Pod*>pod)
         if (self.use_index and wanted >= n and start % n == 0 and wants_gpu
                 and not sample_only and not want_ties and self.n_nan == 0
                 and pod.gate == NULL):

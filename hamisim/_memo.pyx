@@ -16,10 +16,12 @@
 # A PodSpec remembers, per node, the version at which the pod last FAILED
 # there and that outcome as an id; at the same version again the outcome is
 # reused instead of re-running Fit. A fitting outcome is never remembered
-# (it must leave its picks in the buffers), and a pod whose ResourceQuota
-# check is active (per-attempt namespace usage) bypasses the memo. Every
-# failed evaluation gets an outcome id, memo or not (the failure text is
-# built from the ids).
+# (it must leave its picks in the buffers). Under a ResourceQuota, Fit also
+# reads the namespace's usage and limits: the memo holds for the quota state
+# it was filled in (Pod.memo_q) and is emptied when an attempt comes with
+# another (Core._memo_sync), so an overloaded namespace's retries still cost
+# a lookup between binds. Every failed evaluation gets an outcome id, memo
+# or not (the failure text is built from the ids).
 #
 # Outcome ids: a status other than ST_FIT_FAILED is its own code (< ID_ROWS);
 # a Fit failure is ID_ROWS + the index of its (n_cards, counts) row in the

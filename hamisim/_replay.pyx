@@ -27,6 +27,7 @@ from libc.string cimport memcpy
 from libc.math cimport INFINITY, NAN, ldexp, floor, ceil, nextafter
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
 
 from hamisim._codes cimport ST_FIT
@@ -38,6 +39,10 @@ from hamisim._failtext cimport FailText
 from hamisim._research cimport ResearchCore
 
 import numpy as np
+
+cdef enum:
+    # PostFilter texts kept (ReplayCore.pf_post) before the cache starts anew
+    PF_POST_CAP = 4096
 
 cdef enum:
     # SimPy priorities of hamisim.sim.engine (_DEPART, _ARRIVE, _PASS)
@@ -2182,15 +2187,26 @@ cdef class ReplayCore:
         # FailText builds it where PostFilter's part does not name nodes: a
         # saturated cluster with priorities fails this way on most attempts
         errors = None
-        if self.ftext is not None and self.preempt_postfix is not None and pf != PF_ERRORS:
+        if self.ftext is not None and self.preempt_postfix is not None:
             if pf == PF_HIST:
                 key = (self.pf_n_cpu, self.pf_n_mem, self.pf_n_novict, self.pf_n_dry)
+            elif pf == PF_ERRORS:
+                # the nodes where the dry run found no victim (the saturated
+                # case with priorities: the pod fits kube's filters, HAMi said
+                # no): the same nodes give the same text, kept for the next
+                # attempts (a bounded cache: a text is ~50 bytes per node)
+                key = PyBytes_FromStringAndSize(<char*>&self.pf_errs[0],
+                                                self.pf_n_errors * sizeof(int32_t))
+                if len(self.pf_post) >= PF_POST_CAP:
+                    self.pf_post.clear()
             else:
                 key = pf
             post = self.pf_post.get(key)
             if post is None:
+                if pf == PF_ERRORS:
+                    errors = [self.pf_errs[j] for j in range(self.pf_n_errors)]
                 post = self.preempt_postfix(pf, self.pf_n_cpu, self.pf_n_mem,
-                                            self.pf_n_novict, self.pf_n_dry)
+                                            self.pf_n_novict, self.pf_n_dry, errors)
                 if post is not None:
                     post = self.pf_post[key] = post.encode("utf-8")
             if post is not None:

@@ -105,6 +105,9 @@ ctypedef struct Pod:
     int32_t* memo_id
     uint64_t memo_owner
     bint memo_wanted           # it failed once: a memo is worth its memory
+    # the ResourceQuota state the memo's outcomes hold for (quota, used and
+    # limits as above; all 0 when the check is off): another state empties it
+    int64_t memo_q[5]
 
 
 ctypedef struct NodeAgg:

@@ -658,10 +658,12 @@ def _saturating_cluster() -> Cluster:
 
 
 def _saturating_trace(n: int, cpus: tuple[int, int, int, int], seed: int,
-                      priorities: tuple[int, ...] = ()) -> Trace:
+                      priorities: tuple[int, ...] = (),
+                      namespaces: tuple[str, ...] = ()) -> Trace:
     """``n`` pods 0.3 s apart, each of one of four shapes (1 GPU 6000 MiB, 2 GPUs
     3000 MiB, 1 GPU 60 % cores, no GPU) with the shape's CPU from ``cpus``, a
-    priority drawn from ``priorities`` (none: 0), exponential lifetimes of 20 s."""
+    priority drawn from ``priorities`` (none: 0), a namespace drawn from
+    ``namespaces`` (none: default), exponential lifetimes of 20 s."""
     shapes_ = [Container({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 6000}),
                Container({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000}),
                Container({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 60}), Container({})]
@@ -670,39 +672,49 @@ def _saturating_trace(n: int, cpus: tuple[int, int, int, int], seed: int,
     for k in range(n):
         j = int(rng.integers(0, 4))
         priority = int(rng.choice(priorities)) if priorities else 0
-        pods_.append(TracePod(Pod(f"p{k}", (shapes_[j],), cpu_milli=cpus[j], priority=priority),
+        namespace = str(rng.choice(namespaces)) if namespaces else "default"
+        pods_.append(TracePod(Pod(f"p{k}", (shapes_[j],), cpu_milli=cpus[j], priority=priority,
+                                  namespace=namespace),
                               0.3 * k, float(rng.exponential(20.0)), None))
     return Trace.from_pods("saturated", pods_)
 
 
-def _saturated_twins(monkeypatch, trace: Trace):
-    """Replay ``trace`` on :func:`_saturating_cluster` with the compiled engine
-    (its FailText objects recorded) and with the Python engine without the memo
-    of failed evaluations; assert the runs equal. Returns (the Python run, the
-    FailText objects built)."""
+def _saturated_twins(monkeypatch, trace: Trace, quotas: dict[str, Quota] | None = None):
+    """Replay ``trace`` on :func:`_saturating_cluster` (with ``quotas``) with the
+    compiled engine (its FailText objects recorded) and with the Python engine
+    without the memo of failed evaluations; assert the runs equal. Returns (the
+    Python run, the FailText objects built)."""
     from hamisim import _failtext
-    cluster = _saturating_cluster()
+    cluster = dataclasses.replace(_saturating_cluster(), quotas=quotas or {})
     config = EngineConfig(backoff_max=2.0, flush_after=7.5, leftover_flush_period=4.0)
-    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     built, make = [], _failtext.FailText
 
     def fail_text(*args):
         built.append(make(*args))
         return built[-1]
     monkeypatch.setattr(_failtext, "FailText", fail_text)
+    return _memo_twins(cluster, trace, config), built
+
+
+def _memo_twins(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+    """Replay ``trace`` with the compiled engine and with the Python engine
+    without the memo of failed evaluations; assert the runs equal. Returns the
+    Python run."""
+    shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
     init = KernelScheduler.__init__
 
     def without_memo(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self._core.use_memo = False
-    monkeypatch.setattr(KernelScheduler, "__init__", without_memo)
-    want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(KernelScheduler, "__init__", without_memo)
+        want = simulate(cluster, trace, dataclasses.replace(config, engine="python"), shapes)
     for name in ("events", "pods", "timeseries"):
         pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
                                       check_exact=True, obj=name)
     assert _canonical(got.summary) == _canonical(want.summary)
-    return want, built
+    return want
 
 
 def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
@@ -724,13 +736,29 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     assert built[0].n_built == len(failed) and built[0].n_declined == 0
 
 
+def test_a_saturated_replay_under_resource_quotas_reuses_failed_evaluations(monkeypatch):
+    # The saturated replay with ResourceQuotas that bind: HAMi's Fit reads the
+    # namespace's usage, so a remembered failure holds only while that usage
+    # (and the node) is unchanged. The run must be the Python engine's without
+    # the memo, value for value, with quota failures among the texts.
+    trace = _saturating_trace(400, (0, 1000, 0, 3000), seed=7,
+                              namespaces=("team-a", "team-b", "default"))
+    quotas = {"team-a": Quota(memory=9000), "team-b": Quota(memory=20000, cores=150)}
+    want, _ = _saturated_twins(monkeypatch, trace, quotas)
+    failed = want.events[want.events.event == "unschedulable"].message
+    assert len(failed) > 500
+    assert failed.str.contains("ResourceQuotaNotFit").any()
+    assert failed.str.contains("CardInsufficientMemory").any()
+
+
 def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts_in_c(
         monkeypatch):
     # The saturated replay above with three priorities and CPU that binds: the
     # dry run nominates (the nominated pods' CPU counted on their nodes while
     # the memo of failed evaluations is in use), finds no candidate, or errs.
-    # Every failure's text is FailText's except the errors (they name nodes),
-    # and the run is the one the Python engine makes without the memo.
+    # Every failure's text is FailText's, the errors' too (their PostFilter
+    # part, naming nodes, is kept per set of nodes), and the run is the one
+    # the Python engine makes without the memo.
     trace = _saturating_trace(300, (3000, 1000, 0, 4000), seed=5, priorities=(-1, 0, 0, 5))
     want, built = _saturated_twins(monkeypatch, trace)
     failed = want.events[want.events.event == "unschedulable"].message
@@ -740,4 +768,28 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     assert failed.str.contains("preemption: .*Insufficient cpu").any()  # no candidate
     assert failed.str.contains("No preemption victims found").any()
     assert errors.any()
-    assert built[0].n_built == (~errors).sum() and built[0].n_declined == 0
+    assert built[0].n_built == len(failed) and built[0].n_declined == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(data=st.data())
+def test_the_memo_of_failed_evaluations_changes_no_saturated_run(data):
+    """Random clusters (MIG cards, topologies, taints, cordons) with quotas, pods
+    at several priorities arriving faster than they leave: the compiled engine
+    with the memo of failed evaluations (failures reused while node and quota
+    state stand) is the run the Python engine makes re-running HAMi's Fit on
+    every node at every attempt, value for value."""
+    cluster = data.draw(clusters(max_nodes=4, max_cards=6, with_quotas=False))
+    cluster = dataclasses.replace(cluster, quotas=data.draw(_quotas()))
+    trace = data.draw(traces(cluster, max_pods=60))
+    # saturate: every pod arrives within seconds, whatever its lifetime
+    trace = Trace.from_pods("saturated", [tp._replace(arrival=0.2 * j)
+                                          for j, tp in enumerate(trace.pods)
+                                          if tp.deletion is None])
+    want = _memo_twins(cluster, trace, EngineConfig(backoff_max=2.0, flush_after=7.5,
+                                                    leftover_flush_period=4.0))
+    failed = (want.events.event == "unschedulable").sum()
+    event("many failed attempts" if failed > 20 else "few failed attempts")
+    if want.events.message.str.contains("ResourceQuotaNotFit", regex=False).any():
+        event("a card refused for the quota")
+    _note(want)

@@ -420,20 +420,21 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
     reasons, or the nodes where it found no victim.
     ``preempt_message(t, outcome, n_cpu, n_mem, n_no_victims, n_dry, error_nodes)``
     is the whole FailedScheduling text; ``preempt_postfix(outcome, n_cpu, n_mem,
-    n_no_victims, n_dry)`` its PostFilter part alone (``""``: none), the same for
-    every template, for :class:`hamisim._failtext.FailText`, which builds the rest in
-    C; ``None`` for errors (their text names nodes: ``preempt_message``)."""
+    n_no_victims, n_dry, error_nodes=None)`` its PostFilter part alone (``""``: none),
+    the same for every template, for :class:`hamisim._failtext.FailText`, which builds
+    the rest in C (errors name their nodes: ``None`` without ``error_nodes``)."""
     dra = kube_minor(sched.config.kube_scheduler_version) >= 34
     names = sched.state.node_names
     n_nodes = sched.state.n_nodes
     wants = [bool(w) for w in wants_gpu]
 
     def preempt_postfix(outcome: int, n_cpu: int, n_mem: int, n_novict: int,
-                        n_dry: int) -> str | None:
+                        n_dry: int, errors=None) -> str | None:
         if outcome == _PF_NOMINATED:
             return ""                       # a nomination: no preemption text
-        if outcome == _PF_ERRORS:
-            return None
+        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
+            return None if errors is None else "preemption: " + aggregate_errors(
+                [no_victim_error(names[i]) for i in errors])
         if outcome == _PF_TERMINATING:
             text = "preemption: " + TERMINATING
         elif outcome == _PF_NOT_HELPFUL:
@@ -450,10 +451,8 @@ def _preempt_message(sched: KernelScheduler, wants_gpu: np.ndarray):
     def preempt_message(t: int, outcome: int, n_cpu: int, n_mem: int, n_novict: int,
                         n_dry: int, errors) -> str:
         message = sched.failure_message(wants[t])
-        if outcome == _PF_ERRORS:           # an Error: DynamicResources' text is dropped
-            return full_message(message, "preemption: " + aggregate_errors(
-                [no_victim_error(names[i]) for i in errors]))
-        return full_message(message, preempt_postfix(outcome, n_cpu, n_mem, n_novict, n_dry))
+        return full_message(message, preempt_postfix(outcome, n_cpu, n_mem, n_novict, n_dry,
+                                                     errors))
     return preempt_message, preempt_postfix
 
 
