@@ -1001,6 +1001,10 @@ def plot_multi_plan(curve: pd.DataFrame, plan: Plan, answer: tuple[int, ...] | N
            ylabel=f"nodes in group '{b}' (cost {plan.groups[1].cost:g} each)"
            if len(plan.groups) > 1 else "cost",
            title="Capacity plan: sizes simulated (labels: cost)" + others)
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))     # node counts are whole
+    if len(plan.groups) > 1:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return _save(fig, path)
