@@ -449,14 +449,10 @@ def _check_group_cli(cl: Any, name: str) -> None:
                                          f"(node groups: {', '.join(groups) or 'none'})")
 
 
-@dataclass
-class PlanOutcome:
-    """The answer of a plan and the curve it explored."""
+@dataclass(kw_only=True)
+class _Explored:
+    """What every plan's search leaves: the sizes it simulated and their files."""
 
-    plan: Plan
-    answer: int | None
-    exact: bool
-    bracket: tuple[int | None, int | None]      # (largest failing, smallest meeting) size
     curve: pd.DataFrame
     table: pd.DataFrame
     out: Path
@@ -464,6 +460,16 @@ class PlanOutcome:
     stats: RunStats
     note: str = ""
     failed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlanOutcome(_Explored):
+    """The answer of a plan and the curve it explored."""
+
+    plan: Plan
+    answer: int | None
+    exact: bool
+    bracket: tuple[int | None, int | None]      # (largest failing, smallest meeting) size
 
     def _repr_html_(self) -> str:
         """Jupyter: the answer, the search's figure and its curve."""
@@ -512,8 +518,9 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
              dask_scheduler: str | None = None, resume: bool = False, overwrite: bool = False,
              fmt: str = "parquet", retries: int = DEFAULT_RETRIES, progress: bool | None = None,
              log: Callable[[str], None] | None = None) -> PlanOutcome | MultiPlanOutcome:
-    """Search the node count (several groups: :func:`run_multi_plan`); write ``curve``, ``results``, ``plan.json`` and
-    ``figures/plan.png`` into ``out`` (cells in ``out/cells/``)."""
+    """Search the node count (several groups: :func:`run_multi_plan`); write ``curve``,
+    ``results``, ``plan.json`` and ``figures/plan.png`` into ``out`` (cells in
+    ``out/cells/``)."""
     if plan.groups:
         return run_multi_plan(plan, out, workers=workers, dask_scheduler=dask_scheduler,
                               resume=resume, overwrite=overwrite, fmt=fmt, retries=retries,
@@ -532,8 +539,7 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
         def evaluate(idxs: list[int]) -> None:
             cells = plan.grid.cells(replicas_override=[sizes[i] for i in idxs])
             st = runner.run(cells, resume=True)
-            for k in ("ran", "reused", "failed", "retried"):
-                setattr(stats, k, getattr(stats, k) + getattr(st, k))
+            _add_stats(stats, st)
             rows.update(st.rows)
             n_round = 1 + max((p["round"] for p in points.values()), default=0)
             for i in idxs:
@@ -619,8 +625,13 @@ def run_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | None = N
     }, out / "plan.json")
     figure = plot_plan(curve, plan, answer, out / "figures" / "plan.png") if len(curve) else None
     write_report(out)
-    return PlanOutcome(plan, answer, exact, bracket, curve, table, out, figure, stats, note,
-                       failed)
+    return PlanOutcome(plan, answer, exact, bracket, curve=curve, table=table, out=out,
+                       figure=figure, stats=stats, note=note, failed=failed)
+
+
+def _add_stats(stats: RunStats, more: RunStats) -> None:
+    for k in ("ran", "reused", "failed", "retried"):
+        setattr(stats, k, getattr(stats, k) + getattr(more, k))
 
 
 def _target_columns(plan: Plan) -> list[str]:
@@ -739,7 +750,7 @@ def format_plan_report(o: PlanOutcome) -> str:
 # several node groups at once
 
 @dataclass
-class MultiPlanOutcome:
+class MultiPlanOutcome(_Explored):
     """The answer of a plan over several node groups (:func:`run_multi_plan`)."""
 
     plan: Plan
@@ -755,13 +766,6 @@ class MultiPlanOutcome:
     #: per group: the fewest nodes meeting every target with the other groups at
     #: their max (the search's first stage), None if not found within the budget
     floors: dict[str, int | None]
-    curve: pd.DataFrame
-    table: pd.DataFrame
-    out: Path
-    figure: Path | None
-    stats: RunStats
-    note: str = ""
-    failed: list[str] = field(default_factory=list)
     #: the trace's pods no node of any varied group takes even empty
     unservable: dict[str, Any] = field(default_factory=dict)
 
@@ -838,8 +842,7 @@ def run_multi_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | No
                 return
             by_x = {x: cells_of(x) for x in xs}
             st = runner.run([c for cs in by_x.values() for c in cs], resume=True)
-            for k in ("ran", "reused", "failed", "retried"):
-                setattr(stats, k, getattr(stats, k) + getattr(st, k))
+            _add_stats(stats, st)
             rows.update(st.rows)
             n_round = 1 + max((p["round"] for p in points.values()), default=0)
             for x, cs in by_x.items():
@@ -969,8 +972,8 @@ def run_multi_plan(plan: Plan, out: str | os.PathLike[str], *, workers: int | No
         if len(curve) else None
     write_report(out)
     return MultiPlanOutcome(plan, sizes_answer, cost(answer) if answer is not None else None,
-                            exact, lower, binding, floors, curve, table, out, figure, stats,
-                            note, failed, unservable)
+                            exact, lower, binding, floors, unservable, curve=curve, table=table,
+                            out=out, figure=figure, stats=stats, note=note, failed=failed)
 
 
 def plot_multi_plan(curve: pd.DataFrame, plan: Plan, answer: tuple[int, ...] | None,
