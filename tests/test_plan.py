@@ -406,6 +406,9 @@ def test_the_bundled_two_group_plan_is_the_cheapest_meeting_size(tmp_path):
                 assert any(h <= a and lo <= b for a, b in missed), (h, lo)
     doc = json.loads((tmp_path / "out" / "plan.json").read_text())
     assert doc["answer"] == o.answer and doc["binding"] == o.binding and doc["exact"]
+    page = (tmp_path / "out" / "report.html").read_text()
+    sizes = ", ".join(f"{n} {g}" for g, n in o.answer.items())
+    assert f"{sizes} nodes (cost {o.cost:g}) meet" in page and "one node fewer misses" in page
 
 
 def test_a_multi_group_plan_stops_at_its_budget_with_a_bound(tmp_path):
