@@ -286,8 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "write the explored curve as a table and a plot. Exits 1 when the "
                     "target is not met in the range or a cell failed, 2 on bad input.")
     pn.add_argument("file", metavar="PLAN", help="plan file (.yaml/.yml/.json)")
-    pn.add_argument("--target", metavar="EXPR",
-                    help="override the plan's target, e.g. 'abandoned_pct <= 1'")
+    pn.add_argument("--target", metavar="EXPR", action="append",
+                    help="override the plan's target, e.g. 'abandoned_pct <= 1' or "
+                         "'pending_p95_s of class train-8gpu <= 30min'; repeat for several "
+                         "(every one must be met)")
+    pn.add_argument("--vary", metavar="GROUP:min=A,max=B,cost=C", action="append", default=[],
+                    help="size this node group too, within A..B nodes at cost C each "
+                         "(repeat per group; replaces the plan file's 'vary')")
     pn.add_argument("--min", type=_positive_int, dest="min_nodes", metavar="N",
                     help="override the smallest node count searched")
     pn.add_argument("--max", type=_positive_int, dest="max_nodes", metavar="N",
@@ -1101,12 +1106,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from hamisim.studies.plan import format_plan_report, load_plan, run_plan
+    from hamisim.studies.plan import (
+        MultiPlanOutcome, format_multi_plan_report, format_plan_report, load_plan, run_plan)
     plan = load_plan(args.file, target=args.target, min_nodes=args.min_nodes,
-                     max_nodes=args.max_nodes, max_evaluations=args.max_evaluations)
+                     max_nodes=args.max_nodes, max_evaluations=args.max_evaluations,
+                     vary=args.vary)
     with _cells_kept_note(args.out):
         outcome = run_plan(plan, args.out, **_sweep_kwargs(args))
-    sys.stdout.write(format_plan_report(outcome))
+    sys.stdout.write(format_multi_plan_report(outcome) if isinstance(outcome, MultiPlanOutcome)
+                     else format_plan_report(outcome))
     return EXIT_OK if outcome.answer is not None and not outcome.failed \
         else EXIT_EXPECTATION_FAILED
 

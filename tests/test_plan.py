@@ -354,3 +354,139 @@ def test_the_bundled_two_group_plan(tmp_path):
                      workers=2, progress=False)
     assert every.answer is None
     assert "fit no node of group 'l40s' even empty (10 of class train-8gpu" in every.note
+
+
+# ---------------------------------------------------------------------------
+# several node groups at once, targets per class, namespace and group
+
+def _figure(summary: dict, target: Target) -> float:
+    """The target's figure read straight from a run's summary (not through the plan)."""
+    scope, name = target.scoped
+    key = {"class": "classes", "namespace": "namespaces", "group": "groups"}[scope]
+    (entry,) = [e for e in summary["results"][key] if e[scope] == name]
+    return entry[target.metric]
+
+
+def test_the_bundled_two_group_plan_is_the_cheapest_meeting_size(tmp_path):
+    """workloads/plan/groups-plan.yaml (H100 at 10, L40S at 3; a class target and a
+    namespace target): the answer, simulated on its own, meets both targets; one
+    node fewer of either group, simulated on its own, misses the target the plan
+    says binds that group; and every cheaper size is below a size the search saw
+    miss (the exactness claim, under the stated monotonicity)."""
+    from hamisim.io.bundled import workloads_dir
+    from hamisim.studies.runs import RunSpec, run
+    folder = workloads_dir() / "plan"
+    plan = load_plan(folder / "groups-plan.yaml")
+    assert [(g.name, g.cost) for g in plan.groups] == [("h100", 10.0), ("l40s", 3.0)]
+    o = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    assert o.answer is not None and o.exact and o.cost == o.lower_bound
+    assert o.cost == sum(g.cost * o.answer[g.name] for g in plan.groups)
+
+    def simulate(sizes: dict[str, int]) -> dict:
+        spec = RunSpec(cluster=str(folder / "cluster.yaml"), trace=str(folder / "trace.csv"),
+                       resize=sizes, as_traced=True, progress=False)
+        return run(spec).summary
+
+    at = simulate(o.answer)
+    assert all(t.met(_figure(at, t)) for t in plan.all_targets)
+    for g in plan.groups:
+        fewer = {**o.answer, g.name: o.answer[g.name] - 1}
+        assert fewer[g.name] >= g.min           # the fixture binds both groups
+        there = simulate(fewer)
+        missed = {str(t) for t in plan.all_targets if not t.met(_figure(there, t))}
+        assert missed and set(o.binding[g.name]) <= missed
+    # each group is bound by a different target: the class's by the H100 count,
+    # the namespace's by the L40S count
+    assert o.binding == {"h100": ["pending_p95_s of class train-8gpu <= 3600"],
+                         "l40s": ["pending_p99_s of namespace team-a <= 60"]}
+    missed = [tuple(r[["h100", "l40s"]]) for _, r in o.curve.iterrows() if not r["met"]]
+    for h in range(1, 7):
+        for lo in range(1, 9):
+            if 10 * h + 3 * lo < o.cost:
+                assert any(h <= a and lo <= b for a, b in missed), (h, lo)
+    doc = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert doc["answer"] == o.answer and doc["binding"] == o.binding and doc["exact"]
+    page = (tmp_path / "out" / "report.html").read_text()
+    sizes = ", ".join(f"{n} {g}" for g, n in o.answer.items())
+    assert f"{sizes} nodes (cost {o.cost:g}) meet" in page and "one node fewer misses" in page
+
+
+def test_a_multi_group_plan_stops_at_its_budget_with_a_bound(tmp_path):
+    """Too few evaluations: the cheapest size that met so far, not called exact,
+    with the cost below which every size was ruled out."""
+    from hamisim.io.bundled import workloads_dir
+    plan = load_plan(workloads_dir() / "plan" / "groups-plan.yaml", max_evaluations=4)
+    o = run_plan(plan, tmp_path / "out", workers=2, progress=False)
+    assert not o.exact and o.answer is not None and len(o.curve) == 4
+    assert o.lower_bound is not None and o.lower_bound <= o.cost
+    assert o.curve[o.curve["met"]]["cost"].min() == o.cost
+    assert "evaluations used" in o.note
+
+
+def test_a_multi_group_plan_names_the_pods_no_varied_group_serves(tmp_path, capsys):
+    """Varying only the L40S group (--vary): the 8-GPU training fits no L40S node,
+    so the class target has no answer, and the console says why."""
+    from hamisim.io.bundled import workloads_dir
+    path = workloads_dir() / "plan" / "groups-plan.yaml"
+    status = main(["plan", str(path), "--vary", "l40s:min=1,max=4,cost=3",
+                   "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress"])
+    out = capsys.readouterr().out
+    assert status == 1 and "no answer for" in out
+    assert "pods of the trace fit no node of l40s even empty (10 of class train-8gpu" in out
+    doc = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert doc["unservable"] == {"pods": 10, "classes": {"train-8gpu": 10}}
+
+
+@pytest.mark.parametrize("text, scoped, value", [
+    ("pending_p95_s of class train-8gpu <= 30min", ("class", "train-8gpu"), 1800.0),
+    ("pending_p99_s of namespace team-a <= 10min", ("namespace", "team-a"), 600.0),
+    ("queueing_delay_p99_s of group l40s < 1.5h", ("group", "l40s"), 5400.0),
+    ("pending_p99_s <= 60s", None, 60.0),
+])
+def test_targets_take_a_scope_and_a_unit(text, scoped, value):
+    t = Target.parse(text)
+    assert t.scoped == scoped and t.value == value
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("pods of namespace team-a <= 3min", "unit of time"),
+    ("pods_bound of namespace team-a <= 3", "a namespace's figure is one of"),
+    ("pending_p99_s of group l40s <= 3", "a group's figure is one of"),
+    ("pending_p99_s of team team-a <= 3", "must read METRIC OP NUMBER"),
+])
+def test_malformed_scoped_targets_are_refused(text, problem):
+    with pytest.raises(InputError) as err:
+        Target.parse(text, path="--target")
+    assert problem in err.value.problem
+
+
+def test_multi_group_plan_files_are_checked(tmp_path):
+    from hamisim.io.bundled import workloads_dir
+    src = workloads_dir() / "plan"
+    for name in ("cluster.yaml", "trace.csv"):
+        (tmp_path / name).write_text((src / name).read_text())
+    head = "cluster: {file: cluster.yaml}\nworkload: {trace: trace.csv, as_traced: true}\n"
+
+    def error(text: str, **kw) -> InputError:
+        (tmp_path / "p.yaml").write_text(head + text)
+        with pytest.raises(InputError) as err:
+            load_plan(tmp_path / "p.yaml", **kw)
+        return err.value
+
+    e = error("vary: {h100: {max: 3}, a100: {max: 2}}\ntarget: pending_p99_s <= 60\n")
+    assert e.line == 3 and "no node group 'a100'" in e.problem
+    e = error("vary: {h100: {max: 3, cost: -1}}\ntarget: pending_p99_s <= 60\n")
+    assert e.line == 3 and "'cost' must be a positive number" in e.problem
+    e = error("vary: {h100: {min: 1}}\ntarget: pending_p99_s <= 60\n")
+    assert "needs 'max'" in e.problem
+    e = error("vary: {h100: {max: 3}}\ntarget:\n  - pending_p99_s <= 60\n"
+              "  - pending_p99_s of namespace team-c <= 60\n")
+    assert e.line == 6 and "namespaces: team-a, team-b" in e.problem
+    e = error("vary: {h100: {max: 3}}\ntarget: pending_p99_s <= 60\nsearch: {max: 4}\n")
+    assert e.line == 5 and "each group's range is given there" in e.problem
+    e = error("target: pending_p99_s <= 60\n", vary=["h100:max=3,price=2"])
+    assert e.path == "--vary" and "price=2" in e.problem
+    e = error("target: pending_p99_s <= 60\n", vary=["h100:min=2"])
+    assert "give max=B" in e.problem
+    plan = load_plan(tmp_path / "p.yaml", vary=["h100:max=3,cost=10", "l40s:min=2,max=5"])
+    assert plan.groups[1].cost == 1.0 and plan.groups[1].min == 2

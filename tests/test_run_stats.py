@@ -309,3 +309,33 @@ def test_a_trace_arriving_at_one_instant_has_no_window(tmp_path):
     r = summary["results"]
     assert "window" not in r and "whole_run" not in r
     assert r["mean_gpu_allocated_pct"] == pytest.approx(step_integral(ts, "pct", 0, 300))
+
+
+def test_summary_breaks_waits_down_by_namespace_with_p95(tmp_path, capsys):
+    """``results.namespaces``: each namespace's waits as its pods' rows give them
+    (p95 beside p50/p99, as in the classes and groups), the same in both engines."""
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    rows = ["name,arrival,duration,gpu,gpucores,use_gputype,namespace"]
+    rows += [f"p{k},{k},{30 + 7 * k},1,100,H100,{'team-a' if k % 3 else 'team-b'}"
+             for k in range(24)]
+    (tmp_path / "trace.csv").write_text("\n".join(rows) + "\n")
+    got = {}
+    for name, extra in (("compiled", []), ("python", ["--check"])):
+        out = tmp_path / name
+        assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.csv"),
+                     "--out", str(out), "--format", "csv", "--no-progress", *extra]) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["inputs"]["engine"] == name
+        got[name] = summary["results"]["namespaces"]
+        pods = pd.read_csv(out / "pods.csv")
+        space = pods["pod"].map(lambda p: "team-a" if int(p[1:]) % 3 else "team-b")
+        spaces = {ns["namespace"]: ns for ns in got[name]}
+        assert sorted(spaces) == ["team-a", "team-b"]
+        for ns, part in pods.groupby(space):
+            waits = part["wait_s"].to_numpy()
+            assert spaces[ns]["pods"] == len(part)
+            assert spaces[ns]["pending_p95_s"] == pytest.approx(np.percentile(waits, 95))
+            assert spaces[ns]["pending_p99_s"] == pytest.approx(np.percentile(waits, 99))
+            assert spaces[ns]["pending_max_s"] == waits.max() > 0
+    assert got["compiled"] == got["python"]
+    capsys.readouterr()

@@ -508,6 +508,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     node_groups = [meter.group_names[g] for g in meter.node_group]
     rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster),
                    MigMeter(cluster, shapes), unplaceable, events=config.events)
+    rec.set_namespaces(trace.names, trace.template, [t.namespace for t in trace.templates])
     many_groups = len(meter.group_names) > 1
     order = trace.arrival_order()
     names = pa.array(trace.names, pa.string()).take(order)

@@ -1081,11 +1081,13 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
         return result
     if config.engine == "compiled":
         raise ValueError(why)           # "the compiled engine does not run ..."
-    if isinstance(workload, Trace):
-        total = len(workload) if total is None else total
-        workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
     started = perf_counter()
     eng = _Engine(cluster, config, shapes, sink, unplaceable)
+    if isinstance(workload, Trace):
+        eng.rec.set_namespaces(workload.names, workload.template,
+                               [t.namespace for t in workload.templates])
+        total = len(workload) if total is None else total
+        workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
     with quiet_gc():
         eng.adopt_initial(initial)
         if config.mode == "fill":

@@ -118,6 +118,12 @@ class Recorder:
         self.unplaceable_reasons: dict[str, list] = {}
         #: running pods whose preemptor was an unplaceable pod
         self.unplaceable_preemptions = 0
+        #: per pod, in pods-table order: its namespace's code (set_namespaces), and
+        #: the namespaces by code; None until the engine names them
+        self.s_namespace: array | None = None
+        self.namespace_names: list[str] = []
+        self._ns_pods: pa.Array | None = None
+        self._ns_codes = np.zeros(0, dtype=np.int32)
         #: measures multi-GPU pods' placements as their rows are written
         self.placement = placement
         #: reads MIG pods' instances as their rows are written (clusters with MIG cards)
@@ -342,6 +348,7 @@ class Recorder:
             self.mig.collect(np.asarray(bind, dtype=np.float64),
                              np.asarray(end, dtype=np.float64), list(mig_allocations))
         flags, reasons = self._mark_unplaceable(_strings(name), preempted_by)
+        self._mark_namespaces(_strings(name))
         if self.discards:
             return
         arrival = np.array(arrival, dtype=np.float64)
@@ -400,6 +407,32 @@ class Recorder:
             self.unplaceable_preemptions += int(pc.sum(by).as_py() or 0)
         return flags, _strings(reasons)
 
+    def set_namespaces(self, names: Sequence[str], template: np.ndarray,
+                       template_namespaces: Sequence[str]) -> None:
+        """The trace's pods' namespaces (pod ``names[i]`` has template ``template[i]``,
+        whose namespace is ``template_namespaces[template[i]]``: a
+        :class:`~hamisim.workload.Trace`'s ``names``, ``template`` and its templates'
+        ``namespace``), for the per-namespace waits (``results.namespaces``); a pod
+        not named here (an initial state's) counts as ``default``. Call before the
+        first pods are written."""
+        labels = sorted(set(template_namespaces) | {"default"})
+        code = {ns: i for i, ns in enumerate(labels)}
+        per_template = np.array([code[ns] for ns in template_namespaces], dtype=np.int32)
+        self.namespace_names = labels
+        self._ns_pods = pa.array(list(names), pa.string())
+        self._ns_codes = np.append(per_template[np.asarray(template, dtype=np.int64)],
+                                   np.int32(code["default"])).astype(np.int32)
+        self.s_namespace = array("i")
+
+    def _mark_namespaces(self, names: pa.Array) -> None:
+        if self.s_namespace is None:
+            return
+        at = pc.index_in(names, value_set=self._ns_pods)
+        # a pod the trace does not name (null index) takes the last code: default
+        idx = np.asarray(pc.fill_null(at, len(self._ns_codes) - 1).to_numpy(
+            zero_copy_only=False), dtype=np.int64)
+        self.s_namespace.frombytes(self._ns_codes[idx].tobytes())
+
     def set_pod_statistics(self, class_code: np.ndarray, node: np.ndarray,
                            arrival: np.ndarray, bind: np.ndarray, end: np.ndarray) -> None:
         """The per-pod columns :meth:`pod_statistics` reads, in pods-table order, when
@@ -413,7 +446,8 @@ class Recorder:
     def pod_statistics(self, node_group: np.ndarray, end_time: float) -> dict[str, np.ndarray]:
         """Per pod (in the pods table's order): ``class`` (label), ``group`` (code,
         -1 unbound), ``arrival``, ``wait`` (pending time), ``delay`` (queueing delay, NaN
-        unbound), ``bound``, ``abandoned``, ``unplaceable``; for
+        unbound), ``bound``, ``abandoned``, ``unplaceable`` (and ``namespace`` once
+        :meth:`set_namespaces` named them); for
         :func:`hamisim.sim.stats.run_statistics`."""
         node = np.frombuffer(self.s_group, dtype=np.int32).astype(np.int64)
         arrival = np.frombuffer(self.s_arrival, dtype=np.float64)
@@ -428,7 +462,10 @@ class Recorder:
                 "wait": np.where(bound, bind, np.where(np.isnan(end), end_time, end)) - arrival,
                 "delay": bind - arrival, "bound": bound, "arrival": arrival,
                 "abandoned": ~bound & ~np.isnan(end),
-                "unplaceable": np.frombuffer(self.s_unplaceable, dtype=np.int8).astype(bool)}
+                "unplaceable": np.frombuffer(self.s_unplaceable, dtype=np.int8).astype(bool),
+                **({"namespace": np.array(self.namespace_names, dtype=object)[
+                    np.frombuffer(self.s_namespace, dtype=np.int32)]}
+                   if self.s_namespace is not None else {})}
 
     # -- per-group series ----------------------------------------------------
     def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:

@@ -81,13 +81,21 @@ def percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:
             f"{prefix}_max_s": float(np.max(values))}
 
 
+def breakdown_percentiles(values: np.ndarray, prefix: str) -> dict[str, float | None]:
+    """:func:`percentiles` with ``{prefix}_p95_s`` beside them: the figures of a
+    class, namespace or node group, which a plan's targets name (DESIGN §5)."""
+    out = percentiles(values, prefix)
+    out[f"{prefix}_p95_s"] = float(np.percentile(values, 95)) if len(values) else None
+    return out
+
+
 def _waits(part: pd.DataFrame) -> dict[str, Any]:
     bound = part["bound"].to_numpy()
     return {"pods": int(len(part)), "bound": int(bound.sum()),
             "abandoned": int(part["abandoned"].sum()),
             "pending_at_end": int((~bound & ~part["abandoned"].to_numpy()).sum()),
-            **percentiles(part["delay"].to_numpy()[bound], "queueing_delay"),
-            **percentiles(part["wait"].to_numpy(), "pending")}
+            **breakdown_percentiles(part["delay"].to_numpy()[bound], "queueing_delay"),
+            **breakdown_percentiles(part["wait"].to_numpy(), "pending")}
 
 
 def run_statistics(pods: dict[str, np.ndarray], ts: pd.DataFrame,
@@ -138,13 +146,21 @@ def run_statistics(pods: dict[str, np.ndarray], ts: pd.DataFrame,
                for label, part in arrived.groupby("class", sort=False)]
     classes.sort(key=lambda c: (-c["pods"], c["class"]))
     out["classes"] = classes
+    if "namespace" in arrived:
+        # the same figures per namespace (every namespace of the trace, even empty
+        # in a window: a plan's target names one)
+        spaces = sorted(set(pods["namespace"][np.asarray(pods["class"]) != INITIAL_STATE_CLASS]))
+        parts = dict(tuple(arrived.groupby("namespace", sort=False)))
+        out["namespaces"] = [{"namespace": ns, **_waits(parts.get(ns, arrived.iloc[:0]))}
+                             for ns in spaces]
     groups = []
     bound_in = arrived[arrived["bound"]]
     for k, name in enumerate(group_names):
         mine = bound_in[bound_in["group"] == k]
         g: dict[str, Any] = {"group": name, "nodes": int(group_nodes[k]),
                              "gpus": int(group_gpus[k]), "pods_bound": int(len(mine)),
-                             **percentiles(mine["delay"].to_numpy(), "queueing_delay")}
+                             **breakdown_percentiles(mine["delay"].to_numpy(),
+                                                     "queueing_delay")}
         if groups_ts is not None and len(groups_ts):
             rows = groups_ts[groups_ts["group"] == name]
             gpus = max(int(group_gpus[k]), 1)

@@ -62,7 +62,9 @@ FIGURE_NOTES: dict[str, str] = {
     "pair scores mean better-linked training pods; weigh them against the wait.",
     "sweep.png": "Each cell of the sweep: the headline measures against the swept axes.",
     "plan.png": "The plan's search: the target measure against the node count, each evaluated "
-    "size's seeds, the target line and the answer (the fewest nodes that meet it).",
+    "size's seeds, the target line and the answer (the fewest nodes that meet it); over several "
+    "node groups, the sizes simulated (first two groups as axes, each labelled with its cost), "
+    "green where every target was met, red where one was missed, the answer starred.",
 }
 
 _CSS = """
@@ -587,6 +589,8 @@ def _plan(folder: Path) -> tuple[str, str]:
     answer = plan.get("answer")
     said = (f"{answer} nodes of group {plan.get('group')} meet {plan.get('target')}"
             if answer is not None else f"no size in the range meets {plan.get('target')}")
+    if "groups" in plan:
+        said = _multi_plan_answer(plan)
     parts = ["<h2>The answer</h2>", f"<p><strong>{_e(said)}</strong>"
              + (" (exact)" if plan.get("exact") else "") + "</p>",
              _facts([("cluster", plan.get("cluster")), ("policy", plan.get("policy")),
@@ -595,6 +599,22 @@ def _plan(folder: Path) -> tuple[str, str]:
              "<h2>The search</h2>", _table(_table_file(folder, "curve"), readable=True),
              _figures(folder)]
     return "hamisim plan", "\n".join(parts)
+
+
+def _multi_plan_answer(plan: dict) -> str:
+    """A plan over several node groups (plan.json ``groups``): the sizes and their
+    cost, each group's binding target, the pods no varied group serves."""
+    targets = " and ".join(plan.get("targets") or [])
+    answer = plan.get("answer")
+    if not answer:
+        return f"no sizes in the ranges meet {targets}"
+    sizes = ", ".join(f"{n} {g}" for g, n in answer.items())
+    binding = "; ".join(f"{g}: one node fewer misses {', '.join(b)}" if b else
+                        f"{g}: at the bottom of its range"
+                        for g, b in (plan.get("binding") or {}).items())
+    un = (plan.get("unservable") or {}).get("pods")
+    return (f"{sizes} nodes (cost {plan.get('cost'):g}) meet {targets}. {binding}."
+            + (f" {un} pods fit no node of the varied groups even empty." if un else ""))
 
 
 def _validate_section(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],

@@ -188,7 +188,7 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
         paths[str(cluster_path)] = cell.cluster.label
         trace_path = _materialise(cell.trace.name, task.trace_bytes, cell.trace.sha256)
         paths[str(trace_path)] = cell.trace.label
-        resize = {cell.group: cell.replicas} if cell.group is not None else None
+        resize = cell.resize
         load = cell.load
         if cell.offered_gpus is not None:
             n_cards = cluster_from_path(cluster_path, resize=resize).n_cards
@@ -234,7 +234,8 @@ def run_cell_task(task: CellTask) -> dict[str, Any]:
         for tmp, label in sorted(paths.items(), key=lambda kv: -len(kv[0])):
             text = text.replace(tmp, label)   # no worker-local paths in the table
         if cell.group is not None:
-            text += f" (node group '{cell.group}' resized to {cell.replicas})"
+            text += " (" + ", ".join(f"node group '{g}' resized to {n}"
+                                     for g, n in (cell.resize or {}).items()) + ")"
         return {"status": STATUS_FAILED, "error": text, "metrics": {}, "summary": None,
                 "tables": {}}
 

@@ -133,6 +133,16 @@ class Cell:
     backend: str
     #: the trace's own pods x this factor (hamisim.workload.scale), None = as given
     scale: float | None = None
+    #: further node groups resized with ``group`` (a plan varying several groups):
+    #: (group, replicas) pairs, in the plan's order
+    also: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def resize(self) -> dict[str, int] | None:
+        """The node groups this cell resizes: ``group`` and those of ``also``."""
+        if self.group is None:
+            return None
+        return {self.group: int(self.replicas or 0), **dict(self.also)}
 
     @property
     def label(self) -> str:
@@ -151,7 +161,9 @@ class Cell:
                 "gpu_policy": self.gpu_policy,
                 "percentage_of_nodes_to_score": self.percentage_of_nodes_to_score,
                 "node_tie_break": self.node_tie_break, "policy": self.label,
-                "seed": self.seed, "backend": self.backend, "scale": self.scale}
+                "seed": self.seed, "backend": self.backend, "scale": self.scale,
+                **({"sizes": " ".join(f"{g}={n}" for g, n in self.resize.items())}
+                   if self.also and self.resize else {})}
 
     def identity(self) -> dict[str, Any]:
         """Everything the results depend on (the id is a hash of this)."""
@@ -166,6 +178,9 @@ def _identity(c: Cell | dict) -> dict[str, Any]:
         "node_tie_break", "seed", "backend")}
     if get("scale") is not None:      # absent otherwise: earlier cells keep their ids
         ident["scale"] = get("scale")
+    also = get("also") if isinstance(c, Cell) or "also" in c else ()
+    if also:                          # as scale: absent otherwise
+        ident["also"] = [list(pair) for pair in also]
     ident["cluster_sha256"] = get("cluster").sha256
     ident["trace_sha256"] = get("trace").sha256
     for key in ("node_policy", "gpu_policy"):
