@@ -20,7 +20,8 @@ counts every registered card, whatever its type (the kernel models that).
 
 This module is the one place that decides: a backend added later (issue 37)
 adds its word to :data:`SIMULATED_FAMILIES`, and everything that counts GPUs
-follows. :data:`OTHER_FAMILIES` only names the backend a card probably
+follows (:func:`simulated_flags`); what an NVIDIA request may use stays
+:func:`nvidia_flags`. :data:`OTHER_FAMILIES` only names the backend a card probably
 belongs to, for the warning.
 """
 from __future__ import annotations
@@ -28,7 +29,8 @@ from __future__ import annotations
 from typing import Iterable
 
 __all__ = ["NVIDIA", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to", "device_family",
-           "is_simulated", "backend_of", "simulated_flags", "simulated_cards"]
+           "is_simulated", "backend_of", "simulated_flags", "simulated_cards",
+           "nvidia_flags"]
 
 #: HAMi's NVIDIA backend's common word (``nvidia.NvidiaGPUDevice``), the type of its requests
 NVIDIA = "NVIDIA"
@@ -95,20 +97,32 @@ def backend_of(card_type: str) -> str | None:
                  for word, vendor, package in OTHER_FAMILIES if word == family), None)
 
 
-def simulated_flags(cards: Iterable) -> list[bool]:
-    """Per card of ``cards`` (objects with a ``type``): is it of a simulated
-    family? Each distinct type is decided once (a large cluster has a hundred
-    thousand cards and a handful of types)."""
+def _flags(cards: Iterable, test) -> list[bool]:
+    # each distinct type decided once (a large cluster has a hundred thousand
+    # cards and a handful of types)
     memo: dict[str, bool] = {}
     out = []
     for c in cards:
         ok = memo.get(c.type)
         if ok is None:
-            ok = memo[c.type] = is_simulated(c.type)
+            ok = memo[c.type] = test(c.type)
         out.append(ok)
     return out
+
+
+def simulated_flags(cards: Iterable) -> list[bool]:
+    """Per card of ``cards`` (objects with a ``type``): is it of a simulated
+    family, a GPU every total counts?"""
+    return _flags(cards, is_simulated)
 
 
 def simulated_cards(cards: Iterable) -> int:
     """How many of ``cards`` (objects with a ``type``) are of a simulated family."""
     return sum(simulated_flags(cards))
+
+
+def nvidia_flags(cards: Iterable) -> list[bool]:
+    """Per card of ``cards``: does HAMi offer it to an NVIDIA request (the vendor
+    filter of Fit and ``NodeInsufficientDevice``)? Not :func:`simulated_flags`:
+    a family simulated later is counted but never offered to NVIDIA pods."""
+    return _flags(cards, lambda t: offered_to(NVIDIA, t))

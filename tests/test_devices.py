@@ -40,6 +40,18 @@ def test_other_families_are_named_for_the_warning_only():
     assert backend_of("NVIDIA-H100") is None and backend_of("Tesla-T4") is None
 
 
+def test_a_family_simulated_later_is_counted_but_never_offered_to_nvidia_pods(monkeypatch):
+    # issue 37 adds backends to SIMULATED_FAMILIES: their cards become GPUs in the
+    # totals, while the NVIDIA vendor filter of Fit keeps to NVIDIA's own cards
+    import hamisim.devices as devices
+    from hamisim import Card
+    cards = [Card("a", type="NVIDIA-T4"), Card("b", type="MLU370"), Card("c", type="DCU")]
+    monkeypatch.setattr(devices, "SIMULATED_FAMILIES", ("NVIDIA", "MLU"))
+    assert devices.simulated_flags(cards) == [True, True, False]
+    assert devices.nvidia_flags(cards) == [True, False, False]
+    assert device_family("MLU370") == "MLU" and backend_of("MLU370") is None
+
+
 # -- a run counts only the GPUs -------------------------------------------------
 
 #: 4 T4s and two nodes of Ascend cards, which no pod here can use ...

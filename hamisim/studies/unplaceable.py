@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster
-from hamisim.devices import NVIDIA as _NVIDIA, simulated_cards
+from hamisim.devices import NVIDIA as _NVIDIA, nvidia_flags
 from hamisim.hami.decision import NODE_INSUFFICIENT_DEVICE
 from hamisim.hami.reference import USE_TYPE, type_allowed
 from hamisim.pods import GPU, Pod, admission_error
@@ -97,7 +97,7 @@ def _insufficient_device(asked: int, cluster_cards: Sequence[Sequence]) -> str:
     """``NodeInsufficientDevice`` on every node of a pod asking no more cards than
     the largest node has: HAMi counts only the cards whose type contains its
     vendor's (``NVIDIA``, any case), so the node has fewer of those."""
-    counted = max((simulated_cards(n) for n in cluster_cards), default=0)
+    counted = max((sum(nvidia_flags(n)) for n in cluster_cards), default=0)
     gpus = f"{asked} GPU{'' if asked == 1 else 's'}"
     if not counted:
         return f"{gpus}, and no card's type contains {_NVIDIA} (HAMi counts no other card)"
