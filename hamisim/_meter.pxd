@@ -9,7 +9,7 @@ cdef class MeterCore:
     cdef int64_t[::1] node_alloc, node_free, node_frag, node_unfit
     cdef uint8_t[::1] node_idle
     cdef const int64_t[::1] count, devmem, devcore, node_start, node_cpu
-    cdef const uint8_t[::1] usable
+    cdef const uint8_t[::1] usable, counted
     cdef const double[::1] card_unfit
     cdef const int32_t[::1] node_group
     #: per-group sums, the same terms as the cluster sums (group = node_group[node])

@@ -47,13 +47,14 @@ cdef class MeterCore:
     so the Python side does no per-card work.
     """
 
-    def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable,
+    def __init__(self, used, usedmem, usedcores, count, devmem, devcore, usable, counted,
                  node_start, node_cpu, node_cpu_used, node_alloc, node_free, node_frag,
                  node_idle, s_nums, s_memreq, s_pct, s_has_pct, s_cores, s_cpu, s_weight,
                  type_ok, card_unfit, node_unfit, node_group, g_alloc, g_idle, g_free, g_frag,
                  g_unfit, g_used, g_usedmem, g_usedcores, g_dirty):
         self.used, self.usedmem, self.usedcores = used, usedmem, usedcores
         self.count, self.devmem, self.devcore, self.usable = count, devmem, devcore, usable
+        self.counted = counted
         self.node_start, self.node_cpu, self.node_cpu_used = node_start, node_cpu, node_cpu_used
         self.node_alloc, self.node_free, self.node_frag = node_alloc, node_free, node_frag
         self.node_idle = node_idle
@@ -362,7 +363,7 @@ cdef class MeterCore:
         cdef bint idle
         meter_refresh(self.node_start[i], self.node_start[i + 1], self.used, self.usedmem,
                       self.usedcores, self.count, self.devmem, self.devcore, self.usable,
-                      cpu_free, self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct,
+                      self.counted, cpu_free, self.s_nums, self.s_memreq, self.s_pct, self.s_has_pct,
                       self.s_cores, self.s_cpu, self.s_weight, self.type_ok, self.card_unfit,
                       &alloc, &idle, &free, &frag, &unfit)
         self.node_alloc[i] = alloc
@@ -376,7 +377,7 @@ cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   const int64_t[::1] used, const int64_t[::1] usedmem,
                   const int64_t[::1] usedcores, const int64_t[::1] count,
                   const int64_t[::1] devmem, const int64_t[::1] devcore,
-                  const uint8_t[::1] usable, int64_t cpu_free,
+                  const uint8_t[::1] usable, const uint8_t[::1] counted, int64_t cpu_free,
                   const int64_t[::1] s_nums, const int64_t[::1] s_memreq,
                   const int64_t[::1] s_pct, const uint8_t[::1] s_has_pct,
                   const int64_t[::1] s_cores, const int64_t[::1] s_cpu,
@@ -386,12 +387,17 @@ cdef void meter_refresh(Py_ssize_t a, Py_ssize_t b,
                   int64_t* out_frag, int64_t* out_unfit) noexcept nogil:
     # One node's terms (cards a:b, at most 64: checked by MeterCore) into the
     # out parameters: cards with a tenant, idle, free, fragmented and unfit
-    # micro-GPUs.
+    # micro-GPUs. A card that is not counted as a GPU (hamisim.devices: HAMi's
+    # NVIDIA backend never offers it) is also not usable, so it adds nothing; a
+    # node is idle when it has a counted card and no card with a tenant.
     cdef Py_ssize_t i, s, n_shapes = s_nums.shape[0]
     cdef int64_t alloc = 0, n_host, need
     cdef double total = 0.0, frag = 0.0, unfit = 0.0, stranded, share, fc, fm
-    cdef bint idle = b > a, host, can
+    cdef bint idle = False, host, can
     cdef double f[64]
+    for i in range(a, b):
+        if counted[i]:
+            idle = True
     for i in range(a, b):
         if used[i] > 0:
             alloc += 1

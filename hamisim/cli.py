@@ -866,10 +866,12 @@ def _print_breakdowns(r: dict, max_rows: int = 12) -> None:
         rows = []
         for g in groups[:max_rows]:
             p99 = g.get("queueing_delay_p99_s")
+            # a group of no GPUs (CPU nodes, cards hamisim does not count) has no shares
+            share = (lambda key: f"{g.get(key, 0):.1f}") if g["gpus"] else (lambda key: "-")
             rows.append((g["group"][:40], f"{g['gpus']:,}",
-                         f"{g.get('mean_gpu_allocated_pct', 0):.1f}",
-                         f"{g.get('mean_stranded_pct_of_gpus', 0):.1f}",
-                         f"{g.get('mean_unfit_pct_of_gpus', 0):.1f}",
+                         share("mean_gpu_allocated_pct"),
+                         share("mean_stranded_pct_of_gpus"),
+                         share("mean_unfit_pct_of_gpus"),
                          "-" if p99 is None else f"{p99:.1f}"))
         _print_table(("by node group", "GPUs", "% with a tenant", "% stranded", "% unfit",
                       "queueing delay p99 (s)"), rows)
@@ -1158,10 +1160,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     _print_warnings(None, result.warnings)
     c = result.cluster
     cards = c.n_cards
+    other = len(c.unsimulated_cards())
     cordoned = sum(len(n.cordon) for n in c.nodes)
     registered = sum(1 for n in c.nodes if n.registered)
     holding = sum(1 for p in result.state.pods if any(p.containers))
     print(f"hamisim import: {len(c.nodes)} nodes ({registered} with HAMi cards, {cards} cards"
+          + (f", {other} more not counted as GPUs (type not NVIDIA)" if other else "")
           + (f", {cordoned} cordoned" if cordoned else "") + ")")
     if result.pods_path is not None:
         print(f"  {len(result.state.pods)} running pods ({holding} holding cards), "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hamisim.devices import is_simulated, simulated_cards
 from hamisim.mig import DEFAULT_ALLOWLIST, AllowedMigProfiles, MigProfile
 from hamisim.topology import ServerTopology
 
@@ -30,7 +31,8 @@ class Card:
     """One physical GPU as HAMi's scheduler sees it.
 
     ``type`` must contain ``NVIDIA`` (any case) for HAMi's NVIDIA backend to
-    offer the card at all. Real registrations look like ``NVIDIA-Tesla T4``;
+    offer the card at all (:mod:`hamisim.devices`); other cards are not counted
+    as GPUs. Real registrations look like ``NVIDIA-Tesla T4``;
     the exact string ``NVIDIA`` (used by HAMi's unit tests) makes the card
     score count the pod's own request (HAMI-SEMANTICS §3.1).
     """
@@ -188,7 +190,14 @@ class Cluster:
 
     @property
     def n_cards(self) -> int:
-        return sum(len(n.cards) for n in self.nodes)
+        """The GPUs: cards of a family hamisim simulates (:mod:`hamisim.devices`),
+        the denominator of every GPU total. Cards of other types never count."""
+        return simulated_cards(c for n in self.nodes for c in n.cards)
+
+    def unsimulated_cards(self) -> list[tuple[Node, Card]]:
+        """The cards HAMi's NVIDIA backend never offers (their type does not
+        contain ``NVIDIA``), with their nodes, in file order."""
+        return [(n, c) for n in self.nodes for c in n.cards if not is_simulated(c.type)]
 
 
 def group_of(node: Node) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
 
 import pytest
 
@@ -768,3 +769,60 @@ def test_an_empty_card_type_loads_with_a_warning(tmp_path):
     with pytest.warns(InputWarning, match=r"c.yaml:4: warning: card type '' is empty"):
         cluster = load_cluster(path)
     assert cluster.nodes[0].cards[0].type == ""
+
+
+FOREIGN = """\
+nodes:
+  - name: t4
+    gpus: 2
+    card: {devmem: 15360, type: NVIDIA-Tesla T4}
+  - name_prefix: npu
+    replicas: 5
+    gpus: 8
+    card: {devmem: 65536, type: Ascend910B}
+  - name: mixed
+    devices:
+      - {id: G0, index: 0, devmem: 15360, type: nvidia-tesla t4}
+      - {id: M1, index: 1, devmem: 32768, type: MLU370}
+"""
+
+
+def test_cards_hamis_nvidia_backend_never_offers_warn_once_per_type_at_their_line(tmp_path):
+    from hamisim.errors import InputWarning
+    path = write(tmp_path, FOREIGN)
+    with pytest.warns(InputWarning) as caught:
+        cluster = load_cluster(path)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2, messages
+    assert messages[0].startswith(
+        f"{path}:8: warning: card type 'Ascend910B' (40 cards on nodes npu-0, npu-1, npu-2 and "
+        "2 more) does not contain 'NVIDIA' (a card for HAMi's Huawei Ascend backend, "
+        "pkg/device/ascend): HAMi's NVIDIA backend, the one simulated, never offers it to a "
+        "pod; never scheduled, left out of every GPU total")
+    assert messages[1].startswith(f"{path}:12: warning: card type 'MLU370' (1 card on node "
+                                  "mixed) does not contain 'NVIDIA' (a card for HAMi's "
+                                  "Cambricon MLU backend")
+    # loaded as written (HAMi's node score still sees them), not counted as GPUs
+    assert sum(len(n.cards) for n in cluster.nodes) == 44 and cluster.n_cards == 3
+    assert [(n.name, c.type) for n, c in cluster.unsimulated_cards()][-2:] == [
+        ("npu-4", "Ascend910B"), ("mixed", "MLU370")]
+
+
+def test_the_json_fast_path_warns_about_such_cards_as_the_full_reader(tmp_path):
+    from hamisim.errors import InputWarning
+    nodes = [{"name": "t4", "devices": [{"id": "G", "devmem": 15360, "type": "NVIDIA-T4"}]},
+             {"name": "npu", "devices": [{"id": f"N{k}", "index": k, "devmem": 65536,
+                                          "type": "Ascend910B"} for k in range(2)]}]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"nodes": nodes}, indent=1))
+    with pytest.warns(InputWarning) as caught:
+        cluster = load_cluster(path)
+    first = path.read_text().splitlines().index('     "id": "N0",')   # the card's "{" line
+    assert [str(w.message).split(" does not")[0] for w in caught] == [
+        f"{path}:{first}: warning: card type 'Ascend910B' (2 cards on node npu)"]
+    assert cluster.n_cards == 1
+    # an all-NVIDIA file stays on the fast path, without a word
+    path.write_text(json.dumps({"nodes": nodes[:1]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_cluster(path).n_cards == 1

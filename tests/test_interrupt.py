@@ -127,6 +127,18 @@ def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
     assert (tmp_path / "results" / "summary.json").is_file()
 
 
+def test_sigterm_stops_a_run_started_with_sigint_ignored(tmp_path):
+    """What README tells a user whose background run ignores Ctrl-C: SIGTERM (``kill``,
+    ``timeout``) still unwinds it cleanly, nothing written."""
+    proc = start(["run", "--progress", "--out", "results"], tmp_path, preexec=_ignore_sigint)
+    seen = wait_for(proc, b"simulating")
+    wait_for_path(tmp_path, ".results.partial-*", proc)
+    time.sleep(0.3)
+    status, err = interrupt(proc, seen, signal.SIGTERM)
+    assert_clean_interrupt(status, err, signal.SIGTERM)
+    assert list(tmp_path.iterdir()) == []
+
+
 def group_gone(pgid: int, timeout: float = 30) -> bool:
     """Whether every process of group ``pgid`` has ended within ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -500,3 +500,33 @@ def test_gang_markers_of_pending_pods_warn_once_at_the_first(tmp_path):
     assert "pod default/w1 and 1 more pending pods: scheduling.k8s.io/group-name" in gang[1]
     assert int(gang[0].split(":")[1]) <= first
     assert [tp.pod.name for tp in res.pending] == ["default/w0", "default/w1", "default/w2"]
+
+
+def test_cards_hamis_nvidia_backend_never_offers_warn_once_and_are_not_gpus(tmp_path, capsys):
+    """A card registered with a type without NVIDIA is imported (HAMi's node score
+    sees it), warned about once at the dump's line, and not counted as a GPU; another
+    backend's register annotation is not imported, with a warning naming it."""
+    npu = _gpu_node("npu", **{"hami.io/node-register-Ascend910B": "[]",
+                              "hami.io/node-dcu-register": "[]"})
+    reg = json.loads(npu["metadata"]["annotations"]["hami.io/node-nvidia-register"])
+    for card in reg:
+        card["type"] = "Ascend910B"
+    npu["metadata"]["annotations"]["hami.io/node-nvidia-register"] = json.dumps(reg)
+    path = _write(tmp_path / "nodes.json", [_gpu_node(), npu])
+    out = tmp_path / "imp"
+    assert main(["import", str(path), "--out", str(out)]) == 0
+    stdout, err = capsys.readouterr()
+    line = _line_of(path, '"hami.io/node-nvidia-register": "[{\\"id\\": \\"GPU-npu-a')
+    warned = [w for w in err.splitlines() if "does not contain 'NVIDIA'" in w]
+    assert warned == [w for w in warned if w.startswith(f"hamisim: {path}:{line}: warning: "
+                                                       "card type 'Ascend910B' (2 cards on "
+                                                       "node npu)")] and len(warned) == 1
+    assert "hamisim: warning: node npu: hami.io/node-dcu-register, " \
+           "hami.io/node-register-Ascend910B register cards of another of HAMi's device backends; " \
+           "hamisim simulates the NVIDIA backend only" in err
+    assert "2 nodes (2 with HAMi cards, 2 cards, 2 more not counted as GPUs (type not " \
+           "NVIDIA))" in stdout
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = load_cluster(out / "cluster.yaml")
+    assert cluster.n_cards == 2 and len(cluster.unsimulated_cards()) == 2

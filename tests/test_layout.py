@@ -22,7 +22,7 @@ COMPILED_HELPERS = {"hamisim._openmetrics": "studies"}
 
 #: Parts of the package and the parts each may import (besides itself).
 MODEL = {"hamisim.errors", "hamisim.cluster", "hamisim.pods", "hamisim.shapes", "hamisim.topology",
-         "hamisim.mig", "hamisim._version",
+         "hamisim.mig", "hamisim.devices", "hamisim._version",
          "hamisim.workload", "hamisim.registry"}
 ALLOWED = {
     "model": {"model"},

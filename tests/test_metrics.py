@@ -203,3 +203,24 @@ def test_unfit_is_the_part_of_fragmentation_no_placement_caused(case, data):
     assert sum(row[1] for row in rows) == m.n_cards
     assert sum(row[9] for row in rows) == pytest.approx(r["unfit_gpu"], abs=1e-5)
     assert sum(row[8] for row in rows) == pytest.approx(r["frag_gpu"], abs=1e-5)
+
+
+def test_a_card_hamis_nvidia_backend_never_offers_counts_in_no_total():
+    # a T4 beside an MLU on one node, and a node of Ascend cards: every reading
+    # equals the cluster's without those cards (hamisim.devices)
+    shapes = [Shape(0, 1, pct=50, cores=50, weight=0.5), Shape(0, 2, pct=100, cores=100,
+                                                              weight=0.5)]
+    mixed = Cluster((Node("m", (card("A"), card("MLU", 1, type="MLU370", devmem=32768))),
+                     Node("npu", tuple(card(f"N{k}", k, type="Ascend910B") for k in range(4)))))
+    alone = Cluster((Node("m", (card("A"),)), Node("npu", ())))
+    got, want = ClusterMeter(mixed, shapes), ClusterMeter(alone, shapes)
+    assert got.reading() == want.reading()
+    assert got.reading()["hami_gpu_total"] == 1 and got.reading()["nodes_gpu_idle"] == 1
+    for m in (got, want):
+        m.apply(0, {"A": (1, 2000, 30)})
+    assert got.reading() == want.reading() and got.reading()["nodes_gpu_idle"] == 0
+    # per group too (the groups are named by card type, so apart from the names)
+    assert [row[1:] for row in got.group_readings(changed_only=False)] == \
+        [row[1:] for row in want.group_readings(changed_only=False)]
+    # the cards keep their rows (HAMi's per-card figures list them), with no share
+    assert got.n_cards == 6 and list(got.allocation_share()) == [0.3, 0, 0, 0, 0, 0]

@@ -53,3 +53,22 @@ def test_the_scale_example_prints_what_the_readme_shows(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     for line in shown.strip("\n").splitlines():
         assert line in printed
+
+
+def test_the_card_types_example_warns_and_counts_as_printed(tmp_path, capsys, monkeypatch):
+    # "Cards HAMi's NVIDIA backend does not count": the cluster block, run on a
+    # small trace, prints the warning and the cluster line shown
+    text = README.read_text(encoding="utf-8")
+    part = text[text.index("**Cards HAMi's NVIDIA backend does not count.**"):]
+    cluster = re.findall(r"```yaml\n(.*?)```", part, re.S)[0]
+    (shown,) = re.findall(r"```\n\$ hamisim run cluster.yaml trace.csv --out results\n(.*?)```",
+                          part, re.S)[:1]
+    (tmp_path / "cluster.yaml").write_text(cluster)
+    (tmp_path / "trace.csv").write_text("name,arrival,duration,gpu,gpumem\n"
+                                        + "".join(f"p{k},{k},60,1,4000\n" for k in range(8)))
+    monkeypatch.chdir(tmp_path)     # the warning names the file as the command gives it
+    assert main(["run", "cluster.yaml", "trace.csv", "--out", "results", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    printed = err.splitlines() + out.splitlines()
+    for line in shown.strip("\n").splitlines():
+        assert line in printed, line

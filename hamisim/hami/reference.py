@@ -21,6 +21,7 @@ import numpy as np
 
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
+from hamisim.devices import offered_to
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
     NODE_INSUFFICIENT_DEVICE,
@@ -497,7 +498,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
             sort_cards(cards, policy)
         else:
             cards.sort(key=lambda c: float(card_order(c, k)))
-        vendor_cards = [c for c in cards if k.type.upper() in c.type.upper()]
+        vendor_cards = [c for c in cards if offered_to(k.type, c.type)]
         if trace is not None:
             trace.sorted(cards, vendor_cards)
         if k.nums > len(vendor_cards) and not is_mig_request(k, vendor_cards, annotations):

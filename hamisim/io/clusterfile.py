@@ -100,6 +100,7 @@ from hamisim.cluster import (
     SchedulerConfig,
     Taint,
 )
+from hamisim.devices import backend_of, is_simulated
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.gpuscore import gpu_scores, topology_scored
 from hamisim.hami.policy import CARD_MODES, policy_problem, warn_policy
@@ -436,6 +437,8 @@ def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None
     nodes: list[Node] = []
     node_lines: dict[str, int] = {}
     card_owner: dict[str, tuple[str, int]] = {}
+    # per card type HAMi's NVIDIA backend never offers: first line, cards, nodes
+    foreign: dict[str, tuple[int, list[int], list[str]]] = {}
     totals = [0, 0]     # nodes, cards so far (checked before a group is expanded)
     for pos, item in enumerate(items):
         entry = item.as_doc(f"node {pos}").with_context(f"node {pos}")
@@ -453,12 +456,34 @@ def nodes_from_document(value: Value, *, resize: Mapping[str, int] | None = None
                                      f"node '{node.name}': duplicate card id '{card.id}' "
                                      f"(already a card of node '{other}', line {first})")
                 card_owner[card.id] = (node.name, line)
+                if card.type.strip() and not is_simulated(card.type):
+                    first, n, names = foreign.setdefault(card.type, (line, [0], []))
+                    n[0] += 1
+                    if not names or names[-1] != node.name:
+                        names.append(node.name)
             nodes.append(node)
     unknown = sorted(set(resize or ()) - resized)
     if unknown:
         raise value.error(f"no node group '{unknown[0]}' to resize (node groups are entries "
                           "with 'replicas', named by 'name_prefix' or 'name')")
+    for card_type, (line, n, names) in foreign.items():
+        warn_foreign_cards(f"{value.path}:{line}", card_type, n[0], names)
     return tuple(nodes)
+
+
+def warn_foreign_cards(where: str, card_type: str, cards: int, nodes: list[str]) -> None:
+    """Warn that ``cards`` cards of ``card_type`` on ``nodes`` are never offered
+    to a pod by HAMi's NVIDIA backend (:mod:`hamisim.devices`): accepted, left
+    out of the GPU totals. One warning per type, at its first card."""
+    shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3:,} more" if len(nodes) > 3 else "")
+    backend = backend_of(card_type)
+    warnings.warn(InputWarning(where, (
+        f"card type {card_type!r} ({cards:,} card{'' if cards == 1 else 's'} on "
+        f"node{'' if len(nodes) == 1 else 's'} {shown}) does not contain 'NVIDIA'"
+        + (f" (a card for {backend})" if backend else "")
+        + ": HAMi's NVIDIA backend, the one simulated, never offers it to a pod; never "
+        "scheduled, left out of every GPU total (utilisation, fragmentation, offered "
+        "load)")), stacklevel=2)
 
 
 # ---------------------------------------------------------------------------
@@ -533,6 +558,8 @@ def _plain_cluster(data: Any, path: str, resize: Mapping[str, int] | None) -> Cl
     ids = [c.id for n in nodes for c in n.cards]
     if len(set(names)) != len(names) or len(set(ids)) != len(ids):
         raise _Slow
+    if not all(map(is_simulated, {c.type for n in nodes for c in n.cards})):
+        raise _Slow                         # cards HAMi's NVIDIA backend never offers: warned
     return Cluster(nodes=tuple(nodes), scheduler=config, quotas=quotas, group_aliases=aliases)
 
 
@@ -1159,7 +1186,8 @@ def _card_type(doc: Doc) -> str:
     if not value.strip():
         v = doc.get("type")
         warnings.warn(InputWarning(f"{v.path}:{v.line}", f"card type {value!r} is empty: HAMi "
-                                   "offers this card to no NVIDIA request"), stacklevel=3)
+                                   "offers this card to no NVIDIA request; it is not counted "
+                                   "as a GPU"), stacklevel=3)
     return value
 
 

@@ -64,6 +64,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import warnings as _warnings
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -71,7 +73,7 @@ from typing import Any
 
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
-from hamisim.errors import InputError
+from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
 from hamisim.io.initialstate import InitialState, decode_devices, load_state
@@ -99,6 +101,9 @@ __all__ = ["ImportResult", "import_kubectl",
 
 REGISTER = "hami.io/node-nvidia-register"
 PAIR_SCORE = "hami.io/node-nvidia-score"
+#: the register annotations of HAMi's other device backends (hami.io/node-dcu-register,
+#: hami.io/node-register-Ascend910B, ...): cards hamisim does not simulate
+OTHER_REGISTER = re.compile(r"hami\.io/node-(?!nvidia-register$)[^/]*register[^/]*$")
 DEVICE_CORDON = "hami.io/device-cordon"
 ASSIGNED_NODE = "hami.io/vgpu-node"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
@@ -250,6 +255,11 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     cordon), its device-cordon annotation and whether it is unschedulable."""
     meta, name, ann = _meta(obj, i, "Node")
     children: dict[str, Value] = {"name": meta.get("name")}
+    others = [k for k in ann.keys() if OTHER_REGISTER.match(k)]
+    if others:
+        warnings.append(f"node {name}: {', '.join(others)} register{'s' if len(others) == 1 else ''} "
+                        "cards of another of HAMi's device backends; hamisim simulates the "
+                        f"NVIDIA backend only ({REGISTER}), so they are not imported")
     reg = _annotation(ann, REGISTER)
     if reg is not None:
         text = reg.scalar.strip()
@@ -774,7 +784,10 @@ def write_import(result: ImportResult, out: str | os.PathLike[str]) -> dict[str,
                                         encoding="utf-8")
         if result.pending:
             write_trace(Trace("pending", result.pending), tmp / "pending.jsonl")
-        written = load_cluster(tmp / "cluster.yaml")
+        with _warnings.catch_warnings():
+            # what the file says was warned about at the dump's own lines
+            _warnings.simplefilter("ignore", InputWarning)
+            written = load_cluster(tmp / "cluster.yaml")
         if written != result.cluster:     # pragma: no cover - a writer bug
             raise AssertionError("the cluster file written does not read back equal")
         result.state = load_state(tmp / "state.yaml", written)

@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from hamisim.cluster import Cluster
+from hamisim.devices import NVIDIA, offered_to
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.policy import warn_pod_policies
 from hamisim.hami.reference import type_allowed
@@ -716,7 +717,7 @@ def warn_suspect_units(trace: Trace, cluster: Cluster) -> None:
         key = (ann.get("nvidia.com/use-gputype"), ann.get("nvidia.com/nouse-gputype"))
         if key not in smallest:
             sizes = [c.devmem for n in cluster.nodes for c in n.cards
-                     if "NVIDIA" in c.type.upper() and type_allowed(ann, c.type)]
+                     if offered_to(NVIDIA, c.type) and type_allowed(ann, c.type)]
             smallest[key] = min(sizes) if sizes else None
         if smallest[key] is None or smallest[key] < LARGE_CARD_MIB:
             continue

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from hamisim.cluster import Card, Cluster, Node, group_of
+from hamisim.devices import is_simulated
 from hamisim.hami.reference import type_allowed
 from hamisim.pods import NO_PERCENTAGE
 from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
@@ -63,7 +64,8 @@ class Fragmentation:
 
 
 def _usable(card: Card, node: Node) -> bool:
-    return card.health and card.id not in node.cordon
+    # a card HAMi's NVIDIA backend never offers is no GPU (hamisim.devices)
+    return card.health and card.id not in node.cordon and is_simulated(card.type)
 
 
 def card_free(card: Card, node: Node, usage: Usage) -> float:

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster
+from hamisim.devices import nvidia_flags
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, Pick, histogram_message, pads_empty_segments
 from hamisim.hami.reference import NOUSE_TYPE, USE_TYPE, collapsed_usage, type_allowed
@@ -104,8 +105,9 @@ class ResearchScheduler:
         self.type_names = list(dict.fromkeys(c.type for c in cards))
         tid = {t: i for i, t in enumerate(self.type_names)}
         card_type = np.array([tid[c.type] for c in cards], dtype=np.int32)
-        usable = np.array([c.health and c.id not in n.cordon and "NVIDIA" in c.type.upper()
-                           for n in nodes for c in n.cards], dtype=np.uint8)
+        usable = np.array([c.health and c.id not in n.cordon for n in nodes for c in n.cards],
+                          dtype=bool) & np.array(nvidia_flags(cards), dtype=bool)
+        usable = usable.astype(np.uint8)
         cpu_cap = np.array([MAX_SPEC_CPU if n.cpu_milli is None else n.cpu_milli
                             for n in nodes], dtype=np.int64)
         mem_cap = np.array([-1 if n.memory_mib is None else n.memory_mib for n in nodes],

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster, Node
+from hamisim.devices import nvidia_flags
 from hamisim.hami.mig import MIG_MODE, candidate_order, ordered_placements
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
@@ -89,8 +90,8 @@ class ClusterState:
         self.cordoned = np.array([c.id in nd.cordon for nd in nodes for c in nd.cards],
                                  dtype=np.uint8)
         # HAMi's vendor filter: the request type "NVIDIA" is a case-insensitive
-        # substring of the card type (HAMI-SEMANTICS §5.1).
-        self.is_nvidia = np.array(["NVIDIA" in c.type.upper() for c in cards], dtype=np.uint8)
+        # substring of the card type (HAMI-SEMANTICS §5.1; hamisim.devices decides).
+        self.is_nvidia = np.array(nvidia_flags(cards), dtype=np.uint8)
         # The card-score quirk (§3.1): the request counts only when the card
         # type equals the request type "NVIDIA" exactly.
         self.type_exact = np.array([c.type == "NVIDIA" for c in cards], dtype=np.uint8)
@@ -100,8 +101,7 @@ class ClusterState:
         mid = {m: i for i, m in enumerate(self.mode_names)}
         self.type_id = np.array([tid[c.type] for c in cards], dtype=np.int32)
         self.mode_id = np.array([mid[c.mode] for c in cards], dtype=np.int32)
-        self.n_vendor = np.array([sum("NVIDIA" in c.type.upper() for c in nd.cards)
-                                  for nd in nodes], dtype=_I64)
+        self.n_vendor = np.array([sum(nvidia_flags(nd.cards)) for nd in nodes], dtype=_I64)
 
         # Pair scores (hami.io/node-nvidia-score): per node a dense k x k block,
         # row a / column b = score of (card a, card b) in registration order,

@@ -40,6 +40,9 @@ on a mixed cluster, idle T4s that cannot host an H100-only shape are
   placement. An idle cluster has none.
 
 Every total is also kept per node group (:func:`hamisim.cluster.group_of`).
+Cards of a type HAMi's NVIDIA backend never offers (:mod:`hamisim.devices`)
+keep a row (HAMi's per-card figures list them) but count in no total: not as
+GPUs, slots, memory or cores, not as free or fragmented capacity.
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ import numpy as np
 
 from hamisim import _meter
 from hamisim.cluster import Cluster, group_of
+from hamisim.devices import simulated_flags
 from hamisim.hami.reference import type_allowed
 from hamisim.pods import NO_PERCENTAGE
 from hamisim.shapes import NOUSE_GPUTYPE, USE_GPUTYPE, Shape
@@ -104,13 +108,14 @@ class ClusterMeter:
         self.node_start = np.zeros(self.n_nodes + 1, dtype=np.int64)
         self.row: dict[str, int] = {}
         count, devmem, devcore, usable, types = [], [], [], [], []
+        counted = simulated_flags(c for node in nodes for c in node.cards)
         for i, node in enumerate(nodes):
             for c in node.cards:
                 self.row[c.id] = len(count)
+                usable.append(counted[len(count)] and c.health and c.id not in node.cordon)
                 count.append(c.count)
                 devmem.append(c.devmem)
                 devcore.append(c.devcore)
-                usable.append(c.health and c.id not in node.cordon)
                 types.append(c.type)
             self.node_start[i + 1] = len(count)
         self.count = np.array(count, dtype=np.int64)
@@ -118,6 +123,9 @@ class ClusterMeter:
         self.devcore = np.array(devcore, dtype=np.int64)
         self.usable = np.array(usable, dtype=bool)
         self._usable_u8 = self.usable.astype(np.uint8)
+        #: per card: is it a GPU (a simulated family)? The others count in no total
+        self.counted = np.array(counted, dtype=bool)
+        self._counted_u8 = self.counted.astype(np.uint8)
         self.used = np.zeros_like(self.count)
         self.usedmem = np.zeros_like(self.count)
         self.usedcores = np.zeros_like(self.count)
@@ -138,10 +146,13 @@ class ClusterMeter:
             "type_ok": np.ascontiguousarray(_type_matrix(sh, types), dtype=np.uint8),
         }
         self.n_cards = len(count)
-        self.capacity = float(self.n_cards)
+        #: the GPUs, denominator of every share: the counted cards
+        self.n_gpus = int(self.counted.sum())
+        self.capacity = float(self.n_gpus)
+        gpu = self.counted
         self.totals = {
-            "slots_total": int(self.count.sum()), "memory_total": int(self.devmem.sum()),
-            "core_total": int(self.devcore.sum()),
+            "slots_total": int(self.count[gpu].sum()), "memory_total": int(self.devmem[gpu].sum()),
+            "core_total": int(self.devcore[gpu].sum()),
         }
         # per-node terms whose sums are the cluster totals; free amount and
         # fragment in micro-GPUs (integers), so the running cluster sums stay
@@ -159,9 +170,9 @@ class ClusterMeter:
         card_group = np.repeat(self.node_group, np.diff(self.node_start)) \
             if self.n_cards else np.zeros(0, dtype=np.int32)
         n_groups = len(self.group_names)
-        self.group_cards = np.bincount(card_group, minlength=n_groups).astype(np.int64)
-        self.group_memory = np.bincount(card_group, self.devmem, minlength=n_groups)
-        self.group_cores = np.bincount(card_group, self.devcore, minlength=n_groups)
+        self.group_cards = np.bincount(card_group, gpu, minlength=n_groups).astype(np.int64)
+        self.group_memory = np.bincount(card_group, self.devmem * gpu, minlength=n_groups)
+        self.group_cores = np.bincount(card_group, self.devcore * gpu, minlength=n_groups)
         self.group_sums = {k: np.zeros(n_groups, dtype=np.int64) for k in (
             "alloc", "idle", "free", "frag", "unfit", "used", "usedmem", "usedcores")}
         self.group_dirty = np.zeros(n_groups, dtype=np.uint8)
@@ -170,7 +181,7 @@ class ClusterMeter:
         g = self.group_sums
         self._core = _meter.MeterCore(
             self.used, self.usedmem, self.usedcores, self.count, self.devmem, self.devcore,
-            self._usable_u8, self.node_start, self.node_cpu, self.node_cpu_used,
+            self._usable_u8, self._counted_u8, self.node_start, self.node_cpu, self.node_cpu_used,
             self.node_alloc, self.node_free, self.node_frag, self.node_idle,
             sh["nums"], sh["memreq"], sh["pct"], sh["has_pct"], sh["cores"], sh["cpu"],
             sh["weight"], sh["type_ok"], self.card_unfit, self.node_unfit, self.node_group,
@@ -275,8 +286,8 @@ class ClusterMeter:
             return {
                 "time": time, "pods_arrived": x[:, 0], "pods_pending": x[:, 1],
                 "pods_running": x[:, 2], "pods_departed": x[:, 3], "pods_abandoned": x[:, 4],
-                "hami_gpu_total": np.full(n, self.n_cards, dtype=np.int64),
-                "hami_gpu_allocated": alloc, "hami_gpu_zero_tenant": self.n_cards - alloc,
+                "hami_gpu_total": np.full(n, self.n_gpus, dtype=np.int64),
+                "hami_gpu_allocated": alloc, "hami_gpu_zero_tenant": self.n_gpus - alloc,
                 "nodes_gpu_idle": x[:, 6],
                 "hami_vgpu_slots_total": np.full(n, t["slots_total"], dtype=np.int64),
                 "hami_vgpu_slots_allocated": x[:, 7],
@@ -348,9 +359,9 @@ class ClusterMeter:
         # per node frag >= unfit exactly; rounding to micro-GPUs may leave -1e-6
         stranded = max(frag - unfit, 0.0)
         return {
-            "hami_gpu_total": self.n_cards,
+            "hami_gpu_total": self.n_gpus,
             "hami_gpu_allocated": self.sum_alloc,
-            "hami_gpu_zero_tenant": self.n_cards - self.sum_alloc,
+            "hami_gpu_zero_tenant": self.n_gpus - self.sum_alloc,
             "nodes_gpu_idle": self.sum_idle,
             "hami_vgpu_slots_total": t["slots_total"],
             "hami_vgpu_slots_allocated": self.sum_used,

@@ -215,11 +215,12 @@ def init_container_quirk(m: ClusterMeter, counts: RunCounts, end_time: float) ->
 def occupancy_at_peak(m: ClusterMeter) -> np.ndarray:
     """Allocated share of each card at the peak: a row per node, nodes ordered
     by group (groups in first-seen order, cluster order within), so each group
-    is one block of rows."""
+    is one block of rows. NaN where a node has fewer cards, and for a card that
+    is no GPU (:mod:`hamisim.devices`): it is drawn as absent, not as idle."""
     per_node = np.diff(m.node_start)
     width = int(per_node.max()) if len(per_node) else 0
     occ = np.full((m.n_nodes, width), np.nan)
-    share = m.allocation_share(m.peak_usage())
+    share = np.where(m.counted, m.allocation_share(m.peak_usage()), np.nan)
     starts = m.node_start
     for row, i in enumerate(np.argsort(m.node_group, kind="stable").tolist()):
         a, b = starts[i], starts[i + 1]

@@ -44,6 +44,7 @@ import pandas as pd
 
 from hamisim._openmetrics import lines as _lines
 from hamisim.cluster import Cluster
+from hamisim.devices import simulated_flags
 from hamisim.io.outputs import atomic_file, read_table
 from hamisim.workload import Trace
 
@@ -458,6 +459,9 @@ class _Series:
         self.cards = cards
         self.devmem = np.array([c.devmem for _, c in cards], dtype=np.int64)
         self.devcore = np.array([c.devcore for _, c in cards], dtype=np.int64)
+        #: GPUs (hamisim.devices): HAMi lists every registered card, hamisim's own
+        #: figures count only these
+        self.gpu = np.array(simulated_flags(c for _, c in cards), dtype=bool)
         column = {c.id: i for i, (_, c) in enumerate(cards)}
         bound = pods[pods["bind"].notna() & pods["devices"].notna()]
         k = len(grid)
@@ -638,7 +642,7 @@ class _Series:
         block = max(1, _BLOCK_CELLS // max(len(self.grid), 1))
         for lo in range(0, len(self.cards), block):
             hi = min(lo + block, len(self.cards))
-            zero += (self.usage(lo, hi)["count"] == 0).sum(axis=1)
+            zero += ((self.usage(lo, hi)["count"] == 0) & self.gpu[lo:hi]).sum(axis=1)
         w.column(w.head("hamisim_gpu_zero_tenant_cards"), zero, True)
         w.family("hamisim_pods", "gauge", "Pods by state: pending (created, not bound) "
                  "or running (bound, not yet gone)")

@@ -28,6 +28,7 @@ import pandas as pd
 
 from hamisim._version import __version__
 from hamisim.cluster import Cluster
+from hamisim.devices import is_simulated
 from hamisim.errors import InputError
 from hamisim.io.bundled import workloads_dir
 from hamisim.io.clusterfile import cluster_from_path
@@ -482,7 +483,10 @@ def run_prepared(spec: RunSpec, prep: Prepared, sink: TableSink | None = None) -
         "cluster": {"nodes": len(cluster.nodes), "gpus": cluster.n_cards,
                     "description": describe_cluster(
                         prep, spec.cluster or str(default_cluster_path())),
-                    "group_runs": _runs(result.node_groups or [])},
+                    "group_runs": _runs(result.node_groups or []),
+                    # cards HAMi's NVIDIA backend never offers (hamisim.devices), when any
+                    **({"cards_not_counted": n} if (n := len(cluster.unsimulated_cards()))
+                       else {})},
         "workload": {"pods": len(prep.workload), "arrival_span_s": arrival_span(prep.workload),
                      "description": describe_workload(prep),
                      **dict(zip(("offered_gpu_load_as_given", "offered_gpu_load"),
@@ -562,15 +566,23 @@ def count(n: int, noun: str) -> str:
 
 
 def describe_cluster(prep: Prepared, path: str) -> str:
-    """``cluster.yaml: 24 nodes, 160 GPUs (128 NVIDIA-H100, 32 NVIDIA-T4)``."""
+    """``cluster.yaml: 24 nodes, 160 GPUs (128 NVIDIA-H100, 32 NVIDIA-T4)``, then the
+    cards it does not count as GPUs (:mod:`hamisim.devices`), when there are any."""
     types: dict[str, int] = {}
     for node in prep.cluster.nodes:
         for card in node.cards:
             types[card.type] = types.get(card.type, 0) + 1
-    kinds = ", ".join(f"{n:,} {t}" for t, n in sorted(types.items(), key=lambda kv: -kv[1]))
+    gpu = {t: n for t, n in types.items() if is_simulated(t)}
+    other = {t: n for t, n in types.items() if t not in gpu}
+
+    def kinds(of: dict[str, int]) -> str:
+        return ", ".join(f"{n:,} {t or repr(t)}"
+                         for t, n in sorted(of.items(), key=lambda kv: -kv[1]))
     quotas = sum(1 for ns in prep.cluster.quotas if prep.cluster.quota_of(ns) is not None)
     return (f"{os.path.basename(path)}: {count(len(prep.cluster.nodes), 'node')}, "
-            f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds})" if len(types) > 1 else "")
+            f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds(gpu)})" if len(gpu) > 1 else "")
+            + (f", and {count(sum(other.values()), 'card')} not counted (not NVIDIA: "
+               f"{kinds(other)})" if other else "")
             + (f", HAMi ResourceQuota in {count(quotas, 'namespace')}" if quotas else ""))
 
 

@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster
+from hamisim.devices import NVIDIA as _NVIDIA, nvidia_flags
 from hamisim.hami.decision import NODE_INSUFFICIENT_DEVICE
 from hamisim.hami.reference import USE_TYPE, type_allowed
 from hamisim.pods import GPU, Pod, admission_error
@@ -36,9 +37,6 @@ __all__ = ["find_unplaceable", "unplaceable_pods", "summarise"]
 
 #: the name the probing attempts give their pod (any name: the scheduler is fresh)
 _PROBE = "hamisim-unplaceable-probe"
-
-#: the vendor type HAMi's NVIDIA requests carry: a card counts when its type contains it
-_NVIDIA = "NVIDIA"
 
 #: HAMi's and kube-scheduler's node reasons in words, when every node gives it
 _WORDS = {
@@ -99,8 +97,7 @@ def _insufficient_device(asked: int, cluster_cards: Sequence[Sequence]) -> str:
     """``NodeInsufficientDevice`` on every node of a pod asking no more cards than
     the largest node has: HAMi counts only the cards whose type contains its
     vendor's (``NVIDIA``, any case), so the node has fewer of those."""
-    counted = max((sum(_NVIDIA in c.type.upper() for c in n) for n in cluster_cards),
-                  default=0)
+    counted = max((sum(nvidia_flags(n)) for n in cluster_cards), default=0)
     gpus = f"{asked} GPU{'' if asked == 1 else 's'}"
     if not counted:
         return f"{gpus}, and no card's type contains {_NVIDIA} (HAMi counts no other card)"

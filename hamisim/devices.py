@@ -1,0 +1,128 @@
+"""Device families: which of HAMi's device backends a card belongs to, and which are simulated.
+
+HAMi v2.10.0 has one backend per vendor (``pkg/device/<vendor>``), each with its
+*common word* (``CommonWord()``): ``NVIDIA`` for ``pkg/device/nvidia``,
+``MLU`` for Cambricon, ``DCU`` for Hygon, ``Ascend910B3`` and friends for
+Huawei's Ascend (from the chart's device config), ... A container's request
+carries its backend's word as its type, and the scheduler offers it the node's
+cards whose type *contains* that word, case-insensitively
+(``pkg/scheduler/score.go`` ``getNodeResources``: ``strings.Contains(
+strings.ToLower(card type), strings.ToLower(request type))``). That test is
+the whole of a card's family as HAMi decides it.
+
+hamisim simulates the NVIDIA backend only (:data:`SIMULATED_FAMILIES`): a card
+whose type does not contain ``NVIDIA`` (an ``Ascend910B``, an ``MLU370``, an
+empty type) is offered to no simulated pod, so it is never scheduled and is
+left out of every GPU total and denominator (:attr:`hamisim.cluster.Cluster.n_cards`,
+the meter's ``hami_gpu_total``, utilisation, fragmentation, offered load); the
+cluster reader warns about such cards at their line. HAMi's node score still
+counts every registered card, whatever its type (the kernel models that).
+
+This module is the one place that decides: a backend added later (issue 37)
+adds its word to :data:`SIMULATED_FAMILIES`, and everything that counts GPUs
+follows (:func:`simulated_flags`); what an NVIDIA request may use stays
+:func:`nvidia_flags`. :data:`OTHER_FAMILIES` only names the backend a card probably
+belongs to, for the warning.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+__all__ = ["NVIDIA", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to", "device_family",
+           "is_simulated", "backend_of", "simulated_flags", "simulated_cards",
+           "nvidia_flags"]
+
+#: HAMi's NVIDIA backend's common word (``nvidia.NvidiaGPUDevice``), the type of its requests
+NVIDIA = "NVIDIA"
+
+#: the families whose backend hamisim simulates, in the order they are tried
+SIMULATED_FAMILIES: tuple[str, ...] = (NVIDIA,)
+
+#: HAMi v2.10.0's other backends: common word (``CommonWord()``; Ascend's and
+#: Iluvatar's come from the chart's device config, so their chip prefix is given
+#: here), vendor, package under ``pkg/device``; tried in order after the simulated ones
+OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
+    ("Ascend", "Huawei Ascend", "ascend"),
+    ("MLU", "Cambricon MLU", "cambricon"),
+    ("DCU", "Hygon DCU", "hygon"),
+    ("Iluvatar", "Iluvatar", "iluvatar"),
+    ("MR-V", "Iluvatar", "iluvatar"),
+    ("BI-V", "Iluvatar", "iluvatar"),
+    ("Metax", "MetaX", "metax"),
+    ("Mthreads", "Moore Threads", "mthreads"),
+    ("Enflame", "Enflame", "enflame"),
+    ("GCU", "Enflame GCU", "enflame"),
+    ("kunlun", "Kunlunxin", "kunlun"),
+    ("XPU", "Kunlunxin XPU", "kunlun"),
+    ("AWSNeuron", "AWS Neuron", "awsneuron"),
+    ("AMD", "AMD", "amd"),
+    ("Biren", "Biren", "biren"),
+    ("Vastai", "Vastai", "vastai"),
+)
+
+
+def offered_to(request_type: str, card_type: str) -> bool:
+    """HAMi's ``getNodeResources`` test: does a request of ``request_type`` (its
+    backend's common word) see a card of ``card_type``? Go's ``ToLower`` on both
+    sides, then a substring test."""
+    return request_type.lower() in card_type.lower()
+
+
+def device_family(card_type: str) -> str | None:
+    """The family of a card: the first simulated family whose word its type
+    contains (as :func:`offered_to`), else the first of :data:`OTHER_FAMILIES`,
+    else ``None`` (an empty or unknown type: no backend of HAMi's offers it)."""
+    for word in SIMULATED_FAMILIES:
+        if offered_to(word, card_type):
+            return word
+    for word, _, _ in OTHER_FAMILIES:
+        if offered_to(word, card_type):
+            return word
+    return None
+
+
+def is_simulated(card_type: str) -> bool:
+    """Is a card of this type one hamisim schedules and counts as a GPU?"""
+    return any(offered_to(word, card_type) for word in SIMULATED_FAMILIES)
+
+
+def backend_of(card_type: str) -> str | None:
+    """HAMi's backend a card of an unsimulated type probably belongs to, in words
+    (``"HAMi's Huawei Ascend backend, pkg/device/ascend"``); ``None`` when no
+    word matches or the type is simulated."""
+    if is_simulated(card_type):
+        return None
+    family = device_family(card_type)
+    return next((f"HAMi's {vendor} backend, pkg/device/{package}"
+                 for word, vendor, package in OTHER_FAMILIES if word == family), None)
+
+
+def _flags(cards: Iterable, test) -> list[bool]:
+    # each distinct type decided once (a large cluster has a hundred thousand
+    # cards and a handful of types)
+    memo: dict[str, bool] = {}
+    out = []
+    for c in cards:
+        ok = memo.get(c.type)
+        if ok is None:
+            ok = memo[c.type] = test(c.type)
+        out.append(ok)
+    return out
+
+
+def simulated_flags(cards: Iterable) -> list[bool]:
+    """Per card of ``cards`` (objects with a ``type``): is it of a simulated
+    family, a GPU every total counts?"""
+    return _flags(cards, is_simulated)
+
+
+def simulated_cards(cards: Iterable) -> int:
+    """How many of ``cards`` (objects with a ``type``) are of a simulated family."""
+    return sum(simulated_flags(cards))
+
+
+def nvidia_flags(cards: Iterable) -> list[bool]:
+    """Per card of ``cards``: does HAMi offer it to an NVIDIA request (the vendor
+    filter of Fit and ``NodeInsufficientDevice``)? Not :func:`simulated_flags`:
+    a family simulated later is counted but never offered to NVIDIA pods."""
+    return _flags(cards, lambda t: offered_to(NVIDIA, t))
