@@ -398,3 +398,36 @@ def test_a_runs_state_drops_init_containers_once_done(tmp_path):
     assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
                  "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     _usage_is_the_runs(tmp_path / "run", [5.0, 12.0])
+
+
+MOVE_ONTO_MIG_CLUSTER = """\
+scheduler: {gpu_scheduler_policy: spread}
+nodes:
+  - name: n
+    devices:
+      - {id: G0, index: 0, devmem: 40960, type: NVIDIA A100-SXM4-40GB}
+      - {id: G1, index: 1, devmem: 40960, type: NVIDIA A100-SXM4-40GB, mode: mig}
+"""
+# x fills the MIG card until 20 s, so b lands on G0; a then takes an instance on
+# G1, and b's own binpack policy moves it next to a at the first round (30 s)
+MOVE_ONTO_MIG_TRACE = ("name,arrival,duration,gpu,gpumem,gpucores,gpu_policy\n"
+                       "x,0,20,1,39000,0,\nb,1,500,1,4000,0,binpack\na,25,500,1,4000,0,\n")
+
+
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+def test_a_pod_moved_onto_a_mig_card_holds_its_instance(tmp_path, engine):
+    """The pods table's mig_allocations follow a move: a pod the defragmenter
+    moves from a HAMi-core card onto a MIG card holds a MIG instance there."""
+    from hamisim.sim.engine import EngineConfig, simulate
+    (tmp_path / "cluster.yaml").write_text(MOVE_ONTO_MIG_CLUSTER)
+    (tmp_path / "trace.csv").write_text(MOVE_ONTO_MIG_TRACE)
+    run = simulate(load_cluster(str(tmp_path / "cluster.yaml")),
+                   read_trace(str(tmp_path / "trace.csv")),
+                   EngineConfig(engine=engine, progress=False, defrag_interval=30.0))
+    assert run.engine == engine
+    moves = run.events[run.events.event == "move"]
+    assert list(moves.pod) == ["b"] and moves.devices.iloc[0].startswith("G1,")
+    b = run.pods.set_index("pod").loc["b"]
+    assert b.devices.startswith("G1,")
+    mig = json.loads(b.mig_allocations)
+    assert [m["gpuUUID"] for m in mig] == ["G1"]

@@ -955,6 +955,7 @@ class _Engine(PodLifecycle):
         self._drop_deficit(st)
         self.kube.gone(st.pod.name)
         st.node, st.devices, st.held = d.node_index, d.devices, d.containers
+        st.mig = d.mig_allocations        # a move onto a MIG card takes an instance
         st.usage = self._usage(st, d)
         self.meter.apply_rows(st.node, *st.usage, st.pod.cpu_milli, 1)
         self._book_deficit(st, d.containers, len(st.pod.init_containers))
