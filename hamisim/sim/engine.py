@@ -135,6 +135,17 @@ class Clock:
     now: float = 0.0
 
 
+def deficit_nodes(cluster: Cluster, aligned: Sequence[bool]) -> list[bool]:
+    """Per node, whether HAMi #2965's deficit is measured there
+    (:meth:`PodLifecycle._book_deficit`): where HAMi's list drops GPU-less
+    containers (``aligned`` false), and not under a research node policy, whose
+    model the compiled engine books apart."""
+    from hamisim.research.plugins import on_research_model
+    if on_research_model(cluster.scheduler.node_scheduler_policy):
+        return [False] * len(aligned)
+    return [not a for a in aligned]
+
+
 class PodLifecycle:
     """A pod's life on the cluster, one event path for every driver.
 
@@ -632,12 +643,7 @@ class _Engine(PodLifecycle):
         self.peak_time = 0.0
         self.row_of = m.row                     # card id -> meter row (other backends)
         self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
-        # nodes where HAMi #2965's deficit is measured (_book_deficit): not under a
-        # research node policy, whose model the compiled engine books apart
-        from hamisim.research.plugins import on_research_model
-        self._quirk_nodes = [False] * len(self._aligned) \
-            if on_research_model(cluster.scheduler.node_scheduler_policy) \
-            else [not a for a in self._aligned]
+        self._quirk_nodes = deficit_nodes(cluster, self._aligned)
         # --check: independent books verified after every event; None costs one test
         self.checker = None
         if config.check:

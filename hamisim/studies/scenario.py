@@ -31,7 +31,7 @@ from hamisim.research.plugins import default_backend
 from hamisim.shapes import ShapeCache
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.checker import Checker
-from hamisim.sim.engine import Clock, PodLifecycle, PodState
+from hamisim.sim.engine import Clock, PodLifecycle, PodState, deficit_nodes
 from hamisim.sim.metrics import ClusterMeter
 
 __all__ = ["ScenarioEvent", "ExpectationResult", "ScenarioResult", "run_scenario",
@@ -137,6 +137,7 @@ class _Run(PodLifecycle):
         self._denied = ShapeCache(lambda pod: admission_error(pod) or "")
         self.replay = self.retry = True
         self._aligned = [aligned_usage(n, cluster.scheduler) for n in cluster.nodes]
+        self._quirk_nodes = deficit_nodes(cluster, self._aligned)
         #: some namespace has a ResourceQuota: HAMi's webhook checks pods at creation
         self.quotas = any(cluster.quota_of(ns) is not None for ns in cluster.quotas)
         self._start_books()
