@@ -83,6 +83,9 @@ cdef class Core:
     # fit, or not remembered), and whether counts/ncards still lack the rows
     # of remembered outcomes
     cdef int64_t* node_ver
+    #: the sum of node_ver: any node's card, CPU/memory, MIG or reservation
+    #: change bumps it (the replay engine's shortcut of repeated failures reads it)
+    cdef int64_t ver_all
     cdef Intern itab
     cdef int32_t* wid
     cdef uint64_t core_id

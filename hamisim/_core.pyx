@@ -992,6 +992,7 @@ cdef class Core:
         cdef int t
         cdef const Cards* c = &self.table.c
         self.node_ver[i] += 1             # the memo's outcomes there are stale
+        self.ver_all += 1
         _node_view(&self.table.c, i, &nv)
         self.n_nan -= a.score != a.score
         a.score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
@@ -1068,6 +1069,7 @@ cdef class Core:
                 raise IndexError(r)
             (<int64_t*>c.reserved)[r] += sign
             self.node_ver[_node_of_row(c, r)] += 1
+            self.ver_all += 1
 
     def apply(self, int node, rows, d_used, d_mem, d_cores, int64_t cpu, int64_t mem,
               int sign=1):
@@ -1777,6 +1779,7 @@ cdef class Core:
         cdef uint64_t* occ = <uint64_t*>self.table.c.mig_occ + r
         cdef int b
         self.node_ver[_node_of_row(&self.table.c, r)] += 1
+        self.ver_all += 1
         for b in range(64):
             if (mask >> b) & 1:
                 cnt[b] += sign

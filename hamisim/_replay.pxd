@@ -7,7 +7,7 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 from hamisim._core cimport Core, PodSpec
 from hamisim._meter cimport MeterCore
 from hamisim._failtext cimport FailText
-from hamisim._research cimport ResearchCore
+from hamisim._research cimport ResearchCore, bitgen_t
 
 
 ctypedef struct RTimer:
@@ -217,6 +217,9 @@ cdef class ReplayCore:
     cdef bint recalls_deleting
     cdef const uint8_t[::1] t_never        # per template: preemptionPolicy Never
     cdef object draw_offset, preempt_message, victim_message
+    # draw_offset given as a numpy Generator: its bit generator, drawn in C
+    cdef object offset_rng
+    cdef bitgen_t* offset_bitgen
     # priorities as ranks (0 = lowest); running pods per rank, the lowest rank
     # running (n_ranks: none): "nobody to preempt" is one comparison
     cdef int32_t[::1] prio_rank
@@ -229,6 +232,7 @@ cdef class ReplayCore:
     cdef uint8_t[::1] terminating
     cdef int32_t[::1] on_prev, on_next, on_head, on_tail
     # nominations, in the order kube-scheduler's map got them (a linked list)
+    cdef int32_t[:, ::1] node_rank_cnt     # running pods per node and priority rank
     cdef int32_t[::1] nom_node, nom_prev, nom_next
     cdef int32_t nom_head, nom_tail, n_nom
     cdef int32_t[::1] preemptor            # the pod whose preemption deleted it, -1
@@ -243,6 +247,29 @@ cdef class ReplayCore:
     cdef VItem* vic_best
     cdef Py_ssize_t vic_cap
     cdef int n_best, n_cleared, pf_node, pf_n_errors
+    # the last dry run's random offset (-1: none drawn), its potential nodes'
+    # count, and per error node its position among them (the shortcut's input)
+    cdef int pf_start, pf_npot, pf_drawn
+    cdef int32_t[::1] pf_errpos
+    # -- the shortcut of repeated failures (_attempt) ---------------------
+    # per template: the state key of the failed attempt it remembers (-1:
+    # none), its columns SC_* (next_start in/out, priority, rejectors, PostFilter
+    # verdict, the offset draw's n), its message, and a verdict's error nodes
+    cdef int64_t[::1] sc_key, sc_rel
+    cdef int32_t[:, ::1] sc_col
+    cdef list sc_msg, sc_err
+    # per template, the dry run's memo: [node versions, verdicts, nom_ver, priority]
+    cdef list pf_memo
+    cdef Py_ssize_t pf_memo_bytes
+    cdef int64_t nom_ver, q_ver
+    cdef int64_t[::1] q_ns_ver              # per quota namespace, its usage's changes
+    #: reuse a failed attempt's outcome while its state stands (identical runs;
+    #: False re-decides every attempt)
+    cdef public bint use_shortcut
+    #: attempts answered by the shortcut
+    cdef readonly int64_t n_reused
+    # an open aggregated row per (pod, message): its index (Recorder.event's lookup)
+    cdef dict ag_index
     cdef int64_t pf_n_cpu, pf_n_mem, pf_n_novict, pf_n_dry
 
     cdef int _init_quotas(self, Py_ssize_t n_templates, t_qns, t_qmem, t_qcores, q_lim_mem,
@@ -275,6 +302,12 @@ cdef class ReplayCore:
     cdef int _pass(self) except -1
     cdef double _draw(self) except? -1.0
     cdef int _attempt(self, int k) except -1
+    cdef inline int64_t _state_key(self) noexcept
+    cdef int64_t _relevant_key(self, int t) noexcept
+    cdef int _remember(self, int k, int t, int64_t key, int start_in, int pf,
+                       object message) except -1
+    cdef object _reuse(self, int k, int t)
+    cdef bint _pf_memo_for(self, int t, int32_t p) except -1
     cdef object _fail_text(self, int t)
     cdef int _decide(self, int k, double draw) except -3
     cdef int _research_decide(self, int k, int t, int kind) except -3
@@ -315,6 +348,7 @@ cdef class ReplayCore:
     cdef inline bint _over(self) noexcept
     cdef int _retry(self, int k, int gen) except -1
     cdef int _leftover(self, int k, int gen) except -1
+    cdef int64_t _offset(self, int64_t n) except -1
     cdef int _init_kube(self, Py_ssize_t n, priority, bint preemption, t_never, draw_offset,
                         preempt_message, victim_message) except -1
     cdef int _kube_bound(self, int k, int node) except -1

@@ -36,13 +36,36 @@ from hamisim._textbuf cimport grow_text
 from hamisim._core cimport Core, PodSpec
 from hamisim._meter cimport MeterCore
 from hamisim._failtext cimport FailText
-from hamisim._research cimport ResearchCore
+from hamisim._research cimport ResearchCore, _bounded_draw
+from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
 cdef enum:
     # PostFilter texts kept (ReplayCore.pf_post) before the cache starts anew
     PF_POST_CAP = 4096
+
+cdef enum:
+    # a node's remembered dry-run verdict (ReplayCore.pf_memo): none (a
+    # candidate or not known), no lower-priority pod, an error (no victim
+    # needed), insufficient CPU/memory with every victim gone (+ their bits)
+    PFM_NONE = 0
+    PFM_NOVICT = 1
+    PFM_ERROR = 2
+    PFM_BITS = 3
+    # bytes the dry-run memos may take in all (9 per template and node)
+    PF_MEMO_BUDGET = 256 * 1024 * 1024
+
+cdef enum:
+    # the columns of ReplayCore.sc_col (the shortcut of repeated failures)
+    SC_START = 0        # next_start the failure was made at; -1: every node examined
+    SC_START_OUT = 1    # next_start it left
+    SC_PRIORITY = 2     # the pod's priority (the dry run and the nominated load read it)
+    SC_REJ = 3          # rej_last
+    SC_PF = 4           # PostFilter's verdict
+    SC_DRAW = 5         # the dry run's offset draw: its n, -1 none
+    SC_LOW = 6          # the lowest priority rank running (the dry run's first check)
+    SC_W = 7
 
 cdef enum:
     # SimPy priorities of hamisim.sim.engine (_DEPART, _ARRIVE, _PASS)
@@ -331,6 +354,17 @@ cdef class ReplayCore:
         self.node_start, self.pad_empty = node_start, pad_empty
         self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
                           quota_denied)
+        self.sc_key = np.full(max(len(t_kind), 1), -1, dtype=np.int64)
+        self.sc_rel = np.full(max(len(t_kind), 1), -1, dtype=np.int64)
+        self.q_ns_ver = np.zeros(max(len(q_lim_mem) if q_lim_mem is not None else 0, 1),
+                                 dtype=np.int64)
+        self.sc_col = np.zeros((max(len(t_kind), 1), SC_W), dtype=np.int32)
+        self.sc_msg = [None] * len(t_kind)
+        self.pf_memo = [None] * len(t_kind)
+        self.pf_memo_bytes = 0
+        self.sc_err = [None] * len(t_kind)
+        self.nom_ver = self.q_ver = self.n_reused = 0
+        self.use_shortcut = True
         self.aligned = pad_empty if aligned is None else aligned
         encoded = [c.encode("utf-8") for c in card_ids]
         off = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -446,6 +480,7 @@ cdef class ReplayCore:
         self.ag_tail = np.full(n, -1, dtype=np.int64)
         self.ag_cur = np.full(n, -1, dtype=np.int64)
         self.ag_free = -1
+        self.ag_index = {}
         self.ag_opened = 0
         self.ag_n = 0
         self._ag_grow(64)
@@ -522,8 +557,10 @@ cdef class ReplayCore:
         cdef int ns = self.t_qns[self.tmpl[k]], sl = self.slot[k], i
         cdef Py_ssize_t base
         cdef int64_t mem = 0, cores = 0
+        self.q_ver += 1
         if ns < 0 or sl < 0:
             return
+        self.q_ns_ver[ns] += 1
         base = <Py_ssize_t>sl * self.slot_width
         for i in range(self.slot_n[sl]):
             mem += self.slot_mem[base + i]
@@ -698,14 +735,16 @@ cdef class ReplayCore:
             self.ag_count[i] += 1
             self.ag_last[i] = self.now
             return 0
-        i = self.ag_head[k]
-        while i >= 0:
-            if self.ag_msg[i] == message:
-                self.ag_count[i] += 1
-                self.ag_last[i] = self.now
-                self.ag_cur[k] = i
-                return 0
-            i = self.ag_next[i]
+        # another of its open rows: a dict, not a walk (a pod pending for hours
+        # on a saturated cluster has hundreds of open rows)
+        key = (k, message)
+        found = self.ag_index.get(key)
+        if found is not None:
+            i = <int64_t>found
+            self.ag_count[i] += 1
+            self.ag_last[i] = self.now
+            self.ag_cur[k] = i
+            return 0
         if self.ag_free < 0:
             self._ag_grow(2 * self.ag_n)
         i = self.ag_free
@@ -716,6 +755,7 @@ cdef class ReplayCore:
         self.ag_opened += 1
         self.ag_pod[i] = k
         self.ag_msg[i] = message
+        self.ag_index[key] = i
         self.ag_next[i] = -1
         if self.ag_tail[k] >= 0:
             self.ag_next[self.ag_tail[k]] = i
@@ -758,6 +798,7 @@ cdef class ReplayCore:
             j = self.ag_next[i]
             self._row(self.ag_first[i], E_UNSCHEDULABLE, k, -1, None, self.ag_msg[i],
                       self.ag_count[i], self.ag_last[i])
+            del self.ag_index[(k, self.ag_msg[i])]
             self.ag_msg[i] = None
             self.ag_next[i] = self.ag_free
             self.ag_free = i
@@ -780,6 +821,7 @@ cdef class ReplayCore:
             self._row(self.ag_first[i], E_UNSCHEDULABLE, self.ag_pod[i], -1, None,
                       self.ag_msg[i], self.ag_count[i], self.ag_last[i])
             self.ag_msg[i] = None
+        self.ag_index.clear()
         self.ag_head[:] = -1
         self.ag_tail[:] = -1
         self.ag_cur[:] = -1
@@ -967,8 +1009,15 @@ cdef class ReplayCore:
         return self.draws[self.next_draw - 1]
 
     cdef int _attempt(self, int k) except -1:
+        # One scheduling attempt of pod k (engine._attempt). A failure whose
+        # state stands is answered by the shortcut of repeated failures:
+        # _remember keeps a failed attempt's outcome per template with the
+        # state it was made in, _reuse gives it back to the next attempt of the
+        # same template made in the same state (a lookup instead of sampling,
+        # HAMi's Fit on every window node and the dry run).
         cdef double now = self.now, draw = 0.0, started
-        cdef int node, nominated, pf
+        cdef int node, nominated, pf, t, start_in
+        cdef int64_t key
         if self.t_kind[self.tmpl[k]] == TK_ADMISSION:
             # refused by HAMi's admission webhook: never created, never scheduled
             self._abandon(k, self.pod_error(k), E_REJECTED)
@@ -986,18 +1035,33 @@ cdef class ReplayCore:
         message = None
         nominated = self.nom_node[k]
         pf = PF_UNIFORM
-        node = self._schedule_kube(k, draw)
-        if node < 0:
-            if node == -1:
-                if self.preemption:
-                    pf = self._post_filter(k)
-                # the uniform verdict (nobody to preempt, the saturated case):
-                # FailText in C; a dry run's verdict: its own text
-                message = self._fail_text(self.tmpl[k]) if pf == PF_UNIFORM \
-                    else self._post_filter_message(k, pf)
-            else:
-                message = self.pod_error(k)
-                self.rej_last = 0           # an error: no plugin rejected it
+        t = self.tmpl[k]
+        key = self._state_key() if self.use_shortcut and nominated < 0 else -1
+        if key >= 0 and self.sc_rel[t] >= 0 and self.sc_key[t] != key \
+                and self.sc_col[t, SC_LOW] == self.low_rank \
+                and self._relevant_key(t) == self.sc_rel[t]:
+            self.sc_key[t] = key        # what changed since is nothing this pod reads
+        if key >= 0 and self.sc_key[t] == key and self.sc_col[t, SC_PRIORITY] == self.priority[k] \
+                and (self.sc_col[t, SC_START] < 0 or self.sc_col[t, SC_START] == self.next_start):
+            node = -1
+            message = self._reuse(k, t)
+            pf = self.sc_col[t, SC_PF]
+        else:
+            start_in = self.next_start
+            node = self._schedule_kube(k, draw)
+            if node < 0:
+                if node == -1:
+                    if self.preemption:
+                        pf = self._post_filter(k)
+                    # the uniform verdict (nobody to preempt, the saturated case):
+                    # FailText in C; a dry run's verdict: its own text
+                    message = self._fail_text(t) if pf == PF_UNIFORM \
+                        else self._post_filter_message(k, pf)
+                    if key >= 0:
+                        self._remember(k, t, key, start_in, pf, message)
+                else:
+                    message = self.pod_error(k)
+                    self.rej_last = 0           # an error: no plugin rejected it
         self.decision_time += _clock() - started
         if node >= 0:
             self.n_result[0] += 1
@@ -1013,6 +1077,133 @@ cdef class ReplayCore:
         if pf == PF_NOMINATED:
             self._preempt_victims(k)
         return 0
+
+    cdef inline int64_t _state_key(self) noexcept:
+        # Everything a failed attempt of a given template and priority read
+        # besides next_start: every node's cards, CPU/memory, MIG and
+        # reservations (Core.ver_all), the running pods and queue hints
+        # (changes: every cluster event), the nominations (nom_ver) and the
+        # namespaces' quota usage (q_ver). Each only grows, so their sum
+        # changes whenever one does.
+        return self.core.ver_all + self.changes + self.nom_ver + self.q_ver
+
+    cdef int64_t _relevant_key(self, int t) noexcept:
+        # What template t's failure read of the state key's parts: the nodes
+        # its static filters pass (a node that NodeAffinity, TaintToleration or
+        # NodeUnschedulable rejects is rejected whatever its usage, and it is
+        # no potential node for the dry run), its namespace's quota usage, the
+        # nominations. Without a static gate every node counts: ver_all, which
+        # grows with every change of any node (node_ver also counts the
+        # nominated pods' passing load, _schedule_kube takes it out of ver_all:
+        # either only ever grows while something changes, which is what a key
+        # needs).
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef const int32_t* gate = spec.p.gate
+        cdef const int64_t* ver = self.core.node_ver
+        cdef int64_t key = self.nom_ver
+        cdef int i, ns
+        if gate == NULL:
+            key += self.core.ver_all
+        else:
+            for i in range(self.core.table.n_nodes):
+                if gate[i] == 0:
+                    key += ver[i]
+        if self.quotas:
+            ns = self.t_qns[t]
+            if ns >= 0:
+                key += self.q_ns_ver[ns]
+        return key
+
+    cdef int _remember(self, int k, int t, int64_t key, int start_in, int pf,
+                       object message) except -1:
+        # Keep the failed attempt just made (kube-scheduler's and HAMi's
+        # verdicts, DefaultPreemption's) for template t, if it is a function of
+        # the state key, the priority and next_start alone: HAMi's kernel (not a
+        # research policy, not a user's ranking), a pod not nominated before or
+        # after, a dry run that nominated nobody, no state changed meanwhile.
+        cdef PodSpec spec = <PodSpec>self.t_spec[t]
+        cdef Py_ssize_t j, n, w
+        if self.rcore is not None or self.t_kind[t] != TK_OK or message is None:
+            return 0
+        if spec.user_rank and self.ranker is not None:
+            return 0
+        if pf == PF_NOMINATED or pf == PF_TERMINATING or self.nom_node[k] >= 0:
+            return 0
+        if pf == PF_ERRORS and self.preempt_postfix is None:
+            return 0
+        if self._state_key() != key:
+            return 0
+        self.sc_key[t] = key
+        self.sc_rel[t] = self._relevant_key(t)
+        self.sc_col[t, SC_LOW] = self.low_rank
+        # every node examined (fewer feasible nodes than wanted): the same
+        # window, verdicts and next_start from wherever the sampling starts
+        self.sc_col[t, SC_START] = -1 if self.core.n_window < self.wanted else start_in
+        self.sc_col[t, SC_START_OUT] = self.next_start
+        self.sc_col[t, SC_PRIORITY] = self.priority[k]
+        self.sc_col[t, SC_REJ] = self.rej_last
+        self.sc_col[t, SC_PF] = pf
+        self.sc_col[t, SC_DRAW] = self.pf_drawn if self.preemption else -1
+        if pf == PF_ERRORS:
+            # the text names the error nodes in the order the dry run met
+            # them, from its random offset: keep them by position among the
+            # potential nodes (the visit order is a rotation of that order)
+            n = self.pf_n_errors
+            w = 0
+            for j in range(1, n):
+                if self.pf_errpos[j] < self.pf_errpos[j - 1]:
+                    w = j
+                    break
+            order = np.empty(2 * n, dtype=np.int32)
+            for j in range(n):
+                order[j] = self.pf_errpos[(w + j) % n]
+                order[n + j] = self.pf_errs[(w + j) % n]
+            # the filters' part of the text: PostFilter's follows it after a
+            # space (full_message)
+            post = self.preempt_postfix(PF_ERRORS, 0, 0, 0, 0,
+                                        [self.pf_errs[j] for j in range(n)])
+            if post is None or not message.endswith(" " + post):
+                self.sc_key[t] = self.sc_rel[t] = -1
+                return 0
+            self.sc_err[t] = [order, {}]
+            self.sc_msg[t] = message[:len(message) - len(post) - 1]
+        else:
+            self.sc_msg[t] = message
+            self.sc_err[t] = None
+        return 0
+
+    cdef object _reuse(self, int k, int t):
+        # The remembered failure of template t, for pod k's attempt in the
+        # same state: next_start moves as it did, the dry run draws its offset
+        # as it did (the random stream stays the run's), and a verdict naming
+        # nodes names them from that offset.
+        cdef int32_t[::1] order
+        cdef dict texts
+        cdef int n, j, first, start = 0, d = self.sc_col[t, SC_DRAW]
+        self.n_reused += 1
+        self.rej_last = self.sc_col[t, SC_REJ]
+        if self.sc_col[t, SC_START] >= 0:
+            self.next_start = self.sc_col[t, SC_START_OUT]
+        self.n_best = self.n_cleared = 0
+        if d >= 0:
+            start = <int>self._offset(d)
+        if self.sc_col[t, SC_PF] != PF_ERRORS:
+            return self.sc_msg[t]
+        order, texts = self.sc_err[t]
+        n = order.shape[0] // 2
+        first = 0
+        for j in range(n):
+            if order[j] >= start:
+                first = j
+                break
+        message = texts.get(first)
+        if message is None:
+            # the nodes from the offset on, then those before it (the dry run's
+            # visit order), in kube-scheduler's words after the filters' text
+            errors = [order[n + (first + j) % n] for j in range(n)]
+            message = texts[first] = self.sc_msg[t] + " " + self.preempt_postfix(
+                PF_ERRORS, 0, 0, 0, 0, errors)
+        return message
 
     cdef object _fail_text(self, int t):
         # kube-scheduler's text for the failed attempt just made (the kernel's
@@ -1830,6 +2021,13 @@ cdef class ReplayCore:
 
     # -- kube-scheduler: nominations and DefaultPreemption (hamisim.kube.scheduler,
     # hamisim.kube.preemption; engine._attempt carries out the outcome) -----------
+    cdef int64_t _offset(self, int64_t n) except -1:
+        # DefaultPreemption's random offset among n potential nodes
+        # (rand.Intn(n) in kube-scheduler; the run's own offset stream)
+        if self.offset_bitgen != NULL:
+            return _bounded_draw(self.offset_bitgen, n)
+        return <int64_t>self.draw_offset(n)
+
     cdef int _init_kube(self, Py_ssize_t n, priority, bint preemption, t_never, draw_offset,
                         preempt_message, victim_message) except -1:
         cdef int n_nodes = self.core.table.n_nodes
@@ -1837,6 +2035,12 @@ cdef class ReplayCore:
         self.t_never = np.zeros(len(self.t_spec), dtype=np.uint8) if t_never is None \
             else np.ascontiguousarray(t_never, dtype=np.uint8)
         self.draw_offset = draw_offset
+        self.offset_bitgen = NULL
+        if isinstance(draw_offset, np.random.Generator):
+            # the dry run's offsets drawn in C, as draw_offset.integers(n) draws
+            self.offset_rng = draw_offset
+            self.offset_bitgen = <bitgen_t*>PyCapsule_GetPointer(
+                draw_offset.bit_generator.capsule, "BitGenerator")
         self.preempt_message = preempt_message
         self.victim_message = victim_message
         levels, rank = np.unique(np.asarray(priority, dtype=np.int64), return_inverse=True)
@@ -1844,6 +2048,7 @@ cdef class ReplayCore:
         self.n_ranks = len(levels)
         self.rank_count = np.zeros(max(self.n_ranks, 1), dtype=np.int64)
         self.low_rank = self.n_ranks
+        self.node_rank_cnt = np.zeros((max(n_nodes, 1), max(self.n_ranks, 1)), dtype=np.int32)
         self.bind_seq = np.zeros(n, dtype=np.int64)
         self.kube_start = np.zeros(n)
         self.bind_counter = 0
@@ -1864,6 +2069,9 @@ cdef class ReplayCore:
         self.pf_mem = np.zeros(max(n_nodes, 1), dtype=np.int64)
         self.pf_nodes = np.zeros(max(n_nodes, 1), dtype=np.int32)
         self.pf_errs = np.zeros(max(n_nodes, 1), dtype=np.int32)
+        self.pf_errpos = np.zeros(max(n_nodes, 1), dtype=np.int32)
+        self.pf_start = self.pf_npot = 0
+        self.pf_drawn = -1
         self.pf_cleared = np.zeros(max(n, 1), dtype=np.int32)
         self.n_best = self.n_cleared = self.pf_n_errors = 0
         self.pf_node = -1
@@ -1884,6 +2092,7 @@ cdef class ReplayCore:
             self.on_head[node] = k
         self.on_tail[node] = k
         self.rank_count[r] += 1
+        self.node_rank_cnt[node, r] += 1
         if r < self.low_rank:
             self.low_rank = r
         return 0
@@ -1910,6 +2119,7 @@ cdef class ReplayCore:
         self.terminating[k] = 0
         r = self.prio_rank[k]
         self.rank_count[r] -= 1
+        self.node_rank_cnt[node, r] -= 1
         if r == self.low_rank and self.rank_count[r] == 0:
             while self.low_rank < self.n_ranks and self.rank_count[self.low_rank] == 0:
                 self.low_rank += 1
@@ -1926,6 +2136,8 @@ cdef class ReplayCore:
                 self.nom_head = k
             self.nom_tail = k
             self.n_nom += 1
+        if self.nom_node[k] != node:
+            self.nom_ver += 1
         self.nom_node[k] = node
 
     cdef inline void _unnominate(self, int k) noexcept:
@@ -1945,6 +2157,7 @@ cdef class ReplayCore:
         self.nom_prev[k] = self.nom_next[k] = -1
         self.nom_node[k] = -1
         self.n_nom -= 1
+        self.nom_ver += 1
 
     cdef int _nominated_load(self, int k, int sign) noexcept:
         # KubeScheduler._nominated_load into the kernel's requested CPU/memory
@@ -1965,17 +2178,26 @@ cdef class ReplayCore:
         # KubeScheduler.schedule: a nominated pod tries its node alone first;
         # nominated pods' CPU/memory count for kube-scheduler's filter meanwhile
         cdef int node, loaded
+        cdef int64_t saved
         if self.n_nom == 0:
             return self._decide(k, draw)
+        saved = self.core.ver_all
         loaded = self._nominated_load(k, 1)
+        node = -3
         try:
             if self.nom_node[k] >= 0 and self.t_kind[self.tmpl[k]] == TK_OK and \
                     self._decide_only(k, self.nom_node[k]):
-                return self.nom_node[k]
-            return self._decide(k, draw)
+                node = self.nom_node[k]
+            else:
+                node = self._decide(k, draw)
+            return node
         finally:
             if loaded:
                 self._nominated_load(k, -1)
+                if node < 0:
+                    # the nominated pods' load came and went: no node changed
+                    # (the shortcut of repeated failures keys on ver_all)
+                    self.core.ver_all = saved
 
     cdef bint _decide_only(self, int k, int node) except -1:
         # KernelScheduler._only: kube-scheduler's filters and HAMi on `node`;
@@ -2032,7 +2254,13 @@ cdef class ReplayCore:
         cdef Core core = self.core
         cdef const Cards* c = &core.table.c
         cdef VItem* tmp
+        cdef const int64_t* nver = core.node_ver
+        cdef int64_t[::1] mver
+        cdef int8_t[::1] mcode
+        cdef bint use_memo
+        cdef int code
         self.n_best = self.n_cleared = self.pf_n_errors = 0
+        self.pf_drawn = -1
         if self.t_never[t]:
             return PF_UNIFORM               # the first check: nothing else is read
         if nominated < 0 and self.low_rank >= self.prio_rank[k]:
@@ -2056,17 +2284,19 @@ cdef class ReplayCore:
                 self.pf_nodes[n_pot] = i
                 n_pot += 1
                 if not any_lower and self.low_rank < self.prio_rank[k]:
-                    v = self.on_head[i]
-                    while v >= 0:
-                        if self.priority[v] < p:
+                    # a pod of lower priority runs there: the per-node counts by
+                    # priority rank (ranks order as priorities do)
+                    for v in range(self.low_rank, self.prio_rank[k]):
+                        if self.node_rank_cnt[i, v]:
                             any_lower = True
                             break
-                        v = self.on_next[v]
             self.pf_mark[i] = 0
         if n_pot == 0:
             self._unnominate(k)
             return PF_NOT_HELPFUL
-        start = <int>self.draw_offset(n_pot) if any_lower else 0
+        start = <int>self._offset(n_pot) if any_lower else 0
+        self.pf_start, self.pf_npot = start, n_pot
+        self.pf_drawn = n_pot if any_lower else -1
         # calculateNumCandidates
         wanted = n_pot * 10 // 100
         if wanted < 100:
@@ -2082,8 +2312,34 @@ cdef class ReplayCore:
             j = self.nom_next[j]
         self.pf_n_cpu = self.pf_n_mem = self.pf_n_novict = self.pf_n_dry = 0
         n_cand = 0
+        # the dry run's memo (nodes unchanged since this template's last dry run
+        # at this priority under these nominations: their verdict again)
+        use_memo = nominated < 0 and self._pf_memo_for(t, p)
+        if use_memo:
+            mver = self.pf_memo[t][0]
+            mcode = self.pf_memo[t][1]
         for j in range(n_pot):
             i = self.pf_nodes[(start + j) % n_pot]
+            if use_memo and mver[i] == nver[i]:
+                code = mcode[i]
+                if code == PFM_NOVICT:
+                    self.pf_n_novict += 1
+                    self.pf_n_dry += 1
+                    continue
+                if code == PFM_ERROR:
+                    self.pf_errs[self.pf_n_errors] = i
+                    self.pf_errpos[self.pf_n_errors] = (start + j) % n_pot
+                    self.pf_n_errors += 1
+                    continue
+                if code >= PFM_BITS:
+                    bits = code - PFM_BITS
+                    self.pf_n_cpu += bits & 1
+                    self.pf_n_mem += bits >> 1
+                    self.pf_n_dry += 1
+                    continue
+            if use_memo:
+                mver[i] = nver[i]
+                mcode[i] = PFM_NONE
             # SelectVictimsOnNode: every pod of lower priority removed
             n_lower = 0
             sum_cpu = sum_mem = 0
@@ -2100,6 +2356,8 @@ cdef class ReplayCore:
                     sum_mem += self.t_mem[self.tmpl[v]]
                 v = self.on_next[v]
             if n_lower == 0:
+                if use_memo:
+                    mcode[i] = PFM_NOVICT
                 self.pf_n_novict += 1
                 self.pf_n_dry += 1
                 continue
@@ -2108,6 +2366,8 @@ cdef class ReplayCore:
             bits = _fit_bits(pcpu, pmem, c.alloc_cpu[i], c.alloc_mem[i],
                              base_cpu - sum_cpu, base_mem - sum_mem)
             if bits:
+                if use_memo:
+                    mcode[i] = PFM_BITS + bits
                 self.pf_n_cpu += bits & 1
                 self.pf_n_mem += bits >> 1
                 self.pf_n_dry += 1
@@ -2126,7 +2386,10 @@ cdef class ReplayCore:
                     nv += 1
             if nv == 0:
                 # "expected at least one victim pod": kept by node, after the loop
+                if use_memo:
+                    mcode[i] = PFM_ERROR
                 self.pf_errs[self.pf_n_errors] = i
+                self.pf_errpos[self.pf_n_errors] = (start + j) % n_pot
                 self.pf_n_errors += 1
                 continue
             # pickOneNodeForPreemption, one candidate at a time (ties: the first)
@@ -2179,6 +2442,26 @@ cdef class ReplayCore:
             j = v
         self._nominate(k, self.pf_node)
         return PF_NOMINATED
+
+    cdef bint _pf_memo_for(self, int t, int32_t p) except -1:
+        # Template t's memo of per-node dry-run verdicts, made valid for
+        # priority p and the nominations now (PodSpec's memo of Fit outcomes
+        # does the same for HAMi's filter): a node's verdict follows from its
+        # pods, their priorities and requests, its CPU/memory (all counted in
+        # node_ver), the nominated pods' load there (nom_ver) and the pod's
+        # priority and request. A candidate's victims are never remembered.
+        cdef Py_ssize_t n = max(self.core.table.n_nodes, 1)
+        memo = self.pf_memo[t]
+        if memo is None:
+            if self.pf_memo_bytes + 9 * n > PF_MEMO_BUDGET:
+                return False
+            self.pf_memo_bytes += 9 * n
+            memo = self.pf_memo[t] = [np.full(n, -1, dtype=np.int64),
+                                      np.zeros(n, dtype=np.int8), -1, 0]
+        if memo[2] != self.nom_ver or memo[3] != p:
+            memo[0][:] = -1
+            memo[2], memo[3] = self.nom_ver, p
+        return True
 
     cdef object _post_filter_message(self, int k, int pf):
         # the FailedScheduling text when DefaultPreemption's verdict is not the

@@ -14,6 +14,30 @@ cdef extern from "numpy/random/bitgen.h":
         uint64_t (*next_raw)(void* st) noexcept nogil
 
 
+cdef inline int64_t _bounded_draw(bitgen_t* g, int64_t n) noexcept nogil:
+    """numpy's ``Generator.integers(n)`` (int64, ``1 <= n <= 2**32``) on the bit
+    generator ``g``: nothing is drawn for ``n == 1``; otherwise Lemire's bounded
+    method on 32-bit draws (numpy's ``buffered_bounded_lemire_uint32``), which
+    numpy uses for every range below 2**32 (tests/test_research_policies.py
+    checks the equality against ``rng.integers`` over many ``n`` and states)."""
+    cdef uint32_t rng, excl, leftover, threshold
+    cdef uint64_t m
+    if n <= 1:
+        return 0
+    rng = <uint32_t>(n - 1)
+    if rng == 0xFFFFFFFFu:
+        return <int64_t>g.next_uint32(g.state)
+    excl = rng + 1
+    m = <uint64_t>g.next_uint32(g.state) * excl
+    leftover = <uint32_t>(m & 0xFFFFFFFFu)
+    if leftover < excl:
+        threshold = (0xFFFFFFFFu - rng) % excl
+        while leftover < threshold:
+            m = <uint64_t>g.next_uint32(g.state) * excl
+            leftover = <uint32_t>(m & 0xFFFFFFFFu)
+    return <int64_t>(m >> 32)
+
+
 cdef class ResearchCore:
     cdef readonly int n_nodes, n_cards, max_cards, n_types, n_shapes, n_cls, spec_cap
     cdef readonly int n_feasible, n_tied, n_rejected, next_start, n_pick

@@ -67,30 +67,6 @@ _RS_REASONS[2] = "GPU model mismatch"
 _RS_REASONS[3] = "Insufficient GPU"
 
 
-cdef inline int64_t _bounded_draw(bitgen_t* g, int64_t n) noexcept nogil:
-    """numpy's ``Generator.integers(n)`` (int64, ``1 <= n <= 2**32``) on the bit
-    generator ``g``: nothing is drawn for ``n == 1``; otherwise Lemire's bounded
-    method on 32-bit draws (numpy's ``buffered_bounded_lemire_uint32``), which
-    numpy uses for every range below 2**32 (tests/test_research_policies.py
-    checks the equality against ``rng.integers`` over many ``n`` and states)."""
-    cdef uint32_t rng, excl, leftover, threshold
-    cdef uint64_t m
-    if n <= 1:
-        return 0
-    rng = <uint32_t>(n - 1)
-    if rng == 0xFFFFFFFFu:
-        return <int64_t>g.next_uint32(g.state)
-    excl = rng + 1
-    m = <uint64_t>g.next_uint32(g.state) * excl
-    leftover = <uint32_t>(m & 0xFFFFFFFFu)
-    if leftover < excl:
-        threshold = (0xFFFFFFFFu - rng) % excl
-        while leftover < threshold:
-            m = <uint64_t>g.next_uint32(g.state) * excl
-            leftover = <uint32_t>(m & 0xFFFFFFFFu)
-    return <int64_t>(m >> 32)
-
-
 cdef inline Py_ssize_t _rs_write_int(char* out, int64_t v) noexcept nogil:
     # decimal digits of v >= 0 at out, returns how many (as Python's str(int))
     cdef char tmp[24]

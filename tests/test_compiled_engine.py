@@ -693,13 +693,15 @@ def _saturated_twins(monkeypatch, trace: Trace, quotas: dict[str, Quota] | None 
         built.append(make(*args))
         return built[-1]
     monkeypatch.setattr(_failtext, "FailText", fail_text)
-    return _memo_twins(cluster, trace, config), built
+    want, got = _memo_twins(cluster, trace, config)
+    return want, built, got.reused_attempts
 
 
-def _memo_twins(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResult:
+def _memo_twins(cluster: Cluster, trace: Trace,
+                config: EngineConfig) -> tuple[SimResult, SimResult]:
     """Replay ``trace`` with the compiled engine and with the Python engine
     without the memo of failed evaluations; assert the runs equal. Returns the
-    Python run."""
+    Python run and the compiled one."""
     shapes = typical_shapes([tp.pod for tp in trace.pods], cluster.scheduler)
     got = simulate(cluster, trace, dataclasses.replace(config, engine="compiled"), shapes)
     init = KernelScheduler.__init__
@@ -714,7 +716,7 @@ def _memo_twins(cluster: Cluster, trace: Trace, config: EngineConfig) -> SimResu
         pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name),
                                       check_exact=True, obj=name)
     assert _canonical(got.summary) == _canonical(want.summary)
-    return want
+    return want, got
 
 
 def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(monkeypatch):
@@ -725,7 +727,7 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     # engine makes re-running HAMi's Fit on every node and building every text
     # in Python, value for value.
     trace = _saturating_trace(400, (0, 1000, 0, 3000), seed=3)
-    want, built = _saturated_twins(monkeypatch, trace)
+    want, built, reused = _saturated_twins(monkeypatch, trace)
     failed = want.events[want.events.event == "unschedulable"]
     assert len(failed) > 1000
     assert failed.message.nunique() > 20          # the histograms change as pods come and go
@@ -733,7 +735,9 @@ def test_a_saturated_replay_reuses_failed_evaluations_and_builds_its_text_in_c(m
     assert failed.message.str.contains("untolerated taint").any()
     assert failed.message.str.contains("CardInsufficientMemory").any()
     # every text came from C (none declined)
-    assert built[0].n_built == len(failed) and built[0].n_declined == 0
+    # (attempts the shortcut of repeated failures answered reuse a text FailText built)
+    assert reused > 0 and built[0].n_built + reused == len(failed)
+    assert built[0].n_declined == 0
 
 
 def test_a_saturated_replay_under_resource_quotas_reuses_failed_evaluations(monkeypatch):
@@ -744,7 +748,7 @@ def test_a_saturated_replay_under_resource_quotas_reuses_failed_evaluations(monk
     trace = _saturating_trace(400, (0, 1000, 0, 3000), seed=7,
                               namespaces=("team-a", "team-b", "default"))
     quotas = {"team-a": Quota(memory=9000), "team-b": Quota(memory=20000, cores=150)}
-    want, _ = _saturated_twins(monkeypatch, trace, quotas)
+    want, _, _ = _saturated_twins(monkeypatch, trace, quotas)
     failed = want.events[want.events.event == "unschedulable"].message
     assert len(failed) > 500
     assert failed.str.contains("ResourceQuotaNotFit").any()
@@ -760,7 +764,7 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     # part, naming nodes, is kept per set of nodes), and the run is the one
     # the Python engine makes without the memo.
     trace = _saturating_trace(300, (3000, 1000, 0, 4000), seed=5, priorities=(-1, 0, 0, 5))
-    want, built = _saturated_twins(monkeypatch, trace)
+    want, built, reused = _saturated_twins(monkeypatch, trace)
     failed = want.events[want.events.event == "unschedulable"].message
     errors = failed.str.contains("expected at least one victim")
     assert len(failed) > 500 and want.summary["preempted"] > 0
@@ -768,7 +772,9 @@ def test_a_saturated_replay_with_priorities_builds_the_uniform_and_dry_run_texts
     assert failed.str.contains("preemption: .*Insufficient cpu").any()  # no candidate
     assert failed.str.contains("No preemption victims found").any()
     assert errors.any()
-    assert built[0].n_built == len(failed) and built[0].n_declined == 0
+    # (attempts the shortcut of repeated failures answered reuse a text FailText built)
+    assert reused > 0 and built[0].n_built + reused == len(failed)
+    assert built[0].n_declined == 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
@@ -786,8 +792,8 @@ def test_the_memo_of_failed_evaluations_changes_no_saturated_run(data):
     trace = Trace.from_pods("saturated", [tp._replace(arrival=0.2 * j)
                                           for j, tp in enumerate(trace.pods)
                                           if tp.deletion is None])
-    want = _memo_twins(cluster, trace, EngineConfig(backoff_max=2.0, flush_after=7.5,
-                                                    leftover_flush_period=4.0))
+    want, _ = _memo_twins(cluster, trace, EngineConfig(backoff_max=2.0, flush_after=7.5,
+                                                       leftover_flush_period=4.0))
     failed = (want.events.event == "unschedulable").sum()
     event("many failed attempts" if failed > 20 else "few failed attempts")
     if want.events.message.str.contains("ResourceQuotaNotFit", regex=False).any():

@@ -618,7 +618,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 t_never=np.array([t.preemption_policy == "Never" for t in trace.templates]
                                  + [False] * n_init, dtype=np.uint8),
                 recalls_deleting=recalls_deleting(cluster.scheduler.kube_scheduler_version),
-                draw_offset=lambda n: int(offsets.integers(n)),
+                draw_offset=offsets,   # drawn in C from its bit generator
                 preempt_message=preempt_message, preempt_postfix=preempt_postfix,
                 victim_message=lambda k, node: f"Preempted by pod {names[k].as_py()} on node "
                                                f"{cluster.nodes[node].name}",
@@ -655,6 +655,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                                  many_groups, replay=config.mode == "replay",
                                  window=config.window)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
+    result.reused_attempts = int(core.n_reused)
     return result
 
 

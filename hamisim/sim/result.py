@@ -51,6 +51,10 @@ class SimResult:
     #: seconds spent: ``simulate`` in all, ``decisions`` inside the scheduler's
     #: ``schedule`` (the rest is the engine's own work); not part of the results
     timings: dict[str, float] = field(default_factory=dict)
+    #: scheduling attempts the compiled engine answered by its shortcut of
+    #: repeated failures (the same failure in the same state: a lookup; the
+    #: Python engine decides every attempt: 0); not part of the results
+    reused_attempts: int = 0
     #: which engine ran: ``compiled`` (hamisim.sim.compiled) or ``python``
     #: (hamisim.sim.engine); both give the identical run
     engine: str = ""
