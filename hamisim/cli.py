@@ -661,7 +661,7 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
     if r.get("rejected"):
         rows.append(("  refused by HAMi's admission webhook", r["rejected"]))
     rows += [("pending at end", r["pending_at_end"]),
-             ("scheduling attempts", r["attempts"]),
+             ("scheduling attempts", _attempts_text(r["attempts"], result.reused_attempts)),
              *_window_rows(r),
              ("pending time p50 / p99 / max (s)", _triple(r, "pending")
               + (" (without the unplaceable)" if r.get("unplaceable") else "")),
@@ -832,6 +832,16 @@ def _not_hamis(cluster) -> str:
     if is_plugin_policy(s.node_scheduler_policy) or is_plugin_policy(s.gpu_scheduler_policy):
         return " (your Python policy on HAMi's Filter and Fit, not HAMi behaviour)"
     return ""
+
+
+def _attempts_text(attempts: int, reused: int) -> str:
+    """The run's scheduling attempts, and how many of them the compiled engine
+    answered from a failure it remembered (DESIGN §4: the same request failing
+    again on nodes none of which changed)."""
+    if not reused:
+        return f"{attempts:,}"
+    return (f"{attempts:,} ({reused:,} failures repeated on unchanged nodes, answered "
+            "by the compiled engine's shortcut)")
 
 
 def _timing_line(t: dict[str, float], pods: int) -> str:
