@@ -84,6 +84,16 @@ def main() -> None:
                       f"{res['bound']:,} bound, events {event_rows(out):,} rows "
                       f"{events.stat().st_size / 1e6:.1f} MB, outputs "
                       f"{folder_bytes(out) / 1e6:.1f} MB, peak RSS {rss:,.0f} MiB")
+                refusals = res.get("quota_refusals", [])
+                if refusals:
+                    total = {k: sum(x[k] for x in refusals) for k in refusals[0]
+                             if k != "namespace"}
+                    print(f"  quota webhook: {total['refused_creations']:,} creations refused, "
+                          f"{total['pods_refused']:,} pods refused; bare pods never created "
+                          f"{total['never_created']:,}; controllers' pods created later "
+                          f"{total['created_later']:,}, deleted first "
+                          f"{total['deleted_before_created']:,}, waiting at the end "
+                          f"{total['waiting_at_end']:,}")
             wall_t, rss_t, out_t = TARGETS[which]
             print(f"{which}: median wall {statistics.median(walls):.1f} s (target <= "
                   f"{wall_t:g} s), peak RSS {max(rsss):,.0f} MiB"

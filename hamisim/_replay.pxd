@@ -55,6 +55,19 @@ cdef class ReplayCore:
     cdef const int64_t[::1] t_qmem, t_qcores, q_lim_mem, q_lim_cores
     cdef int64_t[::1] q_used_mem, q_used_cores
     cdef object quota_denied
+    # workload controllers (hamisim.kube.controllers): per pod its controller
+    # (-1: bare) and refused creations; per controller its kind, failed syncs
+    # since the last full one, pending sync time (inf: none) and waiting pods
+    # (a list through cw_next, arrival order); per quota namespace the counts
+    # of REFUSAL_FIELDS
+    cdef bint controllers
+    cdef const int32_t[::1] ctl
+    cdef const uint8_t[::1] ctl_kind
+    cdef int32_t[::1] ctl_refusals, ctl_fail, cw_head, cw_tail, cw_next
+    cdef double[::1] ctl_next
+    cdef readonly int64_t[:, ::1] q_ref
+    cdef readonly int64_t n_uncreated
+    cdef int64_t ctl_timers
     # lifecycle per template: grace period (s), when init containers finish
     # after bind (NaN: never), mutex-reserve (what-if: the pod reserves its cards)
     cdef const double[::1] t_grace, t_init_after
@@ -161,7 +174,7 @@ cdef class ReplayCore:
     cdef readonly int64_t n_attempts, live
     #: pending pods by status (S_QUEUED, S_UNSCHEDULABLE, S_BACKOFF; others unused),
     #: attempts by kube-scheduler's result: scheduled, unschedulable, error
-    cdef int64_t n_status[7]
+    cdef int64_t n_status[8]
     cdef int64_t n_result[3]
     cdef readonly double gpu_arrived
     cdef double next_sample, row_time, row_delay_sum
@@ -277,6 +290,12 @@ cdef class ReplayCore:
     cdef inline void _quota_apply(self, int k, int sign) noexcept
     cdef inline bint _quota_denies(self, int k) noexcept
     cdef inline void _quota_gate(self, int t, PodSpec spec) noexcept
+    cdef int _init_controllers(self, Py_ssize_t n, ctl, ctl_kind) except -1
+    cdef int _arrive_owned(self, int k, int c) except -1
+    cdef int _sync(self, int c) except -1
+    cdef int _create_owned(self, int k) except -1
+    cdef int _ask_sync(self, int c, double delay) except -1
+    cdef int _owned_pod_left(self, int c) except -1
     cdef int _grow_slots(self) except -1
     cdef int _text_room(self, Py_ssize_t need) except -1
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1

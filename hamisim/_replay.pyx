@@ -81,6 +81,7 @@ cdef enum:
     T_DELETION = 5      # the trace deletes the pod (engine._deletion), live
     T_INIT_DONE = 6     # its init containers finished (engine._init_done), live
     T_DEFRAG = 7        # a round of the periodic defragmenter (engine._defrag_round)
+    T_RESYNC = 8        # a controller's sync (engine._resync; pod = the controller)
     # pod status (engine._PodState.status)
     S_NEW = 0
     S_QUEUED = 1
@@ -89,6 +90,7 @@ cdef enum:
     S_RUNNING = 4
     S_GONE = 5
     S_TERMINATING = 6   # deleted, within its grace period (keeps node and cards)
+    S_UNCREATED = 7     # refused by HAMi's webhook, waiting for its controller
     # kube-scheduler's queue (hamisim.kube.queue): rejector bits, events, lists
     REJ_STATIC = 1
     REJ_FIT = 2
@@ -109,6 +111,15 @@ cdef enum:
     E_REJECTED = 6
     E_TERMINATE = 7
     E_MOVE = 8              # the defragmenter moved the pod (a hamisim what-if)
+    # hamisim.kube.controllers: kinds, and the fields of REFUSAL_FIELDS
+    CK_REPLICASET = 0
+    CK_JOB = 1
+    R_CREATIONS = 0
+    R_PODS = 1
+    R_LATER = 2
+    R_NEVER = 3
+    R_DELETED = 4
+    R_WAITING = 5
     # templates: encoded, refused at admission, failing HAMi's Filter
     TK_OK = 0
     TK_ADMISSION = 1
@@ -233,6 +244,21 @@ cdef inline double _backoff_duration(int attempts, double initial, double maximu
     return min(initial * ldexp(1.0, doublings), maximum)
 
 
+# hamisim.kube.controllers: the rate limiters and syncJobBatchPeriod
+cdef double _RS_BASE_DELAY = 0.005, _RS_MAX_DELAY = 1000.0
+cdef double _JOB_BASE_DELAY = 1.0, _JOB_MAX_DELAY = 60.0, _JOB_SYNC_BATCH_PERIOD = 1.0
+
+
+cdef inline double _resync_delay(int kind, int failures) noexcept nogil:
+    # controllers.resync_delay
+    cdef double base = _RS_BASE_DELAY, cap = _RS_MAX_DELAY
+    if kind == CK_JOB:
+        base, cap = _JOB_BASE_DELAY, _JOB_MAX_DELAY
+    if failures >= 64:
+        return cap
+    return min(ldexp(base, failures), cap)
+
+
 cdef inline double _clock() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -319,7 +345,7 @@ cdef class ReplayCore:
                  bint preemption=False, t_never=None, draw_offset=None, preempt_message=None,
                  victim_message=None, preempt_postfix=None, bint recalls_deleting=False,
                  t_qns=None, t_qmem=None, t_qcores=None, q_lim_mem=None, q_lim_cores=None,
-                 quota_denied=None,
+                 quota_denied=None, ctl=None, ctl_kind=None,
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
                  node_names=None, ResearchCore research=None, bint aggregate=False):
@@ -354,6 +380,7 @@ cdef class ReplayCore:
         self.node_start, self.pad_empty = node_start, pad_empty
         self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
                           quota_denied)
+        self._init_controllers(n, ctl, ctl_kind)
         self.sc_key = np.full(max(len(t_kind), 1), -1, dtype=np.int64)
         self.sc_rel = np.full(max(len(t_kind), 1), -1, dtype=np.int64)
         self.q_ns_ver = np.zeros(max(len(q_lim_mem) if q_lim_mem is not None else 0, 1),
@@ -448,7 +475,7 @@ cdef class ReplayCore:
         self.pass_wanted = self.pass_scheduled = False
         self.n_arrived = self.n_pending = self.n_running = 0
         self.n_departed = self.n_abandoned = self.n_attempts = self.live = self.n_rejected = 0
-        self.n_status[:] = [n, 0, 0, 0, 0, 0, 0]   # every pod starts S_NEW
+        self.n_status[:] = [n, 0, 0, 0, 0, 0, 0, 0]    # every pod starts S_NEW
         self.n_result[:] = [0, 0, 0]
         self.gpu_arrived = 0.0
         self.next_sample = 0.0
@@ -581,6 +608,122 @@ cdef class ReplayCore:
             return True
         lim = self.q_lim_cores[ns]
         return lim >= 0 and self.t_qcores[t] > lim - self.q_used_cores[ns]
+
+    # -- workload controllers (engine._arrive_owned .. engine._owned_pod_left) ----
+    cdef int _init_controllers(self, Py_ssize_t n, ctl, ctl_kind) except -1:
+        # they create a pod HAMi's webhook refused again, so only where quotas
+        # can refuse (and in replay: fill mode passes no ctl)
+        cdef Py_ssize_t n_ctl = len(ctl_kind) if ctl_kind is not None else 0
+        self.controllers = self.quotas and ctl is not None and n_ctl > 0
+        self.n_uncreated = self.ctl_timers = 0
+        self.q_ref = np.zeros((max(len(self.q_lim_mem) if self.quotas else 0, 1), 6),
+                              dtype=np.int64)
+        self.ctl_refusals = np.zeros(max(n, 1), dtype=np.int32)
+        if not self.controllers:
+            return 0
+        if len(ctl) != n:
+            raise ValueError("ctl: expected one entry per pod")
+        self.ctl = np.ascontiguousarray(ctl, dtype=np.int32)
+        self.ctl_kind = np.ascontiguousarray(ctl_kind, dtype=np.uint8)
+        self.ctl_fail = np.zeros(n_ctl, dtype=np.int32)
+        self.ctl_next = np.full(n_ctl, INFINITY)
+        self.cw_head = np.full(n_ctl, -1, dtype=np.int32)
+        self.cw_tail = np.full(n_ctl, -1, dtype=np.int32)
+        self.cw_next = np.full(n, -1, dtype=np.int32)
+        return 0
+
+    cdef int _arrive_owned(self, int k, int c) except -1:
+        # engine._arrive_owned: the controller's sync creates pod k (and any of
+        # its pods waiting before it)
+        cdef double deletion = self.deletion[k]
+        self._set_status(k, S_UNCREATED)
+        self.n_uncreated += 1
+        if deletion == deletion:
+            self.live += 1
+            self._schedule(max(deletion - self.now, 0.0), P_DEPART, T_DELETION, k, 0)
+        self.cw_next[k] = -1
+        if self.cw_tail[c] >= 0:
+            self.cw_next[self.cw_tail[c]] = k
+        else:
+            self.cw_head[c] = k
+        self.cw_tail[c] = k
+        return self._sync(c)
+
+    cdef int _sync(self, int c) except -1:
+        # engine._sync: slow-start batches of 1, 2, 4, ... over the waiting
+        # pods; the batch with a refusal ends the sync; the list keeps the pods
+        # still waiting, in order
+        cdef int k = self.cw_head[c], nxt, tail = -1, created = 0, in_batch = 0, batch = 1
+        cdef int failures
+        cdef bint refused = False, stop = False
+        self.cw_head[c] = -1
+        while k >= 0:
+            nxt = self.cw_next[k]
+            if self.status[k] == S_UNCREATED:
+                if not stop:
+                    if self._create_owned(k):
+                        created += 1
+                    else:
+                        refused = True
+                    in_batch += 1
+                    if in_batch == batch:
+                        in_batch = 0
+                        batch *= 2
+                        stop = refused
+                if self.status[k] == S_UNCREATED:
+                    self.cw_next[k] = -1
+                    if tail >= 0:
+                        self.cw_next[tail] = k
+                    else:
+                        self.cw_head[c] = k
+                    tail = k
+            k = nxt
+        self.cw_tail[c] = tail
+        if not refused:
+            self.ctl_fail[c] = 0                # queue.Forget
+            return 0
+        failures = self.ctl_fail[c]
+        self.ctl_fail[c] = failures + 1
+        if created or not (self.feeder_done and self.live == 0 and self.stale == 0):
+            self._ask_sync(c, _resync_delay(self.ctl_kind[c], failures))
+        return 0
+
+    cdef int _create_owned(self, int k) except -1:
+        # engine._create_owned: 0 refused by HAMi's webhook (a rejected row;
+        # it keeps waiting), 1 created (into the active queue)
+        cdef int ns = self.t_qns[self.tmpl[k]]
+        if self._quota_denies(k):
+            self.ctl_refusals[k] += 1
+            self.q_ref[ns, R_CREATIONS] += 1
+            if self.ctl_refusals[k] == 1:
+                self.q_ref[ns, R_PODS] += 1
+            self._event(E_REJECTED, k, -1, None, self.quota_denied)
+            return 0
+        if ns >= 0 and (self.ctl_refusals[k] or self.now > self.arrived_at[k]):
+            self.q_ref[ns, R_LATER] += 1
+        self.n_uncreated -= 1
+        self.stale += 1
+        self._enqueue(k)
+        self.pass_wanted = True
+        return 1
+
+    cdef int _ask_sync(self, int c, double delay) except -1:
+        # engine._ask_sync: the work queue keeps the earliest sync asked for
+        cdef double when = self.now + delay
+        if when < self.ctl_next[c]:
+            self.ctl_next[c] = when
+            self.ctl_timers += 1
+            self._schedule(delay, P_ARRIVE, T_RESYNC, c, 0)
+        return 0
+
+    cdef int _owned_pod_left(self, int c) except -1:
+        # engine._owned_pod_left: a ReplicaSet syncs at once, a Job after
+        # syncJobBatchPeriod (only where pods wait or failures stand)
+        if self.cw_head[c] < 0 and self.ctl_fail[c] == 0:
+            return 0
+        if self.ctl_kind[c] == CK_JOB:
+            return self._ask_sync(c, _JOB_SYNC_BATCH_PERIOD)
+        return self._sync(c)
 
     cdef inline void _quota_gate(self, int t, PodSpec spec) noexcept:
         # KernelScheduler._schedule: HAMi's Fit checks the namespace's usage now
@@ -969,16 +1112,24 @@ cdef class ReplayCore:
 
     cdef int _arrive(self, int k) except -1:
         cdef double now = self.now, deletion = self.deletion[k]
+        cdef int ns
         self.arrived_at[k] = now
         self.timestamp[k] = now
         self.n_arrived += 1
         self.n_pending += 1
-        self.stale += 1
         self.gpu_arrived += self.t_gpu[self.tmpl[k]]
         self._event(E_ARRIVE, k, -1, None, None)
+        if self.controllers and self.ctl[k] >= 0:
+            return self._arrive_owned(k, self.ctl[k])
+        self.stale += 1
         if self.quotas and self._quota_denies(k):
             # HAMi's webhook refused to create it (its namespace's quota was
             # used up when it was created): it is never scheduled
+            ns = self.t_qns[self.tmpl[k]]
+            self.ctl_refusals[k] += 1
+            self.q_ref[ns, R_CREATIONS] += 1
+            self.q_ref[ns, R_PODS] += 1
+            self.q_ref[ns, R_NEVER] += 1
             self._abandon(k, self.quota_denied, E_REJECTED)
             return 0
         if deletion == deletion:
@@ -1615,7 +1766,11 @@ cdef class ReplayCore:
         self._kube_gone(k)
         self._u_remove(k)
         self.message[k] = None
-        if self.tried[k] != self.changes:
+        if self.status[k] == S_UNCREATED:   # deleted before its controller created it
+            self.n_uncreated -= 1
+            if self.t_qns[self.tmpl[k]] >= 0:
+                self.q_ref[self.t_qns[self.tmpl[k]], R_DELETED] += 1
+        elif self.tried[k] != self.changes:
             self.stale -= 1
         self._set_status(k, S_GONE)
         self.gen[k] += 1
@@ -1653,6 +1808,8 @@ cdef class ReplayCore:
             self._free_slot(self.slot[k])
             self.slot[k] = -1
             self._changed(EV_ASSIGNED_DELETE)
+            if self.controllers and self.ctl[k] >= 0:
+                self._owned_pod_left(self.ctl[k])
         else:
             self._abandon(k, "deleted while pending")
         self._sample(False)
@@ -1967,7 +2124,7 @@ cdef class ReplayCore:
     cdef int _changed(self, int event) except -1:
         cdef int k, nxt
         self.changes += 1
-        self.stale = self.n_pending
+        self.stale = self.n_pending - self.n_uncreated
         # hamisim.kube.queue.moved_by
         if self.u_count[U_EXTENDER] and (event == EV_ASSIGNED_DELETE or self.hints):
             k = self.u_head[U_EXTENDER]
@@ -2006,7 +2163,7 @@ cdef class ReplayCore:
         return 0
 
     cdef inline bint _over(self) noexcept:
-        return self.feeder_done and self.live == 0 and self.stale == 0
+        return self.feeder_done and self.live == 0 and self.stale == 0 and self.ctl_timers == 0
 
     cdef int _retry(self, int k, int gen) except -1:
         if self.gen[k] == gen and self.status[k] == S_BACKOFF and not self._over():
@@ -2565,6 +2722,11 @@ cdef class ReplayCore:
                 self._defrag_round()
             elif t.kind == T_FLUSH:
                 self._leftover(t.pod, t.gen)
+            elif t.kind == T_RESYNC:
+                self.ctl_timers -= 1
+                if self.ctl_next[t.pod] == t.time:     # else an earlier sync took its place
+                    self.ctl_next[t.pod] = INFINITY
+                    self._sync(t.pod)
             else:
                 self._retry(t.pod, t.gen)
             self._settle()
@@ -2598,3 +2760,5 @@ cdef class ReplayCore:
         for k in range(self.n_pods):
             if self.status[k] != S_GONE and self.status[k] != S_NEW:
                 self._done(k, NAN)
+            if self.status[k] == S_UNCREATED and self.t_qns[self.tmpl[k]] >= 0:
+                self.q_ref[self.t_qns[self.tmpl[k]], R_WAITING] += 1

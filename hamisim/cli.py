@@ -695,6 +695,7 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
     for k, v in rows:
         print(f"  {k:34s} {v}")
     _print_breakdowns(r)
+    _print_refusals(r)
     _print_unplaceable(r)
     _print_quirks(r)
     interval = r.get("timeseries_interval_s")
@@ -887,6 +888,22 @@ def _print_breakdowns(r: dict, max_rows: int = 12) -> None:
                       "queueing delay p99 (s)"), rows)
         if len(groups) > max_rows:
             print(f"    ... {len(groups) - max_rows} more groups in summary.json")
+
+
+def _print_refusals(r: dict, max_rows: int = 12) -> None:
+    """Per namespace, the creations HAMi's webhook refused for the quota and
+    what became of the pods (results.quota_refusals)."""
+    spaces = r.get("quota_refusals", [])
+    if not spaces:
+        return
+    rows = [(x["namespace"][:40], f"{x['refused_creations']:,}", f"{x['pods_refused']:,}",
+             f"{x['never_created']:,}", f"{x['created_later']:,}",
+             f"{x['deleted_before_created']:,}", f"{x['waiting_at_end']:,}")
+            for x in spaces[:max_rows]]
+    _print_table(("refused by the quota webhook", "creations", "pods", "bare: never",
+                  "owned: created later", "deleted first", "still waiting"), rows)
+    if len(spaces) > max_rows:
+        print(f"    ... {len(spaces) - max_rows} more namespaces in summary.json")
 
 
 def _unplaceable_rows(r: dict) -> list[tuple[str, str]]:

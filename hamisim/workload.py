@@ -46,7 +46,10 @@ class TracePod(NamedTuple):
     is abandoned. ``line``: where the pod came from in its source file (the
     physical line; the 1-based data row for Parquet). ``pod_class``: the
     trace's own class label for per-class reports (``None``: derived from the
-    request, :func:`hamisim.shapes.request_class`).
+    request, :func:`hamisim.shapes.request_class`). ``controller``: the
+    controller that owns the pod, ``Kind/name`` (``ReplicaSet/web``,
+    ``Job/train-7``; ``None``: a bare pod), which creates it again when HAMi's
+    webhook refuses it (:mod:`hamisim.kube.controllers`).
     """
 
     pod: Pod
@@ -55,6 +58,7 @@ class TracePod(NamedTuple):
     deletion: float | None = None
     line: int = 0
     pod_class: str | None = None
+    controller: str | None = None
 
     @property
     def name(self) -> str:
@@ -90,7 +94,9 @@ class Trace:
     Columns (numpy arrays, one entry per pod): ``arrival``, ``duration`` and
     ``deletion`` (float64, NaN = none), ``template`` (int32 into
     :attr:`templates`), ``priority`` (int32), ``line`` (int64), ``pod_class``
-    (int32 into :attr:`class_labels`, -1 = none); ``names`` is a list.
+    (int32 into :attr:`class_labels`, -1 = none), ``controller`` (int32 into
+    :attr:`controller_names`, ``Kind/name``, -1 = a bare pod); ``names`` is a
+    list.
     """
 
     def __init__(self, name: str, pods: Iterable[TracePod] | None = None,
@@ -112,6 +118,11 @@ class Trace:
         self.pod_class: np.ndarray = columns["pod_class"]
         self.templates: list[Pod] = columns["templates"]
         self.class_labels: list[str] = columns["class_labels"]
+        # optional in ``columns`` (a trace without owners): every pod is bare
+        self.controller: np.ndarray = columns.get("controller")
+        if self.controller is None:
+            self.controller = np.full(len(self.names), -1, dtype=np.int32)
+        self.controller_names: list[str] = columns.get("controller_names") or []
         for t in self.templates:
             _ = t.shape_key             # computed once, shared by every copy
         self._pods: list[TracePod] | None = None
@@ -125,7 +136,8 @@ class Trace:
         return {"names": self.names, "arrival": self.arrival, "duration": self.duration,
                 "deletion": self.deletion, "template": self.template,
                 "priority": self.priority, "line": self.line, "pod_class": self.pod_class,
-                "templates": self.templates, "class_labels": self.class_labels}
+                "templates": self.templates, "class_labels": self.class_labels,
+                "controller": self.controller, "controller_names": self.controller_names}
 
     def with_columns(self, description: str = "", **changes) -> Trace:
         """A trace of the same templates and labels with some columns replaced."""
@@ -144,9 +156,11 @@ class Trace:
     def trace_pod(self, i: int) -> TracePod:
         """The :class:`TracePod` of row ``i``."""
         label = self.pod_class[i]
+        owner = self.controller[i]
         return TracePod(self.pod(i), float(self.arrival[i]), _opt(float(self.duration[i])),
                         _opt(float(self.deletion[i])), int(self.line[i]),
-                        self.class_labels[label] if label >= 0 else None)
+                        self.class_labels[label] if label >= 0 else None,
+                        self.controller_names[owner] if owner >= 0 else None)
 
     @property
     def pods(self) -> list[TracePod]:
@@ -222,7 +236,16 @@ def _columns_of(pods: Sequence[TracePod]) -> dict:
     label_index: dict[str, int] = {}
     tmpl = np.empty(len(pods), dtype=np.int32)
     cls = np.full(len(pods), -1, dtype=np.int32)
+    owners: list[str] = []
+    owner_index: dict[str, int] = {}
+    owner = np.full(len(pods), -1, dtype=np.int32)
     for i, tp in enumerate(pods):
+        if tp.controller is not None:
+            c = owner_index.get(tp.controller)
+            if c is None:
+                c = owner_index[tp.controller] = len(owners)
+                owners.append(tp.controller)
+            owner[i] = c
         key = tp.pod.shape_key
         k = index.get(key) if key is not None else None
         if k is None:
@@ -250,6 +273,8 @@ def _columns_of(pods: Sequence[TracePod]) -> dict:
         "pod_class": cls,
         "templates": templates,
         "class_labels": labels,
+        "controller": owner,
+        "controller_names": owners,
     }
 
 
@@ -374,7 +399,7 @@ def retime(trace: Trace, target_load: float, seed: int, capacity_gpus: float, *,
         duration=_capped(trace.lifetimes()[rows], max_lifetime),
         deletion=np.full(len(rows), _NAN), template=trace.template[rows],
         priority=trace.priority[rows], line=trace.line[rows],
-        pod_class=trace.pod_class[rows])
+        pod_class=trace.pod_class[rows], controller=trace.controller[rows])
 
 
 def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: int, *,
@@ -447,7 +472,7 @@ def fill_workload(trace: Trace, capacity_gpus: float, fill_to_pct: float, seed: 
         desc, names=[n for _, n, _ in chosen], arrival=np.arange(len(rows), dtype=np.float64),
         duration=np.full(len(rows), _NAN), deletion=np.full(len(rows), _NAN),
         template=trace.template[rows], priority=trace.priority[rows], line=trace.line[rows],
-        pod_class=trace.pod_class[rows])
+        pod_class=trace.pod_class[rows], controller=trace.controller[rows])
 
 
 #: :func:`scale`: a copy arrives up to this many seconds before or after its pod
@@ -515,7 +540,7 @@ def scale(trace: Trace, factor: float, seed: int, *,
                              f"copy made by scaling would take it")
     final = np.argsort(arrival, kind="stable")
     cols = {k: v for k, v in trace.columns().items()
-            if k not in ("templates", "class_labels")}
+            if k not in ("templates", "class_labels", "controller_names")}
     taken_cols = {k: (v[rows][final] if isinstance(v, np.ndarray) else
                       [v[r] for r in rows[final].tolist()]) for k, v in cols.items()}
     taken_cols.update(names=[names[i] for i in final.tolist()], arrival=arrival[final],

@@ -331,8 +331,10 @@ SCENARIO_POD_KEYS: frozenset[str] = frozenset(
     {"name", "namespace", "cpu_milli", "memory_mib", "priority", "annotations", "containers",
      "init_containers", *PLACEMENT_KEYS}
     | set(CONTAINER_COLUMN_RESOURCES) | set(TRACE_COLUMN_ANNOTATIONS))
-#: trace rows add timing and an optional ``class`` label (read by the trace reader)
-TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion", "class"}
+#: trace rows add timing, an optional ``class`` label and the owning ``controller``
+#: (read by the trace reader)
+TRACE_POD_KEYS: frozenset[str] = SCENARIO_POD_KEYS | {"arrival", "duration", "deletion", "class",
+                                                      "controller"}
 
 
 def pod_from_document(doc: Doc, path: str | None = None, *,

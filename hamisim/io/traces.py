@@ -63,6 +63,7 @@ from hamisim.io.podspec import (
     warn_no_card_allowed,
     warn_unmodelled_annotations,
 )
+from hamisim.kube.controllers import parse_controller
 from hamisim.io.tables import (
     csv_header,
     csv_records,
@@ -92,7 +93,7 @@ _MIB_COLUMNS = ("gpumem", "memory_mib")
 TRACE_COLUMNS: tuple[str, ...] = (
     "name", *_TIME_COLUMNS, "gpu", "gpumem", "gpumem_percentage", "gpucores", "cpu_milli",
     "memory_mib", *TRACE_COLUMN_ANNOTATIONS, "priority", *_JSON_COLUMNS, "preemption_policy",
-    "termination_grace_period", "init_duration", "namespace", "class")
+    "termination_grace_period", "init_duration", "namespace", "class", "controller")
 assert set(TRACE_COLUMNS) == set(TRACE_POD_KEYS)
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl"}
 OPENB_POD_HEADER_PREFIX = "name,cpu_milli,memory_mib,num_gpu,gpu_milli"
@@ -134,7 +135,7 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
 # the fast path: a C parser, column-wise checks, one pod per distinct request
 
 #: the columns that say when a pod comes and goes, and what it is called
-_ROW_COLUMNS = ("name", "arrival", "duration", "deletion", "class")
+_ROW_COLUMNS = ("name", "arrival", "duration", "deletion", "class", "controller")
 _WHITESPACE_EDGE = r"^\s|\s$"
 
 
@@ -267,6 +268,19 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
         remap = np.array([labels.index(x) if x else -1 for x in raw] + [-1], dtype=np.int32)
         codes = pc.fill_null(codes, len(raw)).to_numpy(zero_copy_only=False)
         pod_class = remap[codes]
+    owners: list[str] = []
+    controller = np.full(n, -1, dtype=np.int32)
+    if "controller" in strings:
+        encoded = pc.dictionary_encode(strings["controller"]).combine_chunks()
+        raw = encoded.dictionary.to_pylist()
+        try:            # each distinct value checked once; the row reader locates a bad one
+            checked = [parse_controller(x) for x in raw]
+        except ValueError:
+            raise _Slow from None
+        owners = sorted(set(checked), key=checked.index)
+        remap = np.array([owners.index(x) for x in checked] + [-1], dtype=np.int32)
+        codes = pc.fill_null(encoded.indices, len(raw)).to_numpy(zero_copy_only=False)
+        controller = remap[codes]
     names = names_col.to_pylist()
     trace = Trace(_stem(path), path=path, format=fmt, columns={
         "names": names, "arrival": arrival, "duration": duration, "deletion": deletion,
@@ -275,7 +289,7 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
         "line": np.arange(first_line, first_line + n, dtype=np.int64),
         "pod_class": pod_class,
         "templates": [pod_like(t, "", t.priority) for t in templates],
-        "class_labels": labels})
+        "class_labels": labels, "controller": controller, "controller_names": owners})
     order = np.argsort(first, kind="stable")
     warn_pod_policies((trace.where_line(int(first[k]) + first_line, names[first[k]]),
                        templates[k].annotations) for k in order.tolist())
@@ -555,8 +569,14 @@ def _trace_pod(row: dict[str, Any], path: str, line: int) -> TracePod:
     if label is not None and (not isinstance(label, str) or not label.strip()):
         raise InputError(path, line, f"pod '{pod.name}': 'class' must be a non-empty label, "
                                      f"got {label!r}")
+    owner = row.get("controller")
+    if owner is not None:
+        try:
+            owner = parse_controller(owner)
+        except ValueError as err:
+            raise InputError(path, line, f"pod '{pod.name}': {err}") from None
     return TracePod(pod=pod, arrival=arrival, duration=duration, deletion=deletion, line=line,
-                    pod_class=label.strip() if label is not None else None)
+                    pod_class=label.strip() if label is not None else None, controller=owner)
 
 
 # ---------------------------------------------------------------------------
@@ -576,6 +596,8 @@ def _row_of(tp: TracePod) -> dict[str, Any]:
         row["deletion"] = float(tp.deletion)
     if tp.pod_class is not None:
         row["class"] = tp.pod_class
+    if tp.controller is not None:
+        row["controller"] = tp.controller
     shorthand = (len(pod.containers) == 1 and not pod.init_containers
                  and not pod.containers[0].requests
                  and set(pod.containers[0].limits) <= set(_RESOURCE_COLUMNS))

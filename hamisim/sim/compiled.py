@@ -65,6 +65,7 @@ from hamisim.kube.scheduler import (
 )
 from hamisim.pods import Container, Pod, admission_error
 from hamisim.registry import is_plugin_policy, is_research_policy
+from hamisim.kube.controllers import controller_kind, refusal_rows
 from hamisim.research.model import P_FGD, pod_class, reasons_of, research_request
 from hamisim.research.plugins import runs_compiled
 from hamisim.sim.backend import make_scheduler
@@ -584,6 +585,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 if defrag and replay else None,
                 node_names=[n.name for n in cluster.nodes],
                 **templates, **quotas,
+                # workload controllers act in replay (fill mode: one attempt per pod)
+                **_controllers(trace, order, n_init, replay),
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
                 aligned=np.array(sched._aligned, dtype=np.uint8),
@@ -650,13 +653,42 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                            core.n_abandoned, core.n_attempts, core.np_delays[:core.n_delays],
                            core.peak_time, preempted=core.n_preempted, initial=n_init,
                            rejected=core.n_rejected, defrag_moves=core.n_defrag_moves,
-                           quirk_pods=core.n_quirk_pods)
+                           quirk_pods=core.n_quirk_pods,
+                           refusals=_refusal_rows(core.q_ref, sched))
         result = assemble_result(rec, meter, counts, config.sample_interval, node_groups,
                                  many_groups, replay=config.mode == "replay",
                                  window=config.window)
     result.timings = {"simulate": perf_counter() - started, "decisions": core.decision_time}
     result.reused_attempts = int(core.n_reused)
     return result
+
+
+def _controllers(trace: Trace, order: np.ndarray, n_init: int, replay: bool) -> dict:
+    """ReplayCore's controller columns: per pod (initial pods first, bare) its
+    controller's code, a controller being a namespace's ``Kind/name``; per code
+    its kind. None in fill mode or without controllers."""
+    if not replay or not trace.controller_names:
+        return {"ctl": None, "ctl_kind": None}
+    spaces = {ns: i for i, ns in enumerate(sorted({t.namespace for t in trace.templates}))}
+    t_space = np.array([spaces[t.namespace] for t in trace.templates], dtype=np.int64)
+    owner = trace.controller[order].astype(np.int64)
+    key = np.where(owner >= 0, t_space[trace.template[order]] * len(trace.controller_names)
+                   + owner, -1)
+    owned = key >= 0
+    codes, ctl = np.unique(key[owned], return_inverse=True)
+    per_pod = np.full(len(order), -1, dtype=np.int32)
+    per_pod[owned] = ctl
+    kinds = [controller_kind(trace.controller_names[int(k) % len(trace.controller_names)])
+             for k in codes.tolist()]
+    return {"ctl": np.concatenate([np.full(n_init, -1, np.int32), per_pod]),
+            "ctl_kind": np.array(kinds, dtype=np.uint8)}
+
+
+def _refusal_rows(q_ref, sched: KernelScheduler) -> list[dict]:
+    """``quota_refusals`` from the core's counts per quota namespace code (the
+    codes of :func:`_quotas`)."""
+    counts = np.asarray(q_ref)
+    return refusal_rows({ns: counts[c].tolist() for c, ns in enumerate(sorted(sched._quota_ns))})
 
 
 def _unique(names: pa.Array) -> bool:

@@ -35,6 +35,7 @@ reference backend, ``check`` and what else
 from __future__ import annotations
 
 import heapq
+import math
 from array import array
 from time import perf_counter
 from typing import Iterable, Mapping, Protocol, Sequence
@@ -59,6 +60,20 @@ from hamisim.kube.queue import (
     leftover_flush_time,
     moved_by,
     queueing_hints,
+)
+from hamisim.kube.controllers import (
+    JOB,
+    POD_EVENT_DELAY,
+    R_CREATIONS,
+    R_DELETED,
+    R_LATER,
+    R_NEVER,
+    R_PODS,
+    R_WAITING,
+    REFUSAL_FIELDS,
+    controller_kind,
+    refusal_rows,
+    resync_delay,
 )
 from hamisim.kube.scheduler import KubeScheduler, full_message
 from hamisim.pods import Container, Pod, admission_error
@@ -97,7 +112,7 @@ class PodState:
     __slots__ = ("pod", "order", "arrival", "duration", "deletion", "gpu", "status",
                  "attempts", "gen", "node", "usage", "cls", "first_attempt",
                  "bind_time", "devices", "mig", "preempted_by", "containers", "timestamp",
-                 "rejectors", "message", "tried", "held", "deficit")
+                 "rejectors", "message", "tried", "held", "deficit", "ctl", "refusals")
 
     def __init__(self, pod: Pod, order: int, arrival: float, duration: float | None,
                  deletion: float | None, gpu: float, cls: int) -> None:
@@ -107,7 +122,9 @@ class PodState:
         self.duration = duration
         self.deletion = deletion
         self.gpu = gpu                  # GPUs asked (whole cards + fractional shares)
-        self.status = "new"     # queued, unschedulable, backoff, running, terminating, gone
+        #: queued, unschedulable, backoff, running, terminating, gone; uncreated:
+        #: refused by HAMi's webhook, waiting for its controller to create it again
+        self.status = "new"
         self.attempts = 0
         self.gen = 0                    # invalidates stale timers
         self.node = -1
@@ -127,6 +144,8 @@ class PodState:
         self.held: list | None = None   # its picks while bound (the defragmenter's undo)
         # what it truly uses beyond HAMi's booking, as meter rows (HAMi issue #2965)
         self.deficit: tuple | None = None
+        self.ctl = -1                   # its controller's code (-1: a bare pod)
+        self.refusals = 0               # creations HAMi's webhook refused
 
 
 class Clock:
@@ -212,6 +231,9 @@ class PodLifecycle:
         self.row_delay_sum = 0.0                # time series' queueing delay
         self.row_delay_n = 0
         self.decision_time = 0.0                # seconds inside sched.schedule
+        #: per namespace, HAMi's webhook's refusals (controllers.REFUSAL_FIELDS)
+        self.refusals: dict[str, list[int]] = {}
+        self.n_uncreated = 0                    # pending pods waiting to be created
 
     def _set_status(self, st: PodState, status: str) -> None:
         """``st.status = status``, keeping the pending pods' counts by queue."""
@@ -360,31 +382,56 @@ class PodLifecycle:
         when its namespace's quota is used up at its creation (only where the
         cluster has quotas: ``self.quotas``). True if it was admitted: the
         driver then queues or tries it."""
+        self._register(st)
+        self.stale += 1
+        if self.quotas:
+            denied = self.sched.admission_denial(st.pod)
+            if denied:
+                c = self._refused(st)
+                c[R_PODS] += 1
+                c[R_NEVER] += 1
+                self._abandon(st, denied, event="rejected")
+                return False
+        return True
+
+    def _register(self, st: PodState) -> None:
+        """The pod arrived: counted as arrived and pending, an ``arrive`` row,
+        announced to the invariant checker."""
         name = st.pod.name
         self.pods[name] = st
         self.n_arrived += 1
         self.n_pending += 1
-        self.stale += 1
         self.gpu_arrived += st.gpu
         self.rec.event(st.arrival, name, "arrive")
         if self.checker is not None:  # --check (hamisim/sim/checker.py)
             self.checker.arrive(name)
-        if self.quotas:
-            denied = self.sched.admission_denial(st.pod)
-            if denied:
-                self._abandon(st, denied, event="rejected")
-                return False
-        return True
+
+    def _refused(self, st: PodState) -> list[int]:
+        """One more refused creation of ``st``; its namespace's counts."""
+        st.refusals += 1
+        c = self._refused_books(st)
+        c[R_CREATIONS] += 1
+        return c
+
+    def _refused_books(self, st: PodState) -> list[int]:
+        """The refusal counts of ``st``'s namespace (REFUSAL_FIELDS)."""
+        c = self.refusals.get(st.pod.namespace)
+        if c is None:
+            c = self.refusals[st.pod.namespace] = [0] * len(REFUSAL_FIELDS)
+        return c
 
     def _abandon(self, st: PodState, why: str, event: str = "abandon") -> None:
         """The pending pod is gone: deleted, not retried, or (``rejected``)
         refused by HAMi's admission webhook."""
         self.kube.gone(st.pod.name)
+        if st.status == "uncreated":        # deleted before its controller created it
+            self.n_uncreated -= 1
+            self._refused_books(st)[R_DELETED] += 1
+        elif st.tried != self.changes:
+            self.stale -= 1
         self._set_status(st, "gone")
         st.gen += 1
         self._dequeue(st.pod.name)
-        if st.tried != self.changes:
-            self.stale -= 1
         self.n_pending -= 1
         self.n_abandoned += 1
         if event == "rejected":
@@ -468,6 +515,11 @@ class PodLifecycle:
         self._sample()
         return True
 
+    def _owned_pod_left(self, ctl: int) -> None:
+        """A running pod of controller ``ctl`` left (the replay engine syncs
+        the controller, :mod:`hamisim.kube.controllers`; other drivers have
+        no controllers)."""
+
     def _preempt(self, name: str, preemptor: str, node: str) -> None:
         """kube-scheduler's preemption deletes the running pod ``name``
         (:meth:`hamisim.kube.scheduler.KubeScheduler.preempt_victim` says what
@@ -544,6 +596,8 @@ class PodLifecycle:
                 self.checker.depart(name)
             del self.pods[name]
             self._changed(ASSIGNED_POD_DELETE)
+            if st.ctl >= 0:
+                self._owned_pod_left(st.ctl)
         else:
             self._abandon(st, "deleted while pending")
         self._sample()
@@ -636,6 +690,15 @@ class _Engine(PodLifecycle):
         self.pass_scheduled = False             # ... and queued as a SimPy event
         self.upcoming = None                    # next (order, trace pod) to arrive
         self.n_defrag_moves = 0
+        # workload controllers (hamisim.kube.controllers): they create a pod
+        # HAMi's webhook refused again, so only where quotas can refuse
+        self.controllers = self.quotas and self.replay
+        self.ctl_code: dict[tuple[str, str], int] = {}
+        self.ctl_kind: list[int] = []
+        self.ctl_fail: list[int] = []           # failed syncs since the last full one
+        self.ctl_next: list[float] = []         # the pending sync's time (inf: none)
+        self.ctl_wait: list[list[PodState]] = []    # its pods waiting, in arrival order
+        self.ctl_timers = 0                     # pending sync timers (stale ones too)
         self.live = 0                           # pending timers that can change state
         self.next_sample = 0.0                  # with a sample interval
         self.feeder_done = False
@@ -782,12 +845,113 @@ class _Engine(PodLifecycle):
         now = self.env.now
         st = PodState(pod, order, float(now), tp.duration, tp.deletion, self._gpus.get(pod),
                        self._class_of(tp))
+        owner = getattr(tp, "controller", None)
+        if owner is not None and self.controllers:
+            self._arrive_owned(st, owner)
+            return
         if not self._create(st):
             return      # refused by HAMi's webhook: never scheduled
         if tp.deletion is not None:
             self._at_live(max(tp.deletion - now, 0.0), _DEPART, self._deletion, name)
         self._enqueue(st)
         self.pass_wanted = True
+
+    # -- workload controllers (hamisim.kube.controllers) --------------------
+    def _arrive_owned(self, st: PodState, owner: str) -> None:
+        """A pod of controller ``owner`` arrives: the controller's sync creates
+        it (and any of its pods waiting before it)."""
+        key = (st.pod.namespace, owner)         # a controller is namespaced
+        c = self.ctl_code.get(key)
+        if c is None:
+            c = self.ctl_code[key] = len(self.ctl_kind)
+            self.ctl_kind.append(controller_kind(owner))
+            self.ctl_fail.append(0)
+            self.ctl_next.append(math.inf)
+            self.ctl_wait.append([])
+        st.ctl = c
+        self._register(st)
+        st.status = "uncreated"
+        self.n_uncreated += 1
+        if st.deletion is not None:
+            self._at_live(max(st.deletion - self.env.now, 0.0), _DEPART, self._deletion,
+                          st.pod.name)
+        self.ctl_wait[c].append(st)
+        self._sync(c)
+
+    def _sync(self, c: int) -> None:
+        """Controller ``c`` creates its waiting pods, oldest first, in slow-start
+        batches of 1, 2, 4, ...; the batch in which HAMi's webhook refuses one
+        ends the sync, and the controller asks for its next sync after its
+        rate limiter's delay. A sync that creates every pod resets the delay.
+        When nothing else can change the cluster any more (every pod arrived, no
+        timer that changes it, every pending pod tried since the last change), a
+        sync that created nothing asks for no other: its namespace's usage
+        cannot fall, so every later sync would be refused the same way."""
+        wait = [st for st in self.ctl_wait[c] if st.status == "uncreated"]
+        created = i = 0
+        batch, refused = 1, False
+        while i < len(wait) and not refused:
+            for st in wait[i:i + batch]:
+                if self._create_owned(st):
+                    created += 1
+                else:
+                    refused = True
+            i += batch
+            batch *= 2
+        self.ctl_wait[c] = [st for st in wait if st.status == "uncreated"]
+        if not refused:
+            self.ctl_fail[c] = 0                # queue.Forget
+            return
+        failures = self.ctl_fail[c]
+        self.ctl_fail[c] = failures + 1
+        if created or not (self.feeder_done and self.live == 0 and self.stale == 0):
+            self._ask_sync(c, resync_delay(self.ctl_kind[c], failures))
+
+    def _create_owned(self, st: PodState) -> bool:
+        """The controller creates ``st``: refused by HAMi's webhook (a
+        ``rejected`` row; it keeps waiting) or created (into the active queue)."""
+        denied = self.sched.admission_denial(st.pod)
+        if denied:
+            c = self._refused(st)
+            if st.refusals == 1:
+                c[R_PODS] += 1
+            self.rec.event(self.env.now, st.pod.name, "rejected", message=denied)
+            return False
+        if st.refusals or self.env.now > st.arrival:
+            self._refused_books(st)[R_LATER] += 1
+        self.n_uncreated -= 1
+        self.stale += 1
+        self._enqueue(st)
+        self.pass_wanted = True
+        return True
+
+    def _ask_sync(self, c: int, delay: float) -> None:
+        """Controller ``c`` is synced after ``delay``; its work queue keeps the
+        earliest of the syncs asked for."""
+        when = self.env.now + delay
+        if when < self.ctl_next[c]:
+            self.ctl_next[c] = when
+            self.ctl_timers += 1
+            self._at(delay, _ARRIVE, self._resync, (c, when))
+
+    def _resync(self, item: tuple[int, float]) -> None:
+        c, when = item
+        self.ctl_timers -= 1
+        if self.ctl_next[c] != when:
+            return                              # an earlier sync took its place
+        self.ctl_next[c] = math.inf
+        self._sync(c)
+
+    def _owned_pod_left(self, c: int) -> None:
+        """A running pod of controller ``c`` left: a ReplicaSet syncs at once,
+        a Job after syncJobBatchPeriod (only where the sync can matter: pods
+        wait, or its failures are not reset)."""
+        if not (self.ctl_wait[c] or self.ctl_fail[c]):
+            return
+        if self.ctl_kind[c] == JOB:
+            self._ask_sync(c, POD_EVENT_DELAY[JOB])
+        else:
+            self._sync(c)
 
     # -- scheduling --------------------------------------------------------
     def _pass(self) -> None:
@@ -842,7 +1006,7 @@ class _Engine(PodLifecycle):
         run goes on until each was tried), and the unschedulable pods whose
         rejectors registered for the event move."""
         self.changes += 1
-        self.stale = self.n_pending
+        self.stale = self.n_pending - self.n_uncreated
         if self.unschedulable_extender and moved_by(event, REJ_EXTENDER, self.hints):
             for name in list(self.unschedulable_extender):
                 self._move(self.pods[name])
@@ -875,7 +1039,7 @@ class _Engine(PodLifecycle):
 
     def _over(self) -> bool:
         """Whether nothing can change any more (then the queue's timers lapse)."""
-        return self.feeder_done and self.live == 0 and self.stale == 0
+        return self.feeder_done and self.live == 0 and self.stale == 0 and not self.ctl_timers
 
     def _retry(self, item: tuple[PodState, int]) -> None:
         st, gen = item
@@ -1041,6 +1205,8 @@ class _Engine(PodLifecycle):
         for st in sorted(self.pods.values(), key=lambda s: s.order):
             if st.status != "gone":
                 self._done(st, _NAN)      # still pending or running at the end
+            if st.status == "uncreated":
+                self._refused_books(st)[R_WAITING] += 1
         rec.close_failed_attempts()
         rec.flush_events()
         rec.flush_pods(rec.last_time)
@@ -1048,7 +1214,8 @@ class _Engine(PodLifecycle):
                            self.n_abandoned, self.n_attempts,
                            np.frombuffer(self.delays, dtype=np.float64), self.peak_time,
                            getattr(self, "n_initial", 0), self.n_preempted, self.n_rejected,
-                           self.n_defrag_moves, len(self.quirk_pods))
+                           self.n_defrag_moves, len(self.quirk_pods),
+                           refusal_rows(self.refusals))
         return assemble_result(rec, self.meter, counts, self.cfg.sample_interval,
                                self.node_groups, self.many_groups,
                                replay=self.cfg.mode == "replay", window=self.cfg.window)

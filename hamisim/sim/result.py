@@ -128,6 +128,9 @@ class RunCounts:
     defrag_moves: int = 0
     #: pods HAMi's init-container accounting booked below their true usage (#2965)
     quirk_pods: int = 0
+    #: per namespace, HAMi's webhook's quota refusals and what became of the
+    #: pods (:func:`hamisim.kube.controllers.refusal_rows`)
+    refusals: list = field(default_factory=list)
 
 
 def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
@@ -170,6 +173,8 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         summary["preempted"] = counts.preempted
     if counts.rejected:
         summary["rejected"] = counts.rejected
+    if counts.refusals:
+        summary["quota_refusals"] = counts.refusals
     if counts.defrag_moves:
         summary["defrag_moves"] = counts.defrag_moves
     # pods no node could hold even empty: apart from the waits' percentiles

@@ -306,6 +306,7 @@ def _run(folder: Path) -> tuple[str, str]:
     if len(groups):
         parts += ["<h2>Node groups</h2>", _table(groups, readable=True, order=True)]
     parts.append(_unplaceable(r))
+    parts.append(_refusals(r))
     if r.get("mig_by_card_type"):
         mig = pd.DataFrame([{"card type": k, **v} for k, v in r["mig_by_card_type"].items()])
         parts += ["<h2>MIG cards</h2>", _table(mig, readable=True, order=True)]
@@ -539,6 +540,27 @@ def _quirks(r: Mapping[str, Any]) -> str:
             "behaviour, reproduced on purpose; the figures above include its effect "
             "(summary.json: results.hami_quirks).</p>\n<ul>"
             + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
+
+
+def _refusals(r: Mapping[str, Any]) -> str:
+    """Per namespace, the creations HAMi's webhook refused for the quota and what
+    became of the pods (summary.json's ``quota_refusals``); empty when none was."""
+    rows = r.get("quota_refusals") or []
+    if not rows:
+        return ""
+    table = pd.DataFrame([{
+        "namespace": x["namespace"], "creations refused": x["refused_creations"],
+        "pods refused": x["pods_refused"], "bare pods, never created": x["never_created"],
+        "controllers' pods created later": x["created_later"],
+        "deleted before created": x["deleted_before_created"],
+        "still waiting at the end": x["waiting_at_end"]} for x in rows])
+    return ("<h2>Refused by the quota webhook</h2>\n<p class=\"note\">HAMi's admission "
+            "webhook refuses to create a pod whose namespace's ResourceQuota is used up. A bare "
+            "pod is then never created; a ReplicaSet's or Job's pod is created again at its "
+            "controller's next sync (its rate limiter's delay, or one of its pods leaving), "
+            "not when the quota frees up. Controllers' pods count here from their arrival "
+            "when refused or behind a refused pod of the same controller.</p>\n"
+            + _table(table, readable=True))
 
 
 def _unplaceable(r: Mapping[str, Any], preemptions: str | None = None) -> str:

@@ -56,7 +56,7 @@ T4_TOLERATION = [{"key": "nvidia.com/gpu.product", "operator": "Equal", "value":
 COLUMNS = ("name", "arrival", "duration", "gpu", "gpumem", "gpumem_percentage", "gpucores",
            "cpu_milli", "memory_mib", "priority", "namespace", "class", "vgpu_mode",
            "node_selector", "tolerations", "affinity", "termination_grace_period",
-           "init_duration", "init_containers")
+           "init_duration", "init_containers", "controller")
 
 FLOATS = ("arrival", "duration", "init_duration")
 
@@ -123,9 +123,23 @@ def rows(days: int, seed: int = SEED) -> list[dict[str, object]]:
     out.sort(key=lambda r: (r[0], r[1]))
     result = []
     for k, (arrival, _, pod) in enumerate(out):
-        pod = {"name": f"{pod['class']}-{k}", "arrival": arrival, **pod}
+        name = f"{pod['class']}-{k}"
+        pod = {"name": name, "arrival": arrival, **pod, "controller": _controller(name, k)}
         result.append(pod)
     return result
+
+
+def _controller(name: str, k: int) -> str | None:
+    """Who owns the pod (made from its name, so the random draws are those of the
+    trace before it had owners): inference pods belong to eight ReplicaSets (four
+    for MIG), batch and training pods each to its own Job, notebooks to none."""
+    if name.startswith("inference-mig"):
+        return f"ReplicaSet/serve-mig-{k % 4}"
+    if name.startswith("inference"):
+        return f"ReplicaSet/serve-{k % 8}"
+    if name.startswith(("batch", "train")):
+        return f"Job/{name}"
+    return None
 
 
 def _cell(value: object) -> str:
