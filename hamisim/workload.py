@@ -228,6 +228,15 @@ class Trace:
         return bool(np.any(~np.isnan(self.duration) | ~np.isnan(self.deletion)))
 
 
+def _code(label: str, index: dict[str, int], labels: list[str]) -> int:
+    """``label``'s code in ``labels`` (appended, and indexed, when new)."""
+    c = index.get(label)
+    if c is None:
+        c = index[label] = len(labels)
+        labels.append(label)
+    return c
+
+
 def _columns_of(pods: Sequence[TracePod]) -> dict:
     """The columns of a list of trace pods; pods of equal ``shape_key`` share a template."""
     templates: list[Pod] = []
@@ -241,11 +250,7 @@ def _columns_of(pods: Sequence[TracePod]) -> dict:
     owner = np.full(len(pods), -1, dtype=np.int32)
     for i, tp in enumerate(pods):
         if tp.controller is not None:
-            c = owner_index.get(tp.controller)
-            if c is None:
-                c = owner_index[tp.controller] = len(owners)
-                owners.append(tp.controller)
-            owner[i] = c
+            owner[i] = _code(tp.controller, owner_index, owners)
         key = tp.pod.shape_key
         k = index.get(key) if key is not None else None
         if k is None:
@@ -255,11 +260,7 @@ def _columns_of(pods: Sequence[TracePod]) -> dict:
                 index[key] = k
         tmpl[i] = k
         if tp.pod_class is not None:
-            c = label_index.get(tp.pod_class)
-            if c is None:
-                c = label_index[tp.pod_class] = len(labels)
-                labels.append(tp.pod_class)
-            cls[i] = c
+            cls[i] = _code(tp.pod_class, label_index, labels)
     return {
         "names": [tp.pod.name for tp in pods],
         "arrival": np.array([tp.arrival for tp in pods], dtype=np.float64),

@@ -208,6 +208,18 @@ def test_the_controller_column_round_trips(tmp_path, ext):
     assert back.controller_names == ["ReplicaSet/web", "Job/t-1.x"]
 
 
+def _note_refusals(run) -> list[dict]:
+    """Hypothesis events for what the run's refused pods went through; its
+    ``quota_refusals`` rows."""
+    rows = run.summary.get("quota_refusals", [])
+    for key, what in (("created_later", "a pod created after a refusal"),
+                      ("waiting_at_end", "a pod still waiting at the end"),
+                      ("deleted_before_created", "a waiting pod deleted")):
+        if any(r[key] for r in rows):
+            event(what)
+    return rows
+
+
 @st.composite
 def _owned(draw, cluster: Cluster):
     """A random trace whose pods belong to a few controllers (or none) in the
@@ -240,14 +252,7 @@ def test_compiled_engine_equals_python_engine_with_controllers(data):
     cluster = dataclasses.replace(cluster, quotas=quotas)
     trace = data.draw(_owned(cluster))
     config = data.draw(configs())
-    run = assert_same_run(cluster, trace, config)
-    rows = run.summary.get("quota_refusals", [])
-    if any(r["created_later"] for r in rows):
-        event("a pod created after a refusal")
-    if any(r["waiting_at_end"] for r in rows):
-        event("a pod still waiting at the end")
-    if any(r["deleted_before_created"] for r in rows):
-        event("a waiting pod deleted")
+    rows = _note_refusals(assert_same_run(cluster, trace, config))
     for r in rows:      # every refused pod is accounted for (and pods behind them)
         assert r["pods_refused"] <= r["created_later"] + r["never_created"] + \
             r["deleted_before_created"] + r["waiting_at_end"]
@@ -281,9 +286,4 @@ def _queued_for_quota(draw) -> tuple[Cluster, Trace]:
 def test_compiled_engine_equals_python_engine_on_pods_queued_for_quota(data):
     cluster, trace = data.draw(_queued_for_quota())
     config = dataclasses.replace(data.draw(configs()), mode="replay")
-    run = assert_same_run(cluster, trace, config)
-    rows = run.summary.get("quota_refusals", [])
-    if any(r["created_later"] for r in rows):
-        event("a pod created after a refusal")
-    if any(r["waiting_at_end"] for r in rows):
-        event("a pod still waiting at the end")
+    _note_refusals(assert_same_run(cluster, trace, config))
