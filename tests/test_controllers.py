@@ -191,7 +191,8 @@ def test_a_bad_controller_is_a_located_error(tmp_path, value, message):
                        "count: 10, devmem: 40960, devcore: 100, type: NVIDIA-A100}\n")
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "hamisim.cli", "run", str(cluster), str(path),
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True)
+                           "--out", str(out), "--no-progress"], capture_output=True, text=True,
+                          cwd=tmp_path)     # the installed package, not the source tree
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{path}:3:" in done.stderr and not out.exists()
 
