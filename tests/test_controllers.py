@@ -11,7 +11,6 @@ the quota freeing up syncs nothing.
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 import sys
 
