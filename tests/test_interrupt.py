@@ -342,6 +342,23 @@ def test_sigterm_is_an_interrupt_only_inside_the_block():
     assert signal.getsignal(signal.SIGTERM) == before
 
 
+def test_a_stopped_pool_leaves_no_manager_thread_for_exit_to_race():
+    """stop_pool returns only when the pool's manager thread is gone: on Python 3.11
+    a manager thread still closing its wake-up pipe at interpreter exit made the
+    exit handler print "Bad file descriptor" after an interrupted compare."""
+    from hamisim.studies.workers import process_pool, stop_pool
+    pool = process_pool(2)
+    running = [pool.submit(time.sleep, 30) for _ in range(2)]
+    queued = [pool.submit(time.sleep, 30) for _ in range(3)]
+    while not any(f.running() for f in running):
+        time.sleep(0.01)
+    manager = pool._executor_manager_thread
+    assert manager is not None and manager.is_alive()
+    stop_pool(pool)
+    assert not manager.is_alive()
+    assert all(f.cancelled() for f in queued[1:])
+
+
 def test_ctrl_c_while_the_figure_fork_server_loads(tmp_path):
     """hamisim run starts the figure workers' fork server first thing, and it loads
     matplotlib for a second or more: Ctrl-C to the whole process group then (as a

@@ -67,14 +67,22 @@ class _Pool(cf.ProcessPoolExecutor):
 
 def stop_pool(pool: cf.ProcessPoolExecutor) -> None:
     """End ``pool`` now: queued jobs dropped, workers terminated (SIGTERM, whose
-    default ends them silently) and waited for."""
+    default ends them silently) and waited for, and the pool's manager thread
+    gone when this returns."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)   # shutdown forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
             p.terminate()
     for p in procs:
         p.join(timeout=5)
+    # The pool's manager thread closes its wake-up pipe as it leaves; Python 3.11's
+    # exit handler writes to that pipe without a lock, so a manager thread still
+    # leaving at interpreter exit makes it print "Bad file descriptor" (fixed in
+    # 3.12). Waiting for the thread here ends the race before exit can begin.
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=5)
 
 
 def start_fork_server(preload: Sequence[str] = ()) -> bool:
