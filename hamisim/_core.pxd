@@ -46,6 +46,9 @@ cdef class Core:
     cdef int64_t[::1] tied
     cdef int64_t[::1] fits
     cdef int64_t[::1] ascore          # least-allocated scores
+    # the CPU/memory of nominated pods counted in req_cpu/req_mem during an
+    # attempt: kube-scheduler's filters count them, its scores do not
+    cdef int64_t[::1] nom_cpu, nom_mem
     cdef int32_t[::1] gslot           # failure grouping: hash slots -> group, -1 empty
     cdef int32_t[::1] grep, gnum      # per group: representative position, nodes
     cdef readonly object np_rej_node, np_rej_bits, np_window, np_status, np_score
@@ -96,6 +99,7 @@ cdef class Core:
     cdef public bint use_memo
 
     cdef void _refresh(self, int i) noexcept nogil
+    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign) noexcept nogil
     cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
                        const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n, int64_t cpu,
                        int64_t mem, int sign) noexcept nogil

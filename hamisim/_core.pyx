@@ -901,6 +901,8 @@ cdef class Core:
         self.tied = self.np_tied
         self.fits = np.zeros(n, dtype=np.int64)
         self.ascore = np.zeros(n, dtype=np.int64)
+        self.nom_cpu = np.zeros(n, dtype=np.int64)
+        self.nom_mem = np.zeros(n, dtype=np.int64)
         self.np_rows_i = np.zeros((RW_NI, n), dtype=np.int64)
         self.np_rows_f = np.zeros((RW_NF, n), dtype=np.float64)
         self.rows_i = self.np_rows_i
@@ -1096,6 +1098,20 @@ cdef class Core:
         (<int64_t*>c.req_cpu)[node] += sign * cpu
         (<int64_t*>c.req_mem)[node] += sign * mem
         self._refresh(node)
+
+    def nominate(self, int node, int64_t cpu, int64_t mem, int sign=1):
+        """Count (``sign=1``) or stop counting (``-1``) the CPU and memory of
+        pods nominated to ``node`` for the attempt that follows: the resource
+        filter sees them, the least-allocated score and the user's node-policy
+        rows do not (kube-scheduler adds nominated pods for its filters only)."""
+        if not 0 <= node < self.table.n_nodes:
+            raise IndexError(node)
+        self._nominate_c(node, cpu, mem, sign)
+
+    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign) noexcept nogil:
+        self.nom_cpu[node] += sign * cpu
+        self.nom_mem[node] += sign * mem
+        self._apply_c(node, NULL, NULL, NULL, NULL, 0, cpu, mem, sign)
 
     cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
                        const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n,
@@ -1434,10 +1450,12 @@ cdef class Core:
             self.rows_i[RW_USED_CARDS, r] = uc
             self.rows_i[RW_PICK_NUMAS, r] = distinct
             self.rows_f[RW_HAMI_SCORE, r] = <double>s.node_score
-            self.rows_f[RW_CPU_FREE, r] = (INFINITY if c.alloc_cpu[i] == -1
-                                          else <double>(c.alloc_cpu[i] - c.req_cpu[i]))
-            self.rows_f[RW_MEMORY_FREE, r] = (INFINITY if c.alloc_mem[i] == -1
-                                             else <double>(c.alloc_mem[i] - c.req_mem[i]))
+            self.rows_f[RW_CPU_FREE, r] = (
+                INFINITY if c.alloc_cpu[i] == -1
+                else <double>(c.alloc_cpu[i] - c.req_cpu[i] + self.nom_cpu[i]))
+            self.rows_f[RW_MEMORY_FREE, r] = (
+                INFINITY if c.alloc_mem[i] == -1
+                else <double>(c.alloc_mem[i] - c.req_mem[i] + self.nom_mem[i]))
             r += 1
         if r == 0:
             self._evaluate_all(pod, False)
@@ -1637,13 +1655,15 @@ cdef class Core:
             i = <int>self.window[j]
             nparts = 0
             total = 0
+            # kube-scheduler scores without the nominated pods its filter counted;
+            # a resource requested beyond capacity scores 0 (leastRequestedScore)
             if c.alloc_cpu[i] != -1 and c.alloc_cpu[i] != 0:
-                total += _floordiv((c.alloc_cpu[i] - c.req_cpu[i] - pod.cpu) * 100,
-                                   c.alloc_cpu[i])
+                sc = c.alloc_cpu[i] - (c.req_cpu[i] - self.nom_cpu[i]) - pod.cpu
+                total += _floordiv(sc * 100, c.alloc_cpu[i]) if sc > 0 else 0
                 nparts += 1
             if c.alloc_mem[i] != -1 and c.alloc_mem[i] != 0:
-                total += _floordiv((c.alloc_mem[i] - c.req_mem[i] - pod.mem) * 100,
-                                   c.alloc_mem[i])
+                sc = c.alloc_mem[i] - (c.req_mem[i] - self.nom_mem[i]) - pod.mem
+                total += _floordiv(sc * 100, c.alloc_mem[i]) if sc > 0 else 0
                 nparts += 1
             sc = _floordiv(total, nparts) if nparts else 0
             self.ascore[j] = sc

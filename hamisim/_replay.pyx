@@ -2325,8 +2325,7 @@ cdef class ReplayCore:
         while j >= 0:
             if j != k and self.priority[j] >= p:
                 t = self.tmpl[j]
-                self.core._apply_c(self.nom_node[j], NULL, NULL, NULL, NULL, 0,
-                                   self.t_cpu[t], self.t_mem[t], sign)
+                self.core._nominate_c(self.nom_node[j], self.t_cpu[t], self.t_mem[t], sign)
                 applied += 1
             j = self.nom_next[j]
         return applied

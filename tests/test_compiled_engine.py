@@ -396,10 +396,11 @@ def test_compiled_engine_equals_python_engine_with_preemption_and_grace_periods(
 def test_compiled_engine_equals_python_engine_on_a_found_preemption_grace_case():
     """A case hypothesis found (seed 121745257969732481305108750632713916824 of the
     test above, unshrunk): one node without cards, preemption, grace periods,
-    kube-scheduler 1.35. The compiled engine's FailedScheduling text differs from
-    the Python engine's in some rows (the compiled dry run reports 'expected at
-    least one victim pod' where the Python one says 'Preemption is not helpful');
-    kept here so the difference fails every run until it is fixed."""
+    kube-scheduler 1.35. Both engines scored the node with the nominated pods'
+    memory, beyond its capacity, and so failed a pod that requests nothing with
+    no reason at all ('0/1 nodes are available: '); their dry runs then worded
+    that impossible state differently. kube-scheduler's score sees no nominated
+    pods and floors at 0: the pod binds, and the engines agree."""
     from hamisim.io.traces import read_trace
     trace = read_trace(Path(__file__).parent / "data" / "preemption-grace-divergence.csv")
     cluster = Cluster(nodes=(Node(name="node0", cards=(), memory_mib=8192),),

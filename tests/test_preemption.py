@@ -197,6 +197,29 @@ def test_a_nominated_pods_cpu_is_counted_for_lower_priority_pods():
     assert (1.5, "sneaky", "unschedulable") in rows and (2.0, "high", "bind") in rows
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nominated_pods_count_for_the_filter_but_not_for_the_score(backend):
+    """kube-scheduler adds nominated pods to a node for its filters only: the
+    LeastAllocated score sees the bound pods, and a resource requested beyond
+    capacity scores 0 instead of ruling the node out."""
+    from hamisim.hami.reference import ReferenceScheduler
+    from hamisim.sim.kernel import KernelScheduler
+    make = KernelScheduler if backend == "kernel" else ReferenceScheduler
+    cluster = Cluster((Node("n1", (), cpu_milli=4000), Node("n2", (), cpu_milli=4000)))
+    sched = make(cluster)
+    assert sched.schedule(Pod("bound", (Container(),), cpu_milli=1000), only=1).node == "n2"
+    # n1 holds a 3000m nomination: 1000m free for the filter, 500m passes; the
+    # score ranks n1 87 (4000-500 of 4000), n2 62 (4000-1000-500): n1 wins
+    # (counting the nomination would score n1 12 and pick n2)
+    pod = Pod("small", (Container(),), cpu_milli=500)
+    assert sched.schedule(pod, nominated={0: (3000, 0)}).node == "n1"
+    # a pod requesting nothing passes every node's filter even when the
+    # nominations overcommit them; it still binds
+    sched.delete("small")
+    idle = Pod("idle", (Container(),))
+    assert sched.schedule(idle, nominated={0: (9000, 0), 1: (9000, 0)}).node is not None
+
+
 def test_preempting_traces_run_on_both_engines():
     cluster = Cluster((_node("n1"),))
     trace = Trace.from_pods("t", [TracePod(_pod("low", 3000), 0.0, 100.0),

@@ -856,7 +856,9 @@ class ReferenceScheduler:
         if trace is not None:
             trace.attempt(pod, requests, n_init)
         nodes = self.cluster.nodes
-        requested = self.node_requested()
+        # kube-scheduler's filters count the nominated pods, its scores do not
+        placed = self.node_requested()
+        requested = list(placed)
         if nominated:
             for i, (cpu, mem) in nominated.items():
                 requested[i] = (requested[i][0] + cpu, requested[i][1] + mem)
@@ -884,7 +886,7 @@ class ReferenceScheduler:
 
         if not wants_gpu:
             choice = least_allocated_choice(
-                [nodes[i] for i in window], [requested[i] for i in window], pod,
+                [nodes[i] for i in window], [placed[i] for i in window], pod,
                 cfg.node_tie_break, tie_draw)
             if choice is None:
                 return _failed(len(nodes), node_reasons, pod.name, rejected, window)
@@ -930,7 +932,7 @@ class ReferenceScheduler:
             return _failed(len(nodes), node_reasons, pod.name, rejected, window)
         if self.node_score is not None and node_policy == cfg.node_scheduler_policy:
             if is_vectorised(self.node_score):
-                rows = reference_rows(fits, usage, nodes, requested)
+                rows = reference_rows(fits, usage, nodes, placed)
                 draw = tie_draw if cfg.node_tie_break == "random" else None
                 best = fits[choose_row(self.node_score(rows), len(fits), draw,
                                        cfg.node_scheduler_policy,

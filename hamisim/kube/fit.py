@@ -67,8 +67,11 @@ def least_allocated_choice(nodes: Sequence[Node], requested: Sequence[tuple[int,
 
     hamisim approximates kube-scheduler's default scoring by NodeResourcesFit
     ``LeastAllocated`` over CPU and memory (integer score 0..100, resources
-    without a capacity ignored); ties follow hamisim's node tie convention.
-    Returns the position in ``nodes``, or ``None`` if ``nodes`` is empty.
+    without a capacity ignored, a resource requested beyond its capacity
+    scores 0 as ``leastRequestedScore`` has it); ties follow hamisim's node tie
+    convention. ``requested``: what the node's bound pods request, without
+    the nominated pods kube-scheduler's filter counted (its scores never see
+    them). Returns the position in ``nodes``, or ``None`` if ``nodes`` is empty.
     """
     best: int | None = None
     best_score = -1
@@ -76,9 +79,10 @@ def least_allocated_choice(nodes: Sequence[Node], requested: Sequence[tuple[int,
     for j, (node, (cpu, mem)) in enumerate(zip(nodes, requested)):
         parts = []
         if node.cpu_milli:
-            parts.append((node.cpu_milli - cpu - pod.cpu_milli) * 100 // node.cpu_milli)
+            parts.append(max(node.cpu_milli - cpu - pod.cpu_milli, 0) * 100 // node.cpu_milli)
         if node.memory_mib:
-            parts.append((node.memory_mib - mem - pod.memory_mib) * 100 // node.memory_mib)
+            parts.append(max(node.memory_mib - mem - pod.memory_mib, 0) * 100
+                         // node.memory_mib)
         score = sum(parts) // len(parts) if parts else 0
         scores.append(score)
         if score >= best_score:

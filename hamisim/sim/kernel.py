@@ -370,12 +370,12 @@ class KernelScheduler:
             # nominated pods' CPU and memory count for kube-scheduler's filter
             # during this attempt only (HAMi does not see them)
             for i, (cpu, mem) in nominated.items():
-                self._core.apply(i, [], [], [], [], cpu, mem, 1)
+                self._core.nominate(i, cpu, mem, 1)
             try:
                 return self._schedule(pod, shape, tie_draw, only)
             finally:
                 for i, (cpu, mem) in nominated.items():
-                    self._core.apply(i, [], [], [], [], cpu, mem, -1)
+                    self._core.nominate(i, cpu, mem, -1)
         return self._schedule(pod, shape, tie_draw, only)
 
     def prepared_shape(self, pod: Pod) -> _Shape:
