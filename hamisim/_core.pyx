@@ -1109,9 +1109,25 @@ cdef class Core:
         self._nominate_c(node, cpu, mem, sign)
 
     cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign) noexcept nogil:
+        # the cards are as they were: only the node's CPU/memory headroom in the
+        # index changes (what _refresh would recompute from the cards is the same)
+        cdef const Cards* c = &self.table.c
+        cdef int t
         self.nom_cpu[node] += sign * cpu
         self.nom_mem[node] += sign * mem
-        self._apply_c(node, NULL, NULL, NULL, NULL, 0, cpu, mem, sign)
+        (<int64_t*>c.req_cpu)[node] += sign * cpu
+        (<int64_t*>c.req_mem)[node] += sign * mem
+        self.node_ver[node] += 1
+        self.ver_all += 1
+        t = self.idx_size + node
+        self.idx[t].cpu_free = INT64_MAX if c.alloc_cpu[node] == -1 \
+            else c.alloc_cpu[node] - c.req_cpu[node]
+        self.idx[t].mem_free = INT64_MAX if c.alloc_mem[node] == -1 \
+            else c.alloc_mem[node] - c.req_mem[node]
+        t >>= 1
+        while t >= 1:
+            _idx_combine(&self.idx[t], &self.idx[2 * t], &self.idx[2 * t + 1])
+            t >>= 1
 
     cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
                        const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n,
