@@ -89,6 +89,12 @@ cdef class Core:
     #: the sum of node_ver: any node's card, CPU/memory, MIG or reservation
     #: change bumps it (the replay engine's shortcut of repeated failures reads it)
     cdef int64_t ver_all
+    # gate classes (set_gate_classes): per class, the bumps of node_ver on the
+    # nodes its static gate passes; per node (CSR) the classes passing it
+    cdef int n_cls
+    cdef int64_t[::1] cls_ver
+    cdef int32_t[::1] cls_start, cls_of
+    cdef inline void _bump(self, int i) noexcept nogil
     cdef Intern itab
     cdef int32_t* wid
     cdef uint64_t core_id

@@ -141,6 +141,18 @@ class Core:
         mem: int,               # int64_t
         sign: int = ...,        # int: 1 add, -1 remove
     ) -> None: ...
+    def nominate(
+        self,
+        node: int,              # int
+        cpu: int,               # int64_t: the nominated pods' CPU there (millicores)
+        mem: int,               # int64_t: their memory (MiB)
+        sign: int = ...,        # int: 1 count them for the next attempt, -1 stop
+    ) -> None: ...              # the filter sees them, the scores do not
+    def set_gate_classes(
+        self,
+        gates: Any,             # sequence of int32_t[n_nodes] arrays, 0 = the gate passes
+    ) -> None: ...
+    def gate_class_version(self, c: int) -> int: ...  # changes of the nodes class c passes
     def reserve(
         self,
         rows: Any,              # sequence of int64_t card rows

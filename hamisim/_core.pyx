@@ -850,6 +850,49 @@ cdef class Core:
         self.counts_lazy = False
         self.memo_bytes = 0
         self.use_memo = True
+        self.n_cls = 0
+
+    def set_gate_classes(self, gates):
+        """Count node changes per static gate class: ``gates`` are int32 arrays
+        of one value per node (0: the gate passes the node). Afterwards
+        ``gate_class_version(c)`` grows by one whenever a node class ``c``
+        passes changes (its card usage, CPU/memory, MIG or reservations, as
+        ``node_ver``): the sum of ``node_ver`` over those nodes, less a constant."""
+        cdef int n = self.table.n_nodes, c, i, m = 0
+        cdef list per = [[] for _ in range(n)]
+        for c, gate in enumerate(gates):
+            g = np.ascontiguousarray(gate, dtype=np.int32)
+            if g.shape[0] != n:
+                raise ValueError("a gate has one value per node")
+            for i in np.flatnonzero(g == 0).tolist():
+                per[i].append(c)
+                m += 1
+        start = np.zeros(n + 1, dtype=np.int32)
+        of = np.zeros(max(m, 1), dtype=np.int32)
+        m = 0
+        for i in range(n):
+            for c in per[i]:
+                of[m] = c
+                m += 1
+            start[i + 1] = m
+        self.cls_start, self.cls_of = start, of
+        self.cls_ver = np.zeros(max(len(gates), 1), dtype=np.int64)
+        self.n_cls = len(gates)
+
+    def gate_class_version(self, int c):
+        """Changes of the nodes gate class ``c`` passes (:meth:`set_gate_classes`)."""
+        if not 0 <= c < self.n_cls:
+            raise IndexError(c)
+        return self.cls_ver[c]
+
+    cdef inline void _bump(self, int i) noexcept nogil:
+        # node i changed: its memo outcomes are stale, and so is every gate
+        # class passing it
+        cdef int j
+        self.node_ver[i] += 1
+        if self.n_cls:
+            for j in range(self.cls_start[i], self.cls_start[i + 1]):
+                self.cls_ver[self.cls_of[j]] += 1
 
     def __dealloc__(self):
         free(self.node_ver)
@@ -993,7 +1036,7 @@ cdef class Core:
         cdef int64_t free, cap, cores
         cdef int t
         cdef const Cards* c = &self.table.c
-        self.node_ver[i] += 1             # the memo's outcomes there are stale
+        self._bump(i)                     # the memo's outcomes there are stale
         self.ver_all += 1
         _node_view(&self.table.c, i, &nv)
         self.n_nan -= a.score != a.score
@@ -1070,7 +1113,7 @@ cdef class Core:
             if not 0 <= r < c.node_start[c.n_nodes]:
                 raise IndexError(r)
             (<int64_t*>c.reserved)[r] += sign
-            self.node_ver[_node_of_row(c, r)] += 1
+            self._bump(_node_of_row(c, r))
             self.ver_all += 1
 
     def apply(self, int node, rows, d_used, d_mem, d_cores, int64_t cpu, int64_t mem,
@@ -1117,7 +1160,7 @@ cdef class Core:
         self.nom_mem[node] += sign * mem
         (<int64_t*>c.req_cpu)[node] += sign * cpu
         (<int64_t*>c.req_mem)[node] += sign * mem
-        self.node_ver[node] += 1
+        self._bump(node)
         self.ver_all += 1
         t = self.idx_size + node
         self.idx[t].cpu_free = INT64_MAX if c.alloc_cpu[node] == -1 \
@@ -1814,7 +1857,7 @@ cdef class Core:
         cdef int32_t* cnt = self.table.c.mig_cnt + r * 64
         cdef uint64_t* occ = <uint64_t*>self.table.c.mig_occ + r
         cdef int b
-        self.node_ver[_node_of_row(&self.table.c, r)] += 1
+        self._bump(<int>_node_of_row(&self.table.c, r))
         self.ver_all += 1
         for b in range(64):
             if (mask >> b) & 1:

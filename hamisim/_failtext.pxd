@@ -41,6 +41,9 @@ cdef class FailText:
     cdef int32_t cap_idc
     cdef char* buf
     cdef Py_ssize_t cap
+    # per template, its last text (str): a text equal to it is returned as that
+    # object, so the engine's comparisons and dict lookups of it are by identity
+    cdef list last_text
     #: texts built here / declined (the caller's Python built them)
     cdef readonly int64_t n_built, n_declined
 
@@ -53,3 +56,4 @@ cdef class FailText:
     cdef object text(self, int t)
     cdef object text_with(self, int t, bytes postfix)
     cdef object _text(self, int t, bytes postfix)
+    cdef object _shared(self, int t, Py_ssize_t n)

@@ -20,6 +20,9 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcmp, memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
 from hamisim._codes cimport N_REASONS
 from hamisim._memo cimport ID_ROWS, ROW_W
 from hamisim._textbuf cimport grow_text
@@ -108,6 +111,7 @@ cdef class FailText:
         if self.buf == NULL:
             raise MemoryError()
         self.n_built = self.n_declined = 0
+        self.last_text = [None] * len(wants_gpu)
 
     cdef int _reason(self, int kind, value) except -2:
         # the index of the reason text Python gives for (kind, value); -1 declined
@@ -359,4 +363,18 @@ cdef class FailText:
             pos += len(postfix)
         self.n_touched = 0
         self.n_built += 1
-        return PyUnicode_DecodeUTF8(self.buf, pos, NULL)
+        return self._shared(t, pos)
+
+    cdef object _shared(self, int t, Py_ssize_t n):
+        # the text in buf[:n] as a str: template t's last one when equal (a
+        # pending pod's attempts mostly repeat their text), else a new one
+        cdef Py_ssize_t ln
+        cdef const char* p
+        last = self.last_text[t]
+        if last is not None:
+            p = PyUnicode_AsUTF8AndSize(last, &ln)
+            if ln == n and memcmp(p, self.buf, n) == 0:
+                return last
+        text = PyUnicode_DecodeUTF8(self.buf, n, NULL)
+        self.last_text[t] = text
+        return text

@@ -43,6 +43,7 @@ cdef class ReplayCore:
     cdef const int32_t[::1] tmpl, priority
     cdef const int32_t[::1] pod_class
     cdef list t_spec
+    cdef int32_t[::1] t_gate_cls      # per template its gate class, -1 none
     cdef const uint8_t[::1] t_kind, t_wants_gpu, t_node_spread
     cdef const int32_t[::1] t_n_init
     cdef const int64_t[::1] t_cpu, t_mem
@@ -322,6 +323,7 @@ cdef class ReplayCore:
     cdef double _draw(self) except? -1.0
     cdef int _attempt(self, int k) except -1
     cdef inline int64_t _state_key(self) noexcept
+    cdef int _init_gate_classes(self) except -1
     cdef int64_t _relevant_key(self, int t) noexcept
     cdef int _remember(self, int k, int t, int64_t key, int start_in, int pf,
                        object message) except -1

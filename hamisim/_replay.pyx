@@ -363,6 +363,7 @@ cdef class ReplayCore:
         self.t_kind, self.t_wants_gpu, self.t_node_spread = t_kind, t_wants_gpu, t_node_spread
         self.t_n_init, self.t_cpu, self.t_mem, self.t_gpu = t_n_init, t_cpu, t_mem, t_gpu
         n_t = len(t_spec)
+        self._init_gate_classes()
         self.t_grace = np.zeros(n_t) if t_grace is None else t_grace
         self.t_init_after = np.full(n_t, np.nan) if t_init_after is None else t_init_after
         self.t_reserve = np.zeros(n_t, dtype=np.uint8) if t_reserve is None else t_reserve
@@ -1238,27 +1239,45 @@ cdef class ReplayCore:
         # changes whenever one does.
         return self.core.ver_all + self.changes + self.nom_ver + self.q_ver
 
+    cdef int _init_gate_classes(self) except -1:
+        # the templates' distinct static gates, as the kernel's gate classes
+        # (_relevant_key reads a class's count of node changes, not every node's)
+        cdef PodSpec spec
+        cdef Py_ssize_t n = self.core.table.n_nodes
+        cdef int t
+        classes: dict = {}
+        gates = []
+        self.t_gate_cls = np.full(max(len(self.t_spec), 1), -1, dtype=np.int32)
+        for t in range(len(self.t_spec)):
+            spec = <PodSpec>self.t_spec[t]
+            if spec.p.gate == NULL or n == 0:
+                continue
+            key = (<char*>spec.p.gate)[:4 * n]
+            c = classes.get(key)
+            if c is None:
+                c = classes[key] = len(gates)
+                gates.append(np.frombuffer(key, dtype=np.int32))
+            self.t_gate_cls[t] = c
+        self.core.set_gate_classes(gates)
+        return 0
+
     cdef int64_t _relevant_key(self, int t) noexcept:
         # What template t's failure read of the state key's parts: the nodes
         # its static filters pass (a node that NodeAffinity, TaintToleration or
         # NodeUnschedulable rejects is rejected whatever its usage, and it is
         # no potential node for the dry run), its namespace's quota usage, the
-        # nominations. Without a static gate every node counts: ver_all, which
-        # grows with every change of any node (node_ver also counts the
-        # nominated pods' passing load, _schedule_kube takes it out of ver_all:
-        # either only ever grows while something changes, which is what a key
-        # needs).
-        cdef PodSpec spec = <PodSpec>self.t_spec[t]
-        cdef const int32_t* gate = spec.p.gate
-        cdef const int64_t* ver = self.core.node_ver
+        # nominations. The gate's nodes count through its gate class: the
+        # changes of those nodes (node_ver's bumps there, the nominated pods'
+        # passing load included); without a static gate every node counts:
+        # ver_all, which grows with every change of any node (_schedule_kube
+        # takes the passing load out of it). Each only ever grows while
+        # something changes, which is what a key needs.
         cdef int64_t key = self.nom_ver
-        cdef int i, ns
-        if gate == NULL:
+        cdef int c = self.t_gate_cls[t], ns
+        if c < 0:
             key += self.core.ver_all
         else:
-            for i in range(self.core.table.n_nodes):
-                if gate[i] == 0:
-                    key += ver[i]
+            key += self.core.cls_ver[c]
         if self.quotas:
             ns = self.t_qns[t]
             if ns >= 0:

@@ -115,3 +115,26 @@ def test_the_shortcut_changes_no_saturated_run(data):
     without = _compiled(cluster, trace, config, shortcut=False)
     _assert_same(with_, without)
     event("attempts reused" if with_.reused_attempts else "nothing reused")
+
+
+def test_a_gate_class_counts_the_changes_of_the_nodes_it_passes():
+    """The shortcut's key of a template with a static gate (node selector,
+    tolerations, affinity) follows its gate class: changes of the nodes the gate
+    passes move it, changes elsewhere do not."""
+    import numpy as np
+    from hamisim.sim.kernel import KernelScheduler
+    cluster = Cluster(tuple(Node(f"n{i}", (Card(f"GPU-{i}", 0, devmem=16000),),
+                                 cpu_milli=4000) for i in range(3)))
+    core = KernelScheduler(cluster)._core
+    core.set_gate_classes([np.array([0, 1, 0], dtype=np.int32),
+                           np.array([1, 1, 0], dtype=np.int32)])
+    before = [core.gate_class_version(c) for c in (0, 1)]
+    core.apply(0, [0], [1], [1000], [10], 500, 0, 1)         # a pod on n0
+    assert [core.gate_class_version(c) for c in (0, 1)] == [before[0] + 1, before[1]]
+    core.apply(1, [1], [1], [1000], [10], 500, 0, 1)         # n1: no class passes it
+    assert [core.gate_class_version(c) for c in (0, 1)] == [before[0] + 1, before[1]]
+    core.nominate(2, 1000, 0, 1)                             # n2's CPU, both classes
+    core.nominate(2, 1000, 0, -1)
+    assert [core.gate_class_version(c) for c in (0, 1)] == [before[0] + 3, before[1] + 2]
+    with pytest.raises(IndexError):
+        core.gate_class_version(2)

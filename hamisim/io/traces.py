@@ -264,8 +264,10 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
         codes = encoded.indices
         # labels as the row reader reads them: trimmed, blank = none
         raw = [str(x).strip() for x in encoded.dictionary.to_pylist()]
-        labels = sorted(set(x for x in raw if x), key=raw.index)
-        remap = np.array([labels.index(x) if x else -1 for x in raw] + [-1], dtype=np.int32)
+        # first-seen order, by dict (a list's index() per value is quadratic)
+        labels = list(dict.fromkeys(x for x in raw if x))
+        position = {x: i for i, x in enumerate(labels)}
+        remap = np.array([position[x] if x else -1 for x in raw] + [-1], dtype=np.int32)
         codes = pc.fill_null(codes, len(raw)).to_numpy(zero_copy_only=False)
         pod_class = remap[codes]
     owners: list[str] = []
@@ -277,8 +279,9 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
             checked = [parse_controller(x) for x in raw]
         except ValueError:
             raise _Slow from None
-        owners = sorted(set(checked), key=checked.index)
-        remap = np.array([owners.index(x) for x in checked] + [-1], dtype=np.int32)
+        owners = list(dict.fromkeys(checked))
+        position = {x: i for i, x in enumerate(owners)}
+        remap = np.array([position[x] for x in checked] + [-1], dtype=np.int32)
         codes = pc.fill_null(encoded.indices, len(raw)).to_numpy(zero_copy_only=False)
         controller = remap[codes]
     names = names_col.to_pylist()
