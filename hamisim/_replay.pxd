@@ -110,6 +110,14 @@ cdef class ReplayCore:
     cdef int8_t[::1] status
     cdef int32_t[::1] attempts, gen, node, slot, u_prev, u_next
     cdef double[::1] first_attempt, bind_time
+    # the leftover flush, one heap timer per pod: a pod marked unschedulable
+    # again before its flush is due moves the due time (with the seq and gen
+    # its own timer would have had); the timer in the heap (armed at fl_armed,
+    # -1 none) re-arms itself there when it pops, instead of the heap holding a
+    # stale timer per attempt
+    cdef double[::1] fl_due, fl_armed
+    cdef int64_t[::1] fl_seq
+    cdef int32_t[::1] fl_gen
     cdef double[::1] arrived_at            # the clock at arrival (engine: st.arrival)
     # the queue: timestamp, the last message (while pending), changes at the last attempt
     cdef double[::1] timestamp
@@ -301,6 +309,9 @@ cdef class ReplayCore:
     cdef int _text_room(self, Py_ssize_t need) except -1
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1
     cdef RTimer _pop_timer(self) noexcept nogil
+    cdef int _push_timer(self, RTimer t) except -1
+    cdef int _flush_later(self, int k, double delay) except -1
+    cdef int _flush_popped(self, RTimer* t) except -1
     cdef inline double _peek(self) noexcept nogil
     cdef inline void _set_status(self, int k, int status)
     cdef int _enqueue(self, int k) except -1

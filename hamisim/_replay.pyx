@@ -418,6 +418,10 @@ cdef class ReplayCore:
         self.status = np.zeros(n, dtype=np.int8)
         self.attempts = np.zeros(n, dtype=np.int32)
         self.gen = np.zeros(n, dtype=np.int32)
+        self.fl_due = np.full(n, -1.0)
+        self.fl_armed = np.full(n, -1.0)
+        self.fl_seq = np.zeros(n, dtype=np.int64)
+        self.fl_gen = np.zeros(n, dtype=np.int32)
         self.q_pod = np.zeros(n, dtype=np.uint8)
         self.n_quirk_pods = 0
         self.node = np.full(n, -1, dtype=np.int32)
@@ -775,13 +779,6 @@ cdef class ReplayCore:
     # -- timers (SimPy's queue) ------------------------------------------------
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1:
         cdef RTimer t
-        cdef RTimer* h
-        if self.n_timers == self.cap_timers:
-            h = <RTimer*>realloc(self.timers, 2 * self.cap_timers * sizeof(RTimer))
-            if h == NULL:
-                raise MemoryError()
-            self.timers = h
-            self.cap_timers *= 2
         t.time = self.now + delay           # as simpy.Environment.schedule
         t.seq = self.seq
         self.seq += 1
@@ -789,9 +786,61 @@ cdef class ReplayCore:
         t.kind = kind
         t.pod = pod
         t.gen = gen
+        return self._push_timer(t)
+
+    cdef int _push_timer(self, RTimer t) except -1:
+        cdef RTimer* h
+        if self.n_timers == self.cap_timers:
+            h = <RTimer*>realloc(self.timers, 2 * self.cap_timers * sizeof(RTimer))
+            if h == NULL:
+                raise MemoryError()
+            self.timers = h
+            self.cap_timers *= 2
         _heap_push(self.timers, self.n_timers, t)
         self.n_timers += 1
         return 0
+
+    cdef int _flush_later(self, int k, double delay) except -1:
+        # _schedule(delay, P_ARRIVE, T_FLUSH, k, gen[k]) as far as anything can
+        # tell: the same time, seq and gen. The one difference is that a pod's
+        # timer that the new one makes stale (its gen is gone) is not joined by
+        # it in the heap but carries the new one's key, and re-arms there when
+        # it pops (_flush_popped). The stale timer's pop does nothing but set the
+        # clock; the re-armed timer pops at its own time, the last of the pod's.
+        cdef RTimer t
+        cdef double when = self.now + delay
+        cdef int64_t seq = self.seq
+        self.seq += 1
+        self.fl_due[k] = when
+        self.fl_seq[k] = seq
+        self.fl_gen[k] = self.gen[k]
+        if 0.0 <= self.fl_armed[k] <= when:
+            return 0
+        t.time = when
+        t.seq = seq
+        t.prio = P_ARRIVE
+        t.kind = T_FLUSH
+        t.pod = k
+        t.gen = self.gen[k]
+        self.fl_armed[k] = when
+        return self._push_timer(t)
+
+    cdef int _flush_popped(self, RTimer* t) except -1:
+        # a flush timer popped: pod t.pod's latest one (then _leftover), or an
+        # older one, stale, that moves on to the latest's time and key
+        cdef RTimer r
+        cdef int k = t.pod
+        if t.seq == self.fl_seq[k]:
+            self.fl_armed[k] = -1.0
+            return self._leftover(k, t.gen)
+        r.time = self.fl_due[k]
+        r.seq = self.fl_seq[k]
+        r.prio = P_ARRIVE
+        r.kind = T_FLUSH
+        r.pod = k
+        r.gen = self.fl_gen[k]
+        self.fl_armed[k] = r.time
+        return self._push_timer(r)
 
     cdef RTimer _pop_timer(self) noexcept nogil:
         cdef RTimer top = _heap_pop(self.timers, self.n_timers)
@@ -2135,7 +2184,7 @@ cdef class ReplayCore:
             self._u_add(k, U_FIT)
         # hamisim.kube.queue.leftover_flush_time
         when = (floor((now + self.flush_after) / self.leftover_period) + 1.0) * self.leftover_period
-        self._schedule(_delay_to(now, when), P_ARRIVE, T_FLUSH, k, self.gen[k])
+        self._flush_later(k, _delay_to(now, when))
         if written and self.hints and rejectors & REJ_EXTENDER:
             self._move(k)       # its own status update
         return 0
@@ -2739,7 +2788,7 @@ cdef class ReplayCore:
             elif t.kind == T_DEFRAG:
                 self._defrag_round()
             elif t.kind == T_FLUSH:
-                self._leftover(t.pod, t.gen)
+                self._flush_popped(t)
             elif t.kind == T_RESYNC:
                 self.ctl_timers -= 1
                 if self.ctl_next[t.pod] == t.time:     # else an earlier sync took its place
