@@ -350,7 +350,9 @@ def test_a_stopped_pool_leaves_no_manager_thread_for_exit_to_race():
     pool = process_pool(2)
     running = [pool.submit(time.sleep, 30) for _ in range(2)]
     queued = [pool.submit(time.sleep, 30) for _ in range(3)]
+    deadline = time.monotonic() + 60
     while not any(f.running() for f in running):
+        assert time.monotonic() < deadline, "the pool never started a task"
         time.sleep(0.01)
     manager = pool._executor_manager_thread
     assert manager is not None and manager.is_alive()
