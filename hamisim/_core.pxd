@@ -89,6 +89,9 @@ cdef class Core:
     #: the sum of node_ver: any node's card, CPU/memory, MIG or reservation
     #: change bumps it (the replay engine's shortcut of repeated failures reads it)
     cdef int64_t ver_all
+    #: _refresh calls so far (a nominated load added without propagating it up
+    #: the index must be taken off with propagation if any came in between)
+    cdef int64_t n_refresh
     # gate classes (set_gate_classes): per class, the bumps of node_ver on the
     # nodes its static gate passes; per node (CSR) the classes passing it
     cdef int n_cls
@@ -105,7 +108,8 @@ cdef class Core:
     cdef public bint use_memo
 
     cdef void _refresh(self, int i) noexcept nogil
-    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign) noexcept nogil
+    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign,
+                          bint propagate=*) noexcept nogil
     cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
                        const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n, int64_t cpu,
                        int64_t mem, int sign) noexcept nogil

@@ -851,6 +851,7 @@ cdef class Core:
         self.memo_bytes = 0
         self.use_memo = True
         self.n_cls = 0
+        self.n_refresh = 0
 
     def set_gate_classes(self, gates):
         """Count node changes per static gate class: ``gates`` are int32 arrays
@@ -1037,6 +1038,7 @@ cdef class Core:
         cdef int t
         cdef const Cards* c = &self.table.c
         self._bump(i)                     # the memo's outcomes there are stale
+        self.n_refresh += 1
         self.ver_all += 1
         _node_view(&self.table.c, i, &nv)
         self.n_nan -= a.score != a.score
@@ -1151,9 +1153,15 @@ cdef class Core:
             raise IndexError(node)
         self._nominate_c(node, cpu, mem, sign)
 
-    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign) noexcept nogil:
+    cdef void _nominate_c(self, int node, int64_t cpu, int64_t mem, int sign,
+                          bint propagate=True) noexcept nogil:
         # the cards are as they were: only the node's CPU/memory headroom in the
-        # index changes (what _refresh would recompute from the cards is the same)
+        # index changes (what _refresh would recompute from the cards is the same).
+        # propagate=False updates the node's leaf alone: its ancestors then hold
+        # a headroom at least the true one, which only weakens the index's
+        # pruning (a leaf's own check stays exact); the caller must take the
+        # load off the same way with no _refresh in between (n_refresh), else
+        # with propagate=True, which makes every ancestor exact again.
         cdef const Cards* c = &self.table.c
         cdef int t
         self.nom_cpu[node] += sign * cpu
@@ -1167,6 +1175,8 @@ cdef class Core:
             else c.alloc_cpu[node] - c.req_cpu[node]
         self.idx[t].mem_free = INT64_MAX if c.alloc_mem[node] == -1 \
             else c.alloc_mem[node] - c.req_mem[node]
+        if not propagate:
+            return
         t >>= 1
         while t >= 1:
             _idx_combine(&self.idx[t], &self.idx[2 * t], &self.idx[2 * t + 1])

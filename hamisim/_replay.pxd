@@ -43,6 +43,7 @@ cdef class ReplayCore:
     cdef const int32_t[::1] tmpl, priority
     cdef const int32_t[::1] pod_class
     cdef list t_spec
+    cdef int64_t nom_refresh          # Core.n_refresh when the nominated load went on
     cdef int32_t[::1] t_gate_cls      # per template its gate class, -1 none
     cdef const uint8_t[::1] t_kind, t_wants_gpu, t_node_spread
     cdef const int32_t[::1] t_n_init

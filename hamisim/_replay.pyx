@@ -2387,13 +2387,19 @@ cdef class ReplayCore:
     cdef int _nominated_load(self, int k, int sign) noexcept:
         # KubeScheduler._nominated_load into the kernel's requested CPU/memory
         # (KernelScheduler.schedule's `nominated=`): the pods nominated to a node
-        # with at least `k`'s priority, `k` excluded. Returns how many.
+        # with at least `k`'s priority, `k` excluded. Returns how many. The
+        # load goes on the index's leaves alone and comes off the same way,
+        # unless some node was refreshed meanwhile (Core._nominate_c).
         cdef int j = self.nom_head, applied = 0, t
         cdef int32_t p = self.priority[k]
+        cdef bint propagate = sign < 0 and self.core.n_refresh != self.nom_refresh
+        if sign > 0:
+            self.nom_refresh = self.core.n_refresh
         while j >= 0:
             if j != k and self.priority[j] >= p:
                 t = self.tmpl[j]
-                self.core._nominate_c(self.nom_node[j], self.t_cpu[t], self.t_mem[t], sign)
+                self.core._nominate_c(self.nom_node[j], self.t_cpu[t], self.t_mem[t], sign,
+                                      propagate)
                 applied += 1
             j = self.nom_next[j]
         return applied
