@@ -281,8 +281,14 @@ cdef class ReplayCore:
     cdef int64_t[::1] sc_key, sc_rel
     cdef int32_t[:, ::1] sc_col
     cdef list sc_msg, sc_err
-    # per template, the dry run's memo: [node versions, verdicts, nom_ver, priority]
-    cdef list pf_memo
+    # per template, the dry run's memo (NULL: none yet, or over the budget):
+    # per node the version its verdict was made at and the verdict, valid for
+    # the nominations (nom_ver) and priority it was made under
+    cdef int64_t** pf_mver
+    cdef int8_t** pf_mcode
+    cdef int64_t* pf_mnom
+    cdef int32_t* pf_mprio
+    cdef Py_ssize_t pf_memo_n
     cdef Py_ssize_t pf_memo_bytes
     cdef int64_t nom_ver, q_ver
     cdef int64_t[::1] q_ns_ver              # per quota namespace, its usage's changes

@@ -21,7 +21,7 @@
 # dry run is C: _post_filter) the dry run's random offset, drawn only when a
 # lower-priority pod runs on a potential node, and the victims' message.
 
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.math cimport INFINITY, NAN, ldexp, floor, ceil, nextafter
@@ -46,7 +46,7 @@ cdef enum:
     PF_POST_CAP = 4096
 
 cdef enum:
-    # a node's remembered dry-run verdict (ReplayCore.pf_memo): none (a
+    # a node's remembered dry-run verdict (ReplayCore.pf_mcode): none (a
     # candidate or not known), no lower-priority pod, an error (no victim
     # needed), insufficient CPU/memory with every victim gone (+ their bits)
     PFM_NONE = 0
@@ -312,6 +312,11 @@ cdef class ReplayCore:
         self.text = NULL
         self.vic_cur = self.vic_best = NULL
         self.vic_cap = 0
+        self.pf_mver = NULL
+        self.pf_mcode = NULL
+        self.pf_mnom = NULL
+        self.pf_mprio = NULL
+        self.pf_memo_n = 0
 
     def __dealloc__(self):
         free(self.timers)
@@ -332,6 +337,15 @@ cdef class ReplayCore:
         free(self.text)
         free(self.vic_cur)
         free(self.vic_best)
+        cdef Py_ssize_t t
+        if self.pf_mver != NULL and self.pf_mcode != NULL:
+            for t in range(self.pf_memo_n):
+                free(self.pf_mver[t])
+                free(self.pf_mcode[t])
+        free(self.pf_mver)
+        free(self.pf_mcode)
+        free(self.pf_mnom)
+        free(self.pf_mprio)
 
     def __init__(self, Core core, MeterCore meter, *, arrival, duration, deletion, template,
                  priority, pod_class, t_spec, t_kind, t_wants_gpu, t_node_spread,
@@ -388,7 +402,14 @@ cdef class ReplayCore:
                                  dtype=np.int64)
         self.sc_col = np.zeros((max(len(t_kind), 1), SC_W), dtype=np.int32)
         self.sc_msg = [None] * len(t_kind)
-        self.pf_memo = [None] * len(t_kind)
+        self.pf_memo_n = len(t_kind)
+        self.pf_mver = <int64_t**>calloc(max(self.pf_memo_n, 1), sizeof(int64_t*))
+        self.pf_mcode = <int8_t**>calloc(max(self.pf_memo_n, 1), sizeof(int8_t*))
+        self.pf_mnom = <int64_t*>calloc(max(self.pf_memo_n, 1), sizeof(int64_t))
+        self.pf_mprio = <int32_t*>calloc(max(self.pf_memo_n, 1), sizeof(int32_t))
+        if self.pf_mver == NULL or self.pf_mcode == NULL or self.pf_mnom == NULL \
+                or self.pf_mprio == NULL:
+            raise MemoryError()
         self.pf_memo_bytes = 0
         self.sc_err = [None] * len(t_kind)
         self.nom_ver = self.q_ver = self.n_reused = 0
@@ -2485,8 +2506,8 @@ cdef class ReplayCore:
         cdef const Cards* c = &core.table.c
         cdef VItem* tmp
         cdef const int64_t* nver = core.node_ver
-        cdef int64_t[::1] mver
-        cdef int8_t[::1] mcode
+        cdef int64_t* mver = NULL
+        cdef int8_t* mcode = NULL
         cdef bint use_memo
         cdef int code
         self.n_best = self.n_cleared = self.pf_n_errors = 0
@@ -2546,8 +2567,8 @@ cdef class ReplayCore:
         # at this priority under these nominations: their verdict again)
         use_memo = nominated < 0 and self._pf_memo_for(t, p)
         if use_memo:
-            mver = self.pf_memo[t][0]
-            mcode = self.pf_memo[t][1]
+            mver = self.pf_mver[t]
+            mcode = self.pf_mcode[t]
         for j in range(n_pot):
             i = self.pf_nodes[(start + j) % n_pot]
             if use_memo and mver[i] == nver[i]:
@@ -2680,17 +2701,24 @@ cdef class ReplayCore:
         # pods, their priorities and requests, its CPU/memory (all counted in
         # node_ver), the nominated pods' load there (nom_ver) and the pod's
         # priority and request. A candidate's victims are never remembered.
-        cdef Py_ssize_t n = max(self.core.table.n_nodes, 1)
-        memo = self.pf_memo[t]
-        if memo is None:
+        cdef Py_ssize_t n = max(self.core.table.n_nodes, 1), i
+        cdef int64_t* mver = self.pf_mver[t]
+        if mver == NULL:
             if self.pf_memo_bytes + 9 * n > PF_MEMO_BUDGET:
                 return False
+            mver = <int64_t*>malloc(n * sizeof(int64_t))
+            self.pf_mcode[t] = <int8_t*>calloc(n, sizeof(int8_t))
+            if mver == NULL or self.pf_mcode[t] == NULL:
+                free(mver)
+                raise MemoryError()
+            self.pf_mver[t] = mver
             self.pf_memo_bytes += 9 * n
-            memo = self.pf_memo[t] = [np.full(n, -1, dtype=np.int64),
-                                      np.zeros(n, dtype=np.int8), -1, 0]
-        if memo[2] != self.nom_ver or memo[3] != p:
-            memo[0][:] = -1
-            memo[2], memo[3] = self.nom_ver, p
+            self.pf_mnom[t] = -1
+        if self.pf_mnom[t] != self.nom_ver or self.pf_mprio[t] != p:
+            for i in range(n):
+                mver[i] = -1
+            self.pf_mnom[t] = self.nom_ver
+            self.pf_mprio[t] = p
         return True
 
     cdef object _post_filter_message(self, int k, int pf):
