@@ -83,7 +83,10 @@ def main() -> None:
                 print(f"{which} run {r + 1}: wall {wall:.1f} s, {res['attempts']:,} attempts, "
                       f"{res['bound']:,} bound, events {event_rows(out):,} rows "
                       f"{events.stat().st_size / 1e6:.1f} MB, outputs "
-                      f"{folder_bytes(out) / 1e6:.1f} MB, peak RSS {rss:,.0f} MiB")
+                      f"{folder_bytes(out) / 1e6:.1f} MB, peak RSS {rss:,.0f} MiB; "
+                      f"{wall / max(res['attempts'], 1) * 1e6:.2f} µs of wall per attempt, "
+                      f"{wall / max(res['bound'], 1) * 1e3:.2f} ms per bind (the target: "
+                      "time that follows the binds and cluster events, not the attempts)")
                 refusals = res.get("quota_refusals", [])
                 if refusals:
                     total = {k: sum(x[k] for x in refusals) for k in refusals[0]
