@@ -98,6 +98,7 @@ cdef class Core:
     cdef int64_t[::1] cls_ver
     cdef int32_t[::1] cls_start, cls_of
     cdef inline void _bump(self, int i) noexcept nogil
+    cdef inline void _idx_up(self, int t) noexcept nogil
     cdef Intern itab
     cdef int32_t* wid
     cdef uint64_t core_id

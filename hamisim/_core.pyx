@@ -31,7 +31,7 @@ from libc.stdlib cimport malloc, calloc, free
 from hamisim._codes cimport *
 from hamisim._types cimport Node
 from hamisim._gosort cimport SortCtx, _sort_less, go_sort_perm
-from hamisim._nodeindex cimport (_idx_empty, _idx_leaf, _idx_combine, _idx_may_fit, _idx_cand,
+from hamisim._nodeindex cimport (_idx_empty, _idx_leaf, _idx_headroom, _idx_combine, _idx_may_fit, _idx_cand,
                                  _idx_push, _idx_pop)
 from hamisim._memo cimport (ID_ROWS, ROW_W, MEMO_BUDGET, _intern_init, _intern_free, _intern,
                             _node_of_row)
@@ -1087,6 +1087,10 @@ cdef class Core:
         t = self.idx_size + i
         _idx_leaf(&self.idx[t], a, i, c.alloc_cpu[i], c.req_cpu[i], c.alloc_mem[i],
                   c.req_mem[i])
+        self._idx_up(t)
+
+    cdef inline void _idx_up(self, int t) noexcept nogil:
+        # the index's ancestors of entry t, recombined from their children
         t >>= 1
         while t >= 1:
             _idx_combine(&self.idx[t], &self.idx[2 * t], &self.idx[2 * t + 1])
@@ -1171,16 +1175,10 @@ cdef class Core:
         self._bump(node)
         self.ver_all += 1
         t = self.idx_size + node
-        self.idx[t].cpu_free = INT64_MAX if c.alloc_cpu[node] == -1 \
-            else c.alloc_cpu[node] - c.req_cpu[node]
-        self.idx[t].mem_free = INT64_MAX if c.alloc_mem[node] == -1 \
-            else c.alloc_mem[node] - c.req_mem[node]
-        if not propagate:
-            return
-        t >>= 1
-        while t >= 1:
-            _idx_combine(&self.idx[t], &self.idx[2 * t], &self.idx[2 * t + 1])
-            t >>= 1
+        _idx_headroom(&self.idx[t], c.alloc_cpu[node], c.req_cpu[node], c.alloc_mem[node],
+                      c.req_mem[node])
+        if propagate:
+            self._idx_up(t)
 
     cdef void _apply_c(self, int node, const int64_t* rows, const int64_t* d_used,
                        const int64_t* d_mem, const int64_t* d_cores, Py_ssize_t n,

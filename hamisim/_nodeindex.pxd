@@ -62,6 +62,13 @@ cdef inline void _idx_empty(IdxEntry* e) noexcept nogil:
     e.modes = 0
 
 
+cdef inline void _idx_headroom(IdxEntry* e, int64_t alloc_cpu, int64_t req_cpu,
+                               int64_t alloc_mem, int64_t req_mem) noexcept nogil:
+    # a leaf's free CPU and memory (INT64_MAX: no limit on the node)
+    e.cpu_free = INT64_MAX if alloc_cpu == -1 else alloc_cpu - req_cpu
+    e.mem_free = INT64_MAX if alloc_mem == -1 else alloc_mem - req_mem
+
+
 cdef inline void _idx_leaf(IdxEntry* e, const NodeAgg* a, int pos, int64_t alloc_cpu,
                            int64_t req_cpu, int64_t alloc_mem, int64_t req_mem) noexcept nogil:
     e.hi = a.score
@@ -73,8 +80,7 @@ cdef inline void _idx_leaf(IdxEntry* e, const NodeAgg* a, int pos, int64_t alloc
     e.max_pct = a.max_pct
     e.max_mem = a.max_mem
     e.max_cores = a.max_cores
-    e.cpu_free = INT64_MAX if alloc_cpu == -1 else alloc_cpu - req_cpu
-    e.mem_free = INT64_MAX if alloc_mem == -1 else alloc_mem - req_mem
+    _idx_headroom(e, alloc_cpu, req_cpu, alloc_mem, req_mem)
     e.types = a.types
     e.modes = a.modes
 

@@ -316,7 +316,8 @@ cdef class ReplayCore:
     cdef int _text_room(self, Py_ssize_t need) except -1
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1
     cdef RTimer _pop_timer(self) noexcept nogil
-    cdef int _push_timer(self, RTimer t) except -1
+    cdef int _push_timer(self, double time, int64_t seq, int prio, int kind, int pod,
+                         int gen) except -1
     cdef int _flush_later(self, int k, double delay) except -1
     cdef int _flush_popped(self, RTimer* t) except -1
     cdef inline double _peek(self) noexcept nogil

@@ -799,18 +799,20 @@ cdef class ReplayCore:
 
     # -- timers (SimPy's queue) ------------------------------------------------
     cdef int _schedule(self, double delay, int prio, int kind, int pod, int gen) except -1:
-        cdef RTimer t
-        t.time = self.now + delay           # as simpy.Environment.schedule
-        t.seq = self.seq
         self.seq += 1
+        # the time as simpy.Environment.schedule computes it
+        return self._push_timer(self.now + delay, self.seq - 1, prio, kind, pod, gen)
+
+    cdef int _push_timer(self, double time, int64_t seq, int prio, int kind, int pod,
+                         int gen) except -1:
+        cdef RTimer t
+        cdef RTimer* h
+        t.time = time
+        t.seq = seq
         t.prio = prio
         t.kind = kind
         t.pod = pod
         t.gen = gen
-        return self._push_timer(t)
-
-    cdef int _push_timer(self, RTimer t) except -1:
-        cdef RTimer* h
         if self.n_timers == self.cap_timers:
             h = <RTimer*>realloc(self.timers, 2 * self.cap_timers * sizeof(RTimer))
             if h == NULL:
@@ -828,40 +830,26 @@ cdef class ReplayCore:
         # it in the heap but carries the new one's key, and re-arms there when
         # it pops (_flush_popped). The stale timer's pop does nothing but set the
         # clock; the re-armed timer pops at its own time, the last of the pod's.
-        cdef RTimer t
         cdef double when = self.now + delay
-        cdef int64_t seq = self.seq
-        self.seq += 1
         self.fl_due[k] = when
-        self.fl_seq[k] = seq
+        self.fl_seq[k] = self.seq
         self.fl_gen[k] = self.gen[k]
+        self.seq += 1
         if 0.0 <= self.fl_armed[k] <= when:
             return 0
-        t.time = when
-        t.seq = seq
-        t.prio = P_ARRIVE
-        t.kind = T_FLUSH
-        t.pod = k
-        t.gen = self.gen[k]
         self.fl_armed[k] = when
-        return self._push_timer(t)
+        return self._push_timer(when, self.fl_seq[k], P_ARRIVE, T_FLUSH, k, self.gen[k])
 
     cdef int _flush_popped(self, RTimer* t) except -1:
         # a flush timer popped: pod t.pod's latest one (then _leftover), or an
         # older one, stale, that moves on to the latest's time and key
-        cdef RTimer r
         cdef int k = t.pod
         if t.seq == self.fl_seq[k]:
             self.fl_armed[k] = -1.0
             return self._leftover(k, t.gen)
-        r.time = self.fl_due[k]
-        r.seq = self.fl_seq[k]
-        r.prio = P_ARRIVE
-        r.kind = T_FLUSH
-        r.pod = k
-        r.gen = self.fl_gen[k]
-        self.fl_armed[k] = r.time
-        return self._push_timer(r)
+        self.fl_armed[k] = self.fl_due[k]
+        return self._push_timer(self.fl_due[k], self.fl_seq[k], P_ARRIVE, T_FLUSH, k,
+                                self.fl_gen[k])
 
     cdef RTimer _pop_timer(self) noexcept nogil:
         cdef RTimer top = _heap_pop(self.timers, self.n_timers)

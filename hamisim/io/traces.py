@@ -264,9 +264,7 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
         codes = encoded.indices
         # labels as the row reader reads them: trimmed, blank = none
         raw = [str(x).strip() for x in encoded.dictionary.to_pylist()]
-        # first-seen order, by dict (a list's index() per value is quadratic)
-        labels = list(dict.fromkeys(x for x in raw if x))
-        position = {x: i for i, x in enumerate(labels)}
+        labels, position = _first_seen(x for x in raw if x)
         remap = np.array([position[x] if x else -1 for x in raw] + [-1], dtype=np.int32)
         codes = pc.fill_null(codes, len(raw)).to_numpy(zero_copy_only=False)
         pod_class = remap[codes]
@@ -279,8 +277,7 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
             checked = [parse_controller(x) for x in raw]
         except ValueError:
             raise _Slow from None
-        owners = list(dict.fromkeys(checked))
-        position = {x: i for i, x in enumerate(owners)}
+        owners, position = _first_seen(checked)
         remap = np.array([position[x] for x in checked] + [-1], dtype=np.int32)
         codes = pc.fill_null(encoded.indices, len(raw)).to_numpy(zero_copy_only=False)
         controller = remap[codes]
@@ -302,6 +299,13 @@ def _trace_from_table(table, first_line: int, path: str, fmt: str) -> Trace:
                       pod_like(templates[k], names[first[k]], templates[k].priority))
                      for k in order.tolist())
     return trace
+
+
+def _first_seen(values) -> tuple[list[str], dict[str, int]]:
+    """The distinct ``values`` in first-seen order, and each one's position
+    (by dict: a list's ``index`` per value is quadratic in distinct values)."""
+    order = list(dict.fromkeys(values))
+    return order, {x: i for i, x in enumerate(order)}
 
 
 def _time_column(col, required: bool) -> np.ndarray:
