@@ -49,9 +49,11 @@ cdef enum:
     Q_PCT = 2
     Q_CORES = 3
     Q_FLAGS = 4
-    Q_WIDTH = 5
+    Q_FAM = 5                  # the request's device family (hamisim.devices.Family.fid)
+    Q_WIDTH = 6
     QF_REGISTERED = 1
-    QF_NVIDIA = 2
+    QF_WORD = 2                # the request's type is its family's common word
+    FAM_NVIDIA = 0             # hamisim.devices.nvidia.NVIDIA.fid
 
 cdef enum:
     NO_PERCENTAGE = 101

@@ -45,7 +45,7 @@ CODES = {
     "SINGLE_BINPACK": SINGLE_BINPACK, "SINGLE_SPREAD": SINGLE_SPREAD,
     "KEY_BINPACK": KEY_BINPACK, "KEY_SPREAD": KEY_SPREAD, "KEY_NUMA": KEY_NUMA,
     "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
-    "QF_REGISTERED": QF_REGISTERED, "QF_NVIDIA": QF_NVIDIA,
+    "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA,
 }
 REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
@@ -77,7 +77,6 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     cdef int r0 = <int>c.node_start[i]
     nv.k = <int>(c.node_start[i + 1] - r0)
     nv.row0 = r0
-    nv.n_vendor = c.n_vendor[i]
     nv.count = c.count + r0
     nv.devmem = c.devmem + r0
     nv.devcore = c.devcore + r0
@@ -85,7 +84,7 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.index = c.index + r0
     nv.health = c.health + r0
     nv.cordoned = c.cordoned + r0
-    nv.is_vendor = c.is_vendor + r0
+    nv.offer = c.offer + r0
     nv.type_exact = c.type_exact + r0
     nv.type_id = c.type_id + r0
     nv.mode_id = c.mode_id + r0
@@ -301,16 +300,35 @@ cdef inline bint _quota_exceeded(const Pod* pod, int64_t mem, int64_t cores) noe
     return pod.q_lim_cores >= 0 and pod.q_used_cores + cores > pod.q_lim_cores
 
 
+cdef inline int64_t _n_offered(const Node* nv, uint32_t bit) noexcept nogil:
+    # the node's cards offered to a request of the family with this bit
+    cdef int64_t n = 0
+    cdef int p
+    for p in range(nv.k):
+        if nv.offer[p] & bit:
+            n += 1
+    return n
+
+
 cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
-              int* npick_out) noexcept nogil:
-    # Walk the vendor cards of s.perm from the last; usage from s.w_*.
-    # Returns 1 (fit, picks in s.pk_*[0:*npick_out]) or 0 (histogram in s.counts).
+              int64_t n_offered, int* npick_out) noexcept nogil:
+    # Walk the cards of s.perm offered to the request's family from the last;
+    # usage from s.w_*. The family's Fit takes NVIDIA's steps except those
+    # hamisim.devices.family.Family says it has not (only NVIDIA has the
+    # vgpu-mode and cordon checks, NUMA binding, the quota re-check, MIG and
+    # topology-aware). Returns 1 (fit, picks in s.pk_*[0:*npick_out]) or 0
+    # (histogram in s.counts).
     cdef int64_t origin = req[Q_NUMS]
     cdef int64_t nums = origin
     cdef int64_t coresreq = req[Q_CORES]
     cdef int64_t memreq = req[Q_MEM]
     cdef int64_t pct = req[Q_PCT]
-    cdef bint req_nvidia = (req[Q_FLAGS] & QF_NVIDIA) != 0
+    cdef bint req_word = (req[Q_FLAGS] & QF_WORD) != 0
+    cdef bint is_nv = req[Q_FAM] == FAM_NVIDIA
+    cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
+    cdef bint numa_bind = pod.fit_numa_bind and is_nv
+    cdef bint quota = pod.quota and is_nv
+    cdef bint topology = pod.topology and is_nv
     cdef int64_t prevnuma = -1
     cdef int64_t mem
     cdef int64_t cur_mem = 0, cur_cores = 0, dmem = 0, dcores = 0
@@ -319,8 +337,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef bint mig
     cdef int32_t* counts = s.counts
     memset(counts, 0, N_REASONS * sizeof(int32_t))
-    s.n_cards = nv.n_vendor
-    if pod.quota:
+    s.n_cards = n_offered
+    if quota:
         memset(s.qc_mem, 0, nv.k * sizeof(int64_t))
         memset(s.qc_cores, 0, nv.k * sizeof(int64_t))
     if nv.n_mig:
@@ -329,19 +347,19 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     while t > 0:
         t -= 1
         p = s.perm[t]
-        if not nv.is_vendor[p]:
+        if not (nv.offer[p] & bit):
             continue
         if not nv.health[p]:
             counts[R_NOT_HEALTH] += 1
             continue
-        if nv.cordoned[p]:
+        if is_nv and nv.cordoned[p]:
             counts[R_CORDONED] += 1
             continue
-        if (not pod.type_ok[nv.type_id[p]] or not pod.mode_ok[nv.mode_id[p]]
-                or not req_nvidia):
+        if (not pod.type_ok[nv.type_id[p]] or (is_nv and not pod.mode_ok[nv.mode_id[p]])
+                or not req_word):
             counts[R_TYPE] += 1
             continue
-        if pod.fit_numa_bind and nv.numa[p] != prevnuma:
+        if numa_bind and nv.numa[p] != prevnuma:
             if nums != origin:
                 counts[R_NUMA] += npick
             nums = origin
@@ -349,7 +367,7 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             npick = 0
             cur_mem = 0
             cur_cores = 0
-            if pod.quota:
+            if quota:
                 memset(s.qc_mem, 0, nv.k * sizeof(int64_t))
                 memset(s.qc_cores, 0, nv.k * sizeof(int64_t))
             if nv.n_mig:
@@ -371,7 +389,7 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         mem = memreq if memreq > 0 else 0
         if pct != NO_PERCENTAGE and memreq == 0:
             mem = _floordiv(nv.devmem[p] * pct, 100)
-        if pod.quota:
+        if quota:
             _quota_delta(s, p, mem, coresreq, &dmem, &dcores)
             if _quota_exceeded(pod, s.q_base_mem + cur_mem + dmem,
                                s.q_base_cores + cur_cores + dcores):
@@ -402,21 +420,21 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         npick += 1
         cur_mem += dmem
         cur_cores += dcores
-        if pod.quota:
+        if quota:
             if s.q_cur_init:
                 s.qc_mem[p] = _imax(s.qc_mem[p], mem)
                 s.qc_cores[p] = _imax(s.qc_cores[p], coresreq)
             else:
                 s.qc_mem[p] += mem
                 s.qc_cores[p] += coresreq
-        if not pod.topology:
+        if not topology:
             nums -= 1
             if nums == 0:
                 npick_out[0] = npick
                 return 1
         if mig:
             t += 1          # a MIG card is visited again for the next instance
-    if pod.topology:
+    if topology:
         if npick == origin:
             npick_out[0] = npick
             return 1
@@ -438,10 +456,19 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
     cdef int p, i, npick = 0, prof = 0, place = 0
     cdef Py_ssize_t b
     cdef SortCtx ctx
+    cdef uint8_t exact
+    cdef uint8_t fam1 = <uint8_t>(req[Q_FAM] + 1)
+    cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
+    cdef int64_t n_offered = 0
     for p in range(nv.k):
+        # the request counts in the card's score when its type is the card's
+        # type exactly (ComputeScore)
+        exact = nv.type_exact[p] == fam1
         s.score[p] = _card_score(nv.count[p], nv.devmem[p], nv.devcore[p], s.w_used[p],
                                  s.w_usedmem[p], s.w_usedcores[p], req, 1,
-                                 nv.type_exact + p, pod.ws, pod.wc, pod.wm)
+                                 &exact, pod.ws, pod.wc, pod.wm)
+        if nv.offer[p] & bit:
+            n_offered += 1
     if not (req[Q_FLAGS] & QF_REGISTERED):
         return ST_TYPE_NOT_FOUND
     ctx.score = s.score
@@ -455,12 +482,13 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
     ctx.chain[2] = pod.chain[2]
     ctx.numa_bind = pod.sort_numa_bind
     go_sort_perm(s.perm, nv.k, &ctx)
-    if req[Q_NUMS] > nv.n_vendor and not (pod.mig_request and nv.n_mig > 0
-                                          and (req[Q_FLAGS] & QF_NVIDIA)):
+    if req[Q_NUMS] > n_offered and not (pod.mig_request and nv.n_mig > 0
+                                        and req[Q_FAM] == FAM_NVIDIA
+                                        and (req[Q_FLAGS] & QF_WORD)):
         return ST_INSUFFICIENT
-    if pod.quota:
+    if pod.quota and req[Q_FAM] == FAM_NVIDIA:
         _quota_base(nv, pod, ci, s)
-    if not _fit(nv, pod, req, s, &npick):
+    if not _fit(nv, pod, req, s, n_offered, &npick):
         return ST_FIT_FAILED
     s.out_n[ci] = npick
     for i in range(npick):
@@ -573,6 +601,10 @@ cdef inline const int32_t* _pi32(const int32_t[::1] a):
     return &a[0] if a.shape[0] else NULL
 
 
+cdef inline const uint32_t* _pu32(const uint32_t[::1] a):
+    return &a[0] if a.shape[0] else NULL
+
+
 cdef inline const uint64_t* _pu64(const uint64_t[::1] a):
     return &a[0] if a.shape[0] else NULL
 
@@ -590,20 +622,21 @@ cdef class CardTable:
     updating them in place (``state.used[rows] += ...``) is seen at once.
     """
 
-    def __init__(self, *, node_start, pair_start, n_vendor, count, devmem, devcore, numa,
-                 index, health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
+    def __init__(self, *, node_start, pair_start, count, devmem, devcore, numa,
+                 index, health, cordoned, offer, type_exact, type_id, mode_id, used,
                  usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem,
                  aligned=None, mig=None):
-        arrays = dict(node_start=node_start, pair_start=pair_start, n_vendor=n_vendor,
+        arrays = dict(node_start=node_start, pair_start=pair_start,
                       count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
                       used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
                       alloc_cpu=alloc_cpu, alloc_mem=alloc_mem, req_cpu=req_cpu,
                       req_mem=req_mem)
         for name, a in arrays.items():
             _check(a, np.int64, name)
-        for name, a in dict(health=health, cordoned=cordoned, is_vendor=is_vendor,
+        for name, a in dict(health=health, cordoned=cordoned,
                             type_exact=type_exact).items():
             _check(a, np.uint8, name)
+        _check(offer, np.uint32, "offer")
         _check(type_id, np.int32, "type_id")
         _check(mode_id, np.int32, "mode_id")
         n_nodes = len(node_start) - 1
@@ -613,13 +646,12 @@ cdef class CardTable:
             if len(arrays[name]) != n_rows:
                 raise ValueError(f"{name}: expected {n_rows} rows")
         # Keep every array alive: the struct holds raw pointers into them.
-        self._keep = [node_start, pair_start, n_vendor, count, devmem, devcore, numa, index,
-                      health, cordoned, is_vendor, type_exact, type_id, mode_id, used,
+        self._keep = [node_start, pair_start, count, devmem, devcore, numa, index,
+                      health, cordoned, offer, type_exact, type_id, mode_id, used,
                       usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem]
         self.c.n_nodes = n_nodes
         self.c.node_start = _p64(node_start)
         self.c.pair_start = _p64(pair_start)
-        self.c.n_vendor = _p64(n_vendor)
         self.c.count = _p64(count)
         self.c.devmem = _p64(devmem)
         self.c.devcore = _p64(devcore)
@@ -635,7 +667,7 @@ cdef class CardTable:
         self.c.req_mem = _p64(req_mem)
         self.c.health = _pu8(health)
         self.c.cordoned = _pu8(cordoned)
-        self.c.is_vendor = _pu8(is_vendor)
+        self.c.offer = _pu32(offer)
         self.c.type_exact = _pu8(type_exact)
         self.c.type_id = _pi32(type_id)
         self.c.mode_id = _pi32(mode_id)
@@ -650,12 +682,12 @@ cdef class CardTable:
         sizes = np.diff(node_start)
         self.max_cards = int(sizes.max()) if n_nodes else 0
         self.n_nodes = n_nodes
-        self._set_mig(mig, n_rows, n_nodes, np.asarray(node_start), np.asarray(is_vendor))
+        self._set_mig(mig, n_rows, n_nodes, np.asarray(node_start), np.asarray(offer))
         # what-if mutex-reserve: the table's own live counters, changed by Core.reserve
         self.reserved = np.zeros(n_rows, dtype=np.int64)
         self.c.reserved = _p64(self.reserved)
 
-    def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, is_vendor):
+    def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, offer):
         # mig: a mapping of the MIG arrays (hamisim.sim.arrays.ClusterState.mig_arrays),
         # None = no card is in mig mode
         if mig is None:
@@ -680,7 +712,7 @@ cdef class CardTable:
             raise ValueError("mig_cnt: expected 64 counters per row with MIG cards")
         # per node: vendor cards in mig mode, and the most picks one container
         # can get there (a MIG card at most one per slot of its placements)
-        mig_vendor = (is_mig != 0) & (is_vendor != 0)
+        mig_vendor = (is_mig != 0) & ((offer & (1 << FAM_NVIDIA)) != 0)
         def per_node(x):
             total = np.concatenate(([0], np.cumsum(x, dtype=np.int64)))
             return np.ascontiguousarray(total[node_start[1:]] - total[node_start[:-1]],
@@ -798,7 +830,7 @@ cdef class PodSpec:
             nums = r[ci, Q_NUMS]
             if nums <= 0:
                 continue
-            if not (r[ci, Q_FLAGS] & QF_REGISTERED) or not (r[ci, Q_FLAGS] & QF_NVIDIA):
+            if not (r[ci, Q_FLAGS] & QF_REGISTERED) or not (r[ci, Q_FLAGS] & QF_WORD):
                 # "Device type not found" or every card a type mismatch: no node fits.
                 self.p.need_n = INT64_MAX
                 continue
@@ -1052,7 +1084,10 @@ cdef class Core:
         a.types = 0
         a.modes = 0
         for p in range(nv.k):
-            if (not nv.is_vendor[p] or not nv.health[p] or nv.cordoned[p]
+            # (a cordon binds NVIDIA's Fit alone: a card also offered to
+            # another family stays eligible)
+            if (not nv.offer[p] or not nv.health[p]
+                    or (nv.cordoned[p] and nv.offer[p] == (1 << FAM_NVIDIA))
                     or nv.used[p] >= nv.count[p]):
                 continue
             a.n_elig += 1
@@ -1793,8 +1828,7 @@ cdef class Core:
         _reset(&nv, &self.s)
         for i in range(nv.k):
             self.s.perm[i] = pm[i]
-        nv.n_vendor = nv.k
-        ok = _fit(&nv, &pod.p, pod.p.req + ci * Q_WIDTH, &self.s, &npick)
+        ok = _fit(&nv, &pod.p, pod.p.req + ci * Q_WIDTH, &self.s, nv.k, &npick)
         picks = [(self.s.pk_pos[i], self.s.pk_mem[i], self.s.pk_cores[i])
                  for i in range(npick)]
         return bool(ok), picks, self._counts_list(), int(self.s.n_cards)

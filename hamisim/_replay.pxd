@@ -2,7 +2,7 @@
 # ReplayCore's state and C methods, declared (definitions and docstring in
 # _replay.pyx), with the structs of its timer heap, active queue and
 # preemption victims; a module that cimports ReplayCore loads hamisim._replay.
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
 
 from hamisim._core cimport Core, PodSpec
 from hamisim._meter cimport MeterCore
@@ -85,6 +85,8 @@ cdef class ReplayCore:
     cdef readonly int64_t n_defrag_moves
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
+    cdef const uint32_t[::1] pad_fam     # per node: bits of padded other families
+    cdef list fam_words                  # per family id: its common word (bytes)
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
     cdef bytes card_text
     cdef const char* card_chars
@@ -361,7 +363,9 @@ cdef class ReplayCore:
     cdef inline void _meter_deficit(self, int k, int sl, int sign) noexcept
     cdef object _mig_app_instances(self, int node, int n_cont, int n_init)
     cdef object _mig_instances(self, int node, int n_cont)
-    cdef object _devices_text(self, int node, int n_cont)
+    cdef object _devices_text(self, int node, int n_cont, int t)
+    cdef Py_ssize_t _family_text(self, Py_ssize_t pos, int node, int n_cont,
+                                 const int64_t* req, int f, bint pad) except -1
     cdef inline void _kernel_apply(self, int k, int node, int sign) noexcept
     cdef inline void _meter_apply(self, int k, int node, int sign) noexcept
     cdef inline void _meter_apply_cards(self, int k, int node, int sign) noexcept

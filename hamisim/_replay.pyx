@@ -30,7 +30,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
 
-from hamisim._codes cimport ST_FIT
+from hamisim._codes cimport ST_FIT, Q_WIDTH, Q_FAM, FAM_NVIDIA
 from hamisim._types cimport Cards, Pod, Scratch
 from hamisim._textbuf cimport grow_text
 from hamisim._core cimport Core, PodSpec
@@ -362,7 +362,8 @@ cdef class ReplayCore:
                  quota_denied=None, ctl=None, ctl_kind=None,
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
-                 node_names=None, ResearchCore research=None, bint aggregate=False):
+                 node_names=None, ResearchCore research=None, bint aggregate=False,
+                 pad_fam=None, fam_words=(b"NVIDIA",)):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -393,6 +394,10 @@ cdef class ReplayCore:
             self.by_name = by_name
             self.node_names = list(node_names)
         self.node_start, self.pad_empty = node_start, pad_empty
+        # per node: the families other than NVIDIA whose lists are padded there
+        self.pad_fam = np.zeros(len(pad_empty), dtype=np.uint32) if pad_fam is None \
+            else np.ascontiguousarray(pad_fam, dtype=np.uint32)
+        self.fam_words = list(fam_words)
         self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
                           quota_denied)
         self._init_controllers(n, ctl, ctl_kind)
@@ -1583,7 +1588,7 @@ cdef class ReplayCore:
             if n_init > 0 and not self.aligned[node]:
                 self._keep_deficit(k, sl, n, n_cont, n_init, r0)
         self.slot_n[sl] = n
-        self.slot_devices[sl] = self._devices_text(node, n_cont)
+        self.slot_devices[sl] = self._devices_text(node, n_cont, self.tmpl[k])
         self.slot_mig[sl] = self._mig_instances(node, n_cont) if self.has_mig else None
         if self.has_mig and self.slot_mig[sl] is not None \
                 and self.t_init_after[self.tmpl[k]] == self.t_init_after[self.tmpl[k]]:
@@ -1731,30 +1736,62 @@ cdef class ReplayCore:
             return None
         return tuple(rows), tuple(masks), self.mig_annotation(entries)
 
-    cdef object _devices_text(self, int node, int n_cont):
-        # hamisim.hami.decision.devices_annotation of the picks in the buffers
+    cdef object _devices_text(self, int node, int n_cont, int t):
+        # hamisim.hami.decision.devices_annotation of the picks in the buffers:
+        # per device family with picks (a container asks one family, its
+        # request row's Q_FAM), its list, the lists joined by a space
         cdef Scratch* s = &self.core.s
-        cdef Py_ssize_t pos = 0, row, idlen
-        cdef int ci, i, b
-        cdef bint pad = self.pad_empty[node], any_pick = False
-        cdef int64_t r0 = self.node_start[node]
+        cdef const int64_t* req = (<PodSpec>self.t_spec[t]).p.req
+        cdef Py_ssize_t pos = 0
+        cdef int ci, f
+        cdef uint32_t present = 0
         for ci in range(n_cont):
             if s.out_n[ci] > 0:
-                any_pick = True
-        if not any_pick:
+                present |= (<uint32_t>1) << req[ci * Q_WIDTH + Q_FAM]
+        if not present:
             return None
+        for f in range(32):
+            if not (present >> f) & 1:
+                continue
+            if pos:
+                self._text_room(pos + 1)
+                self.text[pos] = 32      # ' '
+                pos += 1
+            pos = self._family_text(pos, node, n_cont, req, f,
+                                    self.pad_empty[node] if f == FAM_NVIDIA
+                                    else (self.pad_fam[node] >> f) & 1)
+        return PyUnicode_DecodeUTF8(self.text, pos, NULL)
+
+    cdef Py_ssize_t _family_text(self, Py_ssize_t pos, int node, int n_cont,
+                                 const int64_t* req, int f, bint pad) except -1:
+        # one family's list from text position pos (decision._family_list)
+        cdef Scratch* s = &self.core.s
+        cdef Py_ssize_t row, idlen, wlen
+        cdef int ci, i, b
+        cdef int64_t r0 = self.node_start[node]
+        cdef bytes word = self.fam_words[f]
+        cdef const char* wchars = word
+        wlen = len(word)
         for ci in range(n_cont):
-            if s.out_n[ci] == 0 and not pad:
+            if s.out_n[ci] == 0 or req[ci * Q_WIDTH + Q_FAM] != f:
+                if pad:
+                    self._text_room(pos + 1)
+                    self.text[pos] = 59      # ';'
+                    pos += 1
                 continue
             for i in range(s.out_n[ci]):
                 b = ci * s.cap_p + i
                 row = r0 + s.out_pos[b]
                 idlen = self.card_off[row + 1] - self.card_off[row]
-                self._text_room(pos + idlen + 64)
+                self._text_room(pos + idlen + wlen + 64)
                 memcpy(self.text + pos, self.card_chars + self.card_off[row], idlen)
                 pos += idlen
-                memcpy(self.text + pos, b",NVIDIA,", 8)
-                pos += 8
+                self.text[pos] = 44      # ','
+                pos += 1
+                memcpy(self.text + pos, wchars, wlen)
+                pos += wlen
+                self.text[pos] = 44      # ','
+                pos += 1
                 pos += _write_int(self.text + pos, s.out_mem[b])
                 self.text[pos] = 44      # ','
                 pos += 1
@@ -1764,7 +1801,7 @@ cdef class ReplayCore:
             self._text_room(pos + 1)
             self.text[pos] = 59      # ';'
             pos += 1
-        return PyUnicode_DecodeUTF8(self.text, pos, NULL)
+        return pos
 
     cdef inline void _kernel_apply(self, int k, int node, int sign) noexcept:
         # KernelScheduler._add (sign 1) / delete (-1): the kernel's usage and aggregates

@@ -6,7 +6,7 @@ Cards is the cluster as flat arrays (hamisim._core.CardTable fills it), Pod one
 attempt's request (hamisim._core.PodSpec), NodeAgg a node's aggregates for the
 fast choice, Node one node's slice of Cards, Scratch the kernel's buffers.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 
 ctypedef struct Cards:
@@ -14,7 +14,6 @@ ctypedef struct Cards:
     int n_nodes
     const int64_t* node_start
     const int64_t* pair_start
-    const int64_t* n_vendor
     const int64_t* count
     const int64_t* devmem
     const int64_t* devcore
@@ -22,7 +21,10 @@ ctypedef struct Cards:
     const int64_t* index
     const uint8_t* health
     const uint8_t* cordoned
-    const uint8_t* is_vendor
+    # per card: the device families it is offered to, bits 1 << fid
+    # (hamisim.devices.offer_mask); the family whose word its type equals,
+    # fid + 1 (0: none; hamisim.devices.exact_family)
+    const uint32_t* offer
     const uint8_t* type_exact
     const int32_t* type_id
     const int32_t* mode_id
@@ -134,7 +136,6 @@ ctypedef struct Node:
     # One node's slice of Cards, node-local pointers.
     int k
     int row0
-    int64_t n_vendor
     const int64_t* count
     const int64_t* devmem
     const int64_t* devcore
@@ -142,7 +143,7 @@ ctypedef struct Node:
     const int64_t* index
     const uint8_t* health
     const uint8_t* cordoned
-    const uint8_t* is_vendor
+    const uint32_t* offer
     const uint8_t* type_exact
     const int32_t* type_id
     const int32_t* mode_id

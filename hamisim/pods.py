@@ -18,13 +18,14 @@ from functools import cached_property
 from typing import Mapping
 
 from hamisim.cluster import SchedulerConfig
+from hamisim.devices import hygon
 
 __all__ = [
     "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE", "TOLERATION_OPERATORS",
     "SELECTOR_OPERATORS", "PREEMPTION_POLICIES", "Toleration", "NodeSelectorRequirement",
     "NodeSelectorTerm", "Container", "Pod", "WEBHOOK", "AdmissionDenied", "admission_error",
     "container_names", "Request", "admit", "default_core_limit", "container_request",
-    "pod_requests",
+    "other_family_request", "pod_requests",
 ]
 
 GPU = "nvidia.com/gpu"
@@ -268,13 +269,15 @@ def admit(pod: Pod, config: SchedulerConfig) -> Pod:
 def container_request(c: Container, config: SchedulerConfig) -> Request | None:
     """HAMi's request generation for one (admitted) container.
 
-    ``None`` when the container asks for no NVIDIA card, or when its memory
-    request leaves int32 after ``memory_factor`` (HAMi v2.10.0 then produces
-    no request at all).
+    The container's NVIDIA request, else its request of another simulated
+    family (:mod:`hamisim.devices`; a container asks one family: the trace
+    readers refuse one that asks two). ``None`` when it asks for no card, or
+    when HAMi drops the request (NVIDIA: a memory request that leaves int32
+    after ``memory_factor``; the other families: see their modules).
     """
     nums = c.value(GPU)
     if not nums or nums <= 0:
-        return None
+        return other_family_request(c)
     memreq = c.value(GPUMEM) or 0
     # HAMi v2.10.0 drops the request (silently, no error) when the memory is
     # negative or would leave int32 once multiplied by memory_factor.
@@ -296,6 +299,19 @@ def container_request(c: Container, config: SchedulerConfig) -> Request | None:
     cores = c.value(GPUCORES)
     coresreq = config.default_cores if cores is None else cores
     return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=coresreq)
+
+
+def other_family_request(c: Container) -> Request | None:
+    """The container's request of a simulated family other than NVIDIA, if any
+    (each family's ``GenerateResourceRequests``, tried in :data:`hamisim.devices.FAMILIES` order)."""
+    if hygon.DCU.count_name in c.limits or hygon.DCU.count_name in c.requests:
+        fields = hygon.request_fields(c)
+        if fields is None:
+            return None
+        nums, memreq, pct, cores = fields
+        return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=cores,
+                       type=hygon.DCU.word)
+    return None
 
 
 def pod_requests(pod: Pod, config: SchedulerConfig) -> tuple[list[Request | None], int]:

@@ -26,6 +26,7 @@ from hamisim.pods import (
     Container,
     Pod,
     admit,
+    other_family_request,
     pod_requests,
 )
 
@@ -39,7 +40,7 @@ NOUSE_GPUTYPE = "nvidia.com/nouse-gputype"
 def _container_gpus(c: Container, card_memory_mib: int | None) -> float:
     n = c.value(GPU) or 0
     if n <= 0:
-        return 0.0
+        return _other_family_cards(c, card_memory_mib)
     pct, mem, cores = c.value(GPUMEM_PERCENTAGE), c.value(GPUMEM), c.value(GPUCORES)
     if pct is not None and pct > 0:
         mem_share = min(pct, 100) / 100
@@ -51,6 +52,21 @@ def _container_gpus(c: Container, card_memory_mib: int | None) -> float:
         mem_share = 1.0
     core_share = min(max(cores, 0), 100) / 100 if cores is not None else 0.0
     return n * max(mem_share, core_share)
+
+
+def _other_family_cards(c: Container, card_memory_mib: int | None) -> float:
+    # a container of another family (hamisim.devices): its request as HAMi
+    # generates it, a share of memory or cores per card as for NVIDIA
+    r = other_family_request(c)
+    if r is None:
+        return 0.0
+    if r.memreq and card_memory_mib:
+        mem_share = min(r.memreq / card_memory_mib, 1.0)
+    elif r.memreq == 0 and r.mempercentagereq not in (0, NO_PERCENTAGE):
+        mem_share = min(r.mempercentagereq, 100) / 100
+    else:
+        mem_share = 1.0
+    return r.nums * max(mem_share, min(max(r.coresreq, 0), 100) / 100)
 
 
 def gpu_request(pod: Pod, *, card_memory_mib: int | None = None) -> float:
@@ -155,6 +171,9 @@ def request_class(pod: Pod) -> str:
     for c in (*pod.init_containers, *pod.containers):
         n = c.value(GPU) or 0
         if n <= 0:
+            other = other_family_request(c)
+            if other is not None:
+                parts.append(_other_family_label(other))
             continue
         text = f"{n} GPU" + ("s" if n > 1 else "")
         gives = []
@@ -178,6 +197,19 @@ def request_class(pod: Pod) -> str:
     if policy:
         label += f" [{policy}]"
     return label
+
+
+def _other_family_label(r) -> str:
+    """``2 DCUs: 4000 MiB, 30% cores`` (whole cards: the count alone)."""
+    text = f"{r.nums} {r.type}" + ("s" if r.nums > 1 else "")
+    gives = []
+    if r.memreq:
+        gives.append(f"{r.memreq} MiB")
+    elif 0 < r.mempercentagereq < 100:
+        gives.append(f"{r.mempercentagereq}% memory")
+    if 0 < r.coresreq < 100:
+        gives.append(f"{r.coresreq}% cores")
+    return text + (": " + ", ".join(gives) if gives else "")
 
 
 class ShapeCache:

@@ -26,7 +26,7 @@ from hamisim.pods import (
 )
 
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
-              "AMD-MI100"]
+              "AMD-MI100", "DCU", "Hygon-dcu-Z100"]
 MODES = ["hami-core", "hami-core", "mps", "mig"]
 GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
                 "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
@@ -255,11 +255,26 @@ def quotas(draw):
     return out
 
 
+#: Hygon DCU's resources (hamisim.devices.hygon)
+DCU_KEYS = ("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores")
+
+
 @st.composite
 def containers(draw, gpu_likely: bool):
     limits = {}
     if not gpu_likely and draw(st.booleans()):
         return Container()
+    if draw(st.integers(0, 4)) == 0:
+        # a container of another family: Hygon DCU (counts at or below 0 and
+        # values beyond int32 drop the request, as in HAMi)
+        limits[DCU_KEYS[0]] = draw(st.sampled_from([1, 1, 1, 2, 3, 0, -1]))
+        if draw(st.booleans()):
+            limits[DCU_KEYS[1]] = draw(st.sampled_from([1000, 4000, 16000, 0, 2**31]))
+        if draw(st.booleans()):
+            limits[DCU_KEYS[2]] = draw(st.sampled_from([0, 25, 50, 100, 150, -1]))
+        if draw(st.integers(0, 6)) == 0:
+            return Container(requests=limits)
+        return Container(limits=limits)
     if draw(st.integers(0, 5)):
         limits[GPU] = draw(st.integers(1, 4))
     kind = draw(st.sampled_from(["mem", "mem", "pct", "none", "both"]))
@@ -311,6 +326,14 @@ def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
         ann["nvidia.com/use-gpuuuid"] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 6)) == 0:
         ann["nvidia.com/nouse-gpuuuid"] = _uuid_list(draw, card_ids)
+    if draw(st.integers(0, 6)) == 0:
+        ann["hygon.com/use-dcutype"] = draw(st.sampled_from(["dcu", "Z100", "nvidia", " "]))
+    if draw(st.integers(0, 6)) == 0:
+        ann["hygon.com/nouse-dcutype"] = draw(st.sampled_from(["Z100", "dcu", ""]))
+    if draw(st.integers(0, 8)) == 0:
+        ann["hygon.com/use-gpuuuid"] = _uuid_list(draw, card_ids)
+    if draw(st.integers(0, 8)) == 0:
+        ann["hygon.com/nouse-gpuuuid"] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 8)) == 0:
         ann["nvidia.com/vgpu-mode"] = draw(st.sampled_from(["hami-core", "mps", "mig", "",
                                                             "hami-core,mps"]))

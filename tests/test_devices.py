@@ -30,7 +30,7 @@ from hamisim.devices import backend_of, device_family, is_simulated, offered_to
 ])
 def test_family_is_hamis_case_insensitive_substring_rule(card_type, family):
     assert device_family(card_type) == family
-    assert is_simulated(card_type) == (family == "NVIDIA")
+    assert is_simulated(card_type) == (family in ("NVIDIA", "DCU"))
     assert offered_to("NVIDIA", card_type) == (family == "NVIDIA")
 
 
@@ -97,8 +97,8 @@ def test_cards_hamis_nvidia_backend_never_offers_count_in_no_figure(tmp_path, ca
     got, ts = _run(tmp_path, "with", WITH_NPUS)
     out, err = capsys.readouterr()
     assert "cluster.yaml:10: warning: card type 'Ascend910B' (16 cards on nodes npu-0, " \
-           "npu-1) does not contain 'NVIDIA'" in err
-    assert "3 nodes, 4 GPUs, and 16 cards not counted (not NVIDIA: 16 Ascend910B)" in out
+           "npu-1) contains neither 'NVIDIA' nor 'DCU'" in err
+    assert "3 nodes, 4 GPUs, and 16 cards not counted (no simulated family: 16 Ascend910B)" in out
     assert got["cluster"]["gpus"] == want["cluster"]["gpus"] == 4
     assert got["cluster"]["cards_not_counted"] == 16
     assert "cards_not_counted" not in want["cluster"]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from strategies import SLOW, clusters, pods
 
 from hamisim.cluster import Cluster
+from hamisim.devices import offered_to
 from hamisim.hami.reference import ReferenceScheduler
 from hamisim.sim.kernel import KernelScheduler
 
@@ -103,7 +104,8 @@ def _mig_in_use(sched) -> dict[str, int]:
     out = {}
     for cards in sched.card_usage():
         for c in cards:
-            if c.mode == "mig":
+            # MIG is NVIDIA's alone (a card of another type in mode "mig" is none)
+            if c.mode == "mig" and offered_to("NVIDIA", c.type):
                 mask = 0
                 for pl in c.mig_in_use:
                     mask |= pl.mask

@@ -517,7 +517,7 @@ def test_cards_hamis_nvidia_backend_never_offers_warn_once_and_are_not_gpus(tmp_
     assert main(["import", str(path), "--out", str(out)]) == 0
     stdout, err = capsys.readouterr()
     line = _line_of(path, '"hami.io/node-nvidia-register": "[{\\"id\\": \\"GPU-npu-a')
-    warned = [w for w in err.splitlines() if "does not contain 'NVIDIA'" in w]
+    warned = [w for w in err.splitlines() if "contains neither 'NVIDIA' nor 'DCU'" in w]
     assert warned == [w for w in warned if w.startswith(f"hamisim: {path}:{line}: warning: "
                                                        "card type 'Ascend910B' (2 cards on "
                                                        "node npu)")] and len(warned) == 1

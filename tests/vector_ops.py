@@ -46,7 +46,7 @@ def card(d: dict) -> ref.CardUsage:
 
 
 def pick_dict(p) -> dict:
-    return {"uuid": p.uuid, "type": "NVIDIA", "usedmem": p.usedmem, "usedcores": p.usedcores,
+    return {"uuid": p.uuid, "type": p.type, "usedmem": p.usedmem, "usedcores": p.usedcores,
             "idx": p.idx}
 
 
@@ -136,11 +136,14 @@ BACKENDS = {"reference": ReferenceOps()}
 # ---------------------------------------------------------------------------
 # The compiled kernel's test entry points
 # ---------------------------------------------------------------------------
-def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str = "NVIDIA"):
+def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str = "NVIDIA",
+                    all_offered: bool = False):
     """A kernel card table holding one node made of the vector's cards.
 
     ``req_type`` is the container's request type: it decides the vendor
-    filter (substring, any case) and the card-score type equality.
+    filter (substring, any case) and the card-score type equality;
+    ``all_offered``: every card is offered to the request's family (Fit's own
+    unit tests hand it the list as given).
     """
     from hamisim import _core
 
@@ -154,15 +157,17 @@ def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str =
         row = (pair_scores or {}).get(ca["id"], {})
         for b, cb in enumerate(cards):
             pair[a * k + b] = row.get(cb["id"], 0)
-    is_vendor = u8([req_type.upper() in c["type"].upper() for c in cards])
+    from hamisim.devices import family
+    fam = family(req_type) or family("NVIDIA")
+    offer = np.array([(1 << fam.fid) if all_offered or req_type.upper() in c["type"].upper()
+                      else 0 for c in cards], dtype=np.uint32)
     table = _core.CardTable(
         node_start=np.array([0, k], dtype=np.int64),
         pair_start=np.array([0, k * k], dtype=np.int64),
-        n_vendor=np.array([int(is_vendor.sum())], dtype=np.int64),
         count=i64("count"), devmem=i64("devmem"), devcore=i64("devcore"), numa=i64("numa"),
         index=i64("index"), health=u8([c["health"] for c in cards]),
-        cordoned=u8([False] * k), is_vendor=is_vendor,
-        type_exact=u8([c["type"] == req_type for c in cards]),
+        cordoned=u8([False] * k), offer=offer,
+        type_exact=u8([fam.fid + 1 if c["type"] == req_type else 0 for c in cards]),
         type_id=np.array([types.index(c["type"]) for c in cards], dtype=np.int32),
         mode_id=np.array([modes.index(c["mode"]) for c in cards], dtype=np.int32),
         used=i64("used"), usedmem=i64("usedmem"), usedcores=i64("usedcores"), pair=pair,
@@ -179,20 +184,27 @@ def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: l
     from hamisim.hami.policy import numa_bind
     from hamisim.sim.arrays import encode_policy, request_rows
 
+    from hamisim.devices import family
     mode, chain, n_chain = encode_policy(sort_policy)
     fp = parse_card_policy(fit_text)
     mode_ann = ann.get(ref.VGPU_MODE)
+    # the type and UUID filters of the request's family (NVIDIA's for a type no family has)
+    fam = family(reqs[0].type if reqs and reqs[0] is not None else "NVIDIA") \
+        or family("NVIDIA")
     return _core.PodSpec(
         request_rows(reqs, registered), n_init, mode, chain, n_chain, sort_policy.numa_bind,
         numa_bind(ann), fp.mutex, fp.topology,
         np.array([np.float32(x) for x in w], dtype=np.float32),
-        np.array([ref.type_allowed(ann, t) for t in types] or [1], dtype=np.uint8),
+        np.array([fam.use_type is None
+                  or ref.type_allowed(ann, t, fam.use_type, fam.nouse_type) for t in types]
+                 or [1], dtype=np.uint8),
         np.array([ref.mode_allowed(mode_ann, m) for m in modes] or [1], dtype=np.uint8),
-        np.array([ref.uuid_allowed(ann, c["id"]) for c in cards] or [1], dtype=np.uint8))
+        np.array([ref.uuid_allowed(ann, c["id"], fam.use_uuid, fam.nouse_uuid) for c in cards]
+                 or [1], dtype=np.uint8))
 
 
-def _kernel_picks(cards: list[dict], picks) -> list[dict]:
-    return [{"uuid": cards[p]["id"], "type": "NVIDIA", "usedmem": int(m), "usedcores": int(c),
+def _kernel_picks(cards: list[dict], picks, word: str = "NVIDIA") -> list[dict]:
+    return [{"uuid": cards[p]["id"], "type": word, "usedmem": int(m), "usedcores": int(c),
              "idx": cards[p]["index"]} for p, m, c in picks]
 
 
@@ -283,8 +295,9 @@ class KernelOps:
         text = pod_gpu_policy(case.get("default_gpu_policy", ""), ann)
         # Fit receives the list as given: the kernel's fit_on_node counts every
         # card as a vendor card.
-        table, types, modes = _one_node_table(cards, case.get("pair_scores"))
         r = request(case["request"])
+        table, types, modes = _one_node_table(cards, case.get("pair_scores"), r.type,
+                                              all_offered=True)
         spec = _pod_spec([r], 0, parse_card_policy(text), text, ann, cards, types, modes)
         perm = list(range(len(cards)))
         if case.get("sort"):
@@ -296,7 +309,7 @@ class KernelOps:
         core = _core.Core(table)
         ok, picks, counts, n_cards = core.fit_on_node(spec, 0, 0, perm)
         reason = "" if ok else fit_reason(dict(zip(REASONS, counts)), n_cards)
-        return ok, _kernel_picks(cards, picks), reason
+        return ok, _kernel_picks(cards, picks, r.type), reason
 
     def fit_container(self, case: dict) -> tuple[bool, list[str], str]:
         from hamisim import _core

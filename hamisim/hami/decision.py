@@ -64,6 +64,8 @@ class Pick:
     #: on a MIG card: ``(profile, start, size)`` HAMi chose (the pod's
     #: ``hami.io/vgpu-mig-allocations`` entry); ``None`` elsewhere
     mig: tuple[str, int, int] | None = None
+    #: the request's type: its device family's common word (``NVIDIA``, ``DCU``)
+    type: str = "NVIDIA"
 
 
 @dataclass
@@ -89,6 +91,9 @@ class Decision:
     #: them under the card *model* type, so only nodes whose cards are typed
     #: exactly ``NVIDIA`` show them (HAMI-SEMANTICS §9.1.9).
     pad_empty: bool = True
+    #: the other families whose lists HAMi pads the same way on this node (a
+    #: card typed exactly their word there): their common words
+    pad_words: frozenset[str] = frozenset()
     reasons_factory: Callable[[], dict[str, list[str]]] | None = field(
         default=None, repr=False, compare=False)
     #: a bound pod's usage as ``(card rows, slots, memory, cores)`` in cluster card
@@ -138,7 +143,8 @@ class Decision:
         if self._devices is None:
             if self.node is None or not any(self.containers):
                 return None
-            self._devices = devices_annotation(self.containers, self.pad_empty)
+            self._devices = devices_annotation(self.containers, self.pad_empty,
+                                               self.pad_words)
         return self._devices
 
     @property
@@ -165,15 +171,39 @@ def parse_reason(reason: str) -> dict[str, int]:
     return out
 
 
-def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = True) -> str:
-    """Encode ``hami.io/vgpu-devices-allocated`` for NVIDIA.
+def devices_annotation(containers: Sequence[Sequence[Pick]], pad_empty: bool = True,
+                       pad_words: Iterable[str] = ()) -> str:
+    """Encode the pod's allocation annotation (``hami.io/vgpu-devices-allocated``
+    for NVIDIA, ``hami.io/dcu-devices-allocated`` for DCU, ...).
 
-    Each card ``UUID,NVIDIA,<mem>,<cores>:``; each container closed by ``;``.
-    GPU-less containers give an empty segment only when ``pad_empty``.
+    Each card ``UUID,<type>,<mem>,<cores>:`` (``type``: its family's word);
+    each container closed by ``;``. A container without cards of the family
+    gives an empty segment only when the family's list is padded on the node
+    (NVIDIA: ``pad_empty``; another family: its word in ``pad_words``). A pod
+    with cards of several families (one family per container) gets each
+    family's value, in :data:`hamisim.devices.FAMILIES` order, joined by a
+    space (a hamisim convention: HAMi writes one annotation per family).
     """
-    return "".join(
-        "".join(f"{p.uuid},NVIDIA,{p.usedmem},{p.usedcores}:" for p in picks) + ";"
-        for picks in containers if picks or pad_empty)
+    from hamisim.devices import SIMULATED_FAMILIES
+    present = {p.type for picks in containers for p in picks}
+    if present <= {"NVIDIA"}:
+        return _family_list(containers, "NVIDIA", pad_empty)
+    pads = set(pad_words)
+    return " ".join(_family_list(containers, word, pad_empty if word == "NVIDIA"
+                                 else word in pads)
+                    for word in SIMULATED_FAMILIES if word in present)
+
+
+def _family_list(containers: Sequence[Sequence[Pick]], word: str, pad: bool) -> str:
+    out = []
+    for picks in containers:
+        own = [p for p in picks if p.type == word]
+        if own:
+            out.append("".join(f"{p.uuid},{word},{p.usedmem},{p.usedcores}:" for p in own)
+                       + ";")
+        elif pad:
+            out.append(";")
+    return "".join(out)
 
 
 def mig_allocations_annotation(containers: Sequence[Sequence[Pick]],
@@ -209,3 +239,11 @@ def encode_mig_allocations(entries: Sequence[tuple[int, int, str, str, int, int]
 def pads_empty_segments(card_types: Iterable[str]) -> bool:
     """Whether a node's annotation keeps empty segments (a card typed exactly ``NVIDIA``)."""
     return any(t == "NVIDIA" for t in card_types)
+
+
+def padded_words(card_types: Iterable[str]) -> frozenset[str]:
+    """The families other than NVIDIA whose lists a node pads: those with a card
+    typed exactly their word there (HAMi pads under ``nodeDeviceBaseTypes``)."""
+    from hamisim.devices import SIMULATED_FAMILIES
+    types = set(card_types)
+    return frozenset(w for w in SIMULATED_FAMILIES if w != "NVIDIA" and w in types)

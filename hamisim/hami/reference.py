@@ -21,7 +21,7 @@ import numpy as np
 
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
-from hamisim.devices import offered_to
+from hamisim.devices import FAMILIES, SIMULATED_FAMILIES, family, offered_to
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
     NODE_INSUFFICIENT_DEVICE,
@@ -30,6 +30,7 @@ from hamisim.hami.decision import (
     Pick,
     failed_scheduling_message,
     fit_reason,
+    padded_words,
     pads_empty_segments,
 )
 from hamisim.hami.gosort import go_sort
@@ -351,8 +352,13 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
         policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
         trace: Tracer | None = None,
         quota: Callable[[list[Pick]], bool] | None = None) -> FitResult:
-    """HAMi's NVIDIA ``Fit``: walk ``cards`` (already sorted) from the last one.
+    """HAMi's ``Fit`` of the request's family: walk ``cards`` (already sorted,
+    offered to the family) from the last one.
 
+    NVIDIA's Fit has every step below; another family's
+    (:class:`hamisim.devices.Family`) skips those it lacks (only NVIDIA reads
+    ``vgpu-mode``, the device cordon, ``numa-bind``, the quota, MIG and
+    ``topology-aware``) and reads its own type and UUID annotations.
     ``policy`` is the pod's card policy string (annotation, else scheduler
     default); only its ``mutex`` and ``topology-aware`` tokens act here.
     ``quota``: HAMi's ResourceQuota check, called with this container's
@@ -360,8 +366,13 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     namespace has no quota. Usage is not updated; the caller adds the picks.
     """
     cp = parse_card_policy(policy)
-    bind = numa_bind(annotations)
-    mode_ann = annotations.get(VGPU_MODE)
+    fam = family(request.type) or FAMILIES[0]
+    word_ok = request.type == fam.word
+    bind = fam.numa_bind and numa_bind(annotations)
+    topology = fam.topology and cp.topology
+    if not fam.fit_quota:
+        quota = None
+    mode_ann = annotations.get(VGPU_MODE) if fam.checks_mode else None
     origin = nums = request.nums
     coresreq = request.coresreq
     prevnuma = -1
@@ -378,12 +389,13 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardNotHealth"] += 1
             _visit(trace, card, "CardNotHealth")
             continue
-        if card.cordoned:
+        if fam.checks_cordon and card.cordoned:
             reasons["CardCordoned"] += 1
             _visit(trace, card, "CardCordoned")
             continue
-        if (not type_allowed(annotations, card.type) or not mode_allowed(mode_ann, card.mode)
-                or request.type != "NVIDIA"):
+        if ((fam.use_type is not None
+             and not type_allowed(annotations, card.type, fam.use_type, fam.nouse_type))
+                or not mode_allowed(mode_ann, card.mode) or not word_ok):
             reasons["CardTypeMismatch"] += 1
             _visit(trace, card, "CardTypeMismatch")
             continue
@@ -393,7 +405,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             if nums != origin:
                 reasons["NumaNotFit"] += len(picks)
             nums, prevnuma, picks, queued = origin, card.numa, [], {}
-        if not uuid_allowed(annotations, card.id):
+        if not uuid_allowed(annotations, card.id, fam.use_uuid, fam.nouse_uuid):
             reasons["CardUuidMismatch"] += 1
             _visit(trace, card, "CardUuidMismatch")
             continue
@@ -434,7 +446,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardComputeUnitsExhausted"] += 1
             _visit(trace, card, "CardComputeUnitsExhausted")
             continue
-        mig = card.mode == MIG_MODE
+        mig = fam.mig and card.mode == MIG_MODE
         if mig:
             # §11.3 CustomFilterRule: a profile >= mem with a free placement,
             # after this Fit's earlier picks on the card took theirs
@@ -445,15 +457,15 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
                 _visit(trace, card, "CardMigTopologyInfeasible")
                 continue
             on_card.append(choice[1])
-        picks.append(Pick(card.id, mem, coresreq, card.index))
+        picks.append(Pick(card.id, mem, coresreq, card.index, type=request.type))
         _visit(trace, card, "picked")
-        if not cp.topology:
+        if not topology:
             nums -= 1
             if nums == 0:
                 return FitResult(True, picks, reasons, len(cards))
         if mig:
             i += 1          # §11.4 a MIG card is visited again for the next instance
-    if cp.topology:
+    if topology:
         if len(picks) == origin:
             return FitResult(True, picks, reasons, len(cards))
         if len(picks) > origin:
@@ -471,7 +483,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    annotations: Mapping[str, str], policy: CardPolicy,
                    weights: tuple[int, int, int] = (1, 1, 1),
                    pair_scores: Mapping[str, Mapping[str, int]] | None = None,
-                   registered_types: Sequence[str] = ("NVIDIA",),
+                   registered_types: Sequence[str] = SIMULATED_FAMILIES,
                    trace: Tracer | None = None,
                    quota: Callable[[list[Pick]], bool] | None = None,
                    card_order: Callable[[CardUsage, Request], float] | None = None,
@@ -514,7 +526,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
         added = []
         for p in res.picks:
             card = by_id[p.uuid]
-            if card.mode == MIG_MODE:
+            if card.mode == MIG_MODE and k.type == "NVIDIA":
                 # §11.5 AddResourceUsage: the pick becomes the profile it gets
                 choice = select_candidate(card.mig_profiles, card.mig_in_use, p.usedmem)
                 if choice is None:
@@ -945,7 +957,8 @@ class ReferenceScheduler:
         self.pods[pod.name] = _Cached(i, res.containers, n_init, pod.cpu_milli,
                                       pod.memory_mib, pod.namespace, policy.reserve)
         return Decision(pod.name, nodes[i].name, res.containers, node_index=i,
-                        pad_empty=pads_empty_segments(c.type for c in nodes[i].cards))
+                        pad_empty=pads_empty_segments(c.type for c in nodes[i].cards),
+                        pad_words=padded_words(c.type for c in nodes[i].cards))
 
 
     def _user_choice(self, fits: list, usage: list, pod: Pod, tie_break: str,

@@ -83,6 +83,7 @@ import warnings
 from fractions import Fraction
 from typing import Collection, Iterable, Mapping, NamedTuple
 
+from hamisim.devices import FAMILIES
 from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
@@ -134,7 +135,13 @@ CONTAINER_COLUMN_RESOURCES: dict[str, str] = {
     "gpucores": GPUCORES,
 }
 _LIST_COLUMNS = frozenset({"use_gputype", "nouse_gputype", "use_gpuuuid", "nouse_gpuuuid"})
-_RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values())
+#: the other simulated families' resources (hamisim.devices), by their vendors' names
+FAMILY_RESOURCES: dict[str, tuple[str, ...]] = {
+    f.word: (f.count_name, f.memory_name, f.cores_name) for f in FAMILIES
+    if f.word != "NVIDIA"}
+_RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values()) | frozenset(
+    name for names in FAMILY_RESOURCES.values() for name in names)
+_RESOURCE_OF_NVIDIA = frozenset(CONTAINER_COLUMN_RESOURCES.values())
 _CONTAINER_KEYS = frozenset(CONTAINER_COLUMN_RESOURCES) | {"limits", "requests"}
 _INIT_CONTAINER_KEYS = _CONTAINER_KEYS | {"restart_policy"}
 #: the resources kube-scheduler's NodeResourcesFit counts, as Kubernetes quantities
@@ -464,6 +471,13 @@ def _container_parts(value: Value, what: str, *, init: bool = False) -> _Parts:
             raise v.error("an init container's 'restart_policy' can only be Always (a "
                           f"sidecar; leave it out for a plain init container), got {v.describe()}")
         sidecar = True
+    asked = [word for word, names in (("NVIDIA", tuple(_RESOURCE_OF_NVIDIA)),
+                                      *FAMILY_RESOURCES.items())
+             if any(n in limits or n in requests for n in names)]
+    if len(asked) > 1:
+        raise doc.error(f"{what} asks for cards of {' and '.join(asked)}: hamisim models one "
+                        "device family per container (put each family's resources in a "
+                        "container of its own)")
     return _Parts(Container(limits=limits, requests=requests), kube[0], kube[1], sidecar)
 
 

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster, Node
-from hamisim.devices import nvidia_flags
+from hamisim.devices import FAMILIES, exact_family, family, offer_mask, offered_to
 from hamisim.hami.mig import MIG_MODE, candidate_order, ordered_placements
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
@@ -38,17 +38,21 @@ from hamisim.kube.filters import static_reason
 from hamisim.pods import Pod, Request
 
 __all__ = ["ClusterState", "PodEncoding", "encode_pod", "mig_arrays", "FilterTable", "REQ_FIELDS",
-           "REQ_REGISTERED", "REQ_NVIDIA", "UNCONSTRAINED"]
+           "REQ_REGISTERED", "REQ_WORD", "UNCONSTRAINED", "ANY_MODE"]
 
 #: Columns of a request row: ``nums`` (0 = the container asks for no card),
-#: ``memreq``, ``mempercentagereq``, ``coresreq``, and type flags.
-REQ_FIELDS = ("nums", "memreq", "pct", "coresreq", "flags")
+#: ``memreq``, ``mempercentagereq``, ``coresreq``, type flags, and the device
+#: family (:attr:`hamisim.devices.Family.fid`; a type no family has: NVIDIA's).
+REQ_FIELDS = ("nums", "memreq", "pct", "coresreq", "flags", "family")
 #: ``flags`` bit: the request type is a registered device type (else Fit is
 #: never reached: "Device type not found").
 REQ_REGISTERED = 1
-#: ``flags`` bit: the request type is exactly ``"NVIDIA"`` (else every card is
-#: a ``CardTypeMismatch``). Requests generated from pods always carry both.
-REQ_NVIDIA = 2
+#: ``flags`` bit: the request type is exactly its family's common word
+#: (``"NVIDIA"``, ``"DCU"``; else every card is a ``CardTypeMismatch``).
+#: Requests generated from pods always carry both.
+REQ_WORD = 2
+#: the mode name of cards whose family's Fit reads no mode (every pod accepts it)
+ANY_MODE = "\x00any mode"
 #: ``alloc_cpu`` / ``alloc_mem`` value of a node that does not constrain it.
 UNCONSTRAINED = -1
 
@@ -87,21 +91,33 @@ class ClusterState:
         self.numa = np.array([c.numa for c in cards], dtype=_I64)
         self.index = np.array([c.index for c in cards], dtype=_I64)
         self.health = np.array([bool(c.health) for c in cards], dtype=np.uint8)
-        self.cordoned = np.array([c.id in nd.cordon for nd in nodes for c in nd.cards],
-                                 dtype=np.uint8)
-        # HAMi's vendor filter: the request type "NVIDIA" is a case-insensitive
-        # substring of the card type (HAMI-SEMANTICS §5.1; hamisim.devices decides).
-        self.is_nvidia = np.array(nvidia_flags(cards), dtype=np.uint8)
-        # The card-score quirk (§3.1): the request counts only when the card
-        # type equals the request type "NVIDIA" exactly.
-        self.type_exact = np.array([c.type == "NVIDIA" for c in cards], dtype=np.uint8)
-        self.type_names: list[str] = list(dict.fromkeys(c.type for c in cards))
-        self.mode_names: list[str] = list(dict.fromkeys(c.mode for c in cards))
+        # HAMi's vendor filter: a request's type (its family's word) is a
+        # case-insensitive substring of the card type (HAMI-SEMANTICS §5.1;
+        # hamisim.devices decides), as bits per family
+        masks = {t: offer_mask(t) for t in dict.fromkeys(c.type for c in cards)}
+        self.offer = np.array([masks[c.type] for c in cards], dtype=np.uint32)
+        nv_bit = 1 << FAMILIES[0].fid
+        # hami.io/device-cordon binds NVIDIA's Fit alone
+        self.cordoned = np.array([c.id in nd.cordon and bool(masks[c.type] & nv_bit)
+                                  for nd in nodes for c in nd.cards], dtype=np.uint8)
+        # The card-score quirk (§3.1): a request counts only when the card type
+        # equals the request type (its family's word) exactly: that family + 1
+        self.type_exact = np.array([exact_family(c.type) for c in cards], dtype=np.uint8)
+        self.type_names: list[str] = list(masks)
+        # only NVIDIA's Fit reads a card's mode (nvidia.com/vgpu-mode): the
+        # other families' cards share a mode every pod accepts
+        modes = [c.mode if masks[c.type] & nv_bit else ANY_MODE for c in cards]
+        self.mode_names: list[str] = list(dict.fromkeys(modes))
         tid = {t: i for i, t in enumerate(self.type_names)}
         mid = {m: i for i, m in enumerate(self.mode_names)}
         self.type_id = np.array([tid[c.type] for c in cards], dtype=np.int32)
-        self.mode_id = np.array([mid[c.mode] for c in cards], dtype=np.int32)
-        self.n_vendor = np.array([sum(nvidia_flags(nd.cards)) for nd in nodes], dtype=_I64)
+        self.mode_id = np.array([mid[m] for m in modes], dtype=np.int32)
+        #: whether any card belongs to a family other than NVIDIA (type and
+        #: UUID filters then read each family's own annotations)
+        self.mixed = bool((self.offer & ~np.uint32(nv_bit)).any())
+        self._type_family = [_family_of_type(t) for t in self.type_names]
+        self._card_family = [None] * n if not self.mixed else \
+            [_family_of_type(c.type) for c in cards]
 
         # Pair scores (hami.io/node-nvidia-score): per node a dense k x k block,
         # row a / column b = score of (card a, card b) in registration order,
@@ -139,7 +155,8 @@ class ClusterState:
         self.req_mem = np.zeros(n_nodes, dtype=_I64)
 
         # MIG: the kernel's profile and placement tables (mig_arrays)
-        self.mig_arrays, self.mp_name, self.pl_place = mig_arrays(cards)
+        self.mig_arrays, self.mp_name, self.pl_place = mig_arrays(
+            cards, [bool(m & nv_bit) for m in self.offer.tolist()])
         #: whether any card is in mig mode
         self.has_mig = bool(self.mig_arrays["is_mig"].any())
 
@@ -149,10 +166,15 @@ class ClusterState:
 
     # -- per-attempt filters ---------------------------------------------
     def type_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
-        """``use/nouse-gputype`` per type id (shared all-ones without them)."""
-        if USE_TYPE not in annotations and NOUSE_TYPE not in annotations:
-            return self._ones_types
-        return np.array([type_allowed(annotations, t) for t in self.type_names] or [1],
+        """``use/nouse-gputype`` per type id (shared all-ones without them);
+        a type of another family: that family's type annotations."""
+        if not self.mixed:
+            if USE_TYPE not in annotations and NOUSE_TYPE not in annotations:
+                return self._ones_types
+            return np.array([type_allowed(annotations, t) for t in self.type_names] or [1],
+                            dtype=np.uint8)
+        return np.array([_type_ok(annotations, t, f)
+                         for t, f in zip(self.type_names, self._type_family)] or [1],
                         dtype=np.uint8)
 
     def mode_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
@@ -160,11 +182,16 @@ class ClusterState:
         if VGPU_MODE not in annotations:
             return self._ones_modes
         value = annotations[VGPU_MODE]
-        return np.array([mode_allowed(value, m) for m in self.mode_names] or [1],
-                        dtype=np.uint8)
+        return np.array([m == ANY_MODE or mode_allowed(value, m) for m in self.mode_names]
+                        or [1], dtype=np.uint8)
 
     def uuid_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
-        """``use/nouse-gpuuuid`` per card row (shared all-ones without them)."""
+        """``use/nouse-gpuuuid`` per card row (shared all-ones without them);
+        a card of another family: that family's UUID annotations."""
+        if self.mixed:
+            return np.array([_uuid_ok(annotations, cid, f)
+                             for cid, f in zip(self.card_ids, self._card_family)] or [1],
+                            dtype=np.uint8)
         if USE_UUID not in annotations and NOUSE_UUID not in annotations:
             return self._ones_cards
         # Every card not named in either list gets the same answer; ask the
@@ -180,7 +207,24 @@ class ClusterState:
         return mask
 
 
-def mig_arrays(cards: Sequence) -> tuple[dict[str, np.ndarray], list[str], list[tuple[int, int]]]:
+def _family_of_type(card_type: str):
+    """The family whose filters a card of this type answers to: the first
+    family it is offered to (NVIDIA's when none)."""
+    return next((f for f in FAMILIES if offered_to(f.word, card_type)), FAMILIES[0])
+
+
+def _type_ok(annotations: Mapping[str, str], card_type: str, fam) -> bool:
+    if fam.use_type is None:
+        return True
+    return type_allowed(annotations, card_type, fam.use_type, fam.nouse_type)
+
+
+def _uuid_ok(annotations: Mapping[str, str], card_id: str, fam) -> bool:
+    return uuid_allowed(annotations, card_id, fam.use_uuid, fam.nouse_uuid)
+
+
+def mig_arrays(cards: Sequence, nvidia: Sequence[bool] | None = None,
+               ) -> tuple[dict[str, np.ndarray], list[str], list[tuple[int, int]]]:
     """The MIG arrays of the kernel (``_core.CardTable``'s ``mig``) for ``cards``
     (card rows in order): per row its profiles in selectMigCandidate's order,
     per profile its placements in HAMi's try order (those of the first profile
@@ -188,7 +232,9 @@ def mig_arrays(cards: Sequence) -> tuple[dict[str, np.ndarray], list[str], list[
     equal profile lists share one table. Also per profile row its name and per
     placement row ``(start, size)`` (a pick's :attr:`~hamisim.hami.decision.Pick.mig`)."""
     n = len(cards)
-    is_mig = np.array([c.mode == MIG_MODE for c in cards], dtype=np.uint8)
+    # MIG is NVIDIA's alone: a card of another family in mode "mig" is not one
+    is_mig = np.array([c.mode == MIG_MODE and (nvidia is None or nvidia[r])
+                       for r, c in enumerate(cards)], dtype=np.uint8)
     p0 = np.zeros(n, dtype=_I64)
     p1 = np.zeros(n, dtype=_I64)
     max_end = np.zeros(n, dtype=_I64)
@@ -259,16 +305,26 @@ class PodEncoding:
 
 
 def request_rows(requests: Sequence[Request | None],
-                 registered_types: Sequence[str] = ("NVIDIA",)) -> np.ndarray:
-    """Per-container request rows; ``None`` (no card asked) gives ``nums == 0``."""
+                 registered_types: Sequence[str] | None = None) -> np.ndarray:
+    """Per-container request rows; ``None`` (no card asked) gives ``nums == 0``.
+    ``registered_types``: HAMi's registered device types (default: every
+    simulated family's word)."""
+    if registered_types is None:
+        registered_types = SIMULATED_WORDS
     req = np.zeros((len(requests), len(REQ_FIELDS)), dtype=_I64)
     for j, r in enumerate(requests):
         if r is None:
             continue
+        fam = family(r.type)
         flags = (REQ_REGISTERED if r.type in registered_types else 0) | \
-            (REQ_NVIDIA if r.type == "NVIDIA" else 0)
-        req[j] = (r.nums, r.memreq, r.mempercentagereq, r.coresreq, flags)
+            (REQ_WORD if fam is not None else 0)
+        req[j] = (r.nums, r.memreq, r.mempercentagereq, r.coresreq, flags,
+                  fam.fid if fam is not None else FAMILIES[0].fid)
     return req
+
+
+#: the words of the simulated families (HAMi registers each unconditionally)
+SIMULATED_WORDS: tuple[str, ...] = tuple(f.word for f in FAMILIES)
 
 
 def encode_policy(policy: CardPolicy) -> tuple[int, np.ndarray, int]:

@@ -46,6 +46,7 @@ import simpy
 
 from hamisim import _failtext, _replay, _research
 from hamisim.cluster import Cluster
+from hamisim.devices import FAMILIES
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
@@ -589,6 +590,9 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 **_controllers(trace, order, n_init, replay),
                 node_start=np.ascontiguousarray(state.node_start, dtype=np.int64),
                 pad_empty=np.array(sched._pad_empty, dtype=np.uint8),
+                pad_fam=np.array([sum(1 << f.fid for f in FAMILIES if f.word in words)
+                                  for words in sched._pad_words], dtype=np.uint32),
+                fam_words=[f.word.encode() for f in FAMILIES],
                 aligned=np.array(sched._aligned, dtype=np.uint8),
                 card_ids=list(state.card_ids),
                 retry=config.retry != "none" and config.mode == "replay",

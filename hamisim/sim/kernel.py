@@ -25,6 +25,7 @@ import numpy as np
 
 from hamisim import _core
 from hamisim.cluster import Cluster
+from hamisim.devices import FAMILIES
 from hamisim.errors import HamisimError
 from hamisim.hami import policy as _policy
 from hamisim.hami.decision import (
@@ -38,6 +39,7 @@ from hamisim.hami.decision import (
     Pick,
     fit_reason,
     histogram_message,
+    padded_words,
     pads_empty_segments,
 )
 from hamisim.hami.policy import (
@@ -61,8 +63,8 @@ from hamisim.registry import is_plugin_policy
 from hamisim.shapes import ShapeCache
 from hamisim.sim.arrays import (
     REQ_FIELDS,
-    REQ_NVIDIA,
     REQ_REGISTERED,
+    REQ_WORD,
     ClusterState,
     FilterTable,
     encode_pod,
@@ -77,7 +79,8 @@ assert all(_core.CODES[k] == getattr(_policy, k) for k in (
     "KEY_SPREAD", "KEY_NUMA")), "hamisim._core policy codes out of date"
 assert _core.CODES["NO_PERCENTAGE"] == NO_PERCENTAGE
 assert _core.CODES["Q_WIDTH"] == len(REQ_FIELDS)
-assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_NVIDIA"]) == (REQ_REGISTERED, REQ_NVIDIA)
+assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_WORD"]) == (REQ_REGISTERED, REQ_WORD)
+assert _core.CODES["FAM_NVIDIA"] == FAMILIES[0].fid == 0 and FAMILIES[0].word == "NVIDIA"
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
 
 ST = _core.ST_NAMES
@@ -94,10 +97,10 @@ def card_table(state: ClusterState, aligned: np.ndarray | None = None) -> _core.
     ``aligned``: per node, 0 = HAMi's list drops GPU-less containers, 1 = it
     keeps them, 2 = the corrected accounting (see ``_core.CardTable``)."""
     return _core.CardTable(
-        node_start=state.node_start, pair_start=state.pair_start, n_vendor=state.n_vendor,
+        node_start=state.node_start, pair_start=state.pair_start,
         count=state.count, devmem=state.devmem, devcore=state.devcore, numa=state.numa,
         index=state.index, health=state.health, cordoned=state.cordoned,
-        is_vendor=state.is_nvidia, type_exact=state.type_exact, type_id=state.type_id,
+        offer=state.offer, type_exact=state.type_exact, type_id=state.type_id,
         mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
         usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
         alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem,
@@ -163,6 +166,8 @@ class _Shape:
     gate: np.ndarray | None = None
     #: the what-if mutex-reserve: a bound pod of this shape reserves its cards
     reserve: bool = False
+    #: per container, its request's type (the family word its picks carry)
+    words: tuple[str, ...] = ()
 
 
 #: Distinct pod shapes remembered per scheduler (a trace has a few hundred).
@@ -199,6 +204,7 @@ class KernelScheduler:
                                                   self.state.n_nodes)
         self._reason_cache: dict[tuple, str] = {}
         self._pad_empty = [pads_empty_segments(c.type for c in n.cards) for n in cluster.nodes]
+        self._pad_words = [padded_words(c.type for c in n.cards) for n in cluster.nodes]
         #: ResourceQuota: namespaces with a limit -> (MiB, cores) their pods hold,
         #: and each such pod's namespace and share
         self._quota_ns = {ns for ns in cluster.quotas if cluster.quota_of(ns) is not None}
@@ -207,7 +213,7 @@ class KernelScheduler:
         self._shapes = ShapeCache(None, _SHAPE_CACHE_SIZE)
         self._random_ties = self.config.node_tie_break == "random"
         self._index = self.state.index.tolist()
-        self._picks: dict[tuple[int, int, int], Pick] = {}
+        self._picks: dict[tuple[int, int, int, str], Pick] = {}
         self.filters = FilterTable(cluster.nodes, hides_taints(self.config.kube_scheduler_version))
         #: the vectorised Python node policy bound to the kernel's row buffers, or None
         self.ranker: RowRanker | None = None
@@ -339,7 +345,8 @@ class KernelScheduler:
         spec.user_rank = wants_gpu and self.ranker is not None and pod_node_policy(
             cfg.node_scheduler_policy, pod.annotations) == cfg.node_scheduler_policy
         return _Shape(spec, len(requests), n_init, wants_gpu, node_spread, None, gate,
-                      policy is not None and policy.reserve)
+                      policy is not None and policy.reserve,
+                      tuple("NVIDIA" if r is None else r.type for r in requests))
 
     def potential_nodes(self) -> int:
         """Nodes the failed attempt just made rejected with kube-scheduler's
@@ -447,15 +454,18 @@ class KernelScheduler:
             pick_of.clear()
         containers = []
         if state.has_mig:
-            containers = self._mig_containers(r0, picks, core.mig_picks(n_req))
+            containers = self._mig_containers(r0, picks, core.mig_picks(n_req), shape.words)
             picks = []          # the general path below counts the instances
-        for cp in picks:
+        words = shape.words
+        for ci, cp in enumerate(picks):
             row = []
+            word = words[ci] if words else "NVIDIA"
             for p, m, c in cp:
-                # Picks are immutable: one object per (card, memory, cores).
-                pk = pick_of.get((r0 + p, m, c))
+                # Picks are immutable: one object per (card, memory, cores, type).
+                pk = pick_of.get((r0 + p, m, c, word))
                 if pk is None:
-                    pk = pick_of[r0 + p, m, c] = Pick(ids[r0 + p], m, c, index[r0 + p])
+                    pk = pick_of[r0 + p, m, c, word] = Pick(ids[r0 + p], m, c, index[r0 + p],
+                                                            type=word)
                 row.append(pk)
             containers.append(row)
         if n_init == 0 and n_req == 1 and not state.has_mig:
@@ -469,18 +479,21 @@ class KernelScheduler:
             b = self._bind(pod.name, node, containers, n_init, pod.cpu_milli, pod.memory_mib,
                            pod.namespace, shape.reserve)
         return Decision(pod.name, names[node], containers, node_index=node,
-                        pad_empty=self._pad_empty[node], usage=(b.rows, b.used, b.mem, b.cores))
+                        pad_empty=self._pad_empty[node], pad_words=self._pad_words[node],
+                        usage=(b.rows, b.used, b.mem, b.cores))
 
-    def _mig_containers(self, r0: int, picks: list, mig: list) -> list[list[Pick]]:
+    def _mig_containers(self, r0: int, picks: list, mig: list,
+                        words: tuple[str, ...] = ()) -> list[list[Pick]]:
         """The picks of a cluster with MIG cards, each with its MIG instance."""
         state = self.state
         ids, index = state.card_ids, self._index
         out = []
-        for cp, cm in zip(picks, mig):
+        for ci, (cp, cm) in enumerate(zip(picks, mig)):
             row = []
+            word = words[ci] if words else "NVIDIA"
             for (p, m, c), (prof, pl) in zip(cp, cm):
                 inst = None if prof < 0 else (state.mp_name[prof], *state.pl_place[pl])
-                row.append(Pick(ids[r0 + p], m, c, index[r0 + p], inst))
+                row.append(Pick(ids[r0 + p], m, c, index[r0 + p], inst, word))
             out.append(row)
         return out
 

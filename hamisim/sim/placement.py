@@ -44,9 +44,10 @@ _NAN = float("nan")
 
 
 def card_ids_of(devices: str) -> list[str]:
-    """The distinct card ids of a ``hami.io/vgpu-devices-allocated`` value, in order."""
+    """The distinct card ids of a ``hami.io/vgpu-devices-allocated`` value, in order
+    (several families' values: joined by a space after a ``;``)."""
     seen: dict[str, None] = {}
-    for segment in devices.replace(";", ":").split(":"):
+    for segment in devices.replace("; ", ";").replace(";", ":").split(":"):
         if segment:
             seen.setdefault(segment.split(",", 1)[0], None)
     return list(seen)

@@ -476,14 +476,16 @@ class _Series:
         # one entry per (pod, container, card) of the annotations
         rows, ctr, col, mem, core = [], [], [], [], []
         for i, text in enumerate(bound["devices"].tolist()):
-            for c, container in enumerate(text.split(";")[:-1]):
-                for entry in container.split(":")[:-1]:
-                    uuid, _, used_mem, used_cores = entry.split(",")
-                    rows.append(i)
-                    ctr.append(c)
-                    col.append(column[uuid])
-                    mem.append(int(used_mem))
-                    core.append(int(used_cores))
+            # several device families: their values joined by a space after a ';'
+            for value in text.split("; "):
+                for c, container in enumerate(value.rstrip(";").split(";")):
+                    for entry in container.split(":")[:-1]:
+                        uuid, _, used_mem, used_cores = entry.split(",")
+                        rows.append(i)
+                        ctr.append(c)
+                        col.append(column[uuid])
+                        mem.append(int(used_mem))
+                        core.append(int(used_cores))
         self.e_row = np.array(rows, dtype=np.int64)
         self.e_ctr = np.array(ctr, dtype=np.int64)
         self.e_col = np.array(col, dtype=np.int64)

@@ -581,7 +581,7 @@ def describe_cluster(prep: Prepared, path: str) -> str:
     quotas = sum(1 for ns in prep.cluster.quotas if prep.cluster.quota_of(ns) is not None)
     return (f"{os.path.basename(path)}: {count(len(prep.cluster.nodes), 'node')}, "
             f"{count(prep.cluster.n_cards, 'GPU')}" + (f" ({kinds(gpu)})" if len(gpu) > 1 else "")
-            + (f", and {count(sum(other.values()), 'card')} not counted (not NVIDIA: "
+            + (f", and {count(sum(other.values()), 'card')} not counted (no simulated family: "
                f"{kinds(other)})" if other else "")
             + (f", HAMi ResourceQuota in {count(quotas, 'namespace')}" if quotas else ""))
 

@@ -10,33 +10,49 @@ cards whose type *contains* that word, case-insensitively
 strings.ToLower(card type), strings.ToLower(request type))``). That test is
 the whole of a card's family as HAMi decides it.
 
-hamisim simulates the NVIDIA backend only (:data:`SIMULATED_FAMILIES`): a card
-whose type does not contain ``NVIDIA`` (an ``Ascend910B``, an ``MLU370``, an
-empty type) is offered to no simulated pod, so it is never scheduled and is
+hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU; one
+module each in this package, sharing :class:`~hamisim.devices.family.Family`):
+a card whose type contains none of their words (an ``Ascend910B``, an
+``MLU370``, an empty type) is offered to no simulated pod, so it is never scheduled and is
 left out of every GPU total and denominator (:attr:`hamisim.cluster.Cluster.n_cards`,
 the meter's ``hami_gpu_total``, utilisation, fragmentation, offered load); the
 cluster reader warns about such cards at their line. HAMi's node score still
 counts every registered card, whatever its type (the kernel models that).
 
-This module is the one place that decides: a backend added later (issue 37)
-adds its word to :data:`SIMULATED_FAMILIES`, and everything that counts GPUs
-follows (:func:`simulated_flags`); what an NVIDIA request may use stays
-:func:`nvidia_flags`. :data:`OTHER_FAMILIES` only names the backend a card probably
+This package is the one place that decides: a backend added later (issue 37)
+adds its module and its :class:`Family` to :data:`FAMILIES`, and everything
+that counts cards follows (:func:`simulated_flags`); what a request of one
+family may use is :func:`offer_mask` (NVIDIA's alone: :func:`nvidia_flags`). :data:`OTHER_FAMILIES` only names the backend a card probably
 belongs to, for the warning.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["NVIDIA", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to", "device_family",
-           "is_simulated", "backend_of", "simulated_flags", "simulated_cards",
-           "nvidia_flags"]
+from hamisim.devices.family import Family
+from hamisim.devices.hygon import DCU as _DCU
+from hamisim.devices.nvidia import NVIDIA as _NVIDIA
+
+__all__ = ["NVIDIA", "FAMILIES", "Family", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to",
+           "device_family", "family", "is_simulated", "backend_of", "simulated_flags",
+           "simulated_cards", "nvidia_flags", "offer_mask", "exact_family"]
 
 #: HAMi's NVIDIA backend's common word (``nvidia.NvidiaGPUDevice``), the type of its requests
-NVIDIA = "NVIDIA"
+NVIDIA = _NVIDIA.word
 
-#: the families whose backend hamisim simulates, in the order they are tried
-SIMULATED_FAMILIES: tuple[str, ...] = (NVIDIA,)
+#: the families hamisim simulates, by ``fid`` (the order they are tried in)
+FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU)
+assert all(f.fid == i for i, f in enumerate(FAMILIES))
+
+#: their common words
+SIMULATED_FAMILIES: tuple[str, ...] = tuple(f.word for f in FAMILIES)
+
+_BY_WORD = {f.word: f for f in FAMILIES}
+
+
+def family(word: str) -> Family | None:
+    """The simulated family whose common word (a request's type) is ``word``."""
+    return _BY_WORD.get(word)
 
 #: HAMi v2.10.0's other backends: common word (``CommonWord()``; Ascend's and
 #: Iluvatar's come from the chart's device config, so their chip prefix is given
@@ -44,7 +60,6 @@ SIMULATED_FAMILIES: tuple[str, ...] = (NVIDIA,)
 OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("Ascend", "Huawei Ascend", "ascend"),
     ("MLU", "Cambricon MLU", "cambricon"),
-    ("DCU", "Hygon DCU", "hygon"),
     ("Iluvatar", "Iluvatar", "iluvatar"),
     ("MR-V", "Iluvatar", "iluvatar"),
     ("BI-V", "Iluvatar", "iluvatar"),
@@ -119,6 +134,19 @@ def simulated_flags(cards: Iterable) -> list[bool]:
 def simulated_cards(cards: Iterable) -> int:
     """How many of ``cards`` (objects with a ``type``) are of a simulated family."""
     return sum(simulated_flags(cards))
+
+
+def offer_mask(card_type: str) -> int:
+    """The families a card of ``card_type`` is offered to, as bits ``1 << fid``
+    (HAMi's ``getNodeResources`` substring test per family word)."""
+    return sum(1 << f.fid for f in FAMILIES if offered_to(f.word, card_type))
+
+
+def exact_family(card_type: str) -> int:
+    """``fid + 1`` of the family whose word equals ``card_type`` exactly (its
+    requests count in the card's score, ``ComputeScore``), else 0."""
+    f = _BY_WORD.get(card_type)
+    return 0 if f is None else f.fid + 1
 
 
 def nvidia_flags(cards: Iterable) -> list[bool]:
