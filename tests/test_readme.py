@@ -56,10 +56,10 @@ def test_the_scale_example_prints_what_the_readme_shows(tmp_path, capsys):
 
 
 def test_the_card_types_example_warns_and_counts_as_printed(tmp_path, capsys, monkeypatch):
-    # "Cards HAMi's NVIDIA backend does not count": the cluster block, run on a
-    # small trace, prints the warning and the cluster line shown
+    # "Cards no simulated family offers": the cluster block, run on a small
+    # trace, prints the warning and the cluster line shown
     text = README.read_text(encoding="utf-8")
-    part = text[text.index("**Cards HAMi's NVIDIA backend does not count.**"):]
+    part = text[text.index("**Cards no simulated family offers.**"):]
     cluster = re.findall(r"```yaml\n(.*?)```", part, re.S)[0]
     (shown,) = re.findall(r"```\n\$ hamisim run cluster.yaml trace.csv --out results\n(.*?)```",
                           part, re.S)[:1]
@@ -72,3 +72,20 @@ def test_the_card_types_example_warns_and_counts_as_printed(tmp_path, capsys, mo
     printed = err.splitlines() + out.splitlines()
     for line in shown.strip("\n").splitlines():
         assert line in printed, line
+
+
+def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
+    # "Device families": the cluster block and the trace line, the DCU pod on a DCU
+    text = README.read_text(encoding="utf-8")
+    part = text[text.index("**Device families: NVIDIA and Hygon DCU.**"):
+                text.index("**Cards no simulated family offers.**")]
+    (cluster,) = re.findall(r"```yaml\n(.*?)```", part, re.S)
+    (line,) = re.findall(r"```json\n(.*?)```", part, re.S)
+    (tmp_path / "cluster.yaml").write_text(cluster)
+    (tmp_path / "trace.jsonl").write_text(line)
+    assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
+                 "--out", str(tmp_path / "results"), "--no-progress"]) == 0
+    assert "cluster.yaml: 4 nodes, 24 GPUs (16 DCU, 8 NVIDIA-Tesla T4)" in capsys.readouterr().out
+    pods = pd.read_parquet(tmp_path / "results" / "pods.parquet")
+    assert pods["devices"].tolist() == ["GPU-dcu-1-7,DCU,8192,25:;"]
+    assert pods["class"].tolist() == ["1 DCU: 8192 MiB, 25% cores"]
