@@ -521,12 +521,37 @@ def test_cards_hamis_nvidia_backend_never_offers_warn_once_and_are_not_gpus(tmp_
     assert warned == [w for w in warned if w.startswith(f"hamisim: {path}:{line}: warning: "
                                                        "card type 'Ascend910B' (2 cards on "
                                                        "node npu)")] and len(warned) == 1
-    assert "hamisim: warning: node npu: hami.io/node-dcu-register, " \
-           "hami.io/node-register-Ascend910B register cards of another of HAMi's device backends; " \
-           "hamisim simulates the NVIDIA backend only" in err
+    assert "hamisim: warning: node npu: hami.io/node-register-Ascend910B registers cards of " \
+           "another of HAMi's device backends; hamisim simulates the NVIDIA and Hygon DCU " \
+           "backends only" in err
+    # Hygon's annotation is read: "[]" is no colon/comma list, HAMi registers no DCU
+    assert "node npu: hami.io/node-dcu-register '[]' has no ':'" in err
     assert "2 nodes (2 with HAMi cards, 2 cards, 2 more not counted as GPUs (type not " \
            "NVIDIA))" in stdout
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = load_cluster(out / "cluster.yaml")
     assert cluster.n_cards == 2 and len(cluster.unsimulated_cards()) == 2
+
+
+def test_hygon_dcu_register_is_imported_beside_nvidias_cards(tmp_path, capsys):
+    """hami.io/node-dcu-register (HAMi's colon/comma encoding, DecodeNodeDevices:
+    7 fields give index 0) joins the node's NVIDIA cards; one that does not decode
+    is skipped with a warning, as HAMi skips it."""
+    both = _gpu_node("both", **{"hami.io/node-dcu-register":
+                                "DCU-0,10,32768,100,DCU,0,true:DCU-1,10,32768,100,DCU,1,true,1,"
+                                "hami-core:"})
+    bad = _gpu_node("bad", **{"hami.io/node-dcu-register": "DCU-9,10,32768,100,DCU:"})
+    path = _write(tmp_path / "nodes.json", [both, bad])
+    out = tmp_path / "imp"
+    assert main(["import", str(path), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ("node bad: annotation hami.io/node-dcu-register: card 0 'DCU-9,10,32768,100,DCU' "
+            "has 5 fields") in err and "HAMi skips the annotation, so no DCU there" in err
+    cluster = load_cluster(out / "cluster.yaml")
+    by_name = {n.name: n for n in cluster.nodes}
+    dcus = [c for c in by_name["both"].cards if c.type == "DCU"]
+    assert [(c.id, c.index, c.numa, c.devmem) for c in dcus] == [
+        ("DCU-0", 0, 0, 32768), ("DCU-1", 1, 1, 32768)]
+    assert len(by_name["both"].cards) == len(by_name["bad"].cards) + 2
+    assert not any(c.type == "DCU" for c in by_name["bad"].cards)

@@ -100,7 +100,7 @@ from hamisim.cluster import (
     SchedulerConfig,
     Taint,
 )
-from hamisim.devices import SIMULATED_FAMILIES, backend_of, is_simulated
+from hamisim.devices import SIMULATED_FAMILIES, backend_of, device_family, is_simulated
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.gpuscore import gpu_scores, topology_scored
 from hamisim.hami.policy import CARD_MODES, policy_problem, warn_policy
@@ -1193,14 +1193,16 @@ def _card_type(doc: Doc) -> str:
 
 
 def _check_card_set(entry: Doc, specs: list[_CardSpec]) -> None:
-    seen_index: dict[int, int] = {}
+    # a device plugin numbers its own cards: an index is unique per family
+    seen_index: dict[tuple[str | None, int], int] = {}
     seen_local: dict[str, int] = {}
     for pos, s in enumerate(specs):
-        if s.card.index in seen_index:
+        key = (device_family(s.card.type), s.card.index)
+        if key in seen_index:
             raise InputError(entry.path, s.line,
                              f"{entry.context}: card {pos}: duplicate GPU index {s.card.index} "
-                             f"(card {seen_index[s.card.index]} has it too)")
-        seen_index[s.card.index] = pos
+                             f"(card {seen_index[key]} has it too)")
+        seen_index[key] = pos
         if s.local in seen_local:
             raise InputError(entry.path, s.line,
                              f"{entry.context}: card {pos}: duplicate card id '{s.local}' "

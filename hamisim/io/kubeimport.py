@@ -73,6 +73,7 @@ from typing import Any
 
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
+from hamisim.devices import hygon
 from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
@@ -103,7 +104,10 @@ REGISTER = "hami.io/node-nvidia-register"
 PAIR_SCORE = "hami.io/node-nvidia-score"
 #: the register annotations of HAMi's other device backends (hami.io/node-dcu-register,
 #: hami.io/node-register-Ascend910B, ...): cards hamisim does not simulate
-OTHER_REGISTER = re.compile(r"hami\.io/node-(?!nvidia-register$)[^/]*register[^/]*$")
+OTHER_REGISTER = re.compile(r"hami\.io/node-(?!nvidia-register$|dcu-register$)"
+                            r"[^/]*register[^/]*$")
+#: Hygon DCU's register annotation (HAMi's colon/comma encoding, DecodeNodeDevices)
+DCU_REGISTER = hygon.DCU.register_annotation
 DEVICE_CORDON = "hami.io/device-cordon"
 ASSIGNED_NODE = "hami.io/vgpu-node"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
@@ -216,38 +220,79 @@ def _doc(path: str | None, line: int, children: dict[str, Value], context: str =
 _LEGACY_FIELDS = ("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode")
 
 
-def _legacy_cards(v: Value, node: str, warnings: list[str]) -> Value:
-    """The pre-JSON register encoding as a located list of card mappings."""
+def _legacy_cards(v: Value, node: str, warnings: list[str], annotation: str = REGISTER
+                  ) -> Value:
+    """The colon/comma register encoding (HAMi's ``DecodeNodeDevices``; NVIDIA's
+    older one) as a located list of card mappings."""
     text = v.scalar
     items = []
+    nvidia = annotation == REGISTER
     for pos, entry in enumerate(e for e in text.split(":") if e.strip()):
         fields = entry.split(",")
         if len(fields) not in (7, 9):
-            raise v.error(f"annotation {REGISTER}: card {pos} {entry!r} has {len(fields)} "
-                          "fields; expected a JSON list (HAMi v2.10) or the older "
-                          "id,count,devmem,devcore,type,numa,health[,index,mode] form")
+            raise v.error(f"annotation {annotation}: card {pos} {entry!r} has {len(fields)} "
+                          "fields; expected "
+                          + ("a JSON list (HAMi v2.10) or the older " if nvidia else "the ")
+                          + "id,count,devmem,devcore,type,numa,health[,index,mode] form")
         data: dict[str, Any] = {}
         for key, raw in zip(_LEGACY_FIELDS, fields):
             raw = raw.strip()
             if key in ("count", "devmem", "devcore", "numa", "index"):
                 if not raw.lstrip("-").isdigit():
-                    raise v.error(f"annotation {REGISTER}: card {pos}: {key} {raw!r} is not "
-                                  "an integer")
+                    raise v.error(f"annotation {annotation}: card {pos}: {key} {raw!r} is "
+                                  "not an integer")
                 data[key] = int(raw)
             elif key == "health":
                 if raw.lower() not in ("true", "false", "1", "0", "t", "f"):
-                    raise v.error(f"annotation {REGISTER}: card {pos}: health {raw!r} is not "
-                                  "a boolean")
+                    raise v.error(f"annotation {annotation}: card {pos}: health {raw!r} is "
+                                  "not a boolean")
                 data[key] = raw.lower() in ("true", "1", "t")
             else:
                 data[key] = raw
-        data.setdefault("index", pos)
+        # DecodeNodeDevices: 7 fields give index 0 (NVIDIA's older encoding: the position)
+        data.setdefault("index", pos if nvidia else 0)
         data.setdefault("mode", "hami-core")
         items.append(_doc(v.path, v.line, {k: _value(v.path, v.line, x)
                                            for k, x in data.items()}))
-    warnings.append(f"node {node}: {REGISTER} uses the older colon-separated encoding, which "
-                    "HAMi v2.10's scheduler no longer reads; imported anyway")
+    if nvidia:
+        warnings.append(f"node {node}: {REGISTER} uses the older colon-separated encoding, "
+                        "which HAMi v2.10's scheduler no longer reads; imported anyway")
     return Value(v.path, v.line, items=items)
+
+
+def _dcu_cards(reg: Value, node: str, warnings: list[str]) -> list[Doc]:
+    """Hygon's ``hami.io/node-dcu-register`` as card mappings. HAMi skips the
+    whole annotation when it does not decode (no DCU on the node): so does the
+    import, with a warning."""
+    text = reg.scalar if isinstance(reg.scalar, str) else ""
+    if ":" not in text:
+        warnings.append(f"node {node}: {DCU_REGISTER} {text!r} has no ':' (HAMi: \"node "
+                        "annotation missing device separator\"); HAMi registers no DCU there")
+        return []
+    try:
+        cards = _legacy_cards(reg, node, warnings, DCU_REGISTER)
+    except InputError as err:
+        warnings.append(f"node {node}: {err.problem}; HAMi skips the annotation, so no DCU "
+                        "there")
+        return []
+    items = cards.as_list(DCU_REGISTER)
+    if not items:
+        warnings.append(f"node {node}: {DCU_REGISTER} lists no card (HAMi: \"no gpu found "
+                        "on node\")")
+    return items
+
+
+def _json_cards(reg: Value) -> list[Doc]:
+    """NVIDIA's JSON register annotation as located card mappings (to join a
+    node's cards of another family)."""
+    try:
+        data = json.loads(reg.scalar)
+    except ValueError as exc:
+        raise reg.error(f"annotation {REGISTER} is not JSON: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
+        raise reg.error(f"annotation {REGISTER} must be a JSON list of cards")
+    return [_doc(reg.path, reg.line, {k: _value(reg.path, reg.line, x) for k, x in c.items()})
+            for c in data]
 
 
 def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | None, bool]:
@@ -259,7 +304,8 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     if others:
         warnings.append(f"node {name}: {', '.join(others)} register{'s' if len(others) == 1 else ''} "
                         "cards of another of HAMi's device backends; hamisim simulates the "
-                        f"NVIDIA backend only ({REGISTER}), so they are not imported")
+                        f"NVIDIA and Hygon DCU backends only ({REGISTER}, {DCU_REGISTER}), "
+                        "so they are not imported")
     reg = _annotation(ann, REGISTER)
     if reg is not None:
         text = reg.scalar.strip()
@@ -269,6 +315,15 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
             children["devices"] = reg
         else:
             children["devices"] = _legacy_cards(reg, name, warnings)
+    dcu = _annotation(ann, DCU_REGISTER)
+    dcu_cards = _dcu_cards(dcu, name, warnings) if dcu is not None else []
+    if dcu_cards:
+        # the node's cards: NVIDIA's, then the DCUs (HAMi lists the families of a
+        # node in Go's map order, which varies; hamisim keeps this one)
+        have = children.get("devices")
+        nvidia = [] if have is None else have.as_list("devices") if have.is_list \
+            else _json_cards(have)
+        children["devices"] = Value(dcu.path, dcu.line, items=nvidia + dcu_cards)
     score = _annotation(ann, PAIR_SCORE)
     if score is not None and score.scalar.strip():
         children["nvidia_score"] = score
@@ -696,7 +751,7 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
             lines.extend(f"      - {{key: {_q(t.key)}, value: {_q(t.value)}, "
                          f"effect: {t.effect}}}" for t in n.taints)
         if not n.cards:
-            lines.append("    devices: []            # no hami.io/node-nvidia-register")
+            lines.append("    devices: []            # no card registered")
             continue
         lines.append("    devices:")
         for c in n.cards:
