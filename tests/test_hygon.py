@@ -200,3 +200,35 @@ def test_a_dcu_request_reads_hygons_own_filters():
     assert res.fit and [p.uuid for p in res.picks] == ["d0"]
     res = ref.fit(cards, r, {"hygon.com/use-gpuuuid": "nowhere"}, "spread")
     assert not res.fit and res.reason == "2/2 CardUuidMismatch"
+
+
+def test_dcu_values_hami_drops_or_caps_are_located_warnings(tmp_path, capsys):
+    (tmp_path / "cluster.yaml").write_text(MIXED)
+    rows = [{"limits": {"hygon.com/dcunum": 1, "hygon.com/dcumem": 17179869184}},
+            {"limits": {"hygon.com/dcunum": 1, "hygon.com/dcucores": 150}},
+            {"limits": {"hygon.com/dcunum": 0}}]
+    (tmp_path / "trace.jsonl").write_text("".join(
+        json.dumps({"name": f"p{i}", "arrival": i, "duration": 60, "containers": [c]}) + "\n"
+        for i, c in enumerate(rows)))
+    _run(tmp_path, "out")
+    err = capsys.readouterr().err
+    assert ("trace.jsonl:1: warning: pod 'p0': hygon.com/dcunum 1, hygon.com/dcumem "
+            "17179869184: HAMi's DCU request generation drops this request") in err
+    assert ("trace.jsonl:2: warning: pod 'p1': hygon.com/dcucores 150 is more than one card's "
+            "100 percent") in err
+    assert "trace.jsonl:3: warning: pod 'p2': hygon.com/dcunum 0: HAMi's DCU" in err
+    pods = pd.read_parquet(tmp_path / "out" / "pods.parquet").set_index("pod")
+    # as HAMi: the dropped requests place no DCU; 150 % is charged as 100
+    assert pods["devices"].isna().tolist() == [True, False, True]
+    assert pods.loc["p1", "devices"].endswith(",DCU,32768,100:;")
+
+
+def test_a_dcu_quantity_with_a_unit_is_a_located_error(tmp_path, capsys):
+    (tmp_path / "cluster.yaml").write_text(MIXED)
+    (tmp_path / "trace.jsonl").write_text(json.dumps({
+        "name": "p", "arrival": 0, "duration": 10,
+        "containers": [{"limits": {"hygon.com/dcunum": 1, "hygon.com/dcumem": "16Gi"}}]}) + "\n")
+    code = main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
+                 "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "trace.jsonl:1" in err and "'hygon.com/dcumem' must be an integer" in err

@@ -83,7 +83,7 @@ import warnings
 from fractions import Fraction
 from typing import Collection, Iterable, Mapping, NamedTuple
 
-from hamisim.devices import FAMILIES
+from hamisim.devices import FAMILIES, hygon
 from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
@@ -606,23 +606,43 @@ def _boolean(v: Value, what: str) -> bool:
 
 
 def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
-    """Warn about ``gpucores`` above 100, once per distinct value (at its first
-    ``where``); ``pods`` yields ``(where, pod)``.
+    """Warn about ``gpucores`` (and ``hygon.com/dcucores``) above 100, and about
+    DCU requests HAMi drops, once per distinct value (at its first ``where``);
+    ``pods`` yields ``(where, pod)``.
 
     Such a value is valid, and HAMi's Fit charges it as 100 (a whole card's
     cores, sticky for the rest of the request): the pod is simulated that way,
     but the number written probably meant something else (a share of several
     cards, or a milli-unit)."""
-    seen: set[int] = set()
+    seen: set[tuple[str, object]] = set()
+    dcu = hygon.DCU
     for where, pod in pods:
         for c in (*pod.init_containers, *pod.containers):
-            cores = c.value(GPUCORES)
-            if cores is None or cores <= 100 or cores in seen:
-                continue
-            seen.add(cores)
-            warnings.warn(InputWarning(where, (
-                f"pod '{pod.name}': gpucores {cores} is more than one card's 100 percent: "
-                "HAMi charges it as 100 on every card (gpucores is per card)")), stacklevel=2)
+            for name in (GPUCORES, dcu.cores_name):
+                cores = c.value(name)
+                if cores is None or cores <= 100 or (name, cores) in seen:
+                    continue
+                seen.add((name, cores))
+                short = "gpucores" if name == GPUCORES else name
+                warnings.warn(InputWarning(where, (
+                    f"pod '{pod.name}': {short} {cores} is more than one card's 100 percent: "
+                    f"HAMi charges it as 100 on every card ({short} is per card)")),
+                    stacklevel=2)
+            # Hygon's request generation drops a request it cannot read: the
+            # container then asks no DCU at all, silently in HAMi
+            n = c.value(dcu.count_name)
+            if n is not None and hygon.request_fields(c) is None:
+                asked = tuple((k, c.value(k)) for k in (dcu.count_name, dcu.memory_name,
+                                                       dcu.cores_name) if c.value(k) is not None)
+                if ("dropped", asked) in seen:
+                    continue
+                seen.add(("dropped", asked))
+                shown = ", ".join(f"{k} {v}" for k, v in asked)
+                warnings.warn(InputWarning(where, (
+                    f"pod '{pod.name}': {shown}: HAMi's DCU request generation drops this "
+                    "request (a count of 0, or a value beyond int32 such as bytes for MiB), "
+                    "so the container asks for no DCU and the pod is placed without one")),
+                    stacklevel=2)
 
 
 #: the pod annotations that choose cards by type or UUID (HAMi's Fit, step 2)
