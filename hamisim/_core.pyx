@@ -248,17 +248,22 @@ cdef void _quota_base(const Node* nv, const Pod* pod, int ci, Scratch* s) noexce
     # card), the others are summed. The corrected accounting lists every
     # container so far, init containers first. Fills s.q* for _quota_delta.
     cdef int cj, t, p, first, pos = 0
-    cdef bint init_cls
+    cdef bint init_cls, other
     memset(s.qi_mem, 0, nv.k * sizeof(int64_t))
     memset(s.qi_cores, 0, nv.k * sizeof(int64_t))
     memset(s.qa_mem, 0, nv.k * sizeof(int64_t))
     memset(s.qa_cores, 0, nv.k * sizeof(int64_t))
     first = 0 if ci < pod.n_init or nv.aligned == 2 else pod.n_init
     for cj in range(first, ci):
-        if pod.req[cj * Q_WIDTH + Q_NUMS] <= 0 and nv.aligned == 0:
+        # another family's container holds no NVIDIA card: in NVIDIA's list it
+        # is a container without cards (fitQuota collapses NVIDIA's list alone)
+        other = pod.req[cj * Q_WIDTH + Q_FAM] != FAM_NVIDIA
+        if (pod.req[cj * Q_WIDTH + Q_NUMS] <= 0 or other) and nv.aligned == 0:
             continue
         init_cls = pos < pod.n_init
         pos += 1
+        if other:
+            continue
         for t in range(s.out_n[cj]):
             p = s.out_pos[cj * s.cap_p + t]
             if init_cls:

@@ -621,6 +621,9 @@ cdef class ReplayCore:
         self.q_ns_ver[ns] += 1
         base = <Py_ssize_t>sl * self.slot_width
         for i in range(self.slot_n[sl]):
+            # NVIDIA's quota counts NVIDIA's cards alone (countPodDevices per family)
+            if not (self.core.table.c.offer[self.slot_rows[base + i]] & (1 << FAM_NVIDIA)):
+                continue
             mem += self.slot_mem[base + i]
             cores += self.slot_cores[base + i]
         self.q_used_mem[ns] += sign * mem

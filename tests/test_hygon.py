@@ -232,3 +232,31 @@ def test_a_dcu_quantity_with_a_unit_is_a_located_error(tmp_path, capsys):
                  "--out", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "trace.jsonl:1" in err and "'hygon.com/dcumem' must be an integer" in err
+
+
+def test_nvidias_quota_counts_nvidia_cards_alone(tmp_path):
+    """HAMi credits each family's usage to its own resource names: DCU pods in a
+    namespace with a limits.nvidia.com/gpumem quota neither use it up nor are
+    refused by it; the NVIDIA pods still are."""
+    (tmp_path / "cluster.yaml").write_text(
+        MIXED + "quotas:\n  team:\n    limits.nvidia.com/gpumem: 4096\n")
+    rows = []
+    for i in range(8):
+        c = ([{"limits": {"hygon.com/dcunum": 1, "hygon.com/dcumem": 8192}}] if i % 2 == 0
+             else [{"gpu": 1, "gpumem": 2048}])
+        if i == 7:      # a pod of each family in one
+            c = [{"gpu": 1, "gpumem": 1024}, {"limits": {"hygon.com/dcunum": 1}}]
+        rows.append(json.dumps({"name": f"p{i}", "arrival": i, "duration": 600,
+                                "namespace": "team", "containers": c}))
+    (tmp_path / "trace.jsonl").write_text("\n".join(rows) + "\n")
+    for out, extra in (("compiled", ()), ("python", ("--backend", "reference"))):
+        _run(tmp_path, out, *extra)
+    pods = pd.read_parquet(tmp_path / "compiled" / "pods.parquet").set_index("pod")
+    pd.testing.assert_frame_equal(pods.reset_index(),
+                                  pd.read_parquet(tmp_path / "python" / "pods.parquet"))
+    # every DCU pod binds whatever its memory; NVIDIA: 2048 + 2048 fit 4096, the third
+    # is refused by the webhook, as is p7 (1024 more); p7's DCU asks nothing of the quota
+    dcu = [f"p{i}" for i in range(0, 8, 2)]
+    assert pods.loc[dcu, "bind"].notna().all()
+    assert pods.loc[["p1", "p3"], "bind"].notna().all()
+    assert pods.loc[["p5", "p7"], "bind"].isna().all()

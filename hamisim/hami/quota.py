@@ -22,7 +22,10 @@ It checks twice:
   percentages count here in MiB of that card.
 
 The test is ``used + request > limit`` (equal still fits); a limit of 0 blocks
-any non-zero request.
+any non-zero request. Only NVIDIA's requests and cards count (HAMi credits each
+family's usage to its own resource names, ``countPodDevices``; NVIDIA's
+``fitQuota`` collapses NVIDIA's list alone): a pod's DCU containers are, for
+this quota, containers without a card (:func:`nvidia_only`).
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from typing import Mapping, Sequence
 from hamisim.cluster import Quota, SchedulerConfig
 from hamisim.pods import WEBHOOK, Pod, Request, admit, pod_requests
 
-__all__ = ["QUOTA_DENIED", "QuotaGate", "quota_gate", "usage_totals", "pod_quota_request",
+__all__ = ["QUOTA_DENIED", "QuotaGate", "quota_gate", "nvidia_only", "usage_totals",
+           "pod_quota_request",
            "webhook_request", "quota_denial"]
 
 #: kube-apiserver's answer when HAMi's webhook refuses a pod for its quota
@@ -67,6 +71,12 @@ def quota_gate(quota: Quota | None, memory_factor: int, used: tuple[int, int]) -
     return QuotaGate(mem, quota.cores, used[0], used[1])
 
 
+def nvidia_only(containers: Sequence[Sequence]) -> list[list]:
+    """The pod's containers as NVIDIA's list sees them: each container's NVIDIA
+    picks (another family's container: none, as a container without a card)."""
+    return [[p for p in picks if p.type == "NVIDIA"] for picks in containers]
+
+
 def usage_totals(usage: Mapping[str, tuple[int, int, int]]) -> tuple[int, int]:
     """A pod's quota usage from its collapsed usage ``{card: (slots, MiB, cores)}``."""
     return sum(u[1] for u in usage.values()), sum(u[2] for u in usage.values())
@@ -77,7 +87,7 @@ def pod_quota_request(requests: Sequence[Request | None], n_init: int) -> tuple[
     app containers' sum and the largest init container (``memreq x nums``)."""
     app_mem = app_cores = init_mem = init_cores = 0
     for j, r in enumerate(requests):
-        if r is None:
+        if r is None or r.type != "NVIDIA":     # another family's names, another quota
             continue
         mem, cores = r.memreq * r.nums, r.coresreq * r.nums
         if j < n_init:

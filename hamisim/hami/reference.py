@@ -36,7 +36,7 @@ from hamisim.hami.decision import (
 from hamisim.hami.gosort import go_sort
 from hamisim.hami.mig import MIG_MODE, select_candidate
 from hamisim.hami.noderows import choose_row, is_vectorised, reference_rows
-from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate, usage_totals
+from hamisim.hami.quota import QuotaGate, nvidia_only, quota_denial, quota_gate, usage_totals
 from hamisim.hami.policy import (
     KEY_BINPACK,
     KEY_NUMA,
@@ -584,6 +584,8 @@ def quota_check(gate: QuotaGate | None, earlier: Sequence[Sequence[Pick]], n_ini
     """
     if gate is None:
         return None
+    # NVIDIA's list: another family's containers hold no NVIDIA card
+    earlier = nvidia_only(earlier)
 
     def check(current: list[Pick]) -> bool:
         return gate.fits(*usage_totals(collapsed_usage([*earlier, current], n_init, aligned)))
@@ -816,8 +818,8 @@ class ReferenceScheduler:
         mem = cores = 0
         for cached in self.pods.values():
             if cached.namespace == namespace:
-                m, c = usage_totals(collapsed_usage(cached.containers, cached.n_init,
-                                                    self._aligned[cached.node]))
+                m, c = usage_totals(collapsed_usage(nvidia_only(cached.containers),
+                                                    cached.n_init, self._aligned[cached.node]))
                 mem += m
                 cores += c
         return mem, cores

@@ -304,7 +304,10 @@ class KernelScheduler:
             self._core.apply_mig(b.mig_rows, b.mig_masks, 1)
         self._pods[name] = b
         if namespace in self._quota_ns:
-            mem, cores = sum(b.mem), sum(b.cores)
+            # NVIDIA's quota counts NVIDIA's cards alone
+            nv = self.state.offer
+            mem = sum(m for r, m in zip(b.rows, b.mem) if nv[r] & 1)
+            cores = sum(c for r, c in zip(b.rows, b.cores) if nv[r] & 1)
             self._pod_quota[name] = (namespace, mem, cores)
             used = self._ns_used[namespace]
             used[0] += mem
