@@ -450,3 +450,17 @@ def test_the_fast_reader_takes_a_large_plain_trace(tmp_path):
     fast = _fast_trace(str(path), "csv")
     assert fast is not None and len(fast.templates) == 5      # one pod per distinct request
     same_trace(fast, slow_read(path, "csv"))
+
+
+def test_a_parquet_string_column_that_is_not_utf8_is_a_located_error(tmp_path):
+    """Parquet does not promise valid UTF-8 in string columns (found by the byte
+    fuzzer: a traceback before); the reader checks them column-wise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from hamisim.errors import InputError
+    names = pa.array([b"\x80ulti"], type=pa.binary()).view(pa.string())
+    path = tmp_path / "trace.parquet"
+    pq.write_table(pa.table({"name": names, "arrival": [0.0], "duration": [10.0],
+                             "gpu": [1]}), path)
+    with pytest.raises(InputError, match="not a readable Parquet file: .*Invalid UTF8"):
+        read_trace(str(path))

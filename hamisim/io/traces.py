@@ -168,6 +168,12 @@ def _arrow_table(path: str, fmt: str):
             columns = [str(c) for c in table.column_names]
             if len(set(columns)) != len(columns):
                 raise _Slow
+            try:
+                # Parquet does not promise valid UTF-8 in string columns: checked
+                # column-wise here (the row reader locates the damage)
+                table.validate(full=True)
+            except pa.ArrowInvalid:
+                raise _Slow from None
             return table, 1                     # rows are reported as "row N" (1-based)
         import pyarrow.csv as pacsv
         with open(path, "rb") as fh:
@@ -491,6 +497,7 @@ def _parquet_rows(path: str) -> Iterator[_Row]:
         table = pq.read_table(path)
         # names are decoded lazily: a damaged schema fails here, not in read_table
         columns = [str(c) for c in table.column_names]
+        table.validate(full=True)               # string columns hold valid UTF-8
     except OSError as exc:
         raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
     except (pa.ArrowException, ValueError) as exc:      # UnicodeDecodeError included
