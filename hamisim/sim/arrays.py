@@ -21,14 +21,19 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster, Node
-from hamisim.devices import FAMILIES, exact_family, family, offer_mask, offered_to
+from hamisim.devices import (
+    FAMILIES,
+    SIMULATED_FAMILIES,
+    device_family,
+    exact_family,
+    family,
+    offer_mask,
+)
 from hamisim.hami.mig import MIG_MODE, candidate_order, ordered_placements
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
     NOUSE_TYPE,
-    NOUSE_UUID,
     USE_TYPE,
-    USE_UUID,
     VGPU_MODE,
     mode_allowed,
     type_allowed,
@@ -115,9 +120,13 @@ class ClusterState:
         #: whether any card belongs to a family other than NVIDIA (type and
         #: UUID filters then read each family's own annotations)
         self.mixed = bool((self.offer & ~np.uint32(nv_bit)).any())
-        self._type_family = [_family_of_type(t) for t in self.type_names]
-        self._card_family = [None] * n if not self.mixed else \
-            [_family_of_type(c.type) for c in cards]
+        # the family whose filters a card answers to (the first it is offered
+        # to; NVIDIA's when none)
+        self._type_family = [family(device_family(t) or "") or FAMILIES[0]
+                             for t in self.type_names]
+        self._card_fid = np.array([self._type_family[i].fid for i in self.type_id.tolist()],
+                                  dtype=np.intp)
+        self._uuid_keys = [(f.use_uuid, f.nouse_uuid) for f in FAMILIES]
 
         # Pair scores (hami.io/node-nvidia-score): per node a dense k x k block,
         # row a / column b = score of (card a, card b) in registration order,
@@ -188,39 +197,28 @@ class ClusterState:
     def uuid_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
         """``use/nouse-gpuuuid`` per card row (shared all-ones without them);
         a card of another family: that family's UUID annotations."""
-        if self.mixed:
-            return np.array([_uuid_ok(annotations, cid, f)
-                             for cid, f in zip(self.card_ids, self._card_family)] or [1],
-                            dtype=np.uint8)
-        if USE_UUID not in annotations and NOUSE_UUID not in annotations:
+        if not any(k in annotations for keys in self._uuid_keys for k in keys):
             return self._ones_cards
-        # Every card not named in either list gets the same answer; ask the
-        # reference's filter for that answer and for each named card.
-        named = {m.strip() for key in (USE_UUID, NOUSE_UUID)
+        # Every card not named in its family's lists gets its family's answer;
+        # ask the reference's filter for those answers and for each named card.
+        defaults = np.array([uuid_allowed(annotations, _NOT_A_CARD_ID, *keys)
+                             for keys in self._uuid_keys], dtype=np.uint8)
+        mask = np.ones(max(self.n_cards, 1), dtype=np.uint8)
+        mask[:self.n_cards] = defaults[self._card_fid]
+        named = {m.strip() for keys in self._uuid_keys for key in keys
                  for m in (annotations.get(key) or "").split(",")}
-        default = uuid_allowed(annotations, _NOT_A_CARD_ID)
-        mask = np.full(max(self.n_cards, 1), default, dtype=np.uint8)
         for cid in named:
             row = self.row_of.get(cid)
             if row is not None:
-                mask[row] = uuid_allowed(annotations, cid)
+                mask[row] = uuid_allowed(annotations, cid,
+                                         *self._uuid_keys[self._card_fid[row]])
         return mask
-
-
-def _family_of_type(card_type: str):
-    """The family whose filters a card of this type answers to: the first
-    family it is offered to (NVIDIA's when none)."""
-    return next((f for f in FAMILIES if offered_to(f.word, card_type)), FAMILIES[0])
 
 
 def _type_ok(annotations: Mapping[str, str], card_type: str, fam) -> bool:
     if fam.use_type is None:
         return True
     return type_allowed(annotations, card_type, fam.use_type, fam.nouse_type)
-
-
-def _uuid_ok(annotations: Mapping[str, str], card_id: str, fam) -> bool:
-    return uuid_allowed(annotations, card_id, fam.use_uuid, fam.nouse_uuid)
 
 
 def mig_arrays(cards: Sequence, nvidia: Sequence[bool] | None = None,
@@ -310,7 +308,7 @@ def request_rows(requests: Sequence[Request | None],
     ``registered_types``: HAMi's registered device types (default: every
     simulated family's word)."""
     if registered_types is None:
-        registered_types = SIMULATED_WORDS
+        registered_types = SIMULATED_FAMILIES
     req = np.zeros((len(requests), len(REQ_FIELDS)), dtype=_I64)
     for j, r in enumerate(requests):
         if r is None:
@@ -322,9 +320,6 @@ def request_rows(requests: Sequence[Request | None],
                   fam.fid if fam is not None else FAMILIES[0].fid)
     return req
 
-
-#: the words of the simulated families (HAMi registers each unconditionally)
-SIMULATED_WORDS: tuple[str, ...] = tuple(f.word for f in FAMILIES)
 
 
 def encode_policy(policy: CardPolicy) -> tuple[int, np.ndarray, int]:
