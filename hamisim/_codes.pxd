@@ -54,6 +54,7 @@ cdef enum:
     QF_REGISTERED = 1
     QF_WORD = 2                # the request's type is its family's common word
     FAM_NVIDIA = 0             # hamisim.devices.nvidia.NVIDIA.fid
+    FAM_AMD = 6                # hamisim.devices.amd.AMD.fid (cores are Compute Units)
 
 cdef enum:
     NO_PERCENTAGE = 101

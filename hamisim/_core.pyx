@@ -45,7 +45,7 @@ CODES = {
     "SINGLE_BINPACK": SINGLE_BINPACK, "SINGLE_SPREAD": SINGLE_SPREAD,
     "KEY_BINPACK": KEY_BINPACK, "KEY_SPREAD": KEY_SPREAD, "KEY_NUMA": KEY_NUMA,
     "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
-    "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA,
+    "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA, "FAM_AMD": FAM_AMD,
 }
 REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
@@ -236,6 +236,10 @@ cdef int _topology_choice(const Node* nv, Scratch* s, int npick, int origin) noe
     return r
 
 
+cdef inline int64_t _imin(int64_t a, int64_t b) noexcept nogil:
+    return a if a < b else b
+
+
 cdef inline int64_t _imax(int64_t a, int64_t b) noexcept nogil:
     return a if a > b else b
 
@@ -330,6 +334,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef int64_t pct = req[Q_PCT]
     cdef bint req_word = (req[Q_FLAGS] & QF_WORD) != 0
     cdef bint is_nv = req[Q_FAM] == FAM_NVIDIA
+    cdef bint cu = req[Q_FAM] == FAM_AMD
+    cdef int64_t cu_req
     cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
     cdef bint numa_bind = pod.fit_numa_bind and is_nv
     cdef bint quota = pod.quota and is_nv
@@ -388,6 +394,35 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             continue
         if pod.mutex and s.w_used[p] > 0:
             counts[R_EXCLUSIVE] += 1
+            continue
+        if cu:
+            # AMD (hamisim.devices.amd): memory (none asked = the whole card),
+            # then Compute Units; none of the other core steps below
+            mem = memreq if memreq > 0 or nv.devmem[p] <= 0 else nv.devmem[p]
+            if nv.devmem[p] - s.w_usedmem[p] < mem:
+                counts[R_MEMORY] += 1
+                continue
+            if coresreq > 0:
+                if nv.devcore[p] <= 0:
+                    counts[R_CORE] += 1
+                    continue
+                cu_req = _imin(_imax(_floordiv(nv.devcore[p] * coresreq, 100), 1),
+                               nv.devcore[p])
+            elif nv.devmem[p] > 0 and mem >= nv.devmem[p]:
+                cu_req = nv.devcore[p]
+            else:
+                cu_req = 0
+            if nv.devcore[p] - s.w_usedcores[p] < cu_req:
+                counts[R_CORE] += 1
+                continue
+            s.pk_pos[npick] = p
+            s.pk_mem[npick] = mem
+            s.pk_cores[npick] = cu_req
+            npick += 1
+            nums -= 1
+            if nums == 0:
+                npick_out[0] = npick
+                return 1
             continue
         if coresreq > 100:
             coresreq = 100          # sticky for the rest of the walk

@@ -87,6 +87,8 @@ cdef class ReplayCore:
     cdef const uint8_t[::1] pad_empty
     cdef const uint32_t[::1] pad_fam     # per node: bits of padded other families
     cdef list fam_words                  # per family id: its common word (bytes)
+    cdef uint32_t fam_labels             # families whose lists name the card's type (AMD)
+    cdef list type_words                 # per card type id: the type (bytes)
     cdef const uint8_t[::1] aligned      # per node: HAMi lists GPU-less containers too
     cdef bytes card_text
     cdef const char* card_chars

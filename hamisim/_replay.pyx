@@ -363,7 +363,7 @@ cdef class ReplayCore:
                  t_grace=None, t_init_after=None, t_reserve=None, int n_initial=0,
                  double defrag_interval=0.0, int defrag_moves=0, by_name=None,
                  node_names=None, ResearchCore research=None, bint aggregate=False,
-                 pad_fam=None, fam_words=(b"NVIDIA",)):
+                 pad_fam=None, fam_words=(b"NVIDIA",), fam_labels=0, type_words=()):
         from array import array
         cdef Py_ssize_t n = len(arrival), i
         self.core = core
@@ -398,6 +398,8 @@ cdef class ReplayCore:
         self.pad_fam = np.zeros(len(pad_empty), dtype=np.uint32) if pad_fam is None \
             else np.ascontiguousarray(pad_fam, dtype=np.uint32)
         self.fam_words = list(fam_words)
+        self.fam_labels = fam_labels
+        self.type_words = list(type_words)
         self._init_quotas(len(t_kind), t_qns, t_qmem, t_qcores, q_lim_mem, q_lim_cores,
                           quota_denied)
         self._init_controllers(n, ctl, ctl_kind)
@@ -1785,6 +1787,11 @@ cdef class ReplayCore:
             for i in range(s.out_n[ci]):
                 b = ci * s.cap_p + i
                 row = r0 + s.out_pos[b]
+                if (self.fam_labels >> f) & 1:
+                    # AMD's list names the card's registered type
+                    word = self.type_words[self.core.table.c.type_id[row]]
+                    wchars = word
+                    wlen = len(word)
                 idlen = self.card_off[row + 1] - self.card_off[row]
                 self._text_room(pos + idlen + wlen + 64)
                 memcpy(self.text + pos, self.card_chars + self.card_off[row], idlen)

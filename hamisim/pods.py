@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Mapping
 
 from hamisim.cluster import SchedulerConfig
-from hamisim.devices import hygon
+from hamisim.devices import OTHER_THAN_NVIDIA, requested_family
 
 __all__ = [
     "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE", "TOLERATION_OPERATORS",
@@ -210,6 +210,10 @@ def _admit_container(c: Container, config: SchedulerConfig) -> Container:
     core = default_core_limit(c)
     if core is not None and GPUCORES not in limits:
         limits[GPUCORES] = core
+    for fam in OTHER_THAN_NVIDIA:
+        # the other backends' MutateAdmission (Iluvatar's core limit)
+        if fam.mutate is not None and fam.count_name in limits:
+            fam.mutate(limits)
     return replace(c, limits=limits)
 
 
@@ -232,9 +236,10 @@ def container_names(pod: Pod) -> list[str]:
 def admission_error(pod: Pod) -> str | None:
     """Why HAMi v2.10.0's webhook refuses ``pod``, as the client sees it, or ``None``.
 
-    The one check a hamisim pod can fail: NVIDIA's ``MutateAdmission`` errors
+    The checks a hamisim pod can fail: NVIDIA's ``MutateAdmission`` errors
     (HTTP 500) on a ``gpumem-percentage`` outside 0..100 (limits, else
-    requests), init containers first. (No containers, privileged containers,
+    requests), AMD's on a core percentage outside 1..100 (limits), init
+    containers first, each container's backends in family order. (No containers, privileged containers,
     ``spec.nodeName`` and ResourceQuota are the webhook's other checks; hamisim
     pods cannot carry the first three.)
     """
@@ -247,6 +252,11 @@ def admission_error(pod: Pod) -> str | None:
             return (f'admission webhook "{WEBHOOK}" denied the '
                     f"request: invalid {GPUMEM_PERCENTAGE} value {pct} in container {name}: "
                     "must be an integer between 0 and 100")
+        for fam in OTHER_THAN_NVIDIA:
+            # the other backends' MutateAdmission errors (AMD's core percentage)
+            problem = fam.refuse(c.limits) if fam.refuse is not None else None
+            if problem is not None:
+                return f'admission webhook "{WEBHOOK}" denied the request: {problem}'
     return None
 
 
@@ -304,14 +314,12 @@ def container_request(c: Container, config: SchedulerConfig) -> Request | None:
 def other_family_request(c: Container) -> Request | None:
     """The container's request of a simulated family other than NVIDIA, if any
     (each family's ``GenerateResourceRequests``, tried in :data:`hamisim.devices.FAMILIES` order)."""
-    if hygon.DCU.count_name in c.limits or hygon.DCU.count_name in c.requests:
-        fields = hygon.request_fields(c)
-        if fields is None:
-            return None
-        nums, memreq, pct, cores = fields
-        return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=cores,
-                       type=hygon.DCU.word)
-    return None
+    asked = requested_family(c)
+    if asked is None or asked[1] is None:
+        return None
+    fam, (nums, memreq, pct, cores) = asked
+    return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=cores,
+                   type=fam.word)
 
 
 def pod_requests(pod: Pod, config: SchedulerConfig) -> tuple[list[Request | None], int]:

@@ -26,7 +26,8 @@ from hamisim.pods import (
 )
 
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
-              "AMD-MI100", "DCU", "Hygon-dcu-Z100"]
+              "AMD-MI100", "DCU", "Hygon-dcu-Z100", "MR-V100", "Iluvatar BI-V150", "AMD",
+              "AMD_Instinct_MI300X", "Ascend910B"]
 MODES = ["hami-core", "hami-core", "mps", "mig"]
 GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
                 "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
@@ -49,7 +50,7 @@ def cards_of(draw, node: str, max_cards: int, modes=MODES):
             proto = {
                 "count": draw(st.sampled_from([10, 10, 4, 2, 1, 0])),
                 "devmem": draw(st.sampled_from([15360, 15360, 40960, 8192, 1000, 0])),
-                "devcore": draw(st.sampled_from([100, 100, 100, 50, 200, 0])),
+                "devcore": draw(st.sampled_from([100, 100, 100, 50, 200, 0, 304])),
                 "type": draw(st.sampled_from(CARD_TYPES[:3] if draw(st.integers(0, 5))
                                           else CARD_TYPES)),
                 "mode": draw(st.sampled_from(modes))}
@@ -257,6 +258,11 @@ def quotas(draw):
 
 #: Hygon DCU's resources (hamisim.devices.hygon)
 DCU_KEYS = ("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores")
+#: the other families' resources: two Iluvatar chips (memory in 256 MiB units), AMD
+OTHER_KEYS = (DCU_KEYS,
+              ("iluvatar.ai/MR-V100-vgpu", "iluvatar.ai/MR-V100.vMem", "iluvatar.ai/MR-V100.vCore"),
+              ("iluvatar.ai/BI-V150-vgpu", "iluvatar.ai/BI-V150.vMem", "iluvatar.ai/BI-V150.vCore"),
+              ("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores"))
 
 
 @st.composite
@@ -265,13 +271,15 @@ def containers(draw, gpu_likely: bool):
     if not gpu_likely and draw(st.booleans()):
         return Container()
     if draw(st.integers(0, 4)) == 0:
-        # a container of another family: Hygon DCU (counts at or below 0 and
-        # values beyond int32 drop the request, as in HAMi)
-        limits[DCU_KEYS[0]] = draw(st.sampled_from([1, 1, 1, 2, 3, 0, -1]))
+        # a container of another family: Hygon DCU, Iluvatar, AMD (counts at
+        # or below 0 and values out of a family's range drop the request or
+        # make the webhook refuse the pod, as in HAMi)
+        keys = draw(st.sampled_from(OTHER_KEYS))
+        limits[keys[0]] = draw(st.sampled_from([1, 1, 1, 2, 3, 0, -1]))
         if draw(st.booleans()):
-            limits[DCU_KEYS[1]] = draw(st.sampled_from([1000, 4000, 16000, 0, 2**31]))
+            limits[keys[1]] = draw(st.sampled_from([1000, 4000, 16000, 0, 2**31, 16, 64]))
         if draw(st.booleans()):
-            limits[DCU_KEYS[2]] = draw(st.sampled_from([0, 25, 50, 100, 150, -1]))
+            limits[keys[2]] = draw(st.sampled_from([0, 25, 50, 100, 150, -1]))
         if draw(st.integers(0, 6)) == 0:
             return Container(requests=limits)
         return Container(limits=limits)
@@ -334,6 +342,13 @@ def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
         ann["hygon.com/use-gpuuuid"] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 8)) == 0:
         ann["hygon.com/nouse-gpuuuid"] = _uuid_list(draw, card_ids)
+    for key in ("hami.io/use-MR-V100-uuid", "hami.io/no-use-BI-V150-uuid",
+                "amd.com/use-gpu-uuid", "amd.com/nouse-gpu-uuid"):
+        if draw(st.integers(0, 10)) == 0:
+            ann[key] = _uuid_list(draw, card_ids)
+    if draw(st.integers(0, 8)) == 0:
+        ann[draw(st.sampled_from(["amd.com/use-gputype", "amd.com/nouse-gputype"]))] = \
+            draw(st.sampled_from(["MI300", "mi100", "amd", " ", ", "]))
     if draw(st.integers(0, 8)) == 0:
         ann["nvidia.com/vgpu-mode"] = draw(st.sampled_from(["hami-core", "mps", "mig", "",
                                                             "hami-core,mps"]))

@@ -796,11 +796,11 @@ def test_cards_hamis_nvidia_backend_never_offers_warn_once_per_type_at_their_lin
     assert len(messages) == 2, messages
     assert messages[0].startswith(
         f"{path}:8: warning: card type 'Ascend910B' (40 cards on nodes npu-0, npu-1, npu-2 and "
-        "2 more) contains neither 'NVIDIA' nor 'DCU' (a card for HAMi's Huawei Ascend backend, "
-        "pkg/device/ascend): no HAMi backend hamisim simulates (NVIDIA, Hygon DCU) offers it "
+        "2 more) contains none of 'NVIDIA', 'DCU', 'MR-V100', 'MR-V50', 'BI-V150', 'BI-V100', 'AMD' (a card for HAMi's Huawei Ascend backend, "
+        "pkg/device/ascend): no HAMi backend hamisim simulates (NVIDIA, Hygon DCU, Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD) offers it "
         "to a pod; never scheduled, left out of every GPU total")
     assert messages[1].startswith(f"{path}:12: warning: card type 'MLU370' (1 card on node "
-                                  "mixed) contains neither 'NVIDIA' nor 'DCU' (a card for HAMi's "
+                                  "mixed) contains none of 'NVIDIA', 'DCU', 'MR-V100', 'MR-V50', 'BI-V150', 'BI-V100', 'AMD' (a card for HAMi's "
                                   "Cambricon MLU backend")
     # loaded as written (HAMi's node score still sees them), not counted as GPUs
     assert sum(len(n.cards) for n in cluster.nodes) == 44 and cluster.n_cards == 3
@@ -818,7 +818,7 @@ def test_the_json_fast_path_warns_about_such_cards_as_the_full_reader(tmp_path):
     with pytest.warns(InputWarning) as caught:
         cluster = load_cluster(path)
     first = path.read_text().splitlines().index('     "id": "N0",')   # the card's "{" line
-    assert [str(w.message).split(" contains neither")[0] for w in caught] == [
+    assert [str(w.message).split(" contains none of")[0] for w in caught] == [
         f"{path}:{first}: warning: card type 'Ascend910B' (2 cards on node npu)"]
     assert cluster.n_cards == 1
     # an all-NVIDIA file stays on the fast path, without a word

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from hamisim.cli import main
-from hamisim.devices import backend_of, device_family, is_simulated, offered_to
+from hamisim.devices import SIMULATED_FAMILIES, backend_of, device_family, is_simulated, offered_to
 
 # -- the family rule ------------------------------------------------------------
 
@@ -24,13 +24,14 @@ from hamisim.devices import backend_of, device_family, is_simulated, offered_to
     ("NVIDIA-Tesla T4", "NVIDIA"), ("NVIDIA", "NVIDIA"), ("nvidia a100-sxm4-40gb", "NVIDIA"),
     ("Tesla-T4", None),                     # a T4 registered without the vendor word
     ("", None),
-    ("Ascend910B", "Ascend"), ("MLU370", "MLU"), ("DCU-Z100", "DCU"), ("BI-V150", "BI-V"),
+    ("Ascend910B", "Ascend"), ("MLU370", "MLU"), ("DCU-Z100", "DCU"), ("BI-V150", "BI-V150"), ("BI-V999", "BI-V"),
+        ("AMD_Instinct_MI300X", "AMD"),
     # Go's strings.ToLower keeps a dotless i: HAMi does not see 'nvidia' in it
     ("NV\u0131DIA-T4", None),
 ])
 def test_family_is_hamis_case_insensitive_substring_rule(card_type, family):
     assert device_family(card_type) == family
-    assert is_simulated(card_type) == (family in ("NVIDIA", "DCU"))
+    assert is_simulated(card_type) == (family in SIMULATED_FAMILIES)
     assert offered_to("NVIDIA", card_type) == (family == "NVIDIA")
 
 
@@ -97,7 +98,7 @@ def test_cards_hamis_nvidia_backend_never_offers_count_in_no_figure(tmp_path, ca
     got, ts = _run(tmp_path, "with", WITH_NPUS)
     out, err = capsys.readouterr()
     assert "cluster.yaml:10: warning: card type 'Ascend910B' (16 cards on nodes npu-0, " \
-           "npu-1) contains neither 'NVIDIA' nor 'DCU'" in err
+           "npu-1) contains none of 'NVIDIA', 'DCU', 'MR-V100', 'MR-V50', 'BI-V150', 'BI-V100', 'AMD'" in err
     assert "3 nodes, 4 GPUs, and 16 cards not counted (no simulated family: 16 Ascend910B)" in out
     assert got["cluster"]["gpus"] == want["cluster"]["gpus"] == 4
     assert got["cluster"]["cards_not_counted"] == 16

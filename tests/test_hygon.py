@@ -213,10 +213,10 @@ def test_dcu_values_hami_drops_or_caps_are_located_warnings(tmp_path, capsys):
     _run(tmp_path, "out")
     err = capsys.readouterr().err
     assert ("trace.jsonl:1: warning: pod 'p0': hygon.com/dcunum 1, hygon.com/dcumem "
-            "17179869184: HAMi's DCU request generation drops this request") in err
+            "17179869184: HAMi's Hygon DCU request generation drops this request") in err
     assert ("trace.jsonl:2: warning: pod 'p1': hygon.com/dcucores 150 is more than one card's "
             "100 percent") in err
-    assert "trace.jsonl:3: warning: pod 'p2': hygon.com/dcunum 0: HAMi's DCU" in err
+    assert "trace.jsonl:3: warning: pod 'p2': hygon.com/dcunum 0: HAMi's Hygon DCU" in err
     pods = pd.read_parquet(tmp_path / "out" / "pods.parquet").set_index("pod")
     # as HAMi: the dropped requests place no DCU; 150 % is charged as 100
     assert pods["devices"].isna().tolist() == [True, False, True]

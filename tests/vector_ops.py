@@ -46,8 +46,9 @@ def card(d: dict) -> ref.CardUsage:
 
 
 def pick_dict(p) -> dict:
-    return {"uuid": p.uuid, "type": p.type, "usedmem": p.usedmem, "usedcores": p.usedcores,
-            "idx": p.idx}
+    # "type": what the allocation names (AMD's: the card's own type)
+    return {"uuid": p.uuid, "type": p.label or p.type, "usedmem": p.usedmem,
+            "usedcores": p.usedcores, "idx": p.idx}
 
 
 class ReferenceOps:
@@ -204,8 +205,12 @@ def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: l
 
 
 def _kernel_picks(cards: list[dict], picks, word: str = "NVIDIA") -> list[dict]:
-    return [{"uuid": cards[p]["id"], "type": word, "usedmem": int(m), "usedcores": int(c),
-             "idx": cards[p]["index"]} for p, m, c in picks]
+    from hamisim.devices import family
+    fam = family(word)
+    labelled = fam is not None and fam.cores_as_cus      # AMD names the card's type
+    return [{"uuid": cards[p]["id"], "type": cards[p]["type"] if labelled else word,
+             "usedmem": int(m), "usedcores": int(c), "idx": cards[p]["index"]}
+            for p, m, c in picks]
 
 
 def _status_reason(status: int, counts: list[int], n_cards: int) -> str:

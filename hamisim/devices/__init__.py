@@ -10,8 +10,9 @@ cards whose type *contains* that word, case-insensitively
 strings.ToLower(card type), strings.ToLower(request type))``). That test is
 the whole of a card's family as HAMi decides it.
 
-hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU; one
-module each in this package, sharing :class:`~hamisim.devices.family.Family`):
+hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU, the
+four Iluvatar chips of HAMi's chart and AMD; one module per vendor in this package,
+sharing :class:`~hamisim.devices.family.Family`):
 a card whose type contains none of their words (an ``Ascend910B``, an
 ``MLU370``, an empty type) is offered to no simulated pod, so it is never scheduled and is
 left out of every GPU total and denominator (:attr:`hamisim.cluster.Cluster.n_cards`,
@@ -30,19 +31,27 @@ from __future__ import annotations
 from typing import Iterable
 
 from hamisim.devices.family import Family
+from hamisim.devices import iluvatar as _iluvatar
+from hamisim.devices.amd import AMD as _AMD
+from hamisim.devices.family import RequestFields, Resources
 from hamisim.devices.hygon import DCU as _DCU
 from hamisim.devices.nvidia import NVIDIA as _NVIDIA
 
 __all__ = ["NVIDIA", "FAMILIES", "Family", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to",
            "device_family", "family", "is_simulated", "backend_of", "simulated_flags",
-           "simulated_cards", "nvidia_flags", "offer_mask", "exact_family"]
+           "simulated_cards", "nvidia_flags", "offer_mask", "exact_family", "OTHER_THAN_NVIDIA",
+           "requested_family", "vendors"]
 
 #: HAMi's NVIDIA backend's common word (``nvidia.NvidiaGPUDevice``), the type of its requests
 NVIDIA = _NVIDIA.word
 
 #: the families hamisim simulates, by ``fid`` (the order they are tried in)
-FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU)
-assert all(f.fid == i for i, f in enumerate(FAMILIES))
+FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD)
+assert all(f.fid == i for i, f in enumerate(FAMILIES)) and len(FAMILIES) <= 32
+
+#: the families whose requests come from their own module (all but NVIDIA,
+#: whose request generation reads the scheduler config: :mod:`hamisim.pods`)
+OTHER_THAN_NVIDIA: tuple[Family, ...] = FAMILIES[1:]
 
 #: their common words
 SIMULATED_FAMILIES: tuple[str, ...] = tuple(f.word for f in FAMILIES)
@@ -54,15 +63,38 @@ def family(word: str) -> Family | None:
     """The simulated family whose common word (a request's type) is ``word``."""
     return _BY_WORD.get(word)
 
+
+def requested_family(c: Resources) -> tuple[Family, RequestFields | None] | None:
+    """The first family other than NVIDIA whose count resource the container
+    names, and its request (``None`` when the family drops it); ``None`` when
+    it names none."""
+    for f in OTHER_THAN_NVIDIA:
+        if f.asks(c):
+            return f, f.generate(c)
+    return None
+
+
+def vendors() -> str:
+    """The simulated families in words, for messages (``NVIDIA, Hygon DCU,
+    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD``)."""
+    out: list[str] = []
+    for f in FAMILIES:
+        chips = [g.word for g in FAMILIES if g.package == f.package]
+        if len(chips) == 1:
+            out.append(f.vendor)
+        elif f.word == chips[0]:
+            out.append(f"{f.vendor.split()[0]} ({', '.join(chips)})")
+    return ", ".join(out)
+
 #: HAMi v2.10.0's other backends: common word (``CommonWord()``; Ascend's and
 #: Iluvatar's come from the chart's device config, so their chip prefix is given
 #: here), vendor, package under ``pkg/device``; tried in order after the simulated ones
 OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("Ascend", "Huawei Ascend", "ascend"),
     ("MLU", "Cambricon MLU", "cambricon"),
-    ("Iluvatar", "Iluvatar", "iluvatar"),
-    ("MR-V", "Iluvatar", "iluvatar"),
-    ("BI-V", "Iluvatar", "iluvatar"),
+    ("Iluvatar", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
+    ("MR-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
+    ("BI-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
     ("Metax", "MetaX", "metax"),
     ("Mthreads", "Moore Threads", "mthreads"),
     ("Enflame", "Enflame", "enflame"),
@@ -70,7 +102,6 @@ OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("kunlun", "Kunlunxin", "kunlun"),
     ("XPU", "Kunlunxin XPU", "kunlun"),
     ("AWSNeuron", "AWS Neuron", "awsneuron"),
-    ("AMD", "AMD", "amd"),
     ("Biren", "Biren", "biren"),
     ("Vastai", "Vastai", "vastai"),
 )

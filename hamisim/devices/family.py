@@ -11,9 +11,31 @@ serve every family.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
 
-__all__ = ["Family"]
+__all__ = ["Family", "Resources", "RequestFields", "int32"]
+
+
+class Resources(Protocol):
+    """What a family's request generation reads of a container
+    (:class:`hamisim.pods.Container`)."""
+
+    limits: dict[str, int]
+    requests: dict[str, int]
+
+    def value(self, name: str) -> int | None: ...
+
+
+#: ``GenerateResourceRequests`` of one container: ``(nums, memreq,
+#: mempercentagereq, coresreq)``, or ``None`` when the container asks no card of
+#: the family (or asks one in a way the family drops)
+RequestFields = tuple[int, int, int, int]
+
+
+def int32(x: int) -> int:
+    """Go's ``int32(x)`` of an ``int64``: the low 32 bits, signed."""
+    return ((x + 2**31) % 2**32) - 2**31
 
 
 @dataclass(frozen=True)
@@ -59,3 +81,34 @@ class Family:
     mig: bool = False
     #: the ``topology-aware`` card policy's pair scores
     topology: bool = False
+    #: AMD's Fit: a card's ``devcore`` is Compute Units and a request's cores a
+    #: percentage of them; memory first (none asked = the whole card), then CUs;
+    #: no clamp at 100, no exclusive-at-100 and no ``CardComputeUnitsExhausted``
+    #: steps; the allocation names the card's own type
+    cores_as_cus: bool = False
+    # -- the family's own code (its module) -------------------------------
+    #: ``GenerateResourceRequests`` (NVIDIA's lives in :mod:`hamisim.pods`, which
+    #: needs the scheduler config)
+    generate: Callable[[Resources], RequestFields | None] | None = field(
+        default=None, compare=False, repr=False)
+    #: ``MutateAdmission``'s rewrite of a container's limits, in place
+    mutate: Callable[[dict[str, int]], None] | None = field(
+        default=None, compare=False, repr=False)
+    #: ``MutateAdmission``'s refusal of a container's limits: the error text
+    #: (the webhook answers HTTP 500 with it), or ``None``
+    refuse: Callable[[dict[str, int]], str | None] | None = field(
+        default=None, compare=False, repr=False)
+    #: how its device plugin registers cards: ``text`` (HAMi's colon/comma
+    #: ``DecodeNodeDevices``) or ``json`` (``UnMarshalNodeDevices``)
+    register_format: str = "text"
+    #: the unit of a request's memory value, in MiB (Iluvatar's ``vMem``: 256)
+    memory_unit_mib: int = 1
+
+    @property
+    def resource_names(self) -> tuple[str, str, str]:
+        """Count, memory and cores resource names."""
+        return self.count_name, self.memory_name, self.cores_name
+
+    def asks(self, c: Resources) -> bool:
+        """Does the container name the family's count resource (limits or requests)?"""
+        return self.count_name in c.limits or self.count_name in c.requests

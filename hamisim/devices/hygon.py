@@ -35,26 +35,10 @@ Quirks of v2.10.0 kept here (each one an observable difference):
 """
 from __future__ import annotations
 
-from typing import Protocol
-
-from hamisim.devices.family import Family
+from hamisim.devices.family import Family, RequestFields, Resources
 
 __all__ = ["DCU", "MEMORY_FACTOR", "request_fields"]
 
-
-class _Resources(Protocol):
-    def value(self, name: str) -> int | None: ...
-
-#: ``hygon.DCUDevices`` (``pkg/device/hygon/device.go``)
-DCU = Family(
-    word="DCU", vendor="Hygon DCU", package="hygon", fid=1,
-    count_name="hygon.com/dcunum", memory_name="hygon.com/dcumem",
-    cores_name="hygon.com/dcucores",
-    use_type="hygon.com/use-dcutype", nouse_type="hygon.com/nouse-dcutype",
-    use_uuid="hygon.com/use-gpuuuid", nouse_uuid="hygon.com/nouse-gpuuuid",
-    register_annotation="hami.io/node-dcu-register",
-    to_allocate_annotation="hami.io/dcu-devices-to-allocate",
-    allocated_annotation="hami.io/dcu-devices-allocated")
 
 #: the chart's ``hygon.memoryFactor`` (``device-configmap.yaml``)
 MEMORY_FACTOR = 1
@@ -65,8 +49,8 @@ _INT32_MAX = 2**31 - 1
 _PCT_WHOLE = 100
 
 
-def request_fields(c: _Resources, memory_factor: int = MEMORY_FACTOR
-                   ) -> tuple[int, int, int, int] | None:
+def request_fields(c: Resources, memory_factor: int = MEMORY_FACTOR
+                   ) -> RequestFields | None:
     """``GenerateResourceRequests`` for one container (a
     :class:`hamisim.pods.Container`): ``(nums, memreq, mempercentagereq,
     coresreq)``, or ``None`` = no DCU asked (or a value HAMi drops, see the
@@ -91,3 +75,16 @@ def request_fields(c: _Resources, memory_factor: int = MEMORY_FACTOR
             return None
         coresreq = cores
     return n, memreq, _PCT_WHOLE if memreq == 0 else 0, coresreq
+
+
+#: ``hygon.DCUDevices`` (``pkg/device/hygon/device.go``)
+DCU = Family(
+    word="DCU", vendor="Hygon DCU", package="hygon", fid=1,
+    count_name="hygon.com/dcunum", memory_name="hygon.com/dcumem",
+    cores_name="hygon.com/dcucores",
+    use_type="hygon.com/use-dcutype", nouse_type="hygon.com/nouse-dcutype",
+    use_uuid="hygon.com/use-gpuuuid", nouse_uuid="hygon.com/nouse-gpuuuid",
+    register_annotation="hami.io/node-dcu-register",
+    to_allocate_annotation="hami.io/dcu-devices-to-allocate",
+    allocated_annotation="hami.io/dcu-devices-allocated",
+    generate=request_fields)

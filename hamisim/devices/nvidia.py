@@ -24,4 +24,4 @@ NVIDIA = Family(
     to_allocate_annotation="hami.io/vgpu-devices-to-allocate",
     allocated_annotation="hami.io/vgpu-devices-allocated",
     checks_mode=True, checks_cordon=True, numa_bind=True, fit_quota=True, mig=True,
-    topology=True)
+    topology=True, register_format="json")

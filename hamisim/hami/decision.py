@@ -66,6 +66,9 @@ class Pick:
     mig: tuple[str, int, int] | None = None
     #: the request's type: its device family's common word (``NVIDIA``, ``DCU``)
     type: str = "NVIDIA"
+    #: the type the allocation names when it is not ``type``: AMD's writes the
+    #: card's registered type (``AMD_Instinct_MI300X``); ``None`` = ``type``
+    label: str | None = None
 
 
 @dataclass
@@ -199,8 +202,8 @@ def _family_list(containers: Sequence[Sequence[Pick]], word: str, pad: bool) -> 
     for picks in containers:
         own = [p for p in picks if p.type == word]
         if own:
-            out.append("".join(f"{p.uuid},{word},{p.usedmem},{p.usedcores}:" for p in own)
-                       + ";")
+            out.append("".join(f"{p.uuid},{p.label or word},{p.usedmem},{p.usedcores}:"
+                               for p in own) + ";")
         elif pad:
             out.append(";")
     return "".join(out)

@@ -22,6 +22,7 @@ import numpy as np
 from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
 from hamisim.devices import FAMILIES, SIMULATED_FAMILIES, family, offered_to
+from hamisim.devices.amd import cus
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
     NODE_INSUFFICIENT_DEVICE,
@@ -358,7 +359,9 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     NVIDIA's Fit has every step below; another family's
     (:class:`hamisim.devices.Family`) skips those it lacks (only NVIDIA reads
     ``vgpu-mode``, the device cordon, ``numa-bind``, the quota, MIG and
-    ``topology-aware``) and reads its own type and UUID annotations.
+    ``topology-aware``) and reads its own type and UUID annotations. AMD's
+    (``cores_as_cus``) charges Compute Units after the ``mutex`` step
+    (:mod:`hamisim.devices.amd`).
     ``policy`` is the pod's card policy string (annotation, else scheduler
     default); only its ``mutex`` and ``topology-aware`` tokens act here.
     ``quota``: HAMi's ResourceQuota check, called with this container's
@@ -420,6 +423,24 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
         if cp.mutex and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             _visit(trace, card, "ExclusiveDeviceAllocateConflict")
+            continue
+        if fam.cores_as_cus:
+            # AMD: memory (none asked = the whole card), then Compute Units
+            mem = request.memreq if request.memreq > 0 or card.devmem <= 0 else card.devmem
+            if card.devmem - card.usedmem < mem:
+                reasons["CardInsufficientMemory"] += 1
+                _visit(trace, card, "CardInsufficientMemory")
+                continue
+            cu = cus(card.devcore, card.devmem, mem, request.coresreq)
+            if cu is None or card.devcore - card.usedcores < cu:
+                reasons["CardInsufficientCore"] += 1
+                _visit(trace, card, "CardInsufficientCore")
+                continue
+            picks.append(Pick(card.id, mem, cu, card.index, type=request.type, label=card.type))
+            _visit(trace, card, "picked")
+            nums -= 1
+            if nums == 0:
+                return FitResult(True, picks, reasons, len(cards))
             continue
         if coresreq > 100:
             coresreq = 100          # sticky for the rest of the walk

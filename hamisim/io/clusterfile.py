@@ -100,7 +100,13 @@ from hamisim.cluster import (
     SchedulerConfig,
     Taint,
 )
-from hamisim.devices import SIMULATED_FAMILIES, backend_of, device_family, is_simulated
+from hamisim.devices import (
+    SIMULATED_FAMILIES,
+    backend_of,
+    device_family,
+    is_simulated,
+    vendors,
+)
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.gpuscore import gpu_scores, topology_scored
 from hamisim.hami.policy import CARD_MODES, policy_problem, warn_policy
@@ -477,12 +483,12 @@ def warn_foreign_cards(where: str, card_type: str, cards: int, nodes: list[str])
     accepted, left out of the GPU totals. One warning per type, at its first card."""
     shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3:,} more" if len(nodes) > 3 else "")
     backend = backend_of(card_type)
-    words = " nor ".join(repr(w) for w in SIMULATED_FAMILIES)
+    words = ", ".join(repr(w) for w in SIMULATED_FAMILIES)
     warnings.warn(InputWarning(where, (
         f"card type {card_type!r} ({cards:,} card{'' if cards == 1 else 's'} on "
-        f"node{'' if len(nodes) == 1 else 's'} {shown}) contains neither {words}"
+        f"node{'' if len(nodes) == 1 else 's'} {shown}) contains none of {words}"
         + (f" (a card for {backend})" if backend else "")
-        + ": no HAMi backend hamisim simulates (NVIDIA, Hygon DCU) offers it to a pod; "
+        + f": no HAMi backend hamisim simulates ({vendors()}) offers it to a pod; "
         "never scheduled, left out of every GPU total (utilisation, fragmentation, offered "
         "load)")), stacklevel=2)
 

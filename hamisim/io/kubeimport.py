@@ -73,7 +73,7 @@ from typing import Any
 
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
-from hamisim.devices import hygon
+from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, vendors
 from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
@@ -104,10 +104,20 @@ REGISTER = "hami.io/node-nvidia-register"
 PAIR_SCORE = "hami.io/node-nvidia-score"
 #: the register annotations of HAMi's other device backends (hami.io/node-dcu-register,
 #: hami.io/node-register-Ascend910B, ...): cards hamisim does not simulate
-OTHER_REGISTER = re.compile(r"hami\.io/node-(?!nvidia-register$|dcu-register$)"
-                            r"[^/]*register[^/]*$")
-#: Hygon DCU's register annotation (HAMi's colon/comma encoding, DecodeNodeDevices)
-DCU_REGISTER = hygon.DCU.register_annotation
+OTHER_REGISTER = re.compile(r"hami\.io/node-[^/]*register[^/]*$")
+#: the register annotations of the other simulated families that use HAMi's
+#: colon/comma encoding (DecodeNodeDevices): Hygon's, each Iluvatar chip's
+TEXT_REGISTERS: tuple[tuple[str, str], ...] = tuple(
+    (f.register_annotation, f.word) for f in OTHER_THAN_NVIDIA if f.register_format == "text")
+#: the other simulated families whose device plugin registers a JSON list (AMD's)
+JSON_REGISTERS: tuple[tuple[str, str], ...] = tuple(
+    (f.register_annotation, f.word) for f in OTHER_THAN_NVIDIA if f.register_format == "json")
+#: Go's encoding/json matches DeviceInfo's fields case-insensitively; a key left
+#: out is the field's zero value (health false: the card is unhealthy)
+_JSON_ZERO = {"id": "", "index": 0, "count": 0, "devmem": 0, "devcore": 0, "type": "",
+              "numa": 0, "mode": "", "health": False}
+#: every register annotation hamisim imports
+_SIMULATED_REGISTERS = frozenset(f.register_annotation for f in FAMILIES)
 DEVICE_CORDON = "hami.io/device-cordon"
 ASSIGNED_NODE = "hami.io/vgpu-node"
 DEVICES_ALLOCATED = "hami.io/vgpu-devices-allocated"
@@ -260,25 +270,62 @@ def _legacy_cards(v: Value, node: str, warnings: list[str], annotation: str = RE
     return Value(v.path, v.line, items=items)
 
 
-def _dcu_cards(reg: Value, node: str, warnings: list[str]) -> list[Doc]:
-    """Hygon's ``hami.io/node-dcu-register`` as card mappings. HAMi skips the
-    whole annotation when it does not decode (no DCU on the node): so does the
-    import, with a warning."""
+def _text_cards(reg: Value, node: str, warnings: list[str], annotation: str,
+                word: str) -> list[Doc]:
+    """A colon/comma register annotation (Hygon's ``hami.io/node-dcu-register``,
+    an Iluvatar chip's ``hami.io/node-<chip>-register``) as card mappings. HAMi
+    skips the whole annotation when it does not decode (no such card on the
+    node): so does the import, with a warning."""
     text = reg.scalar if isinstance(reg.scalar, str) else ""
     if ":" not in text:
-        warnings.append(f"node {node}: {DCU_REGISTER} {text!r} has no ':' (HAMi: \"node "
-                        "annotation missing device separator\"); HAMi registers no DCU there")
+        warnings.append(f"node {node}: {annotation} {text!r} has no ':' (HAMi: \"node "
+                        f"annotation missing device separator\"); HAMi registers no {word} there")
         return []
     try:
-        cards = _legacy_cards(reg, node, warnings, DCU_REGISTER)
+        cards = _legacy_cards(reg, node, warnings, annotation)
     except InputError as err:
-        warnings.append(f"node {node}: {err.problem}; HAMi skips the annotation, so no DCU "
+        warnings.append(f"node {node}: {err.problem}; HAMi skips the annotation, so no {word} "
                         "there")
         return []
-    items = cards.as_list(DCU_REGISTER)
+    items = cards.as_list(annotation)
     if not items:
-        warnings.append(f"node {node}: {DCU_REGISTER} lists no card (HAMi: \"no gpu found "
+        warnings.append(f"node {node}: {annotation} lists no card (HAMi: \"no gpu found "
                         "on node\")")
+    return items
+
+
+def _json_family_cards(reg: Value, node: str, warnings: list[str], annotation: str,
+                       word: str) -> list[Doc]:
+    """A JSON register annotation of another family (AMD's
+    ``hami.io/node-amd-register``) as card mappings, decoded as Go decodes it
+    (keys in any case, unknown keys ignored, absent ones zero: a card without
+    ``health`` is unhealthy). One that does not decode is skipped with a
+    warning, as HAMi skips it."""
+    try:
+        data = json.loads(reg.scalar)
+    except ValueError as exc:
+        warnings.append(f"node {node}: {annotation} is not JSON ({exc}); HAMi skips the "
+                        f"annotation, so no {word} there")
+        return []
+    if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
+        warnings.append(f"node {node}: {annotation} is not a JSON list of cards; HAMi skips "
+                        f"the annotation, so no {word} there")
+        return []
+    if not data:
+        warnings.append(f"node {node}: {annotation} lists no card (HAMi: \"no gpu found on "
+                        "node\")")
+    items = []
+    for pos, card in enumerate(data):
+        fields = dict(_JSON_ZERO)
+        for key, x in card.items():
+            if key.lower() in fields and x is not None:
+                fields[key.lower()] = x
+        if fields["health"] is not True:
+            warnings.append(f"node {node}: {annotation}: card {pos} ({fields['id']!r}) is not "
+                            "registered healthy (no \"health\": true), so HAMi never places on "
+                            "it")
+        items.append(_doc(reg.path, reg.line, {k: _value(reg.path, reg.line, x)
+                                               for k, x in fields.items()}))
     return items
 
 
@@ -300,12 +347,12 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     cordon), its device-cordon annotation and whether it is unschedulable."""
     meta, name, ann = _meta(obj, i, "Node")
     children: dict[str, Value] = {"name": meta.get("name")}
-    others = [k for k in ann.keys() if OTHER_REGISTER.match(k)]
+    others = [k for k in ann.keys()
+              if OTHER_REGISTER.match(k) and k not in _SIMULATED_REGISTERS]
     if others:
         warnings.append(f"node {name}: {', '.join(others)} register{'s' if len(others) == 1 else ''} "
                         "cards of another of HAMi's device backends; hamisim simulates the "
-                        f"NVIDIA and Hygon DCU backends only ({REGISTER}, {DCU_REGISTER}), "
-                        "so they are not imported")
+                        f"backends of {vendors()} only, so they are not imported")
     reg = _annotation(ann, REGISTER)
     if reg is not None:
         text = reg.scalar.strip()
@@ -315,15 +362,19 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
             children["devices"] = reg
         else:
             children["devices"] = _legacy_cards(reg, name, warnings)
-    dcu = _annotation(ann, DCU_REGISTER)
-    dcu_cards = _dcu_cards(dcu, name, warnings) if dcu is not None else []
-    if dcu_cards:
-        # the node's cards: NVIDIA's, then the DCUs (HAMi lists the families of a
-        # node in Go's map order, which varies; hamisim keeps this one)
-        have = children.get("devices")
-        nvidia = [] if have is None else have.as_list("devices") if have.is_list \
-            else _json_cards(have)
-        children["devices"] = Value(dcu.path, dcu.line, items=nvidia + dcu_cards)
+    for annotation, word, decode in (*((a, w, _text_cards) for a, w in TEXT_REGISTERS),
+                                     *((a, w, _json_family_cards) for a, w in JSON_REGISTERS)):
+        reg_other = _annotation(ann, annotation)
+        cards = decode(reg_other, name, warnings, annotation, word) \
+            if reg_other is not None else []
+        if cards:
+            # the node's cards: NVIDIA's, then each other family's in
+            # hamisim.devices order (HAMi lists the families of a node in Go's
+            # map order, which varies; hamisim keeps this one)
+            have = children.get("devices")
+            before = [] if have is None else have.as_list("devices") if have.is_list \
+                else _json_cards(have)
+            children["devices"] = Value(reg_other.path, reg_other.line, items=before + cards)
     score = _annotation(ann, PAIR_SCORE)
     if score is not None and score.scalar.strip():
         children["nvidia_score"] = score

@@ -83,7 +83,7 @@ import warnings
 from fractions import Fraction
 from typing import Collection, Iterable, Mapping, NamedTuple
 
-from hamisim.devices import FAMILIES, hygon
+from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, requested_family
 from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
@@ -606,19 +606,21 @@ def _boolean(v: Value, what: str) -> bool:
 
 
 def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
-    """Warn about ``gpucores`` (and ``hygon.com/dcucores``) above 100, and about
-    DCU requests HAMi drops, once per distinct value (at its first ``where``);
-    ``pods`` yields ``(where, pod)``.
+    """Warn about a card's cores above 100 (``gpucores``, ``hygon.com/dcucores``,
+    ...), about requests another family's webhook drops, and about an Iluvatar
+    ``vMem`` that reads as MiB, once per distinct value (at its first
+    ``where``); ``pods`` yields ``(where, pod)``.
 
-    Such a value is valid, and HAMi's Fit charges it as 100 (a whole card's
-    cores, sticky for the rest of the request): the pod is simulated that way,
-    but the number written probably meant something else (a share of several
-    cards, or a milli-unit)."""
+    Such a value is valid, and HAMi's Fit charges cores above 100 as 100 (a
+    whole card's cores, sticky for the rest of the request): the pod is
+    simulated that way, but the number written probably meant something else
+    (a share of several cards, or a milli-unit)."""
     seen: set[tuple[str, object]] = set()
-    dcu = hygon.DCU
+    # (AMD's webhook refuses a percentage above 100 instead: the run says so)
+    core_names = (GPUCORES, *(f.cores_name for f in OTHER_THAN_NVIDIA if not f.cores_as_cus))
     for where, pod in pods:
         for c in (*pod.init_containers, *pod.containers):
-            for name in (GPUCORES, dcu.cores_name):
+            for name in core_names:
                 cores = c.value(name)
                 if cores is None or cores <= 100 or (name, cores) in seen:
                     continue
@@ -628,21 +630,40 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
                     f"pod '{pod.name}': {short} {cores} is more than one card's 100 percent: "
                     f"HAMi charges it as 100 on every card ({short} is per card)")),
                     stacklevel=2)
-            # Hygon's request generation drops a request it cannot read: the
-            # container then asks no DCU at all, silently in HAMi
-            n = c.value(dcu.count_name)
-            if n is not None and hygon.request_fields(c) is None:
-                asked = tuple((k, c.value(k)) for k in (dcu.count_name, dcu.memory_name,
-                                                       dcu.cores_name) if c.value(k) is not None)
-                if ("dropped", asked) in seen:
+            asked = requested_family(c)
+            if asked is None:
+                continue
+            fam, fields = asked
+            if fields is None:
+                # the family's request generation drops a request it cannot
+                # read: the container then asks no card at all, silently in HAMi
+                values = tuple((k, c.value(k)) for k in fam.resource_names
+                               if c.value(k) is not None)
+                if ("dropped", values) in seen:
                     continue
-                seen.add(("dropped", asked))
-                shown = ", ".join(f"{k} {v}" for k, v in asked)
+                seen.add(("dropped", values))
+                shown = ", ".join(f"{k} {v}" for k, v in values)
                 warnings.warn(InputWarning(where, (
-                    f"pod '{pod.name}': {shown}: HAMi's DCU request generation drops this "
-                    "request (a count of 0, or a value beyond int32 such as bytes for MiB), "
-                    "so the container asks for no DCU and the pod is placed without one")),
+                    f"pod '{pod.name}': {shown}: HAMi's {fam.vendor} request generation drops "
+                    "this request (a count of 0, or a value beyond its range such as bytes "
+                    f"for MiB), so the container asks for no {fam.word} and the pod is placed "
+                    "without one")), stacklevel=2)
+                continue
+            mem = c.value(fam.memory_name)
+            if (fam.memory_unit_mib > 1 and mem is not None
+                    and mem * fam.memory_unit_mib > _LARGEST_CARD_MIB
+                    and ("unit", fam.memory_name, mem) not in seen):
+                seen.add(("unit", fam.memory_name, mem))
+                warnings.warn(InputWarning(where, (
+                    f"pod '{pod.name}': {fam.memory_name} {mem} counts {fam.memory_unit_mib} "
+                    f"MiB units, so it asks {mem * fam.memory_unit_mib // 1024} GiB, more than "
+                    f"any card has; for {mem} MiB write {-(-mem // fam.memory_unit_mib)}")),
                     stacklevel=2)
+
+
+#: more memory than any card of a family with a memory unit has (MiB): a
+#: value above it was probably written in MiB
+_LARGEST_CARD_MIB = 256 * 1024
 
 
 #: the pod annotations that choose cards by type or UUID (HAMi's Fit, step 2)

@@ -593,6 +593,8 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
                 pad_fam=np.array([sum(1 << f.fid for f in FAMILIES if f.word in words)
                                   for words in sched._pad_words], dtype=np.uint32),
                 fam_words=[f.word.encode() for f in FAMILIES],
+                fam_labels=sum(1 << f.fid for f in FAMILIES if f.cores_as_cus),
+                type_words=[t.encode() for t in state.type_names],
                 aligned=np.array(sched._aligned, dtype=np.uint8),
                 card_ids=list(state.card_ids),
                 retry=config.retry != "none" and config.mode == "replay",

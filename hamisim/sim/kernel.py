@@ -81,6 +81,10 @@ assert _core.CODES["NO_PERCENTAGE"] == NO_PERCENTAGE
 assert _core.CODES["Q_WIDTH"] == len(REQ_FIELDS)
 assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_WORD"]) == (REQ_REGISTERED, REQ_WORD)
 assert _core.CODES["FAM_NVIDIA"] == FAMILIES[0].fid == 0 and FAMILIES[0].word == "NVIDIA"
+# the one family whose Fit charges Compute Units (the kernel's FAM_AMD branch)
+assert [f.fid for f in FAMILIES if f.cores_as_cus] == [_core.CODES["FAM_AMD"]]
+#: the families whose allocation names the card's own type (Pick.label)
+_LABELLED = frozenset(f.word for f in FAMILIES if f.cores_as_cus)
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
 
 ST = _core.ST_NAMES
@@ -463,12 +467,14 @@ class KernelScheduler:
         for ci, cp in enumerate(picks):
             row = []
             word = words[ci] if words else "NVIDIA"
+            labelled = word in _LABELLED
             for p, m, c in cp:
                 # Picks are immutable: one object per (card, memory, cores, type).
                 pk = pick_of.get((r0 + p, m, c, word))
                 if pk is None:
+                    label = state.type_names[state.type_id[r0 + p]] if labelled else None
                     pk = pick_of[r0 + p, m, c, word] = Pick(ids[r0 + p], m, c, index[r0 + p],
-                                                            type=word)
+                                                            type=word, label=label)
                 row.append(pk)
             containers.append(row)
         if n_init == 0 and n_req == 1 and not state.has_mig:
@@ -494,9 +500,11 @@ class KernelScheduler:
         for ci, (cp, cm) in enumerate(zip(picks, mig)):
             row = []
             word = words[ci] if words else "NVIDIA"
+            labelled = word in _LABELLED
             for (p, m, c), (prof, pl) in zip(cp, cm):
                 inst = None if prof < 0 else (state.mp_name[prof], *state.pl_place[pl])
-                row.append(Pick(ids[r0 + p], m, c, index[r0 + p], inst, word))
+                label = state.type_names[state.type_id[r0 + p]] if labelled else None
+                row.append(Pick(ids[r0 + p], m, c, index[r0 + p], inst, word, label))
             out.append(row)
         return out
 
