@@ -647,6 +647,7 @@ def _ran(args: argparse.Namespace, spec, prep, label: str, result, metrics: str 
     r = result.summary["results"]
     _warn_cut_window(args, r)
     rows = [("cluster", describe_cluster(prep, spec.cluster or str(default_cluster_path()))),
+            *_family_rows(r),
             ("workload", describe_workload(prep)),
             *_offered_rows(prep),
             ("pods", r["pods"])]
@@ -858,6 +859,18 @@ def _timing_line(t: dict[str, float], pods: int) -> str:
             f"engine {own:.2f} s{per_pod}), write {t.get('write', 0):.2f} s")
 
 
+def _family_rows(r: dict) -> list[tuple[str, str]]:
+    """A mixed cluster's device families, and what hamisim assumed of their deployment."""
+    families = r.get("families", [])
+    if not families:
+        return []
+    rows = [("device families", ", ".join(f"{f['family']} ({f['cards']:,} cards)"
+                                          for f in families))]
+    notes = {f["vendor"].split()[0]: f["assumed"] for f in families if f.get("assumed")}
+    rows += [(f"  {vendor}", note) for vendor, note in notes.items()]
+    return rows
+
+
 def _triple(r: dict, prefix: str) -> str:
     values = [r.get(f"{prefix}_{q}_s") for q in ("p50", "p99", "max")]
     return " / ".join("-" if v is None else f"{v:.1f}" for v in values)
@@ -888,6 +901,17 @@ def _print_breakdowns(r: dict, max_rows: int = 12) -> None:
                       "queueing delay p99 (s)"), rows)
         if len(groups) > max_rows:
             print(f"    ... {len(groups) - max_rows} more groups in summary.json")
+    families = r.get("families", [])
+    if families:
+        # a mixed cluster: each family in its own units (memory of one family's
+        # cards is never added to another's)
+        pct = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+        rows = [(f["family"], f"{f['cards']:,}", pct(f.get("mean_gpu_allocated_pct")),
+                 pct(f.get("mean_memory_allocated_pct")), pct(f.get("mean_cores_allocated_pct"))
+                 + (" CU" if f["cores_unit"] == "compute units" else ""),
+                 f"{f['pods']:,}", _triple(f, "pending")) for f in families]
+        _print_table(("by device family", "cards", "% with a tenant", "% memory", "% cores",
+                      "pods", "pending p50 / p99 / max (s)"), rows)
 
 
 def _print_refusals(r: dict, max_rows: int = 12) -> None:

@@ -101,6 +101,9 @@ class Family:
     #: how its device plugin registers cards: ``text`` (HAMi's colon/comma
     #: ``DecodeNodeDevices``) or ``json`` (``UnMarshalNodeDevices``)
     register_format: str = "text"
+    #: how hamisim deploys the family where HAMi's chart does not by default
+    #: (said in the console and in ``results.families``), or ``None``
+    assumed: str | None = None
     #: the unit of a request's memory value, in MiB (Iluvatar's ``vMem``: 256)
     memory_unit_mib: int = 1
 

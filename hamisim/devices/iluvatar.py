@@ -98,7 +98,9 @@ def _chip(word: str, fid: int) -> Family:
         register_annotation=f"hami.io/node-{word}-register",
         to_allocate_annotation=f"hami.io/{word}-devices-to-allocate",
         allocated_annotation=f"hami.io/{word}-devices-allocated",
-        memory_unit_mib=MEMORY_FACTOR)
+        memory_unit_mib=MEMORY_FACTOR,
+        assumed="scheduled as with HAMi's --enable-iluvatar (the chart's "
+                "devices.iluvatar.enabled, false by default)")
     # the family's own functions, bound to it (Family is frozen: set once here)
     object.__setattr__(fam, "generate", lambda c: request_fields(c, fam))
     object.__setattr__(fam, "mutate", lambda limits: mutate(limits, fam))

@@ -47,6 +47,7 @@ import simpy
 from hamisim import _failtext, _replay, _research
 from hamisim.cluster import Cluster
 from hamisim.devices import FAMILIES
+from hamisim.sim.families import set_families
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import encode_mig_allocations
 from hamisim.hami.decision import devices_annotation, mig_allocations_annotation
@@ -511,6 +512,7 @@ def simulate_compiled(cluster: Cluster, trace: Trace, config: EngineConfig = Eng
     rec = Recorder([n.name for n in cluster.nodes], node_groups, sink, PlacementMeter(cluster),
                    MigMeter(cluster, shapes), unplaceable, events=config.events)
     rec.set_namespaces(trace.names, trace.template, [t.namespace for t in trace.templates])
+    set_families(rec, cluster, trace)
     many_groups = len(meter.group_names) > 1
     order = trace.arrival_order()
     names = pa.array(trace.names, pa.string()).take(order)

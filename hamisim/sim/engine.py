@@ -80,6 +80,7 @@ from hamisim.pods import Container, Pod, admission_error
 from hamisim.shapes import Shape, ShapeCache, gpu_request, request_class
 from hamisim.sim.backend import make_scheduler
 from hamisim.sim.config import ENGINES, EngineConfig, progress_bar, quiet_gc
+from hamisim.sim.families import set_families
 from hamisim.sim.metrics import ClusterMeter
 from hamisim.sim.placement import MigMeter, PlacementMeter
 from hamisim.sim.recorder import (
@@ -1260,6 +1261,7 @@ def simulate(cluster: Cluster, workload: Iterable, config: EngineConfig = Engine
     if isinstance(workload, Trace):
         eng.rec.set_namespaces(workload.names, workload.template,
                                [t.namespace for t in workload.templates])
+        set_families(eng.rec, cluster, workload)
         total = len(workload) if total is None else total
         workload = workload.iter_arrivals() if config.mode == "replay" else iter(workload)
     with quiet_gc():

@@ -124,6 +124,13 @@ class Recorder:
         self.namespace_names: list[str] = []
         self._ns_pods: pa.Array | None = None
         self._ns_codes = np.zeros(0, dtype=np.int32)
+        #: on a cluster of several device families: the cards each pod held
+        #: (hamisim.sim.families) and, per pod in pods-table order, the families
+        #: it asked for (set_families); None otherwise
+        self.families = None
+        self.s_family: array | None = None
+        self._fam_pods: pa.Array | None = None
+        self._fam_masks = np.zeros(0, dtype=np.uint32)
         #: measures multi-GPU pods' placements as their rows are written
         self.placement = placement
         #: reads MIG pods' instances as their rows are written (clusters with MIG cards)
@@ -349,11 +356,15 @@ class Recorder:
                              np.asarray(end, dtype=np.float64), list(mig_allocations))
         flags, reasons = self._mark_unplaceable(_strings(name), preempted_by)
         self._mark_namespaces(_strings(name))
-        if self.discards:
-            return
+        self._mark_families(_strings(name))
         arrival = np.array(arrival, dtype=np.float64)
         bind = np.array(bind, dtype=np.float64)
         end = np.array(end, dtype=np.float64)
+        if self.families is not None:
+            self.families.collect(device_texts, bind, end if end_time is None
+                                  else np.where(np.isnan(end), end_time, end))
+        if self.discards:
+            return
         take = self._node_take(node)
         bound = ~np.isnan(bind)
         stop = end if end_time is None else np.where(np.isnan(end), end_time, end)
@@ -406,6 +417,27 @@ class Recorder:
             by = pc.is_in(_strings(preempted_by), value_set=self._unplaceable_names)
             self.unplaceable_preemptions += int(pc.sum(by).as_py() or 0)
         return flags, _strings(reasons)
+
+    def set_families(self, meter, names: Sequence[str], template: np.ndarray,
+                     template_masks: np.ndarray) -> None:
+        """A mixed cluster's per-family books: ``meter`` (a
+        :class:`hamisim.sim.families.FamilyMeter`) reads the pods' allocations,
+        and pod ``names[i]`` asked for the families ``template_masks[template[i]]``
+        (:func:`hamisim.sim.families.pod_families`); a pod not named here (an
+        initial state's) asked none. Call before the first pods are written."""
+        self.families = meter
+        self._fam_pods = pa.array(list(names), pa.string())
+        self._fam_masks = np.append(np.asarray(template_masks, dtype=np.uint32)[
+            np.asarray(template, dtype=np.int64)], np.uint32(0)).astype(np.uint32)
+        self.s_family = array("I")
+
+    def _mark_families(self, names: pa.Array) -> None:
+        if self.s_family is None:
+            return
+        at = pc.index_in(names, value_set=self._fam_pods)
+        idx = np.asarray(pc.fill_null(at, len(self._fam_masks) - 1).to_numpy(
+            zero_copy_only=False), dtype=np.int64)
+        self.s_family.frombytes(self._fam_masks[idx].tobytes())
 
     def set_namespaces(self, names: Sequence[str], template: np.ndarray,
                        template_namespaces: Sequence[str]) -> None:
@@ -465,7 +497,9 @@ class Recorder:
                 "unplaceable": np.frombuffer(self.s_unplaceable, dtype=np.int8).astype(bool),
                 **({"namespace": np.array(self.namespace_names, dtype=object)[
                     np.frombuffer(self.s_namespace, dtype=np.int32)]}
-                   if self.s_namespace is not None else {})}
+                   if self.s_namespace is not None else {}),
+                **({"family": np.frombuffer(self.s_family, dtype=np.uint32)}
+                   if self.s_family is not None else {})}
 
     # -- per-group series ----------------------------------------------------
     def sample_groups(self, time: float, rows: Sequence[tuple]) -> None:

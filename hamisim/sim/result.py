@@ -14,8 +14,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from hamisim.sim.families import family_statistics
 from hamisim.sim.metrics import TIMESERIES_COLUMNS, ClusterMeter
-from hamisim.sim.recorder import EVENT_COLUMNS, POD_COLUMNS, MemorySink, Recorder
+from hamisim.sim.recorder import (
+    EVENT_COLUMNS,
+    INITIAL_STATE_CLASS,
+    POD_COLUMNS,
+    MemorySink,
+    Recorder,
+)
 from hamisim.sim.stats import (
     WHOLE_RUN_KEYS,
     headline_window,
@@ -205,10 +212,26 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         summary["whole_run"] = {**whole, **summary["whole_run"]}
         if rec.mig is not None:
             summary.update(rec.mig.summary(span["end_s"], span["start_s"]))
+    if rec.families is not None and "family" in pod_stats:
+        summary["families"] = _families(rec, pod_stats, float(end_time), span)
     summary["hami_quirks"] = {"init_container_usage": init_container_quirk(m, counts,
                                                                           float(end_time))}
     return SimResult(events, ts, summary, occupancy_at_peak(m), pods, groups_ts,
                      list(node_groups), mig_timeseries=mig_ts)
+
+
+def _families(rec: Recorder, pod_stats: dict, end_time: float,
+              span: dict | None) -> list[dict]:
+    """``results.families`` over the headline's span (the whole run without one)."""
+    window = (span["start_s"], span["end_s"]) if span is not None else (0.0, end_time)
+    arrival = np.asarray(pod_stats["arrival"], dtype=float)
+    counted = ((np.asarray(pod_stats["class"]) != INITIAL_STATE_CLASS)
+               & ~np.asarray(pod_stats["unplaceable"], dtype=bool))
+    if span is not None:
+        counted &= (arrival >= window[0]) & (arrival <= window[1])
+    return family_statistics(rec.families, np.asarray(pod_stats["family"], dtype=np.int64),
+                             np.asarray(pod_stats["wait"], dtype=float),
+                             np.asarray(pod_stats["bound"], dtype=bool), counted, window)
 
 
 def init_container_quirk(m: ClusterMeter, counts: RunCounts, end_time: float) -> dict:

@@ -174,13 +174,17 @@ def _is_text(column: pd.Series) -> bool:
 
 
 #: the columns that say what a row is, first in a table, in this order
-_IDENTIFYING = ("cell", "policy", "seed", "group", "class", "card type", "card_type", "node")
+_IDENTIFYING = ("cell", "policy", "seed", "group", "class", "family", "vendor", "card_types",
+                "card type", "card_type", "node")
 #: the measures in reading order (counts, waits, allocation, placement); a
 #: table's other columns follow in their own order
 _READING_ORDER = (
-    "nodes", "gpus", "replicas", "pods", "pods_bound", "bound", "departed", "abandoned",
+    "nodes", "gpus", "cards", "memory_mib", "cores", "cores_unit", "replicas", "pods",
+    "pods_bound", "bound", "departed", "abandoned",
     "abandoned_pct", "unplaced_pct", "pending_at_end", "running_at_end", "attempts",
     "peak_gpu_allocated", "peak_gpu_allocated_pct", "mean_gpu_allocated_pct",
+    "mean_cards_allocated_pct",
+    "mean_memory_allocated_pct", "mean_cores_allocated_pct",
     "mean_frag_pct_of_capacity", "mean_stranded_pct_of_capacity", "mean_stranded_pct_of_gpus",
     "mean_unfit_pct_of_capacity", "mean_unfit_pct_of_gpus", "final_unallocated_gpu_pct",
     "pending_p50_s", "pending_p99_s", "pending_max_s", "queueing_delay_p50_s",
@@ -200,6 +204,7 @@ _HEADERS = {
     "peak_gpu_allocated": "peak GPUs with a tenant",
     "peak_gpu_allocated_pct": "peak GPUs with a tenant %",
     "mean_gpu_allocated_pct": "GPUs with a tenant, mean %",
+    "mean_cards_allocated_pct": "cards with a tenant, mean %",
     "mean_frag_pct_of_capacity": "fragmented, mean % of GPUs",
     "mean_stranded_pct_of_capacity": "stranded, mean % of GPUs",
     "mean_stranded_pct_of_gpus": "stranded, mean % of GPUs",
@@ -215,6 +220,9 @@ _HEADERS = {
     "mig_slots_used_peak": "MIG slices used, peak",
     "mig_slots_stranded_mean_pct": "MIG slices stranded, mean %",
     "end_time_s": "simulated time (s)",
+    "card_types": "card types", "memory_mib": "memory (MiB)", "cores_unit": "cores in",
+    "mean_memory_allocated_pct": "memory allocated, mean %",
+    "mean_cores_allocated_pct": "cores allocated, mean %",
 }
 
 
@@ -305,6 +313,14 @@ def _run(folder: Path) -> tuple[str, str]:
     groups = pd.DataFrame(r.get("groups", []))
     if len(groups):
         parts += ["<h2>Node groups</h2>", _table(groups, readable=True, order=True)]
+    families = pd.DataFrame(r.get("families", []))
+    if len(families):
+        families["card_types"] = families["card_types"].map(", ".join)
+        families = families.rename(columns={"mean_gpu_allocated_pct": "mean_cards_allocated_pct"})
+        parts += ["<h2>Device families</h2>",
+                  "<p>Each family in its own units: memory in MiB of its own cards, cores "
+                  "in percent of a card (AMD: Compute Units), over the headline's span.</p>",
+                  _table(families, readable=True, order=True)]
     parts.append(_unplaceable(r))
     parts.append(_refusals(r))
     if r.get("mig_by_card_type"):
