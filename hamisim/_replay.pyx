@@ -1556,12 +1556,13 @@ cdef class ReplayCore:
         cdef int64_t r0 = self.node_start[node]
         if n_init == 0 and n_cont == 1 and not self.has_mig:
             # one container: distinct cards, one slot each (a MIG card may give one
-            # container several instances: the general path counts them per card)
+            # container several instances: the general path counts them per card);
+            # HAMi's collapse books a negative request (Iluvatar's vCore) as zero
             for i in range(s.out_n[0]):
                 self.slot_rows[base + i] = r0 + s.out_pos[i]
                 self.slot_used[base + i] = 1
-                self.slot_mem[base + i] = s.out_mem[i]
-                self.slot_cores[base + i] = s.out_cores[i]
+                self.slot_mem[base + i] = max(s.out_mem[i], <int64_t>0)
+                self.slot_cores[base + i] = max(s.out_cores[i], <int64_t>0)
             n = s.out_n[0]
         else:
             # HAMi tells init from app entries by position in its list, which
@@ -1617,7 +1618,7 @@ cdef class ReplayCore:
 
     cdef void _keep_app_usage(self, int sl, int n, int64_t r0) noexcept:
         # engine._init_done's usage, kept at bind while the picks are at hand:
-        # collapsed_usage of the app entries alone (the e >= n_init sums of the
+        # app_only_usage of the app entries (their sums, unfloored: the e >= n_init sums of the
         # c_app_* scratch _take_picks just filled for the first n cards of c_list)
         cdef Py_ssize_t base = <Py_ssize_t>sl * self.slot_width
         cdef int i, p, m = 0

@@ -19,6 +19,7 @@ from typing import Mapping
 
 from hamisim.cluster import SchedulerConfig
 from hamisim.devices import OTHER_THAN_NVIDIA, requested_family
+from hamisim.devices.family import int32
 
 __all__ = [
     "GPU", "GPUMEM", "GPUMEM_PERCENTAGE", "GPUCORES", "NO_PERCENTAGE", "TOLERATION_OPERATORS",
@@ -286,8 +287,11 @@ def container_request(c: Container, config: SchedulerConfig) -> Request | None:
     after ``memory_factor``; the other families: see their modules).
     """
     nums = c.value(GPU)
-    if not nums or nums <= 0:
+    if not nums or nums <= 0 or int32(nums) <= 0:
+        # HAMi takes Go's int32 of the count (and of the cores below): a count
+        # whose int32 is not positive asks no card
         return other_family_request(c)
+    nums = int32(nums)
     memreq = c.value(GPUMEM) or 0
     # HAMi v2.10.0 drops the request (silently, no error) when the memory is
     # negative or would leave int32 once multiplied by memory_factor.
@@ -307,7 +311,7 @@ def container_request(c: Container, config: SchedulerConfig) -> Request | None:
         else:
             pct = 100
     cores = c.value(GPUCORES)
-    coresreq = config.default_cores if cores is None else cores
+    coresreq = config.default_cores if cores is None else int32(cores)
     return Request(nums=nums, memreq=memreq, mempercentagereq=pct, coresreq=coresreq)
 
 

@@ -124,6 +124,19 @@ def test_node_pipeline(ops, case):
 
 
 # -- requests and annotation helpers (shared by both backends) ---------------------
+@pytest.mark.parametrize(("gpu", "cores", "want"), [
+    (1, 2**32 + 30, (1, 30)),        # Go's int32 of the cores: 30
+    (1, 2**32 - 1, (1, -1)),         # -1: fits any card, booked as 0
+    (2**32 + 2, 50, (2, 50)),        # the count too
+    (2**32, 50, None),               # int32 0: no card asked
+])
+def test_nvidias_count_and_cores_are_gos_int32_of_the_value(gpu, cores, want):
+    # GenerateResourceRequests: Nums int32(n), Coresreq int32(corenums), unchecked
+    got = container_request(Container({"nvidia.com/gpu": gpu, "nvidia.com/gpucores": cores},
+                                      {}), SchedulerConfig())
+    assert (None if got is None else (got.nums, got.coresreq)) == want
+
+
 @pytest.mark.parametrize("case", _cases("request_from_resources.json"))
 def test_request_from_resources(case):
     if case["op"] == "generate":

@@ -217,3 +217,46 @@ def test_iluvatar_pods_land_on_their_chip_on_both_engines(mixed, capsys):
         entries = [e for e in pods.loc[f"p{i}", "devices"].rstrip(";").split(":") if e]
         # count 2: the webhook's cores 200, charged 100 on each whole card
         assert len(entries) == 2 and all(e.endswith(",BI-V150,65536,100") for e in entries)
+
+
+# -- a vCore whose int32 is negative (unchecked) ------------------------------------
+ONE_CARD = """\
+nodes:
+  - name: mr-0
+    gpus: 1
+    card: {type: MR-V100, devmem: 32768}
+"""
+
+
+def _negative_core_trace() -> str:
+    # 2**32 - 1: Kubernetes takes it, HAMi's int32 of it is -1
+    minus = {"limits": {MR.count_name: 1, MR.cores_name: 2**32 - 1}}
+    fifty = {"limits": {MR.count_name: 1, MR.memory_name: 4, MR.cores_name: 50}}
+    rows = [{"name": "alone", "arrival": 0, "duration": 100, "containers": [minus]},
+            # an init container on the same (only) card, then the app container
+            {"name": "with-init", "arrival": 200, "duration": 300, "init_duration": 100,
+             "containers": [minus], "init_containers": [fifty]}]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+@pytest.mark.parametrize("engine", [(), ("--check",), ("--backend", "reference", "--check")],
+                         ids=["compiled", "python-checked", "reference-checked"])
+def test_a_negative_core_request_books_zero_until_hamis_shrink_sums_it(engine, tmp_path):
+    # HAMi's CollapseInitContainerUsage takes the larger of the init peak (zero
+    # without one) and the app sum on every bind, so vCore -1 books 0 cores;
+    # its AppContainersOnlyDeviceUsage sums the app entries without that
+    # floor, so once the init containers succeed the card holds -1 cores.
+    (tmp_path / "cluster.yaml").write_text(ONE_CARD)
+    (tmp_path / "trace.jsonl").write_text(_negative_core_trace())
+    _run(tmp_path, "out", *engine)
+    ts = pd.read_parquet(tmp_path / "out" / "timeseries.parquet").set_index("time")
+    cores = ts["hami_gpu_core_allocated"]
+    assert ts["pods_running"].loc[0.0] == 1 and cores.loc[0.0] == 0   # alone: booked as 0
+    assert cores.loc[200.0] == 50                   # the init container's peak
+    assert cores.loc[300.0] == -1                   # the app entry alone, summed
+    assert ts["pods_running"].iloc[-1] == 0 and cores.iloc[-1] == 0
+    memory = ts["hami_gpu_memory_allocated_bytes"] // 2**20
+    # the larger of the init container's vMem 4 (x 256 MiB) and the app entry's
+    # whole card, then the app entry's whole card
+    assert memory.loc[200.0] == 32768 and memory.loc[300.0] == 32768
+    assert memory.loc[0.0] == 32768

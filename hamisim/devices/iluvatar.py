@@ -40,6 +40,9 @@ Quirks of v2.10.0 kept here:
 * a memory value that is not an integer, or above 8,388,607 (so that x256
   stays in int32), drops the whole request;
 * cores are ``int32`` of the value, unchecked; above 100 they are charged 100;
+  a negative one (``2**32 - 1`` reads as -1) fits any card and is booked as 0
+  (``CollapseInitContainerUsage`` takes the larger of it and an absent init
+  peak), but the shrink after the init containers sums it as it is;
 * a card is offered by substring (``MR-V100`` in ``Iluvatar MR-V100 32G``),
   but the request counts in the card's score only when its type is exactly
   ``<CW>`` (the quirk NVIDIA's and DCU's scores share).

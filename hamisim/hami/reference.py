@@ -64,7 +64,7 @@ from hamisim.pods import NO_PERCENTAGE, Pod, Request, admit, pod_requests
 __all__ = [
     "CardUsage", "FitResult", "card_score", "card_less", "sort_cards", "node_base_score",
     "node_less", "uuid_allowed", "type_allowed", "mode_allowed", "fit", "aligned_usage",
-    "app_containers_only",
+    "app_containers_only", "app_only_usage", "cached_usage",
     "fit_in_devices", "is_mig_request", "NodeFit", "score_node", "quota_check", "ReferenceScheduler", "Tracer",
 ]
 
@@ -684,8 +684,10 @@ def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int, aligned: 
     if not aligned:
         containers = [picks for picks in containers if picks]
     if n_init == 0 and len(containers) == 1:
-        # The common case: one container on distinct cards, one slot each.
-        one = {p.uuid: (1, p.usedmem, p.usedcores) for p in containers[0]}
+        # The common case: one container on distinct cards, one slot each. HAMi
+        # takes the larger of the init peak (none: zero) and the app sum, so a
+        # negative request (Iluvatar's unchecked vCore) books zero, not below.
+        one = {p.uuid: (1, max(p.usedmem, 0), max(p.usedcores, 0)) for p in containers[0]}
         if len(one) == len(containers[0]):
             return one
     app: dict[str, list[int]] = {}
@@ -707,6 +709,31 @@ def collapsed_usage(containers: Sequence[Sequence[Pick]], n_init: int, aligned: 
         i = init.get(uuid, [0, 0, 0])
         out[uuid] = (max(a[0], i[0]), max(a[1], i[1]), max(a[2], i[2]))
     return out
+
+
+def app_only_usage(containers: Sequence[Sequence[Pick]]) -> dict[str, tuple[int, int, int]]:
+    """A pod's usage per card once its init containers succeeded:
+    ``{uuid: (used, mem, cores)}``, the app entries (:func:`app_containers_only`)
+    summed, one slot per entry. HAMi v2.10.0's ``AppContainersOnlyDeviceUsage``
+    sums without :func:`collapsed_usage`'s floor at zero, so a negative request
+    (Iluvatar's unchecked vCore) lowers the card's books after the shrink."""
+    out: dict[str, list[int]] = {}
+    for picks in containers:
+        for p in picks:
+            u = out.setdefault(p.uuid, [0, 0, 0])
+            u[0] += 1
+            u[1] += p.usedmem
+            u[2] += p.usedcores
+    return {uuid: (u[0], u[1], u[2]) for uuid, u in out.items()}
+
+
+def cached_usage(containers: Sequence[Sequence[Pick]], n_init: int, aligned: bool,
+                 app_only: bool) -> dict[str, tuple[int, int, int]]:
+    """What HAMi's cache holds for one pod per card: :func:`app_only_usage` once
+    it shrank the pod to its app containers (``app_only``), else
+    :func:`collapsed_usage`."""
+    return app_only_usage(containers) if app_only else collapsed_usage(containers, n_init,
+                                                                        aligned)
 
 
 def aligned_usage(node: Node, config) -> bool:
@@ -743,6 +770,9 @@ class _Cached:
     namespace: str = "default"
     #: its card policy has the what-if token mutex-reserve: its cards are reserved
     reserve: bool = False
+    #: ``containers`` are the app entries HAMi kept after the init containers
+    #: succeeded (booked by :func:`app_only_usage`)
+    app_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -805,8 +835,9 @@ class ReferenceScheduler:
                 for p in picks:
                     if p.mig is not None:
                         by_id[p.uuid].mig_in_use.append(MigPlacement(p.mig[1], p.mig[2]))
-            for uuid, (used, mem, cores) in collapsed_usage(
-                    cached.containers, cached.n_init, aligned[cached.node]).items():
+            for uuid, (used, mem, cores) in cached_usage(
+                    cached.containers, cached.n_init, aligned[cached.node],
+                    cached.app_only).items():
                 card = by_id[uuid]
                 card.used += used
                 card.usedmem += mem
@@ -824,23 +855,27 @@ class ReferenceScheduler:
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
-              namespace: str = "default", reserve: bool = False) -> None:
+              namespace: str = "default", reserve: bool = False,
+              app_only: bool = False) -> None:
         """Record a placement made elsewhere (an initial state), as HAMi's
         informer does for a pod that already carries its annotations.
         ``reserve``: the what-if mutex-reserve holds its cards (kept when a
-        pod placed here is adopted again, e.g. after its init containers)."""
+        pod placed here is adopted again, e.g. after its init containers).
+        ``app_only``: ``containers`` are the app entries HAMi keeps once the
+        init containers succeeded (``n_init`` 0; booked by :func:`app_only_usage`)."""
         previous = self.pods.get(name)
         self.pods[name] = _Cached(node_index, containers, n_init, cpu_milli, memory_mib,
                                   namespace, reserve or (previous is not None
-                                                         and previous.reserve))
+                                                         and previous.reserve), app_only)
 
     def namespace_usage(self, namespace: str) -> tuple[int, int]:
         """``(MiB, cores)`` the cached pods of ``namespace`` count against its quota."""
         mem = cores = 0
         for cached in self.pods.values():
             if cached.namespace == namespace:
-                m, c = usage_totals(collapsed_usage(nvidia_only(cached.containers),
-                                                    cached.n_init, self._aligned[cached.node]))
+                m, c = usage_totals(cached_usage(nvidia_only(cached.containers),
+                                                 cached.n_init, self._aligned[cached.node],
+                                                 cached.app_only))
                 mem += m
                 cores += c
         return mem, cores

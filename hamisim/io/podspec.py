@@ -84,6 +84,7 @@ from fractions import Fraction
 from typing import Collection, Iterable, Mapping, NamedTuple
 
 from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, requested_family
+from hamisim.devices.family import int32
 from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
@@ -620,17 +621,30 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
     core_names = (GPUCORES, *(f.cores_name for f in OTHER_THAN_NVIDIA if not f.cores_as_cus))
     for where, pod in pods:
         for c in (*pod.init_containers, *pod.containers):
+            asked = requested_family(c)
             for name in core_names:
                 cores = c.value(name)
                 if cores is None or cores <= 100 or (name, cores) in seen:
                     continue
+                if name != GPUCORES and asked is not None and asked[1] is None:
+                    continue            # dropped: the warning below says so
                 seen.add((name, cores))
                 short = "gpucores" if name == GPUCORES else name
-                warnings.warn(InputWarning(where, (
-                    f"pod '{pod.name}': {short} {cores} is more than one card's 100 percent: "
-                    f"HAMi charges it as 100 on every card ({short} is per card)")),
-                    stacklevel=2)
-            asked = requested_family(c)
+                read = int32(cores)     # every family without a range check takes int32
+                if read == cores:
+                    text = (f"is more than one card's 100 percent: HAMi charges it as 100 "
+                            f"on every card ({short} is per card)")
+                elif read > 100:
+                    text = (f"leaves int32: HAMi reads it as {read}, more than one card's "
+                            f"100 percent, and charges 100 on every card")
+                elif read >= 0:
+                    text = f"leaves int32: HAMi reads it as {read} percent of each card"
+                else:
+                    text = (f"leaves int32: HAMi reads it as {read}, asks no cores and "
+                            "books none (its shrink after the init containers books "
+                            f"{read} on the card)")
+                warnings.warn(InputWarning(where, f"pod '{pod.name}': {short} {cores} {text}"),
+                              stacklevel=2)
             if asked is None:
                 continue
             fam, fields = asked

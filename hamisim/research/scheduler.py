@@ -178,12 +178,13 @@ class ResearchScheduler:
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
-              namespace: str = "default") -> None:
+              namespace: str = "default", app_only: bool = False) -> None:
         """Record a placement made elsewhere (an initial state). Each card's
         milli is read back from the pick: ``usedcores * 10``, else its memory
         share of the card. ``namespace`` is not read: research policies model
         no ResourceQuota (:func:`hamisim.sim.backend.make_scheduler` refuses
-        a cluster with quotas for them)."""
+        a cluster with quotas for them). ``app_only`` (the app entries kept
+        after the init containers) changes nothing: milli come from the picks."""
         self.delete(name)
         b = self.bound_of(node_index, containers, n_init, cpu_milli, memory_mib)
         self._apply(b, 1)

@@ -89,8 +89,8 @@ class InvariantError(HamisimError):
         super().__init__(f"invariant violated after the {kind} event{who} at {at}: {problem}")
 
 
-def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int, listed_all: bool = True
-                     ) -> dict[str, tuple[int, int, int]]:
+def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int, listed_all: bool = True,
+                     summed: bool = False) -> dict[str, tuple[int, int, int]]:
     """What one bound pod holds per card: ``{uuid: (slots, memory, cores)}``.
 
     Written independently of :func:`hamisim.hami.reference.collapsed_usage` (the
@@ -100,6 +100,9 @@ def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int, listed_a
     the larger of its app total and its largest init container. HAMi v2.10.0
     counts the first ``n_init`` entries of its list as init containers; unless
     ``listed_all``, containers without cards have no entry in that list.
+    ``summed``: the entries are the app containers HAMi keeps once the init
+    containers succeeded; it sums them without the larger-of rule's floor at
+    zero (a negative request lowers the card's books).
     """
     app: dict[str, list[int]] = {}
     init: dict[str, list[int]] = {}
@@ -115,6 +118,8 @@ def pod_contribution(containers: Sequence[Sequence[Pick]], n_init: int, listed_a
                 t[0] += 1
                 t[1] += p.usedmem
                 t[2] += p.usedcores
+    if summed:
+        return {uuid: (a[0], a[1], a[2]) for uuid, a in app.items()}
     out = {}
     for uuid in {**init, **app}:
         a, i = app.get(uuid, (0, 0, 0)), init.get(uuid, (0, 0, 0))
@@ -172,6 +177,9 @@ class Checker:
         self.totals = [0, 0, 0]         # slots, memory, cores over the cluster
         self.tolerated: set[int] = set()  # cards an initial state left over capacity
         self.tolerated_nodes: set[int] = set()  # ... and nodes it left over their CPU
+        # cards whose books HAMi's shrink to the app containers took below zero
+        # (a negative request: Iluvatar's unchecked vCore)
+        self.may_go_negative: set[int] = set()
         self._ne = np.empty(len(cards), dtype=bool)
         self.bound: dict[str, _Bound] = {}
         self.status: dict[str, str] = {}
@@ -262,9 +270,10 @@ class Checker:
         self._expect(name, _RUNNING, "init done")
         b = self.bound[name]
         self._add(b.rows, b.amounts, -1)
-        contrib = pod_contribution(app_entries, 0)
+        contrib = pod_contribution(app_entries, 0, summed=True)
         b.rows = [self.row[u] for u in contrib]
         b.amounts = list(contrib.values())
+        self.may_go_negative.update(r for r, a in zip(b.rows, b.amounts) if min(a) < 0)
         self._add(b.rows, b.amounts, +1)
         self._verify("init done", name, b.rows, b.node)
 
@@ -313,8 +322,9 @@ class Checker:
                 scheduler: bool = False, cpu: bool = True) -> None:
         self.events += 1
         for r in rows:
-            if self._over(r) or self.used[r] < 0 or self.usedmem[r] < 0 \
-                    or self.usedcores[r] < 0:
+            if self._over(r) or self.used[r] < 0 or (
+                    (self.usedmem[r] < 0 or self.usedcores[r] < 0)
+                    and r not in self.may_go_negative):
                 self._fail(kind, pod, f"card '{self.card_ids[r]}' holds "
                            f"{self._triple(r)} of its capacity "
                            f"(slots {self.count[r]}, memory {self.devmem[r]} MiB, "

@@ -47,7 +47,8 @@ from hamisim.cluster import Cluster
 from hamisim.errors import HamisimError
 from hamisim.hami.decision import Decision, devices_annotation, mig_allocations_annotation
 from hamisim.hami.policy import parse_card_policy, pod_gpu_policy
-from hamisim.hami.reference import aligned_usage, app_containers_only, collapsed_usage
+from hamisim.hami.reference import (aligned_usage, app_containers_only, app_only_usage,
+                                    collapsed_usage)
 from hamisim.kube.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -502,9 +503,9 @@ class PodLifecycle:
         # adopt replaces the pod's usage and keeps a mutex-reserve pod's
         # reservation (a delete first would drop it: its cards are still held)
         self.sched.adopt(name, node, app_only, 0, st.pod.cpu_milli, st.pod.memory_mib,
-                         namespace=st.pod.namespace)
+                         namespace=st.pod.namespace, app_only=True)
         st.held = None          # the defragmenter leaves pods with init containers alone
-        per_card = collapsed_usage(app_only, 0)
+        per_card = app_only_usage(app_only)
         row = self.row_of
         st.usage = ([row[u] for u in per_card], [v[0] for v in per_card.values()],
                     [v[1] for v in per_card.values()], [v[2] for v in per_card.values()])

@@ -53,7 +53,7 @@ from hamisim.hami.policy import (
 )
 from hamisim.hami.noderows import FLOAT_COLUMNS, INT_COLUMNS, RowRanker
 from hamisim.hami.quota import QuotaGate, quota_denial, quota_gate
-from hamisim.hami.reference import aligned_usage, collapsed_usage
+from hamisim.hami.reference import aligned_usage, cached_usage
 from hamisim.kube.filters import hides_taints
 from hamisim.kube.fit import resource_fit_reasons
 from hamisim.kube.queue import REJ_EXTENDER, REJ_FIT, REJ_STATIC
@@ -245,13 +245,14 @@ class KernelScheduler:
 
     def adopt(self, name: str, node_index: int, containers: list[list[Pick]],
               n_init: int = 0, cpu_milli: int = 0, memory_mib: int = 0,
-              namespace: str = "default", reserve: bool = False) -> None:
+              namespace: str = "default", reserve: bool = False,
+              app_only: bool = False) -> None:
         """As :meth:`hamisim.hami.reference.ReferenceScheduler.adopt`."""
         previous = self._pods.get(name)
         reserve = reserve or (previous is not None and previous.reserve)
         self.delete(name)
         self._bind(name, node_index, containers, n_init, cpu_milli, memory_mib, namespace,
-                   reserve)
+                   reserve, app_only)
 
     def namespace_usage(self, namespace: str) -> tuple[int, int]:
         """``(MiB, cores)`` the cached pods of ``namespace`` count against its
@@ -276,13 +277,16 @@ class KernelScheduler:
         return {cid: (u, m, c) for cid, u, m, c in zip(
             s.card_ids, s.used.tolist(), s.usedmem.tolist(), s.usedcores.tolist())}
 
-    def card_usage(self, node: int, containers: list[list[Pick]], n_init: int
+    def card_usage(self, node: int, containers: list[list[Pick]], n_init: int,
+                   app_only: bool = False
                    ) -> tuple[list[int], list[int], list[int], list[int],
                               tuple[int, ...], tuple[int, ...]]:
         """A placement on ``node`` as the kernel books it: HAMi's collapsed usage
         per card row (rows, tenants, memory, cores) and the MIG instances it holds
-        (rows, slot masks). Used for binds and for initial-state pods alike."""
-        contrib = collapsed_usage(containers, n_init, self._aligned[node])
+        (rows, slot masks). Used for binds and for initial-state pods alike;
+        ``app_only``: the app entries kept after the init containers succeeded
+        (:func:`hamisim.hami.reference.app_only_usage`)."""
+        contrib = cached_usage(containers, n_init, self._aligned[node], app_only)
         # The reference looks a pod's cards up among its node's cards.
         r0, r1 = int(self.state.node_start[node]), int(self.state.node_start[node + 1])
         row_of = {cid: r0 + p for p, cid in enumerate(self.state.card_ids[r0:r1])}
@@ -293,8 +297,10 @@ class KernelScheduler:
         return rows, used, mem, cores, tuple(r for r, _ in mig), tuple(m for _, m in mig)
 
     def _bind(self, name: str, node: int, containers: list[list[Pick]], n_init: int,
-              cpu_milli: int, memory_mib: int, namespace: str, reserve: bool = False) -> _Bound:
-        rows, used, mem, cores, mig_rows, mig_masks = self.card_usage(node, containers, n_init)
+              cpu_milli: int, memory_mib: int, namespace: str, reserve: bool = False,
+              app_only: bool = False) -> _Bound:
+        rows, used, mem, cores, mig_rows, mig_masks = self.card_usage(node, containers, n_init,
+                                                                      app_only)
         b = _Bound(node, rows, used, mem, cores, cpu_milli, memory_mib, mig_rows, mig_masks,
                    reserve)
         self._add(name, b, namespace)
@@ -478,10 +484,12 @@ class KernelScheduler:
                 row.append(pk)
             containers.append(row)
         if n_init == 0 and n_req == 1 and not state.has_mig:
-            # One container: distinct cards, one slot each (collapsed_usage).
+            # One container: distinct cards, one slot each, negative requests
+            # booked as zero (collapsed_usage).
             cp = picks[0]
-            b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp), [m for _, m, _ in cp],
-                       [c for _, _, c in cp], pod.cpu_milli, pod.memory_mib,
+            b = _Bound(node, [r0 + p for p, _, _ in cp], [1] * len(cp),
+                       [max(m, 0) for _, m, _ in cp], [max(c, 0) for _, _, c in cp],
+                       pod.cpu_milli, pod.memory_mib,
                        reserve=shape.reserve)
             self._add(pod.name, b, pod.namespace)
         else:

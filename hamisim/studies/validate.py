@@ -294,7 +294,8 @@ class _Walk:
         if r is None or r.containers is None:
             return
         app = app_containers_only(r.containers, r.n_init, self.ks._aligned[r.node])
-        self.ks.adopt(rec.pod, r.node, app, 0, r.cpu, r.mem, namespace=r.namespace)
+        self.ks.adopt(rec.pod, r.node, app, 0, r.cpu, r.mem, namespace=r.namespace,
+                      app_only=True)
         r.containers = None
         r.init_finished = True
         self.dirty.add(r.node)
