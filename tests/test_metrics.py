@@ -206,11 +206,11 @@ def test_unfit_is_the_part_of_fragmentation_no_placement_caused(case, data):
 
 
 def test_a_card_hamis_nvidia_backend_never_offers_counts_in_no_total():
-    # a T4 beside an MLU on one node, and a node of Ascend cards: every reading
+    # a T4 beside an Enflame GCU on one node, and a node of Ascend cards: every reading
     # equals the cluster's without those cards (hamisim.devices)
     shapes = [Shape(0, 1, pct=50, cores=50, weight=0.5), Shape(0, 2, pct=100, cores=100,
                                                               weight=0.5)]
-    mixed = Cluster((Node("m", (card("A"), card("MLU", 1, type="MLU370", devmem=32768))),
+    mixed = Cluster((Node("m", (card("A"), card("GCU", 1, type="Enflame-S60", devmem=32768))),
                      Node("npu", tuple(card(f"N{k}", k, type="Ascend910B") for k in range(4)))))
     alone = Cluster((Node("m", (card("A"),)), Node("npu", ())))
     got, want = ClusterMeter(mixed, shapes), ClusterMeter(alone, shapes)

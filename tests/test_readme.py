@@ -75,17 +75,24 @@ def test_the_card_types_example_warns_and_counts_as_printed(tmp_path, capsys, mo
 
 
 def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
-    # "Device families": the cluster block and the trace line, the DCU pod on a DCU
+    # "Device families": the cluster block and the trace, each pod on its family's
+    # cards, AMD's 50 % of 304 CUs charged as 152 CUs, a row per family
     text = README.read_text(encoding="utf-8")
-    part = text[text.index("**Device families: NVIDIA and Hygon DCU.**"):
+    part = text[text.index("**Device families.**"):
                 text.index("**Cards no simulated family offers.**")]
     (cluster,) = re.findall(r"```yaml\n(.*?)```", part, re.S)
-    (line,) = re.findall(r"```json\n(.*?)```", part, re.S)
+    (lines,) = re.findall(r"```json\n(.*?)```", part, re.S)
     (tmp_path / "cluster.yaml").write_text(cluster)
-    (tmp_path / "trace.jsonl").write_text(line)
+    (tmp_path / "trace.jsonl").write_text(lines)
     assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
                  "--out", str(tmp_path / "results"), "--no-progress"]) == 0
-    assert "cluster.yaml: 4 nodes, 24 GPUs (16 DCU, 8 NVIDIA-Tesla T4)" in capsys.readouterr().out
-    pods = pd.read_parquet(tmp_path / "results" / "pods.parquet")
-    assert pods["devices"].tolist() == ["GPU-dcu-1-7,DCU,8192,25:;"]
-    assert pods["class"].tolist() == ["1 DCU: 8192 MiB, 25% cores"]
+    out = capsys.readouterr().out
+    assert ("cluster.yaml: 6 nodes, 36 GPUs (16 DCU, 8 NVIDIA-Tesla T4, 8 AMD_Instinct_MI300X, "
+            "4 MLU)") in out
+    assert "NVIDIA (8 cards), DCU (16 cards), AMD (8 cards), MLU (4 cards)" in out
+    pods = pd.read_parquet(tmp_path / "results" / "pods.parquet").set_index("pod")
+    assert pods.loc["infer-1", "devices"] == "GPU-dcu-1-7,DCU,8192,25:;"
+    assert pods.loc["train-1", "devices"] == ("GPU-mi-0-7,AMD_Instinct_MI300X,98304,152:"
+                                              "GPU-mi-0-6,AMD_Instinct_MI300X,98304,152:;")
+    assert pods.loc["mlu-1", "devices"] == "GPU-mlu-0-3,MLU,4096,25:;"
+    assert pods.loc["infer-1", "class"] == "1 DCU: 8192 MiB, 25% cores"

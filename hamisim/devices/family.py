@@ -99,11 +99,17 @@ class Family:
     refuse: Callable[[dict[str, int]], str | None] | None = field(
         default=None, compare=False, repr=False)
     #: how its device plugin registers cards: ``text`` (HAMi's colon/comma
-    #: ``DecodeNodeDevices``) or ``json`` (``UnMarshalNodeDevices``)
+    #: ``DecodeNodeDevices``), ``json`` (``UnMarshalNodeDevices``) or
+    #: ``capacity`` (built from the node's capacity, no annotation)
     register_format: str = "text"
     #: how hamisim deploys the family where HAMi's chart does not by default
     #: (said in the console and in ``results.families``), or ``None``
     assumed: str | None = None
+    #: a card's slots when a cluster file leaves ``count`` out (NVIDIA: the
+    #: chart's ``deviceSplitCount``; Cambricon: the 100 every card registers)
+    default_count: int = 10
+    #: the one card type the backend registers (Cambricon's ``MLU``), or ``None``
+    registered_type: str | None = None
     #: the unit of a request's memory value, in MiB (Iluvatar's ``vMem``: 256)
     memory_unit_mib: int = 1
 

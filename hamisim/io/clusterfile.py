@@ -104,6 +104,7 @@ from hamisim.devices import (
     SIMULATED_FAMILIES,
     backend_of,
     device_family,
+    family,
     is_simulated,
     vendors,
 )
@@ -689,6 +690,9 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
         pos = [k for x in lists for k in range(len(x))]
         index = [k if v is None else v for v, k in zip(index, pos)]
     index = _ints(index, None, INT32_MAX)
+    if any(getattr(family(device_family(t) or ""), "registered_type", None)
+           for t in set(types)):
+        raise _Slow                         # a family's own defaults and warnings (MLU)
     count = _ints(column("count"), 10, INT32_MAX)
     devmem = _ints(column("devmem"), None, INT32_MAX)
     if devmem and min(filter(None, devmem), default=SUSPECT_DEVMEM_MIB) < SUSPECT_DEVMEM_MIB:
@@ -1067,12 +1071,18 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str,
         warnings.warn(InputWarning(f"{v.path}:{v.line}", f"'migProfiles' of a card in mode "
                                    f"{mode!r} are ignored: only 'mode: mig' cards are cut into "
                                    "MIG instances"), stacklevel=3)
+    card_type = _card_type(doc)
+    fam = family(device_family(card_type) or "")
+    count = doc.optional_int("count", 10 if fam is None else fam.default_count,
+                             min=0, max=INT32_MAX)
+    if fam is not None and fam.registered_type is not None:
+        _warn_unregistrable(doc, fam, card_type, count)
     return Card(
         id=card_id, index=index,
-        count=doc.optional_int("count", 10, min=0, max=INT32_MAX),
+        count=count,
         devmem=_devmem(doc),
         devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
-        type=_card_type(doc),
+        type=card_type,
         numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
         health=doc.optional_bool("health", True),
         mode=mode,
@@ -1184,6 +1194,20 @@ def mig_profiles_from_value(value: Value, *, json_keys: bool = False,
                               ints["core"], ints["sliceCount"], tuple(places),
                               ints["instanceCount"]))
     return tuple(out)
+
+
+def _warn_unregistrable(doc: Doc, fam, card_type: str, count: int) -> None:
+    """A card of a family that builds its cards itself (Cambricon: from the
+    node's capacity, every card typed ``MLU`` with 100 slots) written otherwise:
+    valid, simulated as written, but HAMi never registers such a card."""
+    for key, value, want in (("type", card_type, fam.registered_type),
+                             ("count", count, fam.default_count)):
+        if value != want and key in doc:
+            v = doc.get(key)
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{doc.context}: {key} {value!r}: HAMi's {fam.vendor} backend builds its cards "
+                f"from the node's capacity, each with {key} {want!r}, so HAMi never registers "
+                "this card as written (simulated as written)")), stacklevel=4)
 
 
 def _card_type(doc: Doc) -> str:
