@@ -83,6 +83,7 @@ cdef class ReplayCore:
     cdef list node_names
     cdef int trial_node                    # where the last _defrag_replace put the pod
     cdef readonly int64_t n_defrag_moves
+    cdef list lapsed                     # (pod, gen) of backoff pods whose retry lapsed
     cdef const int64_t[::1] node_start, card_off
     cdef const uint8_t[::1] pad_empty
     cdef const uint32_t[::1] pad_fam     # per node: bits of padded other families

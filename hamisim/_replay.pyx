@@ -387,6 +387,7 @@ cdef class ReplayCore:
         self.n_initial = n_initial
         self.defrag_interval, self.defrag_moves = defrag_interval, defrag_moves
         self.n_defrag_moves = 0
+        self.lapsed = []
         self.trial_node = -1
         if defrag_interval > 0:
             if by_name is None or len(by_name) != n or node_names is None:
@@ -2247,9 +2248,17 @@ cdef class ReplayCore:
         return 0
 
     cdef int _changed(self, int event) except -1:
-        cdef int k, nxt
+        cdef int k, nxt, gen
         self.changes += 1
         self.stale = self.n_pending - self.n_uncreated
+        if self.lapsed:
+            # backoff pods whose retry lapsed while nothing could change
+            # (engine._changed): the defragmenter changed something since
+            for k, gen in self.lapsed:
+                if self.gen[k] == gen and self.status[k] == S_BACKOFF:
+                    self._enqueue(k)
+                    self.pass_wanted = True
+            self.lapsed = []
         # hamisim.kube.queue.moved_by
         if self.u_count[U_EXTENDER] and (event == EV_ASSIGNED_DELETE or self.hints):
             k = self.u_head[U_EXTENDER]
@@ -2291,9 +2300,12 @@ cdef class ReplayCore:
         return self.feeder_done and self.live == 0 and self.stale == 0 and self.ctl_timers == 0
 
     cdef int _retry(self, int k, int gen) except -1:
-        if self.gen[k] == gen and self.status[k] == S_BACKOFF and not self._over():
-            self._enqueue(k)
-            self.pass_wanted = True
+        if self.gen[k] == gen and self.status[k] == S_BACKOFF:
+            if not self._over():
+                self._enqueue(k)
+                self.pass_wanted = True
+            elif self.defrag_interval > 0:
+                self.lapsed.append((k, gen))    # until the defragmenter moves a pod
         return 0
 
     cdef int _leftover(self, int k, int gen) except -1:

@@ -30,6 +30,7 @@ from hamisim import Card, Cluster, Container, Node, Pod, SchedulerConfig
 from hamisim.cluster import Quota, Taint
 from hamisim.mig import MigPlacement, MigProfile
 from hamisim.io.initialstate import InitialPod
+from hamisim.hami.decision import Pick
 from hamisim.shapes import typical_shapes
 from hamisim.sim.kernel import KernelScheduler
 from hamisim.sim.compiled import simulate_compiled, unsupported
@@ -272,6 +273,45 @@ def test_compiled_engine_equals_python_engine_with_the_defragmenter(data):
         data.draw(configs()), mode="replay", defrag_interval=data.draw(st.sampled_from(
             [1.0, 5.0, 30.0])), defrag_moves=data.draw(st.sampled_from([1, 2, 5])))
     _note(assert_same_run(cluster, trace, config, initial), trace)
+
+
+def test_a_lapsed_retry_comes_back_when_the_defragmenter_moves_a_pod():
+    """A pending pod whose backoff ends while nothing else can change has its
+    retry lapse (the run's end); a defragmenter move later changes the cluster,
+    and the pod is tried again. Before, it stayed in backoff with no timer, the
+    run never counted as over and both engines ran defragmenter rounds forever
+    (found by the property test above)."""
+    cards = tuple(Card(f"G0-{c}", c, 10, 16000, 100, "NVIDIA-A10") for c in range(3))
+    cluster = Cluster((Node("n0", cards),), SchedulerConfig(
+        gpu_scheduler_policy="binpack", node_scheduler_policy="binpack"))
+    rows = [  # name, arrival, duration, count, memory %, cores, CPU, grace period
+        (0.0, None, 1, 25, 0, 500, 0), (2.0, 20.0, 2, 25, 0, 500, 5),
+        (2.5, 100.0, 1, 40, 30, 0, 0), (3.0, 20.0, 1, 25, 10, 0, 0),
+        (3.0, 20.0, 1, 40, 30, 500, 5), (3.5, None, 2, 60, 10, 500, 0),
+        (5.5, 100.0, 1, 25, 30, 0, 5), (15.5, None, 1, 40, 30, 500, 5),
+        (25.5, 20.0, 2, 10, 0, 0, 5), (25.5, None, 1, 25, 0, 0, 5),
+        (35.5, 100.0, 2, 40, 0, 500, 0), (45.5, None, 1, 10, 30, 0, 5),
+        (46.0, 100.0, 1, 40, 30, 500, 5), (56.0, 3.0, 1, 40, 0, 0, 0),
+        (66.0, 100.0, 1, 10, 30, 0, 0), (66.0, 20.0, 1, 25, 0, 0, 0),
+        (66.5, None, 1, 60, 0, 0, 5), (68.5, 100.0, 1, 40, 0, 500, 0),
+        (78.5, 100.0, 2, 10, 30, 0, 5)]
+    trace = Trace.from_pods("lapsed", [
+        TracePod(Pod(f"s{j}", (Container({"nvidia.com/gpu": n, "nvidia.com/gpumem-percentage": m,
+                                           "nvidia.com/gpucores": c}),),
+                     cpu_milli=cpu, termination_grace_period=grace), t, d)
+        for j, (t, d, n, m, c, cpu, grace) in enumerate(rows)])
+    whole = (Pick("G0-2", 16000, 0, 2), Pick("G0-1", 16000, 0, 1))
+    initial = [InitialPod("i0", "n0", [list(whole), [], []], 0, 10000, 0, 100.0)]
+    config = EngineConfig(mode="replay", backoff_initial=0.25, backoff_max=2.0,
+                          backoff_flush_period=1.0, leftover_flush_period=30.0,
+                          defrag_interval=30.0, defrag_moves=5)
+    run = assert_same_run(cluster, trace, config, initial)
+    ev = run.events
+    moves = ev.time[ev.event == "move"]
+    assert len(moves)
+    # s5 was tried again after the defragmenter's last move
+    tried = ev[(ev.pod == "s5") & (ev.event == "unschedulable")]
+    assert tried.time.max() >= moves.max() or (ev[ev.pod == "s5"].event == "bind").any()
 
 
 def test_lifecycle_runs_in_the_compiled_engine():

@@ -692,6 +692,9 @@ class _Engine(PodLifecycle):
         self.pass_scheduled = False             # ... and queued as a SimPy event
         self.upcoming = None                    # next (order, trace pod) to arrive
         self.n_defrag_moves = 0
+        # backoff pods whose retry lapsed (_retry while _over()), by name: the
+        # defragmenter can change the cluster after that, and then they retry
+        self.lapsed: dict[str, int] = {}
         # workload controllers (hamisim.kube.controllers): they create a pod
         # HAMi's webhook refused again, so only where quotas can refuse
         self.controllers = self.quotas and self.replay
@@ -1009,6 +1012,14 @@ class _Engine(PodLifecycle):
         rejectors registered for the event move."""
         self.changes += 1
         self.stale = self.n_pending - self.n_uncreated
+        if self.lapsed:
+            # their backoff ended while nothing could change; now something did
+            for name, gen in self.lapsed.items():
+                st = self.pods[name]
+                if st.gen == gen and st.status == "backoff":
+                    self._enqueue(st)
+                    self._request_pass()
+            self.lapsed.clear()
         if self.unschedulable_extender and moved_by(event, REJ_EXTENDER, self.hints):
             for name in list(self.unschedulable_extender):
                 self._move(self.pods[name])
@@ -1045,9 +1056,12 @@ class _Engine(PodLifecycle):
 
     def _retry(self, item: tuple[PodState, int]) -> None:
         st, gen = item
-        if st.gen == gen and st.status == "backoff" and not self._over():
-            self._enqueue(st)
-            self._request_pass()
+        if st.gen == gen and st.status == "backoff":
+            if not self._over():
+                self._enqueue(st)
+                self._request_pass()
+            elif self.cfg.defrag_interval is not None:
+                self.lapsed[st.pod.name] = gen      # until the defragmenter moves a pod
 
     def _leftover(self, item: tuple[PodState, int]) -> None:
         st, gen = item
