@@ -55,6 +55,7 @@ cdef enum:
     QF_WORD = 2                # the request's type is its family's common word
     FAM_NVIDIA = 0             # hamisim.devices.nvidia.NVIDIA.fid
     FAM_AMD = 6                # hamisim.devices.amd.AMD.fid (cores are Compute Units)
+    FAM_BIREN = 8              # hamisim.devices.biren.BIREN.fid (slots only)
 
 cdef enum:
     NO_PERCENTAGE = 101

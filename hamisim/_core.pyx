@@ -46,6 +46,7 @@ CODES = {
     "KEY_BINPACK": KEY_BINPACK, "KEY_SPREAD": KEY_SPREAD, "KEY_NUMA": KEY_NUMA,
     "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
     "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA, "FAM_AMD": FAM_AMD,
+    "FAM_BIREN": FAM_BIREN,
 }
 REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
@@ -335,6 +336,7 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef bint req_word = (req[Q_FLAGS] & QF_WORD) != 0
     cdef bint is_nv = req[Q_FAM] == FAM_NVIDIA
     cdef bint cu = req[Q_FAM] == FAM_AMD
+    cdef bint slots_only = req[Q_FAM] == FAM_BIREN
     cdef int64_t cu_req
     cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
     cdef bint numa_bind = pod.fit_numa_bind and is_nv
@@ -394,6 +396,18 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             continue
         if pod.mutex and s.w_used[p] > 0:
             counts[R_EXCLUSIVE] += 1
+            continue
+        if slots_only:
+            # Biren (hamisim.devices.biren): no memory or core step, the pick
+            # charges neither
+            s.pk_pos[npick] = p
+            s.pk_mem[npick] = 0
+            s.pk_cores[npick] = coresreq
+            npick += 1
+            nums -= 1
+            if nums == 0:
+                npick_out[0] = npick
+                return 1
             continue
         if cu:
             # AMD (hamisim.devices.amd): memory (none asked = the whole card),

@@ -11,7 +11,7 @@ strings.ToLower(card type), strings.ToLower(request type))``). That test is
 the whole of a card's family as HAMi decides it.
 
 hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU, the
-four Iluvatar chips of HAMi's chart, AMD and Cambricon MLU; one module per vendor in this package,
+four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU and Biren; one module per vendor in this package,
 sharing :class:`~hamisim.devices.family.Family`):
 a card whose type contains none of their words (an ``Ascend910B``, an
 ``MLU370``, an empty type) is offered to no simulated pod, so it is never scheduled and is
@@ -33,6 +33,7 @@ from typing import Iterable
 from hamisim.devices.family import Family
 from hamisim.devices import iluvatar as _iluvatar
 from hamisim.devices.amd import AMD as _AMD
+from hamisim.devices.biren import BIREN as _BIREN
 from hamisim.devices.cambricon import MLU as _MLU
 from hamisim.devices.family import RequestFields, Resources
 from hamisim.devices.hygon import DCU as _DCU
@@ -47,7 +48,7 @@ __all__ = ["NVIDIA", "FAMILIES", "Family", "SIMULATED_FAMILIES", "OTHER_FAMILIES
 NVIDIA = _NVIDIA.word
 
 #: the families hamisim simulates, by ``fid`` (the order they are tried in)
-FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU)
+FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU, _BIREN)
 assert all(f.fid == i for i, f in enumerate(FAMILIES)) and len(FAMILIES) <= 32
 
 #: the families whose requests come from their own module (all but NVIDIA,
@@ -77,7 +78,7 @@ def requested_family(c: Resources) -> tuple[Family, RequestFields | None] | None
 
 def vendors() -> str:
     """The simulated families in words, for messages (``NVIDIA, Hygon DCU,
-    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU``)."""
+    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU, Biren``)."""
     out: list[str] = []
     for f in FAMILIES:
         chips = [g.word for g in FAMILIES if g.package == f.package]
@@ -102,7 +103,6 @@ OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("kunlun", "Kunlunxin", "kunlun"),
     ("XPU", "Kunlunxin XPU", "kunlun"),
     ("AWSNeuron", "AWS Neuron", "awsneuron"),
-    ("Biren", "Biren", "biren"),
     ("Vastai", "Vastai", "vastai"),
 )
 

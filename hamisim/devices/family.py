@@ -53,7 +53,8 @@ class Family:
     #: the package under HAMi's ``pkg/device``
     package: str
     fid: int
-    #: resource names (``GetResourceNames``; the chart's device-config defaults)
+    #: resource names (``GetResourceNames``; the chart's device-config
+    #: defaults); ``""`` where the backend has none (Biren's memory and cores)
     count_name: str
     memory_name: str
     cores_name: str
@@ -86,6 +87,10 @@ class Family:
     #: no clamp at 100, no exclusive-at-100 and no ``CardComputeUnitsExhausted``
     #: steps; the allocation names the card's own type
     cores_as_cus: bool = False
+    #: Biren's Fit: no memory and no core step, and a pick charges neither
+    #: (a card is shared by as many pods as its slots); the request's
+    #: ``mempercentagereq`` still counts in the card score
+    slots_only: bool = False
     # -- the family's own code (its module) -------------------------------
     #: ``GenerateResourceRequests`` (NVIDIA's lives in :mod:`hamisim.pods`, which
     #: needs the scheduler config)
@@ -112,11 +117,14 @@ class Family:
     registered_type: str | None = None
     #: the unit of a request's memory value, in MiB (Iluvatar's ``vMem``: 256)
     memory_unit_mib: int = 1
+    #: the ``devcore`` ``GetNodeDevices`` gives every card whatever it was
+    #: registered with (Biren's 100), or ``None``
+    registered_devcore: int | None = None
 
     @property
-    def resource_names(self) -> tuple[str, str, str]:
-        """Count, memory and cores resource names."""
-        return self.count_name, self.memory_name, self.cores_name
+    def resource_names(self) -> tuple[str, ...]:
+        """Count, memory and cores resource names (those the backend has)."""
+        return tuple(n for n in (self.count_name, self.memory_name, self.cores_name) if n)
 
     def asks(self, c: Resources) -> bool:
         """Does the container name the family's count resource (limits or requests)?"""

@@ -361,7 +361,8 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     ``vgpu-mode``, the device cordon, ``numa-bind``, the quota, MIG and
     ``topology-aware``) and reads its own type and UUID annotations. AMD's
     (``cores_as_cus``) charges Compute Units after the ``mutex`` step
-    (:mod:`hamisim.devices.amd`).
+    (:mod:`hamisim.devices.amd`); Biren's (``slots_only``) takes the card
+    there, charging no memory and no cores (:mod:`hamisim.devices.biren`).
     ``policy`` is the pod's card policy string (annotation, else scheduler
     default); only its ``mutex`` and ``topology-aware`` tokens act here.
     ``quota``: HAMi's ResourceQuota check, called with this container's
@@ -423,6 +424,14 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
         if cp.mutex and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             _visit(trace, card, "ExclusiveDeviceAllocateConflict")
+            continue
+        if fam.slots_only:
+            # Biren: no memory or core step; the pick charges neither
+            picks.append(Pick(card.id, 0, coresreq, card.index, type=request.type))
+            _visit(trace, card, "picked")
+            nums -= 1
+            if nums == 0:
+                return FitResult(True, picks, reasons, len(cards))
             continue
         if fam.cores_as_cus:
             # AMD: memory (none asked = the whole card), then Compute Units

@@ -691,6 +691,7 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
         index = [k if v is None else v for v, k in zip(index, pos)]
     index = _ints(index, None, INT32_MAX)
     if any(getattr(family(device_family(t) or ""), "registered_type", None)
+           or getattr(family(device_family(t) or ""), "registered_devcore", None)
            for t in set(types)):
         raise _Slow                         # a family's own defaults and warnings (MLU)
     count = _ints(column("count"), 10, INT32_MAX)
@@ -1077,11 +1078,20 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str,
                              min=0, max=INT32_MAX)
     if fam is not None and fam.registered_type is not None:
         _warn_unregistrable(doc, fam, card_type, count)
+    devcore = doc.optional_int("devcore", 100, min=0, max=INT32_MAX)
+    if fam is not None and fam.registered_devcore is not None \
+            and devcore != fam.registered_devcore:
+        v = doc.get("devcore")
+        warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+            f"{doc.context}: devcore {devcore}: HAMi's {fam.vendor} backend registers every "
+            f"card with devcore {fam.registered_devcore} whatever its device plugin reports "
+            "(GetNodeDevices), and its Fit charges no cores; simulated as written")),
+            stacklevel=3)
     return Card(
         id=card_id, index=index,
         count=count,
         devmem=_devmem(doc),
-        devcore=doc.optional_int("devcore", 100, min=0, max=INT32_MAX),
+        devcore=devcore,
         type=card_type,
         numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
         health=doc.optional_bool("health", True),

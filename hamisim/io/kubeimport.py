@@ -73,7 +73,7 @@ from typing import Any
 
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
-from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, cambricon, vendors
+from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, cambricon, family, vendors
 from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
@@ -322,6 +322,9 @@ def _json_family_cards(reg: Value, node: str, warnings: list[str], annotation: s
         for key, x in card.items():
             if key.lower() in fields and x is not None:
                 fields[key.lower()] = x
+        fam = family(word)
+        if fam is not None and fam.registered_devcore is not None:
+            fields["devcore"] = fam.registered_devcore     # GetNodeDevices overwrites it
         if fields["health"] is not True:
             warnings.append(f"node {node}: {annotation}: card {pos} ({fields['id']!r}) is not "
                             "registered healthy (no \"health\": true), so HAMi never places on "

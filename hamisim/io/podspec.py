@@ -138,8 +138,7 @@ CONTAINER_COLUMN_RESOURCES: dict[str, str] = {
 _LIST_COLUMNS = frozenset({"use_gputype", "nouse_gputype", "use_gpuuuid", "nouse_gpuuuid"})
 #: the other simulated families' resources (hamisim.devices), by their vendors' names
 FAMILY_RESOURCES: dict[str, tuple[str, ...]] = {
-    f.word: (f.count_name, f.memory_name, f.cores_name) for f in FAMILIES
-    if f.word != "NVIDIA"}
+    f.word: f.resource_names for f in FAMILIES if f.word != "NVIDIA"}
 _RESOURCES = frozenset(CONTAINER_COLUMN_RESOURCES.values()) | frozenset(
     name for names in FAMILY_RESOURCES.values() for name in names)
 _RESOURCE_OF_NVIDIA = frozenset(CONTAINER_COLUMN_RESOURCES.values())
@@ -618,7 +617,8 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
     (a share of several cards, or a milli-unit)."""
     seen: set[tuple[str, object]] = set()
     # (AMD's webhook refuses a percentage above 100 instead: the run says so)
-    core_names = (GPUCORES, *(f.cores_name for f in OTHER_THAN_NVIDIA if not f.cores_as_cus))
+    core_names = (GPUCORES, *(f.cores_name for f in OTHER_THAN_NVIDIA
+                               if f.cores_name and not f.cores_as_cus))
     for where, pod in pods:
         for c in (*pod.init_containers, *pod.containers):
             asked = requested_family(c)
@@ -663,7 +663,7 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
                     f"for MiB), so the container asks for no {fam.word} and the pod is placed "
                     "without one")), stacklevel=2)
                 continue
-            mem = c.value(fam.memory_name)
+            mem = c.value(fam.memory_name) if fam.memory_name else None
             if (fam.memory_unit_mib > 1 and mem is not None
                     and mem * fam.memory_unit_mib > _LARGEST_CARD_MIB
                     and ("unit", fam.memory_name, mem) not in seen):

@@ -83,6 +83,8 @@ assert (_core.CODES["QF_REGISTERED"], _core.CODES["QF_WORD"]) == (REQ_REGISTERED
 assert _core.CODES["FAM_NVIDIA"] == FAMILIES[0].fid == 0 and FAMILIES[0].word == "NVIDIA"
 # the one family whose Fit charges Compute Units (the kernel's FAM_AMD branch)
 assert [f.fid for f in FAMILIES if f.cores_as_cus] == [_core.CODES["FAM_AMD"]]
+# the one family whose Fit charges no memory and no cores (FAM_BIREN)
+assert [f.fid for f in FAMILIES if f.slots_only] == [_core.CODES["FAM_BIREN"]]
 #: the families whose allocation names the card's own type (Pick.label)
 _LABELLED = frozenset(f.word for f in FAMILIES if f.cores_as_cus)
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
