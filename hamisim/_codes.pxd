@@ -31,7 +31,8 @@ cdef enum:
     R_QUOTA = 11
     R_MIG = 12
     R_RESERVED = 13            # what-if mutex-reserve (hamisim.registry.RESERVE_TOKEN)
-    N_REASONS = 14
+    R_CUSTOM = 14              # CardNotFoundCustomFilterRule (Moore Threads' one card a pod)
+    N_REASONS = 15
 
 # Outcome of one node (and of one container on it).
 cdef enum:
@@ -56,6 +57,10 @@ cdef enum:
     FAM_NVIDIA = 0             # hamisim.devices.nvidia.NVIDIA.fid
     FAM_AMD = 6                # hamisim.devices.amd.AMD.fid (cores are Compute Units)
     FAM_BIREN = 8              # hamisim.devices.biren.BIREN.fid (slots only)
+    FAM_MTHREADS = 9           # hamisim.devices.mthreads.MTHREADS.fid (case-sensitive type,
+                               # one card a pod)
+    TYPE_CASE_MISMATCH = 0x80  # Cards.type_exact's flag: the card's type holds the
+                               # case-sensitive family's word in another case only
 
 cdef enum:
     NO_PERCENTAGE = 101

@@ -46,13 +46,15 @@ CODES = {
     "KEY_BINPACK": KEY_BINPACK, "KEY_SPREAD": KEY_SPREAD, "KEY_NUMA": KEY_NUMA,
     "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
     "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA, "FAM_AMD": FAM_AMD,
-    "FAM_BIREN": FAM_BIREN,
+    "FAM_BIREN": FAM_BIREN, "FAM_MTHREADS": FAM_MTHREADS,
+    "TYPE_CASE_MISMATCH": TYPE_CASE_MISMATCH,
 }
 REASON_ORDER = (
     "CardNotHealth", "CardCordoned", "CardTypeMismatch", "NumaNotFit", "CardUuidMismatch",
     "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
     "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
     "ResourceQuotaNotFit", "CardMigTopologyInfeasible", "CardReservedByMutex",
+    "CardNotFoundCustomFilterRule",
 )
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
@@ -337,6 +339,10 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef bint is_nv = req[Q_FAM] == FAM_NVIDIA
     cdef bint cu = req[Q_FAM] == FAM_AMD
     cdef bint slots_only = req[Q_FAM] == FAM_BIREN
+    # Moore Threads: a case-sensitive type test, and one card a pod (s.pin)
+    cdef bint mthreads = req[Q_FAM] == FAM_MTHREADS
+    cdef bint pinned = mthreads and s.pin != -1
+    cdef uint8_t fam1 = <uint8_t>(req[Q_FAM] + 1)
     cdef int64_t cu_req
     cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
     cdef bint numa_bind = pod.fit_numa_bind and is_nv
@@ -369,7 +375,7 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             counts[R_CORDONED] += 1
             continue
         if (not pod.type_ok[nv.type_id[p]] or (is_nv and not pod.mode_ok[nv.mode_id[p]])
-                or not req_word):
+                or not req_word or (mthreads and (nv.type_exact[p] & TYPE_CASE_MISMATCH))):
             counts[R_TYPE] += 1
             continue
         if numa_bind and nv.numa[p] != prevnuma:
@@ -460,6 +466,10 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             continue
         if nv.devcore[p] != 0 and s.w_usedcores[p] == nv.devcore[p] and coresreq == 0:
             counts[R_COMPUTE_UNITS] += 1
+            continue
+        if pinned and nv.type_exact[p] == fam1 and s.pin != p:
+            # Moore Threads' customFilterRule: all of a pod's cards are one card
+            counts[R_CUSTOM] += 1
             continue
         mig = nv.is_mig[p]
         if mig:
@@ -565,6 +575,8 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
         s.out_pos[b] = p
         s.out_mem[b] = s.pk_mem[i]
         s.out_cores[b] = s.pk_cores[i]
+        if req[Q_FAM] == FAM_MTHREADS:
+            s.pin = p if s.pin == -1 or s.pin == p else -2
     return ST_FIT
 
 
@@ -582,6 +594,7 @@ cdef inline void _reset(const Node* nv, Scratch* s) noexcept nogil:
 
 cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
     cdef int ci, st
+    s.pin = -1              # HAMi's allocated: the init pass's own list
     for ci in range(pod.n_init):
         s.out_n[ci] = 0
         if pod.req[ci * Q_WIDTH + Q_NUMS] <= 0:
@@ -591,6 +604,7 @@ cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
         if st != ST_FIT:
             return st
     _reset(nv, s)
+    s.pin = -1              # the app pass's list starts empty
     s.node_score = _node_base_score(nv.k, nv.count, nv.devmem, nv.devcore, nv.used,
                                     nv.usedmem, nv.usedcores)
     for ci in range(pod.n_init, pod.n_cont):
@@ -1880,6 +1894,7 @@ cdef class Core:
         if pm.shape[0] != nv.k:
             raise ValueError("perm: one entry per card")
         _reset(&nv, &self.s)
+        self.s.pin = -1
         for i in range(nv.k):
             self.s.perm[i] = pm[i]
         ok = _fit(&nv, &pod.p, pod.p.req + ci * Q_WIDTH, &self.s, nv.k, &npick)
@@ -1898,6 +1913,7 @@ cdef class Core:
         self.placed = -1
         _node_view(&self.table.c, node, &nv)
         _reset(&nv, &self.s)
+        self.s.pin = -1
         st = _fit_in_devices(&nv, &pod.p, ci, &self.s)
         picks = []
         if st == ST_FIT:

@@ -206,3 +206,6 @@ ctypedef struct Scratch:
     uint64_t* q_occ
     int32_t* out_prof
     int32_t* out_pl
+    # Moore Threads' customFilterRule: the card (position) every earlier Moore
+    # Threads pick of this pass holds, -1 none yet, -2 several cards
+    int pin

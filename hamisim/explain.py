@@ -737,6 +737,9 @@ def _detail(key: str, card, cordon, used, usedmem, usedcores, need_mem, need_cor
         return f"cores {usedcores}/{card.devcore} in use and the pod asks 0 cores"
     if key == "CardReservedByMutex":
         return "held by a mutex-reserve pod until it leaves; a hamisim what-if, not HAMi"
+    if key == "CardNotFoundCustomFilterRule":
+        return ("an earlier container of the pod holds another Moore Threads card; all of a "
+                "pod's Moore Threads containers share one")
     return ""
 
 

@@ -213,8 +213,9 @@ def _admit_container(c: Container, config: SchedulerConfig) -> Container:
         limits[GPUCORES] = core
     for fam in OTHER_THAN_NVIDIA:
         # the other backends' MutateAdmission (Iluvatar's core limit)
-        if fam.mutate is not None and fam.count_name in limits:
-            fam.mutate(limits)
+        if fam.mutate is not None and (fam.count_name in limits
+                                       or fam.count_name in c.requests):
+            fam.mutate(limits, c.requests)
     return replace(c, limits=limits)
 
 
@@ -239,8 +240,9 @@ def admission_error(pod: Pod) -> str | None:
 
     The checks a hamisim pod can fail: NVIDIA's ``MutateAdmission`` errors
     (HTTP 500) on a ``gpumem-percentage`` outside 0..100 (limits, else
-    requests), AMD's on a core percentage outside 1..100 (limits), init
-    containers first, each container's backends in family order. (No containers, privileged containers,
+    requests), AMD's on a core percentage outside 1..100 (limits), Moore
+    Threads' on a count at or below 0 or a one-card memory limit outside its
+    sizes (:mod:`hamisim.devices.mthreads`), init containers first, each container's backends in family order. (No containers, privileged containers,
     ``spec.nodeName`` and ResourceQuota are the webhook's other checks; hamisim
     pods cannot carry the first three.)
     """
@@ -255,7 +257,7 @@ def admission_error(pod: Pod) -> str | None:
                     "must be an integer between 0 and 100")
         for fam in OTHER_THAN_NVIDIA:
             # the other backends' MutateAdmission errors (AMD's core percentage)
-            problem = fam.refuse(c.limits) if fam.refuse is not None else None
+            problem = fam.refuse(c.limits, c.requests) if fam.refuse is not None else None
             if problem is not None:
                 return f'admission webhook "{WEBHOOK}" denied the request: {problem}'
     return None

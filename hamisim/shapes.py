@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from hamisim.devices import family
 from hamisim.cluster import SchedulerConfig
 from hamisim.pods import (
     GPU,
@@ -200,14 +201,22 @@ def request_class(pod: Pod) -> str:
 
 
 def _other_family_label(r) -> str:
-    """``2 DCUs: 4000 MiB, 30% cores`` (whole cards: the count alone)."""
-    text = f"{r.nums} {r.type}" + ("s" if r.nums > 1 else "")
+    """``2 DCUs: 4000 MiB, 30% cores`` (whole cards: the count alone); a family
+    whose cards register a fixed core count gives the cores as a share of it
+    (Moore Threads: ``1 Mthreads: 8192 MiB, 4/16 cores``)."""
+    plural = r.nums > 1 and not r.type.endswith("s")
+    text = f"{r.nums} {r.type}" + ("s" if plural else "")
     gives = []
     if r.memreq:
         gives.append(f"{r.memreq} MiB")
     elif 0 < r.mempercentagereq < 100:
         gives.append(f"{r.mempercentagereq}% memory")
-    if 0 < r.coresreq < 100:
+    fam = family(r.type)
+    card_cores = None if fam is None or fam.slots_only else fam.registered_devcore
+    if card_cores is not None:
+        if 0 < r.coresreq < card_cores:
+            gives.append(f"{r.coresreq}/{card_cores} cores")
+    elif 0 < r.coresreq < 100:
         gives.append(f"{r.coresreq}% cores")
     return text + (": " + ", ".join(gives) if gives else "")
 

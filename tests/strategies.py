@@ -27,7 +27,8 @@ from hamisim.pods import (
 
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
               "AMD-MI100", "DCU", "Hygon-dcu-Z100", "MR-V100", "Iluvatar BI-V150", "AMD",
-              "AMD_Instinct_MI300X", "Ascend910B", "MLU", "Biren", "Biren-BR104"]
+              "AMD_Instinct_MI300X", "Ascend910B", "MLU", "Biren", "Biren-BR104",
+              "Mthreads", "mthreads-s4000", "MTT-Mthreads-S80"]
 MODES = ["hami-core", "hami-core", "mps", "mig"]
 GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
                 "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
@@ -258,14 +259,16 @@ def quotas(draw):
 
 #: Hygon DCU's resources (hamisim.devices.hygon)
 DCU_KEYS = ("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores")
-#: the other families' resources: two Iluvatar chips (memory in 256 MiB units), AMD
+#: the other families' resources: two Iluvatar chips (memory in 256 MiB units), AMD,
+#: Cambricon, Biren, Moore Threads
 OTHER_KEYS = (DCU_KEYS,
               ("iluvatar.ai/MR-V100-vgpu", "iluvatar.ai/MR-V100.vMem", "iluvatar.ai/MR-V100.vCore"),
               ("iluvatar.ai/BI-V150-vgpu", "iluvatar.ai/BI-V150.vMem", "iluvatar.ai/BI-V150.vCore"),
               ("amd.com/gpu", "amd.com/gpumem", "amd.com/gpucores"),
               ("cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory",
                "cambricon.com/mlu.smlu.vcore"),
-              ("birentech.com/gpu", None, None))
+              ("birentech.com/gpu", None, None),
+              ("mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"))
 
 
 @st.composite
@@ -282,7 +285,7 @@ def containers(draw, gpu_likely: bool):
         if keys[1] is not None and draw(st.booleans()):
             limits[keys[1]] = draw(st.sampled_from([1000, 4000, 16000, 0, 2**31, 16, 64]))
         if keys[2] is not None and draw(st.booleans()):
-            limits[keys[2]] = draw(st.sampled_from([0, 25, 50, 100, 150, -1]))
+            limits[keys[2]] = draw(st.sampled_from([0, 4, 25, 50, 100, 150, -1]))
         if draw(st.integers(0, 6)) == 0:
             return Container(requests=limits)
         return Container(limits=limits)
@@ -347,7 +350,8 @@ def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
         ann["hygon.com/nouse-gpuuuid"] = _uuid_list(draw, card_ids)
     for key in ("hami.io/use-MR-V100-uuid", "hami.io/no-use-BI-V150-uuid",
                 "amd.com/use-gpu-uuid", "amd.com/nouse-gpu-uuid", "cambricon.com/use-gpuuuid",
-                "birentech.com/use-gpuuuid", "birentech.com/nouse-gpuuuid"):
+                "birentech.com/use-gpuuuid", "birentech.com/nouse-gpuuuid",
+                "mthreads.ai/use-gpuuuid", "mthreads.ai/nouse-gpuuuid"):
         if draw(st.integers(0, 10)) == 0:
             ann[key] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 8)) == 0:

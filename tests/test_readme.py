@@ -87,9 +87,10 @@ def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
     assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
                  "--out", str(tmp_path / "results"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert ("cluster.yaml: 7 nodes, 44 GPUs (16 DCU, 8 NVIDIA-Tesla T4, 8 AMD_Instinct_MI300X, "
-            "8 Biren-BR104, 4 MLU)") in out
-    assert "NVIDIA (8 cards), DCU (16 cards), AMD (8 cards), MLU (4 cards), Biren (8 cards)" in out
+    assert ("cluster.yaml: 8 nodes, 52 GPUs (16 DCU, 8 NVIDIA-Tesla T4, 8 AMD_Instinct_MI300X, "
+            "8 Biren-BR104, 8 Mthreads, 4 MLU)") in out
+    assert ("NVIDIA (8 cards), DCU (16 cards), AMD (8 cards), MLU (4 cards), Biren (8 cards), "
+            "Mthreads (8 cards)") in out
     pods = pd.read_parquet(tmp_path / "results" / "pods.parquet").set_index("pod")
     assert pods.loc["infer-1", "devices"] == "GPU-dcu-1-7,DCU,8192,25:;"
     assert pods.loc["train-1", "devices"] == ("GPU-mi-0-7,AMD_Instinct_MI300X,98304,152:"
@@ -97,4 +98,7 @@ def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
     assert pods.loc["mlu-1", "devices"] == "GPU-mlu-0-3,MLU,4096,25:;"
     # Biren charges a slot only: no memory, no cores, the request's type
     assert pods.loc["br-1", "devices"] == "GPU-br-0-7,Biren,0,0:GPU-br-0-6,Biren,0,0:;"
+    # Moore Threads: 16 units of 512 MiB, 4 of the card's 16 cores
+    assert pods.loc["mt-1", "devices"] == "GPU-mt-0-7,Mthreads,8192,4:;"
+    assert pods.loc["mt-1", "class"] == "1 Mthreads: 8192 MiB, 4/16 cores"
     assert pods.loc["infer-1", "class"] == "1 DCU: 8192 MiB, 25% cores"

@@ -11,10 +11,11 @@ strings.ToLower(card type), strings.ToLower(request type))``). That test is
 the whole of a card's family as HAMi decides it.
 
 hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU, the
-four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU and Biren; one module per vendor in this package,
+four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU, Biren and Moore Threads; one module per
+vendor in this package,
 sharing :class:`~hamisim.devices.family.Family`):
-a card whose type contains none of their words (an ``Ascend910B``, an
-``MLU370``, an empty type) is offered to no simulated pod, so it is never scheduled and is
+a card whose type contains none of their words (an ``Ascend910B``, a
+``Metax-SGPU``, an empty type) is offered to no simulated pod, so it is never scheduled and is
 left out of every GPU total and denominator (:attr:`hamisim.cluster.Cluster.n_cards`,
 the meter's ``hami_gpu_total``, utilisation, fragmentation, offered load); the
 cluster reader warns about such cards at their line. HAMi's node score still
@@ -37,18 +38,20 @@ from hamisim.devices.biren import BIREN as _BIREN
 from hamisim.devices.cambricon import MLU as _MLU
 from hamisim.devices.family import RequestFields, Resources
 from hamisim.devices.hygon import DCU as _DCU
+from hamisim.devices.mthreads import MTHREADS as _MTHREADS
 from hamisim.devices.nvidia import NVIDIA as _NVIDIA
 
 __all__ = ["NVIDIA", "FAMILIES", "Family", "SIMULATED_FAMILIES", "OTHER_FAMILIES", "offered_to",
            "device_family", "family", "is_simulated", "backend_of", "simulated_flags",
            "simulated_cards", "nvidia_flags", "offer_mask", "exact_family", "OTHER_THAN_NVIDIA",
-           "requested_family", "vendors"]
+           "requested_family", "vendors", "case_mismatch"]
 
 #: HAMi's NVIDIA backend's common word (``nvidia.NvidiaGPUDevice``), the type of its requests
 NVIDIA = _NVIDIA.word
 
 #: the families hamisim simulates, by ``fid`` (the order they are tried in)
-FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU, _BIREN)
+FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU, _BIREN,
+                                 _MTHREADS)
 assert all(f.fid == i for i, f in enumerate(FAMILIES)) and len(FAMILIES) <= 32
 
 #: the families whose requests come from their own module (all but NVIDIA,
@@ -78,7 +81,7 @@ def requested_family(c: Resources) -> tuple[Family, RequestFields | None] | None
 
 def vendors() -> str:
     """The simulated families in words, for messages (``NVIDIA, Hygon DCU,
-    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU, Biren``)."""
+    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU, Biren, Moore Threads``)."""
     out: list[str] = []
     for f in FAMILIES:
         chips = [g.word for g in FAMILIES if g.package == f.package]
@@ -97,7 +100,6 @@ OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("MR-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
     ("BI-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
     ("Metax", "MetaX", "metax"),
-    ("Mthreads", "Moore Threads", "mthreads"),
     ("Enflame", "Enflame", "enflame"),
     ("GCU", "Enflame GCU", "enflame"),
     ("kunlun", "Kunlunxin", "kunlun"),
@@ -178,6 +180,13 @@ def exact_family(card_type: str) -> int:
     requests count in the card's score, ``ComputeScore``), else 0."""
     f = _BY_WORD.get(card_type)
     return 0 if f is None else f.fid + 1
+
+
+def case_mismatch(card_type: str) -> bool:
+    """Is a card of ``card_type`` offered to a family whose Fit tests the type
+    case-sensitively (Moore Threads) and refused there (``CardTypeMismatch``)?"""
+    return any(f.type_case_sensitive and offered_to(f.word, card_type)
+               and f.word not in card_type for f in FAMILIES)
 
 
 def nvidia_flags(cards: Iterable) -> list[bool]:

@@ -100,3 +100,4 @@ MLU = Family(
     allocated_annotation="hami.io/cambricon-mlu-devices-allocated",
     generate=request_fields, memory_unit_mib=MEMORY_FACTOR,
     default_count=CARD_SLOTS, registered_type="MLU")
+object.__setattr__(MLU, "capacity_cards", cards_from_capacity)

@@ -12,6 +12,7 @@ serve every family.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Callable, Protocol
 
 __all__ = ["Family", "Resources", "RequestFields", "int32"]
@@ -91,17 +92,29 @@ class Family:
     #: (a card is shared by as many pods as its slots); the request's
     #: ``mempercentagereq`` still counts in the card score
     slots_only: bool = False
+    #: Moore Threads' Fit: the card's type must contain the word
+    #: case-sensitively (Go's ``strings.Contains``), else ``CardTypeMismatch``
+    type_case_sensitive: bool = False
+    #: Moore Threads' ``customFilterRule``: on a card typed exactly the word,
+    #: every earlier container of the pod in the same pass holds only that card,
+    #: else ``CardNotFoundCustomFilterRule``
+    one_card_per_pod: bool = False
     # -- the family's own code (its module) -------------------------------
     #: ``GenerateResourceRequests`` (NVIDIA's lives in :mod:`hamisim.pods`, which
     #: needs the scheduler config)
     generate: Callable[[Resources], RequestFields | None] | None = field(
         default=None, compare=False, repr=False)
-    #: ``MutateAdmission``'s rewrite of a container's limits, in place
-    mutate: Callable[[dict[str, int]], None] | None = field(
+    #: ``MutateAdmission``'s rewrite of a container's limits, in place, given
+    #: ``(limits, requests)``
+    mutate: Callable[[dict[str, int], Mapping[str, int]], None] | None = field(
         default=None, compare=False, repr=False)
-    #: ``MutateAdmission``'s refusal of a container's limits: the error text
-    #: (the webhook answers HTTP 500 with it), or ``None``
-    refuse: Callable[[dict[str, int]], str | None] | None = field(
+    #: ``MutateAdmission``'s refusal of a container, given ``(limits,
+    #: requests)``: the error text (the webhook answers HTTP 500 with it), or ``None``
+    refuse: Callable[[Mapping[str, int], Mapping[str, int]], str | None] | None = field(
+        default=None, compare=False, repr=False)
+    #: ``GetNodeDevices`` of a ``capacity`` family: ``(node, cores capacity,
+    #: memory capacity) -> card mappings`` (``[]``: no device)
+    capacity_cards: Callable[[str, int, int], list[dict]] | None = field(
         default=None, compare=False, repr=False)
     #: how its device plugin registers cards: ``text`` (HAMi's colon/comma
     #: ``DecodeNodeDevices``), ``json`` (``UnMarshalNodeDevices``) or
@@ -117,8 +130,9 @@ class Family:
     registered_type: str | None = None
     #: the unit of a request's memory value, in MiB (Iluvatar's ``vMem``: 256)
     memory_unit_mib: int = 1
-    #: the ``devcore`` ``GetNodeDevices`` gives every card whatever it was
-    #: registered with (Biren's 100), or ``None``
+    #: the ``devcore`` ``GetNodeDevices`` gives every card (Biren's 100 whatever
+    #: the annotation says, Moore Threads' 16 from the capacity), or ``None``;
+    #: a cluster file's default
     registered_devcore: int | None = None
 
     @property

@@ -43,6 +43,8 @@ REASONS: tuple[str, ...] = (
     "CardMigTopologyInfeasible",
     # what-if (hamisim.registry.RESERVE_TOKEN), not HAMi's: a card a mutex-reserve pod holds
     "CardReservedByMutex",
+    # Moore Threads' customFilterRule (hamisim.devices.mthreads)
+    "CardNotFoundCustomFilterRule",
 )
 REASON_CODE = {name: i for i, name in enumerate(REASONS)}
 

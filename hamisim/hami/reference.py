@@ -352,7 +352,8 @@ def _topology_choice(picks: list[Pick], origin: int,
 def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, str],
         policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
         trace: Tracer | None = None,
-        quota: Callable[[list[Pick]], bool] | None = None) -> FitResult:
+        quota: Callable[[list[Pick]], bool] | None = None,
+        earlier: Sequence[Pick] = ()) -> FitResult:
     """HAMi's ``Fit`` of the request's family: walk ``cards`` (already sorted,
     offered to the family) from the last one.
 
@@ -367,11 +368,17 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     default); only its ``mutex`` and ``topology-aware`` tokens act here.
     ``quota``: HAMi's ResourceQuota check, called with this container's
     picks so far plus the candidate card (:func:`quota_check`); ``None`` = the
-    namespace has no quota. Usage is not updated; the caller adds the picks.
+    namespace has no quota. ``earlier``: the picks of the pod's earlier
+    containers in this pass (HAMi's ``allocated``), which Moore Threads'
+    ``customFilterRule`` reads (:mod:`hamisim.devices.mthreads`). Usage is not
+    updated; the caller adds the picks.
     """
     cp = parse_card_policy(policy)
     fam = family(request.type) or FAMILIES[0]
     word_ok = request.type == fam.word
+    # Moore Threads: the cards its earlier containers hold (one card per pod)
+    pinned = ({p.uuid for p in earlier if p.type == fam.word} if fam.one_card_per_pod
+              else set())
     bind = fam.numa_bind and numa_bind(annotations)
     topology = fam.topology and cp.topology
     if not fam.fit_quota:
@@ -399,7 +406,8 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             continue
         if ((fam.use_type is not None
              and not type_allowed(annotations, card.type, fam.use_type, fam.nouse_type))
-                or not mode_allowed(mode_ann, card.mode) or not word_ok):
+                or not mode_allowed(mode_ann, card.mode) or not word_ok
+                or (fam.type_case_sensitive and fam.word not in card.type)):
             reasons["CardTypeMismatch"] += 1
             _visit(trace, card, "CardTypeMismatch")
             continue
@@ -476,6 +484,11 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardComputeUnitsExhausted"] += 1
             _visit(trace, card, "CardComputeUnitsExhausted")
             continue
+        if pinned and card.type == fam.word and pinned != {card.id}:
+            # Moore Threads' customFilterRule: all of a pod's cards are one card
+            reasons["CardNotFoundCustomFilterRule"] += 1
+            _visit(trace, card, "CardNotFoundCustomFilterRule")
+            continue
         mig = fam.mig and card.mode == MIG_MODE
         if mig:
             # §11.3 CustomFilterRule: a profile >= mem with a free placement,
@@ -517,6 +530,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    trace: Tracer | None = None,
                    quota: Callable[[list[Pick]], bool] | None = None,
                    card_order: Callable[[CardUsage, Request], float] | None = None,
+                   earlier: Sequence[Pick] = (),
                    ) -> tuple[bool, list[Pick], str]:
     """Score, sort (in place) and Fit one container's requests on a node.
 
@@ -524,7 +538,8 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
     picks' usage is added to it, so the next container sees both.
     ``card_order`` (not HAMi): a user's card policy, ``f(card, request) ->
     float``; the cards are sorted by it (stable), so Fit, which walks the list
-    from its end, tries the highest first. Returns ``(fit, picks, reason)``.
+    from its end, tries the highest first. ``earlier``: the picks of the pod's
+    earlier containers in this pass (:func:`fit`). Returns ``(fit, picks, reason)``.
     """
     for card in cards:
         card.score = card_score(card, requests, weights)
@@ -547,7 +562,8 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
             if trace is not None:
                 trace.request_failed(NODE_INSUFFICIENT_DEVICE)
             return False, [], NODE_INSUFFICIENT_DEVICE
-        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace, quota)
+        res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace, quota,
+                  [*earlier, *picks])
         if trace is not None:
             trace.fit_done(res)
         if not res.fit:
@@ -649,7 +665,7 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         ok, picks, reason = fit_in_devices(
             [c.copy() for c in cards], [req], annotations, policy, weights, pair_scores,
             trace=trace, quota=quota_check(quota, allocation, n_init, aligned),
-            card_order=card_order)
+            card_order=card_order, earlier=[p for c in allocation for p in c])
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -666,7 +682,8 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         ok, picks, reason = fit_in_devices(
             app, [req], annotations, policy, weights, pair_scores, trace=trace,
             quota=quota_check(quota, allocation if corrected else allocation[n_init:], n_init,
-                              aligned), card_order=card_order)
+                              aligned), card_order=card_order,
+            earlier=[p for c in allocation[n_init:] for p in c])
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)

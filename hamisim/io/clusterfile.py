@@ -1076,10 +1076,19 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str,
     fam = family(device_family(card_type) or "")
     count = doc.optional_int("count", 10 if fam is None else fam.default_count,
                              min=0, max=INT32_MAX)
+    devcore = doc.optional_int(
+        "devcore", 100 if fam is None or fam.registered_devcore is None
+        else fam.registered_devcore, min=0, max=INT32_MAX)
     if fam is not None and fam.registered_type is not None:
-        _warn_unregistrable(doc, fam, card_type, count)
-    devcore = doc.optional_int("devcore", 100, min=0, max=INT32_MAX)
-    if fam is not None and fam.registered_devcore is not None \
+        _warn_unregistrable(doc, fam, card_type, count, devcore)
+        if fam.type_case_sensitive and fam.word not in card_type:
+            v = doc.get("type")
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{doc.context}: type {card_type!r}: HAMi offers this card to {fam.vendor} "
+                f"requests (the scheduler's test ignores case) but its Fit looks for "
+                f"{fam.word!r} case-sensitively, so no pod is ever placed on it "
+                "(CardTypeMismatch)")), stacklevel=3)
+    elif fam is not None and fam.registered_devcore is not None \
             and devcore != fam.registered_devcore:
         v = doc.get("devcore")
         warnings.warn(InputWarning(f"{v.path}:{v.line}", (
@@ -1206,13 +1215,15 @@ def mig_profiles_from_value(value: Value, *, json_keys: bool = False,
     return tuple(out)
 
 
-def _warn_unregistrable(doc: Doc, fam, card_type: str, count: int) -> None:
+def _warn_unregistrable(doc: Doc, fam, card_type: str, count: int, devcore: int) -> None:
     """A card of a family that builds its cards itself (Cambricon: from the
-    node's capacity, every card typed ``MLU`` with 100 slots) written otherwise:
-    valid, simulated as written, but HAMi never registers such a card."""
+    node's capacity, every card typed ``MLU`` with 100 slots; Moore Threads:
+    typed ``Mthreads``, 100 slots, devcore 16) written otherwise: valid,
+    simulated as written, but HAMi never registers such a card."""
     for key, value, want in (("type", card_type, fam.registered_type),
-                             ("count", count, fam.default_count)):
-        if value != want and key in doc:
+                             ("count", count, fam.default_count),
+                             ("devcore", devcore, fam.registered_devcore)):
+        if want is not None and value != want and key in doc:
             v = doc.get(key)
             warnings.warn(InputWarning(f"{v.path}:{v.line}", (
                 f"{doc.context}: {key} {value!r}: HAMi's {fam.vendor} backend builds its cards "

@@ -73,7 +73,7 @@ from typing import Any
 
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
-from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, cambricon, family, vendors
+from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, family, vendors
 from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
@@ -116,7 +116,8 @@ JSON_REGISTERS: tuple[tuple[str, str], ...] = tuple(
 #: out is the field's zero value (health false: the card is unhealthy)
 _JSON_ZERO = {"id": "", "index": 0, "count": 0, "devmem": 0, "devcore": 0, "type": "",
               "numa": 0, "mode": "", "health": False}
-#: the other simulated families whose cards come from the node's capacity (Cambricon's)
+#: the other simulated families whose cards come from the node's capacity (Cambricon's,
+#: Moore Threads')
 CAPACITY_FAMILIES = tuple(f for f in OTHER_THAN_NVIDIA if f.register_format == "capacity")
 #: every register annotation hamisim imports
 _SIMULATED_REGISTERS = frozenset(f.register_annotation for f in FAMILIES if f.register_annotation)
@@ -386,7 +387,8 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     status = _sub(obj, "status")
     capacity = _sub(status, "capacity")
     for fam in CAPACITY_FAMILIES:
-        # Cambricon registers no annotation: its cards come from the capacity
+        # Cambricon and Moore Threads register no annotation: their cards come
+        # from the capacity
         vcore = capacity.get(fam.cores_name) if capacity is not None else None
         if vcore is None or vcore.is_null:
             continue
@@ -394,7 +396,7 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
         cores = int(vcore.as_quantity(f"capacity {fam.cores_name}"))
         mem = 0 if vmem is None or vmem.is_null else int(
             vmem.as_quantity(f"capacity {fam.memory_name}"))
-        made = cambricon.cards_from_capacity(name, cores, mem)
+        made = fam.capacity_cards(name, cores, mem)
         if not made:
             warnings.append(f"node {name}: capacity {fam.cores_name} is 0 (HAMi: \"device not "
                             f"found {fam.cores_name}\"); no {fam.word} there")

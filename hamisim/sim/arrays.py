@@ -25,6 +25,7 @@ from hamisim.devices import (
     FAMILIES,
     SIMULATED_FAMILIES,
     device_family,
+    case_mismatch,
     exact_family,
     family,
     offer_mask,
@@ -106,8 +107,11 @@ class ClusterState:
         self.cordoned = np.array([c.id in nd.cordon and bool(masks[c.type] & nv_bit)
                                   for nd in nodes for c in nd.cards], dtype=np.uint8)
         # The card-score quirk (§3.1): a request counts only when the card type
-        # equals the request type (its family's word) exactly: that family + 1
-        self.type_exact = np.array([exact_family(c.type) for c in cards], dtype=np.uint8)
+        # equals the request type (its family's word) exactly: that family + 1;
+        # flagged TYPE_CASE_MISMATCH (0x80) when the card is offered to the
+        # case-sensitive family (Moore Threads) whose Fit then refuses its type
+        exact = {t: exact_family(t) | (0x80 if case_mismatch(t) else 0) for t in masks}
+        self.type_exact = np.array([exact[c.type] for c in cards], dtype=np.uint8)
         self.type_names: list[str] = list(masks)
         # only NVIDIA's Fit reads a card's mode (nvidia.com/vgpu-mode): the
         # other families' cards share a mode every pod accepts

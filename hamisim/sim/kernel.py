@@ -85,6 +85,10 @@ assert _core.CODES["FAM_NVIDIA"] == FAMILIES[0].fid == 0 and FAMILIES[0].word ==
 assert [f.fid for f in FAMILIES if f.cores_as_cus] == [_core.CODES["FAM_AMD"]]
 # the one family whose Fit charges no memory and no cores (FAM_BIREN)
 assert [f.fid for f in FAMILIES if f.slots_only] == [_core.CODES["FAM_BIREN"]]
+# the one family with a case-sensitive type test and the one-card-a-pod rule
+# (FAM_MTHREADS; Cards.type_exact's TYPE_CASE_MISMATCH flag assumes one)
+assert ([f.fid for f in FAMILIES if f.type_case_sensitive]
+        == [f.fid for f in FAMILIES if f.one_card_per_pod] == [_core.CODES["FAM_MTHREADS"]])
 #: the families whose allocation names the card's own type (Pick.label)
 _LABELLED = frozenset(f.word for f in FAMILIES if f.cores_as_cus)
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
