@@ -2,11 +2,13 @@
 
 Writes two clusters of the same size (``--nodes`` nodes of 8 cards, 16 GiB
 each): NVIDIA only, and the nodes split evenly over NVIDIA (T4), Hygon DCU,
-Iluvatar MR-V100, AMD (Instinct MI210, 104 CUs) and Cambricon MLU; and two
+Iluvatar MR-V100, AMD (Instinct MI210, 104 CUs), Cambricon MLU, Biren (slots
+only: a card takes 10 pods) and Moore Threads (16 cores a card); and two
 traces of the same pods (``--pods``, one card each, 2-8 GiB and 20-50 % cores,
 a daily arrival pattern, two hours' lifetime): on the mixed cluster the pods
 take turns over the families, each asking with its vendor's resource names
-and units (Iluvatar's and Cambricon's memory in 256 MiB units). Runs ``hamisim
+and units (Iluvatar's and Cambricon's memory in 256 MiB units, Moore Threads'
+in 512 MiB units and its cores of 16; Biren's count alone). Runs ``hamisim
 run`` as a separate process on each, as a user runs it (files in, every
 output written), REPEAT times, and prints per run the wall time, peak RSS,
 attempts, the console's simulate and decision times, and the simulated time
@@ -53,6 +55,12 @@ FAMILIES = {
             lambda mem, cores: {"limits": {"cambricon.com/vmlu": 1,
                                            "cambricon.com/mlu.smlu.vmemory": mem // 256,
                                            "cambricon.com/mlu.smlu.vcore": cores}}),
+    "Biren": ("br", "{type: Biren, devmem: 16384}",
+              lambda mem, cores: {"limits": {"birentech.com/gpu": 1}}),
+    "Mthreads": ("mt", "{type: Mthreads, devmem: 16384}",
+                 lambda mem, cores: {"limits": {"mthreads.com/vgpu": 1,
+                                                "mthreads.com/sgpu-memory": mem // 512,
+                                                "mthreads.com/sgpu-core": cores * 16 // 100}}),
 }
 
 
@@ -106,7 +114,7 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--families", choices=("all", "dcu"), default="all",
-                    help="the mixed cluster's families: all five simulated ones, or "
+                    help="the mixed cluster's families: all seven simulated ones, or "
                          "NVIDIA + DCU (the earlier run)")
     args = ap.parse_args()
     mixed = tuple(FAMILIES) if args.families == "all" else ("NVIDIA", "DCU")

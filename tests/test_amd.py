@@ -12,10 +12,10 @@ allocation's encoding on the model. HAMi's tests configure the resource names
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -26,19 +26,12 @@ from hamisim.hami.decision import Pick, devices_annotation
 from hamisim.io.clusterfile import load_cluster
 from hamisim.pods import AdmissionDenied, Container, Pod, Request, admit, container_request
 
-VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 AMD = amd.AMD
 _DOC = json.loads((VECTORS / "amd_requests.json").read_text())
 #: the test's resource names -> the chart's
 _NAMES = {_DOC["resource_names"]["count"]: AMD.count_name,
           _DOC["resource_names"]["memory"]: AMD.memory_name,
           _DOC["resource_names"]["cores"]: AMD.cores_name}
-
-
-def _cases(name: str, op: str | None = None):
-    doc = json.loads((VECTORS / name).read_text())
-    return [pytest.param(c, id=f"{i}-{c['name'][:60]}") for i, c in enumerate(doc["cases"])
-            if op is None or c.get("op") == op]
 
 
 def _container(case) -> Container:
@@ -192,18 +185,11 @@ def mixed(tmp_path):
     return tmp_path
 
 
-def _run(d: Path, out: str, *extra: str) -> None:
-    assert main(["run", str(d / "cluster.yaml"), str(d / "trace.jsonl"), "--out", str(d / out),
-                 "--no-progress", *extra]) == 0
-
-
 def test_amd_pods_are_charged_cus_on_both_engines(mixed, capsys):
     _run(mixed, "compiled")
     assert "compiled (hamisim._replay)" in capsys.readouterr().out
     _run(mixed, "python", "--backend", "reference")
-    for table in ("pods", "events", "timeseries"):
-        pd.testing.assert_frame_equal(pd.read_parquet(mixed / "compiled" / f"{table}.parquet"),
-                                      pd.read_parquet(mixed / "python" / f"{table}.parquet"))
+    assert_engines_agree(mixed)
     pods = pd.read_parquet(mixed / "compiled" / "pods.parquet").set_index("pod")
     for i in range(0, 90, 3):
         # 25 % of 304 CUs = 76; the list names the card's type

@@ -10,10 +10,10 @@ on the model.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -24,7 +24,6 @@ from hamisim.io.clusterfile import load_cluster
 from hamisim.kube.quantity import parse_quantity
 from hamisim.pods import Container, Request, container_request
 
-VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 MLU = cambricon.MLU
 _DOC = json.loads((VECTORS / "cambricon_requests.json").read_text())
 #: HAMi's test configures the count as cambricon.com/mlu (ParseConfig's flag
@@ -32,13 +31,6 @@ _DOC = json.loads((VECTORS / "cambricon_requests.json").read_text())
 _NAMES = {_DOC["resource_names"]["count"]: MLU.count_name,
           _DOC["resource_names"]["memory"]: MLU.memory_name,
           _DOC["resource_names"]["cores"]: MLU.cores_name}
-
-
-def _cases(name: str, op: str | None = None):
-    path = VECTORS / name
-    doc = json.loads(path.read_text())
-    return [pytest.param(c, id=f"{i}-{c['name'][:60]}") for i, c in enumerate(doc["cases"])
-            if op is None or c.get("op") == op]
 
 
 def _amount(v):
@@ -205,11 +197,6 @@ def _trace(n: int = 90) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _run(d: Path, out: str, *extra: str) -> None:
-    assert main(["run", str(d / "cluster.yaml"), str(d / "trace.jsonl"), "--out", str(d / out),
-                 "--no-progress", *extra]) == 0
-
-
 def test_mlu_pods_land_on_mlu_cards_on_both_engines(tmp_path, capsys):
     (tmp_path / "cluster.yaml").write_text(CLUSTER)
     (tmp_path / "trace.jsonl").write_text(_trace())
@@ -217,9 +204,7 @@ def test_mlu_pods_land_on_mlu_cards_on_both_engines(tmp_path, capsys):
     console = capsys.readouterr().out
     assert "compiled (hamisim._replay)" in console and "MLU (8 cards)" in console
     _run(tmp_path, "python", "--backend", "reference")
-    for table in ("pods", "events", "timeseries"):
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "compiled" / f"{table}.parquet"),
-                                      pd.read_parquet(tmp_path / "python" / f"{table}.parquet"))
+    assert_engines_agree(tmp_path)
     pods = pd.read_parquet(tmp_path / "compiled" / "pods.parquet").set_index("pod")
     for i in range(0, 90, 3):
         # vmemory 16 = 16 x 256 MiB, 25 percent of the card's cores

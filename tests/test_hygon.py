@@ -9,10 +9,10 @@ on the model.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -21,13 +21,6 @@ from hamisim.devices import hygon
 from hamisim.hami import reference as ref
 from hamisim.kube.quantity import parse_quantity
 from hamisim.pods import Container, Request, container_request
-
-VECTORS = Path(__file__).parent / "data" / "hami_vectors"
-
-
-def _cases(name: str):
-    doc = json.loads((VECTORS / name).read_text())
-    return [pytest.param(c, id=f"{i}-{c['name'][:60]}") for i, c in enumerate(doc["cases"])]
 
 
 # -- HAMi's unit tests ------------------------------------------------------------
@@ -135,11 +128,6 @@ def mixed(tmp_path):
     return tmp_path
 
 
-def _run(d: Path, out: str, *extra: str) -> None:
-    assert main(["run", str(d / "cluster.yaml"), str(d / "trace.jsonl"), "--out", str(d / out),
-                 "--no-progress", *extra]) == 0
-
-
 def test_dcu_pods_land_on_dcu_cards_and_carry_their_annotation(mixed, capsys):
     _run(mixed, "out")
     console = capsys.readouterr().out
@@ -168,10 +156,7 @@ def test_dcu_pods_land_on_dcu_cards_and_carry_their_annotation(mixed, capsys):
 def test_the_compiled_engine_equals_the_python_engine_on_a_mixed_cluster(mixed):
     _run(mixed, "compiled")
     _run(mixed, "python", "--backend", "reference")
-    for table in ("pods", "events", "timeseries"):
-        a = pd.read_parquet(mixed / "compiled" / f"{table}.parquet")
-        b = pd.read_parquet(mixed / "python" / f"{table}.parquet")
-        pd.testing.assert_frame_equal(a, b)
+    assert_engines_agree(mixed)
 
 
 def test_a_container_asking_two_families_is_a_located_error(tmp_path, capsys):

@@ -10,10 +10,10 @@ the model.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -24,14 +24,7 @@ from hamisim.io.clusterfile import load_cluster
 from hamisim.kube.quantity import parse_quantity
 from hamisim.pods import Container, Pod, Request, admit, container_request
 
-VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 MR = iluvatar.chip_family("MR-V100")
-
-
-def _cases(name: str, op: str | None = None):
-    doc = json.loads((VECTORS / name).read_text())
-    return [pytest.param(c, id=f"{i}-{c['name'][:60]}") for i, c in enumerate(doc["cases"])
-            if op is None or c.get("op") == op]
 
 
 def _amount(v):
@@ -193,19 +186,12 @@ def mixed(tmp_path):
     return tmp_path
 
 
-def _run(d: Path, out: str, *extra: str) -> None:
-    assert main(["run", str(d / "cluster.yaml"), str(d / "trace.jsonl"), "--out", str(d / out),
-                 "--no-progress", *extra]) == 0
-
-
 def test_iluvatar_pods_land_on_their_chip_on_both_engines(mixed, capsys):
     _run(mixed, "compiled")
     console = capsys.readouterr().out
     assert "compiled (hamisim._replay)" in console
     _run(mixed, "python", "--backend", "reference")
-    for table in ("pods", "events", "timeseries"):
-        pd.testing.assert_frame_equal(pd.read_parquet(mixed / "compiled" / f"{table}.parquet"),
-                                      pd.read_parquet(mixed / "python" / f"{table}.parquet"))
+    assert_engines_agree(mixed)
     pods = pd.read_parquet(mixed / "compiled" / "pods.parquet").set_index("pod")
     for i in range(0, 90, 3):
         dev = pods.loc[f"p{i}", "devices"]

@@ -12,10 +12,10 @@ on the model.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -27,14 +27,7 @@ from hamisim.io.clusterfile import load_cluster
 from hamisim.kube.quantity import parse_quantity
 from hamisim.pods import AdmissionDenied, Container, Pod, Request, admit, container_request
 
-VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 MT = mthreads.MTHREADS
-
-
-def _cases(name: str, op: str | None = None):
-    doc = json.loads((VECTORS / name).read_text())
-    return [pytest.param(c, id=f"{i}-{c['name'][:60]}") for i, c in enumerate(doc["cases"])
-            if op is None or c.get("op") == op]
 
 
 def _ints(resources: dict) -> dict[str, int]:
@@ -232,11 +225,6 @@ def _trace(n: int = 60) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _run(d: Path, out: str, *extra: str) -> None:
-    assert main(["run", str(d / "cluster.yaml"), str(d / "trace.jsonl"), "--out", str(d / out),
-                 "--no-progress", *extra]) == 0
-
-
 def test_mthreads_pods_on_both_engines(tmp_path, capsys):
     (tmp_path / "cluster.yaml").write_text(CLUSTER)
     (tmp_path / "trace.jsonl").write_text(_trace())
@@ -244,9 +232,7 @@ def test_mthreads_pods_on_both_engines(tmp_path, capsys):
     console = capsys.readouterr().out
     assert "compiled (hamisim._replay)" in console and "Mthreads (8 cards)" in console
     _run(tmp_path, "python", "--backend", "reference")
-    for table in ("pods", "events", "timeseries"):
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "compiled" / f"{table}.parquet"),
-                                      pd.read_parquet(tmp_path / "python" / f"{table}.parquet"))
+    assert_engines_agree(tmp_path)
     pods = pd.read_parquet(tmp_path / "compiled" / "pods.parquet").set_index("pod")
     for i in range(60):
         devices = pods.loc[f"p{i}", "devices"]
