@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hamisim.devices import family
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -225,7 +227,8 @@ def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fi
                 title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
                 groups_ts: pd.DataFrame | None = None,
                 group_runs: Sequence[tuple[int, str]] | None = None,
-                mig_ts: pd.DataFrame | None = None) -> list[FigureJob]:
+                mig_ts: pd.DataFrame | None = None,
+                family_ts: pd.DataFrame | None = None) -> list[FigureJob]:
     """The figures :func:`plot_run` draws, as jobs in its order (arguments as there).
     ``folder`` is created; the jobs only write their own files into it, so they may
     run in any order or side by side and give the same files."""
@@ -249,6 +252,11 @@ def run_figures(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fi
         jobs.append(FigureJob("mig.png", 3, _plot_mig,
                               (_split(mig_ts, "card_type", _MIG_COLUMNS), _columns(ts, ["time"]),
                                folder / "mig.png", title, context)))
+    if family_ts is not None and len(family_ts) and not fill:
+        jobs.append(FigureJob("families.png", 4, _plot_families,
+                              (_split(family_ts, "family", _FAMILY_COLUMNS),
+                               _columns(ts, ["time"]), folder / "families.png", title,
+                               context)))
     if fill:
         jobs.append(FigureJob("fill.png", 2, _plot_fill,
                               (_columns(ts, axis + ["unallocated_gpu"]), folder / "fill.png",
@@ -260,7 +268,8 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
              title: str = "", *, context: str = "", peak: tuple[float, int] | None = None,
              groups_ts: pd.DataFrame | None = None,
              group_runs: Sequence[tuple[int, str]] | None = None,
-             mig_ts: pd.DataFrame | None = None) -> list[Path]:
+             mig_ts: pd.DataFrame | None = None,
+             family_ts: pd.DataFrame | None = None) -> list[Path]:
     """The figures of one run: utilisation and fragmentation, pending pods, card
     occupancy at the peak, per-group utilisation (several groups) and the fill curve,
     drawn one after the other in this process (:func:`run_figures` gives them as jobs).
@@ -268,10 +277,12 @@ def plot_run(ts: pd.DataFrame, occupancy: np.ndarray | None, folder: Path, fill:
     ``title`` names the policies, ``context`` the workload and cluster (one line);
     ``peak`` is (time s, cards with a tenant) of the occupancy snapshot;
     ``group_runs`` the first row of each group's block in ``occupancy``, whose nodes are
-    ordered by group.
+    ordered by group; ``family_ts`` the per-family series of a cluster of several
+    device families (:func:`hamisim.sim.families.family_timeseries`).
     """
     jobs = run_figures(ts, occupancy, folder, fill, title, context=context, peak=peak,
-                       groups_ts=groups_ts, group_runs=group_runs, mig_ts=mig_ts)
+                       groups_ts=groups_ts, group_runs=group_runs, mig_ts=mig_ts,
+                       family_ts=family_ts)
     return [p for p in map(draw, jobs) if p is not None]
 
 
@@ -285,6 +296,8 @@ _GROUP_COLUMNS = ("time", "hami_gpu_total", "hami_gpu_allocated_pct",
                   "hami_gpu_memory_allocated_bytes", "hami_gpu_memory_total_bytes",
                   "stranded_gpu", "unfit_gpu")
 _MIG_COLUMNS = ("time", "mig_slots_total", "mig_slots_used", "mig_slots_stranded")
+_FAMILY_COLUMNS = ("time", "cards", "cards_with_tenant_pct", "memory_allocated_pct",
+                   "cores_allocated_pct")
 
 
 def _columns(ts: pd.DataFrame, names: Sequence[str]) -> Columns:
@@ -488,6 +501,48 @@ def _plot_mig(card_types: Sequence[tuple[str, Columns]], ts: Columns, path: Path
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7.5, loc="best")
     return _save_with(fig, path, _caption(fig, MIG_NOTE, 3))
+
+
+#: how to read the per-family figure, under it
+FAMILIES_NOTE = (
+    "One panel per device family, each in its own units: memory is the family's own (NPU, DCU "
+    "or GPU memory are never added together) and cores are its own unit (percent of a card; "
+    "AMD: Compute Units; Moore Threads: 16 a card). A family that charges no memory or cores "
+    "(Biren shares a card by slots alone) draws cards with a tenant only. Each line holds its "
+    "value until the next change and ends where the run ends.")
+
+
+def _plot_families(families: Sequence[tuple[str, Columns]], ts: Columns, path: Path,
+                   title: str, context: str) -> Path:
+    """Per device family (``families``: each family's series, % of its own
+    capacity), a panel of its cards with a tenant, memory and cores allocated."""
+    plt = _pyplot()
+    n = len(families)
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.55 * n + 1.6), sharex=True, squeeze=False)
+    times = ts["time"]
+    end = float(times[-1]) if len(times) else 0.0
+    unit, xlabel = _time_unit(end - times[0] if len(times) else 0)
+    lines = (("cards_with_tenant_pct", "cards with a tenant", "C0", "-"),
+             ("memory_allocated_pct", "memory allocated", "C1", "--"),
+             ("cores_allocated_pct", "cores allocated", "C2", ":"))
+    for ax, (word, g) in zip(axes[:, 0], families):
+        t = np.asarray(g["time"], dtype=float) / unit
+        charges = not getattr(family(word), "slots_only", False)
+        for key, label, colour, style in lines:
+            if key != "cards_with_tenant_pct" and not charges:
+                continue        # Biren charges no memory and no cores
+            y = np.asarray(g[key], dtype=float)
+            ax.step(*_thin(t, y, end=end / unit), where="post", color=colour, ls=style,
+                    label=label)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("% of family", fontsize=8)
+        ax.set_title(f"{word} ({int(g['cards'][0]):,} cards)", fontsize=8.5, loc="left")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.suptitle(_title("Allocation per device family" + (f" ({title})" if title else ""),
+                        context), fontsize=9.5)
+    return _save_with(fig, path, _caption(fig, FAMILIES_NOTE, 3))
 
 
 def _styles(labels: Sequence[str]) -> dict[str, dict]:

@@ -131,6 +131,8 @@ def test_a_single_family_cluster_has_no_family_table(tmp_path, capsys):
     assert "by device family" not in capsys.readouterr().out
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert "families" not in summary["results"]
+    assert not (tmp_path / "out" / "timeseries_families.parquet").exists()
+    assert not (tmp_path / "out" / "figures" / "families.png").exists()
 
 
 def test_cards_with_a_tenant_count_overlapping_holders_once():
@@ -141,3 +143,37 @@ def test_cards_with_a_tenant_count_overlapping_holders_once():
     assert _held_seconds(rows.iloc[::-1]) == 20.0
     assert _held_seconds(rows.iloc[:0]) == 0.0
     assert np.isfinite(_held_seconds(rows))
+
+
+def test_the_family_series_is_the_same_on_both_engines_and_drawn(runs):
+    a = pd.read_parquet(runs["compiled"] / "timeseries_families.parquet")
+    pd.testing.assert_frame_equal(a, pd.read_parquet(runs["python"]
+                                                     / "timeseries_families.parquet"))
+    assert list(dict.fromkeys(a["family"])) == ["NVIDIA", "DCU", "MR-V100", "AMD"]
+    assert (runs["compiled"] / "figures" / "families.png").stat().st_size > 10_000
+    html = (runs["compiled"] / "report.html").read_text()
+    assert "per family, the share of its cards with a tenant" in html
+
+
+def test_the_family_series_counts_the_cards_the_pods_hold(runs):
+    """At every row's time: the family's cards held by a pod bound at or before it
+    and departing after it, and their memory and cores, from pods.parquet."""
+    ts = pd.read_parquet(runs["compiled"] / "timeseries_families.parquet")
+    pods = pd.read_parquet(runs["compiled"] / "pods.parquet")
+    pods = pods[pods["bind"].notna()]
+    word = {"NVIDIA": "NVIDIA", "DCU": "DCU", "MR-V100": "MR-V100",
+            "AMD_Instinct_MI300X": "AMD"}
+    held = []            # (family, card, mem, cores, start, end)
+    for _, p in pods.iterrows():
+        for e in p["devices"].replace(";", ":").split(":"):
+            if e:
+                card, kind, m, c = e.rsplit(",", 3)
+                held.append((word[kind], card, int(m), int(c), p["bind"], p["departure"]))
+    held = pd.DataFrame(held, columns=["family", "card", "mem", "cores", "start", "end"])
+    for _, row in ts.iterrows():
+        live = held[(held.family == row.family) & (held.start <= row.time)
+                    & (held.end > row.time)]
+        assert row.cards_with_tenant == live.card.nunique(), row
+        assert row.memory_allocated_mib == live.mem.sum()
+        assert row.cores_allocated == live.cores.sum()
+    assert ts.groupby("family").cards_with_tenant.max().min() > 0

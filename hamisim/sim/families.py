@@ -31,7 +31,12 @@ from hamisim.sim.recorder import INITIAL_STATE_CLASS
 from hamisim.sim.stats import percentiles
 
 __all__ = ["FamilyMeter", "pod_families", "family_statistics", "cluster_families",
-           "set_families"]
+           "set_families", "family_timeseries", "FAMILY_TIMESERIES_COLUMNS"]
+
+#: the columns of :func:`family_timeseries` (``timeseries_families.parquet``)
+FAMILY_TIMESERIES_COLUMNS = ("time", "family", "cards", "cards_with_tenant",
+                             "cards_with_tenant_pct", "memory_allocated_mib",
+                             "memory_allocated_pct", "cores_allocated", "cores_allocated_pct")
 
 
 def cluster_families(cluster: Cluster) -> list[int]:
@@ -173,6 +178,47 @@ def family_statistics(meter: FamilyMeter, pod_mask: np.ndarray, waits: np.ndarra
                 / (cap["cores"] * length) if cap["cores"] else None)
         out.append(row)
     return out
+
+
+def family_timeseries(meter: FamilyMeter) -> pd.DataFrame:
+    """Per family of the cluster, a row from time 0 and whenever its allocation
+    changed: its cards with a tenant, memory (MiB) and cores allocated (AMD's in
+    Compute Units), each also as a percentage of the family's capacity
+    (:data:`FAMILY_TIMESERIES_COLUMNS`). At a time when one pod leaves a card
+    and another takes it, the row holds the state after both."""
+    rows = meter.frame()
+    rows = rows[rows["card"] >= 0]
+    parts = []
+    for fid in meter.fids:
+        cap = meter.capacity[fid]
+        mine = rows[rows["fid"] == fid]
+        n = len(mine)
+        t = np.concatenate([mine["start"].to_numpy(), mine["end"].to_numpy(), [0.0]])
+        card = np.concatenate([mine["card"].to_numpy()] * 2 + [[-1]]).astype(np.int64)
+        step = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), [0]])
+        mem = np.concatenate([mine["mem"].to_numpy(), -mine["mem"].to_numpy(), [0]])
+        cores = np.concatenate([mine["cores"].to_numpy(), -mine["cores"].to_numpy(), [0]])
+        # by time, a departure before an arrival at the same time
+        order = np.lexsort((step, t))
+        t, card, step = t[order], card[order], step[order]
+        holders = pd.Series(step).groupby(card).cumsum().to_numpy()
+        tenanted = np.cumsum((holders > 0).astype(np.int64) - (holders - step > 0))
+        used_mem = np.cumsum(mem[order].astype(np.int64))
+        used_cores = np.cumsum(cores[order].astype(np.int64))
+        last = np.r_[t[1:] != t[:-1], True]          # the state after a time's changes
+        cards, memory, core_total = cap["cards"], cap["memory_mib"], cap["cores"]
+        parts.append(pd.DataFrame({
+            "time": t[last], "family": FAMILIES[fid].word, "cards": cards,
+            "cards_with_tenant": tenanted[last],
+            "cards_with_tenant_pct": 100.0 * tenanted[last] / max(cards, 1),
+            "memory_allocated_mib": used_mem[last],
+            "memory_allocated_pct": 100.0 * used_mem[last] / memory if memory else np.nan,
+            "cores_allocated": used_cores[last],
+            "cores_allocated_pct": 100.0 * used_cores[last] / core_total if core_total
+            else np.nan}))
+    if not parts:
+        return pd.DataFrame({c: [] for c in FAMILY_TIMESERIES_COLUMNS})
+    return pd.concat(parts, ignore_index=True)[list(FAMILY_TIMESERIES_COLUMNS)]
 
 
 def masks_of(pods: Sequence[Pod], config: SchedulerConfig) -> np.ndarray:

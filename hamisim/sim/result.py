@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from hamisim.sim.families import family_statistics
+from hamisim.sim.families import family_statistics, family_timeseries
 from hamisim.sim.metrics import TIMESERIES_COLUMNS, ClusterMeter
 from hamisim.sim.recorder import (
     EVENT_COLUMNS,
@@ -55,6 +55,9 @@ class SimResult:
     #: clusters with MIG cards: per card type, a row whenever its MIG slices changed
     #: (hamisim.sim.placement.MIG_TIMESERIES_COLUMNS)
     mig_timeseries: pd.DataFrame | None = None
+    #: clusters of several device families: per family, a row whenever its
+    #: allocation changed (hamisim.sim.families.FAMILY_TIMESERIES_COLUMNS)
+    family_timeseries: pd.DataFrame | None = None
     #: seconds spent: ``simulate`` in all, ``decisions`` inside the scheduler's
     #: ``schedule`` (the rest is the engine's own work); not part of the results
     timings: dict[str, float] = field(default_factory=dict)
@@ -212,12 +215,14 @@ def assemble_result(rec: Recorder, meter: ClusterMeter, counts: RunCounts,
         summary["whole_run"] = {**whole, **summary["whole_run"]}
         if rec.mig is not None:
             summary.update(rec.mig.summary(span["end_s"], span["start_s"]))
+    family_ts = None
     if rec.families is not None and "family" in pod_stats:
         summary["families"] = _families(rec, pod_stats, float(end_time), span)
+        family_ts = family_timeseries(rec.families)
     summary["hami_quirks"] = {"init_container_usage": init_container_quirk(m, counts,
                                                                           float(end_time))}
     return SimResult(events, ts, summary, occupancy_at_peak(m), pods, groups_ts,
-                     list(node_groups), mig_timeseries=mig_ts)
+                     list(node_groups), mig_timeseries=mig_ts, family_timeseries=family_ts)
 
 
 def _families(rec: Recorder, pod_stats: dict, end_time: float,

@@ -49,6 +49,10 @@ FIGURE_NOTES: dict[str, str] = {
     "mig.png": "MIG cards: the share of their slices (placement slots) covered by instances, "
     "and of free slices stranded by geometry (no free placement large enough for a typical "
     "pod covers them), per card type.",
+    "families.png": "A cluster of several device families: per family, the share of its "
+    "cards with a tenant and of its own memory and cores allocated over time, each in the "
+    "family's units (NPU, DCU and GPU memory are never added together; AMD's cores are "
+    "Compute Units). Which accelerators are busy, which stand idle.",
     "fill.png": "The FGD paper's fill protocol: GPU left unallocated as the workload arrives; "
     "the dotted diagonal is a perfect packer. The lower the curve beyond 100 %, the better.",
     "compare.png": "The policies side by side over time on the same pods: cards with a "

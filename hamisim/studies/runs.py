@@ -736,7 +736,8 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
                 figure_workers: int = 1) -> None:
     from hamisim.plots import draw
     jobs = _figures(result.summary, result.timeseries, result.occupancy,
-                    result.group_timeseries, folder / "figures", title, result.mig_timeseries)
+                    result.group_timeseries, folder / "figures", title, result.mig_timeseries,
+                    result.family_timeseries)
     with _figure_pool(figure_workers, len(jobs)) as pool:
         # the dearest figures first, so that the last one to finish is a cheap one
         drawing: dict[str, cf.Future] = {}
@@ -750,6 +751,8 @@ def _write_rest(result: SimResult, folder: Path, fmt: str, title: str,
             write_table(result.group_timeseries, folder, "timeseries_groups", fmt)
         if result.mig_timeseries is not None:
             write_table(result.mig_timeseries, folder, "timeseries_mig", fmt)
+        if result.family_timeseries is not None:
+            write_table(result.family_timeseries, folder, "timeseries_families", fmt)
         if result.occupancy is not None:
             np.save(folder / "occupancy.npy", result.occupancy)
         write_json(result.summary, folder / "summary.json")
@@ -799,7 +802,8 @@ def sample_interval(spec: RunSpec, workload: Trace) -> float | None:
 
 
 def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path,
-             title: str = "", mig_ts: pd.DataFrame | None = None) -> list:
+             title: str = "", mig_ts: pd.DataFrame | None = None,
+             family_ts: pd.DataFrame | None = None) -> list:
     """The figures of a run, titled with its policies, workload and cluster, as
     :class:`~hamisim.plots.FigureJob` s (:func:`~hamisim.plots.draw` draws one)."""
     from hamisim.plots import run_figures
@@ -811,7 +815,7 @@ def _figures(summary: dict, ts: pd.DataFrame, occupancy, groups_ts, folder: Path
     runs = [tuple(r) for r in summary.get("cluster", {}).get("group_runs", [])]
     return run_figures(ts, occupancy, folder, fill, title or summary.get("label", ""),
                        context=context, peak=peak, groups_ts=groups_ts, group_runs=runs,
-                       mig_ts=mig_ts)
+                       mig_ts=mig_ts, family_ts=family_ts)
 
 
 #: the columns a comparison reports, by mode: what matters in a replay (waits,
@@ -1018,9 +1022,11 @@ def plot_folder(folder: str | os.PathLike[str]) -> list[Path]:
     groups_ts = read_table(groups_path) if groups_path is not None else None
     mig_path = _table_path(folder, "timeseries_mig")
     mig_ts = read_table(mig_path) if mig_path is not None else None
+    families_path = _table_path(folder, "timeseries_families")
+    family_ts = read_table(families_path) if families_path is not None else None
     from hamisim.plots import draw
     jobs = _figures(summary, read_table(ts_path), occ, groups_ts, folder / "figures",
-                    mig_ts=mig_ts)
+                    mig_ts=mig_ts, family_ts=family_ts)
     return [p for p in map(draw, jobs) if p is not None]
 
 
