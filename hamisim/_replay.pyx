@@ -1218,6 +1218,7 @@ cdef class ReplayCore:
             if self.status[k] != S_QUEUED:
                 continue
             self._attempt(k)
+        self.pass_wanted = False        # asked for during this pass: served by it
         self._sample(False)
         return 0
 

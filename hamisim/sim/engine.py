@@ -968,6 +968,9 @@ class _Engine(PodLifecycle):
             if st is None or st.status != "queued":
                 continue
             self._attempt(st)
+        # a pass asked for during this one (a bind moving pods) is this one: it
+        # ran until the active queue was empty
+        self.pass_wanted = False
         self._sample()
 
     # -- kube-scheduler's queue (hamisim.kube.queue) ------------------------
