@@ -525,7 +525,7 @@ def _plot_families(families: Sequence[tuple[str, Columns]], ts: Columns, path: P
     lines = (("cards_with_tenant_pct", "cards with a tenant", "C0", "-"),
              ("memory_allocated_pct", "memory allocated", "C1", "--"),
              ("cores_allocated_pct", "cores allocated", "C2", ":"))
-    for ax, (word, g) in zip(axes[:, 0], families):
+    for k, (ax, (word, g)) in enumerate(zip(axes[:, 0], families)):
         t = np.asarray(g["time"], dtype=float) / unit
         charges = not getattr(family(word), "slots_only", False)
         for key, label, colour, style in lines:
@@ -538,7 +538,10 @@ def _plot_families(families: Sequence[tuple[str, Columns]], ts: Columns, path: P
         ax.set_ylabel("% of family", fontsize=8)
         ax.set_title(f"{word} ({int(g['cards'][0]):,} cards)", fontsize=8.5, loc="left")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper right")
+        if k == 0 or not charges:
+            # above the panel, right: clear of every line
+            ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=3,
+                      frameon=False, borderaxespad=0.1)
     axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle(_title("Allocation per device family" + (f" ({title})" if title else ""),
                         context), fontsize=9.5)
