@@ -1,5 +1,6 @@
-"""What the device-family test modules share: HAMi's vectors as pytest cases,
-the CLI run in a folder, and the two engines' outputs compared table by table."""
+"""What the device-family test modules share: HAMi's vectors as pytest cases and
+the checks every family's cases make (Fit, request generation, type check), the
+CLI run in a folder, and the two engines' outputs compared table by table."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,10 @@ import pandas as pd
 import pytest
 
 from hamisim.cli import main
+from hamisim.cluster import SchedulerConfig
+from hamisim.devices import Family, family
+from hamisim.hami import reference as ref
+from hamisim.pods import Container, Request, container_request
 
 VECTORS = Path(__file__).parent / "data" / "hami_vectors"
 
@@ -33,3 +38,38 @@ def assert_engines_agree(d: Path) -> None:
     for table in ("pods", "events", "timeseries"):
         pd.testing.assert_frame_equal(pd.read_parquet(d / "compiled" / f"{table}.parquet"),
                                       pd.read_parquet(d / "python" / f"{table}.parquet"))
+
+
+def assert_fit_case(ops, case: dict, word: str) -> list[dict]:
+    """A ``TestDevices_Fit`` case on a backend of :mod:`vector_ops`: HAMi's fit and
+    reason, and on a fit the cards in HAMi's order, each of the request's
+    ``word``; returns the picks."""
+    ok, picks, reason = ops.fit(case)
+    exp = case["expect"]
+    assert (ok, reason) == (exp["fit"], exp["reason"])
+    if exp["fit"]:
+        assert [p["uuid"] for p in picks] == exp["devices_ids"]
+        assert all(p["type"] == word for p in picks)
+    return picks
+
+
+def assert_generated(fam: Family, c: Container, exp: dict) -> None:
+    """``GenerateResourceRequests`` of ``c`` as HAMi's case ``exp`` has it (empty:
+    no request), by the family's own function and by hamisim's pod model."""
+    if not exp:
+        assert fam.generate(c) is None and container_request(c, SchedulerConfig()) is None
+        return
+    fields = (exp["nums"], exp["memreq"], exp["mempercentagereq"], exp["coresreq"])
+    assert fam.generate(c) == fields
+    assert container_request(c, SchedulerConfig()) == Request(*fields, fam.word)
+
+
+def assert_type_check(fam: Family, case: dict, card: ref.CardUsage) -> None:
+    """``checkType``'s case: a request of another type than the family's word is
+    no request of the family, and its Fit refuses ``card`` (``CardTypeMismatch``)."""
+    ok = case["expect"][0]
+    assert (family(case["request_type"]) is fam) == ok
+    res = ref.fit([card], Request(1, 0, 100, 0, case["request_type"]), {}, "spread")
+    assert res.fit == ok
+    if not ok:
+        assert res.reason == "1/1 CardTypeMismatch"

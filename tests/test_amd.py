@@ -15,7 +15,8 @@ import json
 
 import pandas as pd
 import pytest
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_generated, run_in as _run,
+                          vector_cases as _cases)
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -24,7 +25,7 @@ from hamisim.devices import amd, family
 from hamisim.hami import reference as ref
 from hamisim.hami.decision import Pick, devices_annotation
 from hamisim.io.clusterfile import load_cluster
-from hamisim.pods import AdmissionDenied, Container, Pod, Request, admit, container_request
+from hamisim.pods import AdmissionDenied, Container, Pod, Request, admit
 
 AMD = amd.AMD
 _DOC = json.loads((VECTORS / "amd_requests.json").read_text())
@@ -54,15 +55,7 @@ def test_amd_fit(ops, case):
 
 @pytest.mark.parametrize("case", _cases("amd_requests.json", "generate"))
 def test_amd_request_generation(case):
-    c = _container(case)
-    exp = case["expect"]
-    fields = amd.request_fields(c)
-    if not exp:
-        assert fields is None and container_request(c, SchedulerConfig()) is None
-        return
-    assert fields == (exp["nums"], exp["memreq"], exp["mempercentagereq"], exp["coresreq"])
-    assert container_request(c, SchedulerConfig()) == Request(
-        exp["nums"], exp["memreq"], exp["mempercentagereq"], exp["coresreq"], "AMD")
+    assert_generated(AMD, _container(case), case["expect"])
 
 
 @pytest.mark.parametrize("case", _cases("amd_requests.json", "mutate"))

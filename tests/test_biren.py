@@ -13,16 +13,16 @@ import json
 
 import pandas as pd
 import pytest
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_fit_case, assert_generated,
+                          assert_type_check, run_in as _run, vector_cases as _cases)
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
-from hamisim.cluster import SchedulerConfig
 from hamisim.devices import FAMILIES, biren, family, offer_mask
 from hamisim.hami import reference as ref
 from hamisim.hami.decision import Pick, devices_annotation
 from hamisim.io.clusterfile import load_cluster
-from hamisim.pods import Container, Request, container_request
+from hamisim.pods import Container, Request
 
 BIREN = biren.BIREN
 
@@ -30,12 +30,8 @@ BIREN = biren.BIREN
 @pytest.mark.parametrize("ops", list(BACKENDS.values()), ids=list(BACKENDS))
 @pytest.mark.parametrize("case", _cases("biren_fit.json"))
 def test_biren_fit(ops, case):
-    ok, picks, reason = ops.fit(case)
-    exp = case["expect"]
-    assert (ok, reason) == (exp["fit"], exp["reason"])
-    if exp["fit"]:
-        assert [p["uuid"] for p in picks] == exp["devices_ids"]
-        assert all(p["type"] == "Biren" and p["usedmem"] == 0 for p in picks)
+    picks = assert_fit_case(ops, case, "Biren")
+    assert all(p["usedmem"] == 0 for p in picks)
 
 
 def test_a_pick_charges_no_memory_and_the_requests_cores():
@@ -49,16 +45,8 @@ def test_a_pick_charges_no_memory_and_the_requests_cores():
 
 @pytest.mark.parametrize("case", _cases("biren_requests.json", "generate"))
 def test_biren_request_generation(case):
-    c = Container(limits=case["limits"], requests=case["requests"])
-    exp = case["expect"]
-    if not exp:
-        assert BIREN.generate(c) is None and container_request(c, SchedulerConfig()) is None
-        return
-    assert BIREN.generate(c) == (exp["nums"], exp["memreq"], exp["mempercentagereq"],
-                                 exp["coresreq"])
-    assert container_request(c, SchedulerConfig()) == Request(
-        nums=exp["nums"], memreq=exp["memreq"], mempercentagereq=exp["mempercentagereq"],
-        coresreq=exp["coresreq"], type="Biren")
+    assert_generated(BIREN, Container(limits=case["limits"], requests=case["requests"]),
+                     case["expect"])
 
 
 def test_a_count_at_or_below_zero_or_past_int32_asks_nothing():
@@ -69,13 +57,7 @@ def test_a_count_at_or_below_zero_or_past_int32_asks_nothing():
 
 @pytest.mark.parametrize("case", _cases("biren_requests.json", "check_type"))
 def test_a_request_of_another_type_fits_no_biren_card(case):
-    card = ref.CardUsage("dev-0", 0, "Biren", 1, 0, 100)
-    ok = case["expect"][0]
-    assert (family(case["request_type"]) is BIREN) == ok
-    res = ref.fit([card], Request(1, 0, 100, 0, case["request_type"]), {}, "spread")
-    assert res.fit == ok
-    if not ok:
-        assert res.reason == "1/1 CardTypeMismatch"
+    assert_type_check(BIREN, case, ref.CardUsage("dev-0", 0, "Biren", 1, 0, 100))
 
 
 @pytest.mark.parametrize("case", _cases("biren_requests.json", "patch"))

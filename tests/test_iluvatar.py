@@ -13,12 +13,13 @@ import json
 
 import pandas as pd
 import pytest
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_fit_case, assert_generated,
+                          assert_type_check, run_in as _run, vector_cases as _cases)
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
 from hamisim.cluster import SchedulerConfig
-from hamisim.devices import family, iluvatar
+from hamisim.devices import iluvatar
 from hamisim.hami import reference as ref
 from hamisim.io.clusterfile import load_cluster
 from hamisim.kube.quantity import parse_quantity
@@ -46,38 +47,18 @@ def _container(case) -> Container:
 @pytest.mark.parametrize("ops", list(BACKENDS.values()), ids=list(BACKENDS))
 @pytest.mark.parametrize("case", _cases("iluvatar_fit.json"))
 def test_iluvatar_fit(ops, case):
-    ok, picks, reason = ops.fit(case)
-    exp = case["expect"]
-    assert (ok, reason) == (exp["fit"], exp["reason"])
-    if exp["fit"]:
-        assert [p["uuid"] for p in picks] == exp["devices_ids"]
-        assert all(p["type"] == "MR-V100" for p in picks)
+    assert_fit_case(ops, case, "MR-V100")
 
 
 @pytest.mark.parametrize("case", _cases("iluvatar_requests.json", "generate"))
 def test_iluvatar_request_generation(case):
-    c = _container(case)
-    fields = MR.generate(c)
-    exp = case["expect"]
-    if not exp:
-        assert fields is None and container_request(c, SchedulerConfig()) is None
-        return
-    assert fields == (exp["nums"], exp["memreq"], exp["mempercentagereq"], exp["coresreq"])
-    assert container_request(c, SchedulerConfig()) == Request(
-        nums=exp["nums"], memreq=exp["memreq"], mempercentagereq=exp["mempercentagereq"],
-        coresreq=exp["coresreq"], type="MR-V100")
+    assert_generated(MR, _container(case), case["expect"])
 
 
 @pytest.mark.parametrize("case", _cases("iluvatar_requests.json", "check_type"))
 def test_a_request_of_another_type_fits_no_iluvatar_card(case):
     # checkType: the request's type must be the chip's word
-    card = ref.CardUsage("dev-0", 0, "MR-V100", 10, 8192, 100)
-    ok = case["expect"][0]
-    assert (family(case["request_type"]) is MR) == ok
-    res = ref.fit([card], Request(1, 64, 0, 10, case["request_type"]), {}, "spread")
-    assert res.fit == ok
-    if not ok:
-        assert res.reason == "1/1 CardTypeMismatch"
+    assert_type_check(MR, case, ref.CardUsage("dev-0", 0, "MR-V100", 10, 8192, 100))
 
 
 @pytest.mark.parametrize("case", _cases("iluvatar_requests.json", "mutate"))

@@ -15,7 +15,8 @@ import json
 
 import pandas as pd
 import pytest
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_fit_case, assert_generated,
+                          assert_type_check, run_in as _run, vector_cases as _cases)
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -39,25 +40,16 @@ def _ints(resources: dict) -> dict[str, int]:
 @pytest.mark.parametrize("ops", list(BACKENDS.values()), ids=list(BACKENDS))
 @pytest.mark.parametrize("case", _cases("mthreads_fit.json"))
 def test_mthreads_fit(ops, case):
-    ok, picks, reason = ops.fit(case)
-    exp = case["expect"]
-    assert (ok, reason) == (exp["fit"], exp["reason"])
-    if exp["fit"]:
-        assert [p["uuid"] for p in picks] == exp["devices_ids"]
+    picks = assert_fit_case(ops, case, "Mthreads")
+    if case["expect"]["fit"]:
         assert [(p["uuid"], p["usedmem"], p["usedcores"]) for p in picks] == [
-            (p["uuid"], p["usedmem"], p["usedcores"]) for p in exp["picks"]]
+            (p["uuid"], p["usedmem"], p["usedcores"]) for p in case["expect"]["picks"]]
 
 
 @pytest.mark.parametrize("case", _cases("mthreads_requests.json", "generate"))
 def test_mthreads_request_generation(case):
-    c = Container(limits=_ints(case["limits"]), requests=_ints(case["requests"]))
-    exp = case["expect"]
-    if not exp:
-        assert MT.generate(c) is None and container_request(c, SchedulerConfig()) is None
-        return
-    fields = (exp["nums"], exp["memreq"], exp["mempercentagereq"], exp["coresreq"])
-    assert MT.generate(c) == fields
-    assert container_request(c, SchedulerConfig()) == Request(*fields, "Mthreads")
+    assert_generated(MT, Container(limits=_ints(case["limits"]),
+                                   requests=_ints(case["requests"])), case["expect"])
 
 
 def test_memory_and_cores_are_split_per_card_with_gos_division():
@@ -95,11 +87,7 @@ def test_a_multi_card_request_asks_a_whole_48_gib_card_each():
 
 @pytest.mark.parametrize("case", _cases("mthreads_requests.json", "check_type"))
 def test_a_request_of_another_type_fits_no_mthreads_card(case):
-    card = ref.CardUsage("dev-0", 0, "Mthreads", 100, 8192, 16)
-    ok = case["expect"][0]
-    assert (family(case["request_type"]) is MT) == ok
-    res = ref.fit([card], Request(1, 0, 100, 0, case["request_type"]), {}, "spread")
-    assert res.fit == ok
+    assert_type_check(MT, case, ref.CardUsage("dev-0", 0, "Mthreads", 100, 8192, 16))
 
 
 def test_fit_tests_the_card_type_case_sensitively():
