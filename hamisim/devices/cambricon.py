@@ -42,7 +42,7 @@ its card count, so HAMi's per-card Fit binds first.
 """
 from __future__ import annotations
 
-from hamisim.devices.family import Family, RequestFields, Resources, int32
+from hamisim.devices.family import Family, RequestFields, Resources, int32, memory_in_units
 
 __all__ = ["MLU", "MEMORY_FACTOR", "request_fields", "cards_from_capacity"]
 
@@ -52,7 +52,6 @@ MEMORY_FACTOR = 256
 CARD_SLOTS = 100
 CARD_CORES = 100
 
-_INT32_MAX = 2**31 - 1
 
 
 def request_fields(c: Resources) -> RequestFields | None:
@@ -64,12 +63,9 @@ def request_fields(c: Resources) -> RequestFields | None:
     nums = int32(n)
     if nums <= 0:
         return None         # kept by the webhook, dropped by Filter (Nums > 0 only)
-    mem = c.value(MLU.memory_name)
-    memreq = 0
-    if mem is not None:
-        if mem < 0 or mem > _INT32_MAX // MEMORY_FACTOR:
-            return None
-        memreq = mem * MEMORY_FACTOR
+    memreq = memory_in_units(c, MLU.memory_name, MEMORY_FACTOR)
+    if memreq is None:
+        return None
     cores = c.value(MLU.cores_name)
     coresreq = 100 if cores is None else int32(cores)
     return nums, memreq, 100 if memreq == 0 else 0, coresreq

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Callable, Protocol
 
-__all__ = ["Family", "Resources", "RequestFields", "int32"]
+__all__ = ["Family", "Resources", "RequestFields", "int32", "INT32_MAX", "memory_in_units"]
 
 
 class Resources(Protocol):
@@ -34,9 +34,26 @@ class Resources(Protocol):
 RequestFields = tuple[int, int, int, int]
 
 
+#: Go's ``math.MaxInt32``
+INT32_MAX = 2**31 - 1
+
+
 def int32(x: int) -> int:
     """Go's ``int32(x)`` of an ``int64``: the low 32 bits, signed."""
     return ((x + 2**31) % 2**32) - 2**31
+
+
+def memory_in_units(c: Resources, name: str, unit_mib: int) -> int | None:
+    """A container's memory resource ``name`` counted in units of ``unit_mib``
+    MiB, as MiB: 0 when it is not asked, ``None`` when HAMi drops the whole
+    request (a negative value, or one beyond int32 once scaled: Cambricon's,
+    Iluvatar's and Moore Threads' ``GenerateResourceRequests``)."""
+    mem = c.value(name)
+    if mem is None:
+        return 0
+    if mem < 0 or mem > INT32_MAX // unit_mib:
+        return None
+    return mem * unit_mib
 
 
 @dataclass(frozen=True)

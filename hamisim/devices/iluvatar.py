@@ -49,7 +49,7 @@ Quirks of v2.10.0 kept here:
 """
 from __future__ import annotations
 
-from hamisim.devices.family import Family, RequestFields, Resources, int32
+from hamisim.devices.family import Family, RequestFields, Resources, int32, memory_in_units
 
 __all__ = ["CHIPS", "MEMORY_FACTOR", "FAMILIES", "chip_family", "request_fields", "mutate"]
 
@@ -59,7 +59,6 @@ CHIPS: tuple[str, ...] = ("MR-V100", "MR-V50", "BI-V150", "BI-V100")
 #: ``iluvatar.MemoryFactor``: one ``vMem`` unit is 256 MiB
 MEMORY_FACTOR = 256
 
-_INT32_MAX = 2**31 - 1
 _PCT_WHOLE = 100
 
 
@@ -72,12 +71,9 @@ def request_fields(c: Resources, fam: Family) -> RequestFields | None:
     nums = int32(n)
     if nums <= 0:
         return None         # kept by the webhook, dropped by Filter (Nums > 0 only)
-    mem = c.value(fam.memory_name)
-    memreq = 0
-    if mem is not None:
-        if mem < 0 or mem > _INT32_MAX // MEMORY_FACTOR:
-            return None
-        memreq = mem * MEMORY_FACTOR
+    memreq = memory_in_units(c, fam.memory_name, MEMORY_FACTOR)
+    if memreq is None:
+        return None
     cores = c.value(fam.cores_name)
     coresreq = 0 if cores is None else int32(cores)
     return nums, memreq, _PCT_WHOLE if memreq == 0 else 0, coresreq

@@ -62,7 +62,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hamisim.devices.family import Family, RequestFields, Resources, int32
+from hamisim.devices.family import (INT32_MAX, Family, RequestFields, Resources, int32,
+                                    memory_in_units)
 
 __all__ = ["MTHREADS", "MEMORY_FACTOR", "CARD_CORES", "WHOLE_CARD_MEMORY", "LEGAL_MEMORY",
            "request_fields", "mutate", "admission_error", "cards_from_capacity"]
@@ -78,7 +79,6 @@ LEGAL_MEMORY = (2, 4, 8, 16, 32, 64, 96)
 #: the slots of every card the backend registers
 CARD_SLOTS = 100
 
-_INT32_MAX = 2**31 - 1
 
 
 def _go_div(a: int, b: int) -> int:
@@ -121,14 +121,11 @@ def request_fields(c: Resources) -> RequestFields | None:
     """``GenerateResourceRequests`` for one container: ``(nums, memreq MiB per
     card, mempercentagereq, coresreq per card)`` or ``None``."""
     n = c.value(MTHREADS.count_name)
-    if n is None or n <= 0 or n > _INT32_MAX:
+    if n is None or n <= 0 or n > INT32_MAX:
         return None
-    mem = c.value(MTHREADS.memory_name)
-    memnum = 0
-    if mem is not None:
-        if mem < 0 or mem > _INT32_MAX // MEMORY_FACTOR:
-            return None
-        memnum = mem * MEMORY_FACTOR
+    memnum = memory_in_units(c, MTHREADS.memory_name, MEMORY_FACTOR)
+    if memnum is None:
+        return None
     cores = c.value(MTHREADS.cores_name)
     corenum = 0 if cores is None else int32(cores)
     return n, _go_div(memnum, n), 100 if memnum == 0 else 0, _go_div(corenum, n)
