@@ -181,7 +181,8 @@ def test_a_card_written_otherwise_than_hami_registers_it_warns_at_its_line(tmp_p
 
 def test_a_card_defaults_to_hamis_slots_and_cores(tmp_path):
     path = tmp_path / "cluster.yaml"
-    path.write_text("nodes:\n  - name: m0\n    gpus: 2\n    card: {type: Mthreads, devmem: 49152}\n")
+    path.write_text("nodes:\n  - name: m0\n    gpus: 2\n"
+                    "    card: {type: Mthreads, devmem: 49152}\n")
     card = load_cluster(path).nodes[0].cards[0]
     assert (card.count, card.devcore) == (100, 16)
 

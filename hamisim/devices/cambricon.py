@@ -53,7 +53,6 @@ CARD_SLOTS = 100
 CARD_CORES = 100
 
 
-
 def request_fields(c: Resources) -> RequestFields | None:
     """``GenerateResourceRequests`` for one container: ``(nums, memreq MiB,
     mempercentagereq, coresreq)`` or ``None``."""
@@ -95,5 +94,4 @@ MLU = Family(
     to_allocate_annotation="hami.io/cambricon-mlu-devices-to-allocate",
     allocated_annotation="hami.io/cambricon-mlu-devices-allocated",
     generate=request_fields, memory_unit_mib=MEMORY_FACTOR,
-    default_count=CARD_SLOTS, registered_type="MLU")
-object.__setattr__(MLU, "capacity_cards", cards_from_capacity)
+    default_count=CARD_SLOTS, registered_type="MLU", capacity_cards=cards_from_capacity)

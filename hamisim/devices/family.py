@@ -11,8 +11,8 @@ serve every family.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 __all__ = ["Family", "Resources", "RequestFields", "int32", "INT32_MAX", "memory_in_units"]

@@ -157,5 +157,5 @@ MTHREADS = Family(
     allocated_annotation="hami.io/mthreads-vgpu-devices-allocated",
     generate=request_fields, mutate=mutate, refuse=admission_error,
     memory_unit_mib=MEMORY_FACTOR, default_count=CARD_SLOTS, registered_type="Mthreads",
-    registered_devcore=CARD_CORES, type_case_sensitive=True, one_card_per_pod=True)
-object.__setattr__(MTHREADS, "capacity_cards", cards_from_capacity)
+    registered_devcore=CARD_CORES, type_case_sensitive=True, one_card_per_pod=True,
+    capacity_cards=cards_from_capacity)
