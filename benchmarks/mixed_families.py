@@ -3,12 +3,16 @@
 Writes two clusters of the same size (``--nodes`` nodes of 8 cards, 16 GiB
 each): NVIDIA only, and the nodes split evenly over NVIDIA (T4), Hygon DCU,
 Iluvatar MR-V100, AMD (Instinct MI210, 104 CUs), Cambricon MLU, Biren (slots
-only: a card takes 10 pods) and Moore Threads (16 cores a card); and two
+only: a card takes 10 pods), Moore Threads (16 cores a card) and Ascend 910B3
+(soft split on hami-vnpu-core nodes, every card in one network: Fit gathers
+every acceptable card and the node score gains ScoreNode's bonus, the
+slowest path, ``_bounded_choose``); and two
 traces of the same pods (``--pods``, one card each, 2-8 GiB and 20-50 % cores,
 a daily arrival pattern, two hours' lifetime): on the mixed cluster the pods
 take turns over the families, each asking with its vendor's resource names
 and units (Iluvatar's and Cambricon's memory in 256 MiB units, Moore Threads'
-in 512 MiB units and its cores of 16; Biren's count alone). Runs ``hamisim
+in 512 MiB units and its cores of 16; Biren's count alone; Ascend's pods
+annotated ``huawei.com/vnpu-mode: hami-core``). Runs ``hamisim
 run`` as a separate process on each, as a user runs it (files in, every
 output written), REPEAT times, and prints per run the wall time, peak RSS,
 attempts, the console's simulate and decision times, and the simulated time
@@ -37,7 +41,8 @@ from pathlib import Path
 SIMULATE = re.compile(r"simulate (\d+(?:\.\d+)?) s \(scheduler decisions (\d+(?:\.\d+)?) s")
 
 
-#: (node prefix, card mapping, container of one pod asking mem MiB and cores %)
+#: (node prefix, card mapping, container of one pod asking mem MiB and cores %,
+#: optionally the pod's annotations and the node group's extra lines)
 FAMILIES = {
     "NVIDIA": ("gpu", "{type: NVIDIA-Tesla T4, devmem: 16384}",
                lambda mem, cores: {"gpu": 1, "gpumem": mem, "gpucores": cores}),
@@ -61,16 +66,23 @@ FAMILIES = {
                  lambda mem, cores: {"limits": {"mthreads.com/vgpu": 1,
                                                 "mthreads.com/sgpu-memory": mem // 512,
                                                 "mthreads.com/sgpu-core": cores * 16 // 100}}),
+    "Ascend910B3": ("npu", "{type: Ascend910B3, devmem: 16384, customInfo: {NetworkID: 0}}",
+                    lambda mem, cores: {"limits": {"huawei.com/Ascend910B3": 1,
+                                                   "huawei.com/Ascend910B3-memory": mem,
+                                                   "huawei.com/Ascend910B3-core": cores}},
+                    {"huawei.com/vnpu-mode": "hami-core"},
+                    '    annotations: {hami-vnpu-core: "true"}\n'),
 }
 
 
 def cluster(nodes: int, families: tuple[str, ...]) -> str:
     text = "nodes:\n"
     for k, fam in enumerate(families):
-        prefix, card, _ = FAMILIES[fam]
+        prefix, card = FAMILIES[fam][:2]
+        extra = FAMILIES[fam][4] if len(FAMILIES[fam]) > 4 else ""
         n = nodes // len(families) + (k < nodes % len(families))
         text += (f"  - name_prefix: {prefix}\n    replicas: {n}\n    gpus: 8\n"
-                 f"    card: {card}\n")
+                 f"    card: {card}\n{extra}")
     return text
 
 
@@ -85,9 +97,11 @@ def trace(pods: int, families: tuple[str, ...], seed: int = 7) -> str:
         hour = (t % 86400) / 3600
         t += rng.expovariate(1 / mean_gap) / (1 + 0.5 * math.sin(math.pi * (hour - 6) / 12))
         mem, cores = rng.choice([2048, 4096, 4096, 8192]), rng.choice([20, 25, 50])
-        c = FAMILIES[families[i % len(families)]][2](mem, cores)
+        fam = FAMILIES[families[i % len(families)]]
+        ann = fam[3] if len(fam) > 3 else None
         rows.append(json.dumps({"name": f"p{i}", "arrival": round(t, 3), "duration": 7200,
-                                "containers": [c]}))
+                                "containers": [fam[2](mem, cores)],
+                                **({"annotations": ann} if ann else {})}))
     return "\n".join(rows) + "\n"
 
 
@@ -114,7 +128,7 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--families", choices=("all", "dcu"), default="all",
-                    help="the mixed cluster's families: all seven simulated ones, or "
+                    help="the mixed cluster's families: all eight simulated vendors, or "
                          "NVIDIA + DCU (the earlier run)")
     args = ap.parse_args()
     mixed = tuple(FAMILIES) if args.families == "all" else ("NVIDIA", "DCU")

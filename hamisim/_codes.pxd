@@ -32,7 +32,9 @@ cdef enum:
     R_MIG = 12
     R_RESERVED = 13            # what-if mutex-reserve (hamisim.registry.RESERVE_TOKEN)
     R_CUSTOM = 14              # CardNotFoundCustomFilterRule (Moore Threads' one card a pod)
-    N_REASONS = 15
+    R_MODE = 15                # ModeNotFit (Ascend's hami-core on a node without hami-vnpu-core)
+    N_REASONS = 16
+    LISTED_ZERO = -1           # a count HAMi lists with 0 (hamisim.hami.decision.LISTED_ZERO)
 
 # Outcome of one node (and of one container on it).
 cdef enum:
@@ -59,6 +61,10 @@ cdef enum:
     FAM_BIREN = 8              # hamisim.devices.biren.BIREN.fid (slots only)
     FAM_MTHREADS = 9           # hamisim.devices.mthreads.MTHREADS.fid (case-sensitive type,
                                # one card a pod)
+    FAM_ASCEND = 10            # hamisim.devices.ascend.FAMILIES: fids 10 .. 16, the 910
+    FAM_910C = 15              # chips 10 .. 15 (NetworkID), 910C (module pairs), then 310P
+    FAM_ASCEND_LAST = 16
+    NETWORK_WEIGHT = 10        # ScoreNode's factor (Ascend910NetworkWeight)
     TYPE_CASE_MISMATCH = 0x80  # Cards.type_exact's flag: the card's type holds the
                                # case-sensitive family's word in another case only
 

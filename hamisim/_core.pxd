@@ -131,6 +131,7 @@ cdef class Core:
     cdef inline bint _evaluate(self, const Pod* pod, int j) noexcept nogil
     cdef inline bint _evaluate_node(self, const Pod* pod, int i) noexcept nogil
     cdef bint _fast_choose(self, const Pod* pod, bint spread, bint want_ties) noexcept nogil
+    cdef bint _bounded_choose(self, const Pod* pod, bint spread, int nc) noexcept nogil
     cdef inline bint _node_less(self, bint spread, float a, float b) noexcept nogil
     cdef void _choose_node(self, bint spread) noexcept nogil
     cdef void _least_allocated(self, const Pod* pod) noexcept nogil

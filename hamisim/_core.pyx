@@ -47,6 +47,8 @@ CODES = {
     "NO_PERCENTAGE": NO_PERCENTAGE, "Q_WIDTH": Q_WIDTH,
     "QF_REGISTERED": QF_REGISTERED, "QF_WORD": QF_WORD, "FAM_NVIDIA": FAM_NVIDIA, "FAM_AMD": FAM_AMD,
     "FAM_BIREN": FAM_BIREN, "FAM_MTHREADS": FAM_MTHREADS,
+    "FAM_ASCEND": FAM_ASCEND, "FAM_910C": FAM_910C, "FAM_ASCEND_LAST": FAM_ASCEND_LAST,
+    "NETWORK_WEIGHT": NETWORK_WEIGHT, "LISTED_ZERO": LISTED_ZERO,
     "TYPE_CASE_MISMATCH": TYPE_CASE_MISMATCH,
 }
 REASON_ORDER = (
@@ -54,7 +56,7 @@ REASON_ORDER = (
     "CardTimeSlicingExhausted", "ExclusiveDeviceAllocateConflict", "CardInsufficientMemory",
     "CardInsufficientCore", "CardComputeUnitsExhausted", "AllocatedCardsInsufficientRequest",
     "ResourceQuotaNotFit", "CardMigTopologyInfeasible", "CardReservedByMutex",
-    "CardNotFoundCustomFilterRule",
+    "CardNotFoundCustomFilterRule", "ModeNotFit",
 )
 ST_NAMES = {"FIT": ST_FIT, "FIT_FAILED": ST_FIT_FAILED, "INSUFFICIENT": ST_INSUFFICIENT,
             "TYPE_NOT_FOUND": ST_TYPE_NOT_FOUND, "UNREGISTERED": ST_UNREGISTERED,
@@ -109,6 +111,8 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.mp_pl1 = c.mp_pl1
     nv.pl_mask = c.pl_mask
     nv.reserved = c.reserved + r0
+    nv.network = c.network + r0
+    nv.vnpu_core = c.vnpu_core[i]
 
 
 cdef inline bint _mig_select(const Node* nv, int p, uint64_t occ, int64_t mem, int* prof,
@@ -239,6 +243,93 @@ cdef int _topology_choice(const Node* nv, Scratch* s, int npick, int origin) noe
     return r
 
 
+cdef inline void _swap_picks(Scratch* s, int a, int b) noexcept nogil:
+    # exchange picks a and b with their sort keys
+    cdef int ti
+    cdef int64_t t
+    ti = s.pk_pos[a]; s.pk_pos[a] = s.pk_pos[b]; s.pk_pos[b] = ti
+    t = s.pk_mem[a]; s.pk_mem[a] = s.pk_mem[b]; s.pk_mem[b] = t
+    t = s.pk_cores[a]; s.pk_cores[a] = s.pk_cores[b]; s.pk_cores[b] = t
+    t = s.sel_a[a]; s.sel_a[a] = s.sel_a[b]; s.sel_a[b] = t
+    t = s.sel_b[a]; s.sel_b[a] = s.sel_b[b]; s.sel_b[b] = t
+    ti = s.combo[a]; s.combo[a] = s.combo[b]; s.combo[b] = ti
+
+
+cdef inline bint _key_less(const Scratch* s, int x, int y) noexcept nogil:
+    # (sel_a, sel_b, combo) of pick x before that of pick y
+    if s.sel_a[x] != s.sel_a[y]:
+        return s.sel_a[x] < s.sel_a[y]
+    if s.sel_b[x] != s.sel_b[y]:
+        return s.sel_b[x] < s.sel_b[y]
+    return s.combo[x] < s.combo[y]
+
+
+cdef void _select_first(Scratch* s, int npick, int n) noexcept nogil:
+    # the n smallest picks by key to the front, in key order (a selection sort:
+    # a node has a handful of cards)
+    cdef int r, k, best
+    for r in range(n):
+        best = r
+        for k in range(r + 1, npick):
+            if _key_less(s, k, best):
+                best = k
+        if best != r:
+            _swap_picks(s, r, best)
+
+
+cdef int _network_choice(const Node* nv, Scratch* s, int npick, int origin) noexcept nogil:
+    # hamisim.devices.ascend.network_choice: the largest networks first (equal
+    # ones in the order their first card was found), cards in Fit's order
+    cdef int i, j
+    cdef int64_t nid
+    for i in range(npick):
+        nid = nv.network[s.pk_pos[i]]
+        s.sel_a[i] = 0
+        s.sel_b[i] = i
+        s.combo[i] = i
+        for j in range(npick):
+            if nv.network[s.pk_pos[j]] == nid:
+                s.sel_a[i] -= 1             # minus the network's size
+                if j < s.sel_b[i]:
+                    s.sel_b[i] = j          # its first card
+    _select_first(s, npick, origin)
+    return origin
+
+
+cdef int _module_pairs(const Node* nv, Scratch* s, int npick, int64_t origin) noexcept nogil:
+    # hamisim.devices.ascend.module_pairs: complete modules (index // 2) in the
+    # order their first NPU was found, until origin NPUs; returns how many
+    cdef int i, j, n = 0, members
+    cdef int64_t left = origin, m
+    for i in range(npick):
+        m = nv.index[s.pk_pos[i]] // 2
+        s.sel_b[i] = i
+        s.combo[i] = i
+        members = 0
+        for j in range(npick):
+            if nv.index[s.pk_pos[j]] // 2 == m:
+                members += 1
+                if j < s.sel_b[i]:
+                    s.sel_b[i] = j          # the module's first NPU
+        s.sel_a[i] = members
+    for i in range(npick):
+        if s.sel_b[i] == i:                 # a module, marked at its first NPU
+            if s.sel_a[i] == 2 and left > 0:
+                left -= 2
+                n += 2
+                s.sel_a[i] = -2             # taken
+            else:
+                s.sel_a[i] = -1
+    # backwards, so that a module's mark is read before it is replaced: taken
+    # picks sort first (0), by their module's first NPU, then in Fit's order
+    i = npick
+    while i > 0:
+        i -= 1
+        s.sel_a[i] = 0 if s.sel_a[s.sel_b[i]] == -2 else 1
+    _select_first(s, npick, n)
+    return n
+
+
 cdef inline int64_t _imin(int64_t a, int64_t b) noexcept nogil:
     return a if a < b else b
 
@@ -348,6 +439,14 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef bint numa_bind = pod.fit_numa_bind and is_nv
     cdef bint quota = pod.quota and is_nv
     cdef bint topology = pod.topology and is_nv
+    # Ascend (hamisim.devices.ascend): the soft split's node test and cores,
+    # 910's networks and 910C's modules, both chosen after the walk
+    cdef bint ascend = FAM_ASCEND <= req[Q_FAM] <= FAM_ASCEND_LAST
+    cdef bint soft = ascend and pod.hami_core
+    cdef bint networks = FAM_ASCEND <= req[Q_FAM] <= FAM_910C
+    cdef bint pairs = req[Q_FAM] == FAM_910C and origin > 1
+    cdef bint gather
+    cdef int64_t devcore
     cdef int64_t prevnuma = -1
     cdef int64_t mem
     cdef int64_t cur_mem = 0, cur_cores = 0, dmem = 0, dcores = 0
@@ -357,6 +456,16 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
     cdef int32_t* counts = s.counts
     memset(counts, 0, N_REASONS * sizeof(int32_t))
     s.n_cards = n_offered
+    if soft and not nv.vnpu_core:
+        counts[R_MODE] = 1
+        npick_out[0] = 0
+        return 0
+    if networks:
+        for p in range(nv.k):
+            if (nv.offer[p] & bit) and nv.network[p] < 0:
+                networks = False
+                break
+    gather = topology or networks or pairs
     if quota:
         memset(s.qc_mem, 0, nv.k * sizeof(int64_t))
         memset(s.qc_cores, 0, nv.k * sizeof(int64_t))
@@ -458,13 +567,14 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         if nv.devmem[p] - s.w_usedmem[p] < mem:
             counts[R_MEMORY] += 1
             continue
-        if nv.devcore[p] - s.w_usedcores[p] < coresreq:
+        devcore = 100 if soft else nv.devcore[p]
+        if devcore - s.w_usedcores[p] < coresreq:
             counts[R_CORE] += 1
             continue
-        if nv.devcore[p] == 100 and coresreq == 100 and s.w_used[p] > 0:
+        if devcore == 100 and coresreq == 100 and s.w_used[p] > 0:
             counts[R_EXCLUSIVE] += 1
             continue
-        if nv.devcore[p] != 0 and s.w_usedcores[p] == nv.devcore[p] and coresreq == 0:
+        if devcore != 0 and s.w_usedcores[p] == devcore and coresreq == 0:
             counts[R_COMPUTE_UNITS] += 1
             continue
         if pinned and nv.type_exact[p] == fam1 and s.pin != p:
@@ -491,19 +601,34 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
             else:
                 s.qc_mem[p] += mem
                 s.qc_cores[p] += coresreq
-        if not topology:
+        if not gather:
             nums -= 1
             if nums == 0:
                 npick_out[0] = npick
                 return 1
         if mig:
             t += 1          # a MIG card is visited again for the next instance
-    if topology:
+    if pairs:
+        # 910C: whole modules; the reason counts out of the request
+        npick = _module_pairs(nv, s, npick, origin)
+        if npick != origin:
+            counts[R_ALLOCATED] = npick if npick else LISTED_ZERO
+            s.n_cards = origin
+            npick_out[0] = 0
+            return 0
+        npick_out[0] = npick
+        return 1
+    if topology or networks:
         if npick == origin:
             npick_out[0] = npick
             return 1
         if npick > origin:
-            npick_out[0] = _topology_choice(nv, s, npick, <int>origin)
+            if topology:
+                npick_out[0] = _topology_choice(nv, s, npick, <int>origin)
+            elif origin == 1:
+                npick_out[0] = 1
+            else:
+                npick_out[0] = _network_choice(nv, s, npick, <int>origin)
             return 1
     if npick:
         counts[R_ALLOCATED] = npick
@@ -592,6 +717,45 @@ cdef inline void _reset(const Node* nv, Scratch* s) noexcept nogil:
         s.perm[p] = p
 
 
+cdef float _network_bonus(const Node* nv, const Pod* pod, const Scratch* s) noexcept nogil:
+    # hamisim.hami.reference.family_node_score: each Ascend 910 chip's ScoreNode
+    # (its containers' share of their largest network, x 10), chips in fid order
+    cdef float total = 0.0, score
+    cdef int fam, ci, i, j, n, best, same
+    cdef int64_t nid
+    cdef bint none
+    cdef Py_ssize_t b
+    for fam in range(FAM_ASCEND, FAM_910C + 1):
+        score = 0.0
+        none = False
+        n = 0
+        for ci in range(pod.n_cont):
+            if pod.req[ci * Q_WIDTH + Q_FAM] != fam or pod.req[ci * Q_WIDTH + Q_NUMS] <= 0:
+                continue
+            n = s.out_n[ci]
+            if n == 0:
+                continue
+            b = ci * s.cap_p
+            best = 0
+            for i in range(n):
+                nid = nv.network[s.out_pos[b + i]]
+                if nid < 0:
+                    none = True
+                    break
+                same = 0
+                for j in range(n):
+                    if nv.network[s.out_pos[b + j]] == nid:
+                        same += 1
+                if same > best:
+                    best = same
+            if none:
+                break
+            score = score + <float>best / <float>n
+        if not none and score != 0.0:
+            total = total + score * <float>NETWORK_WEIGHT
+    return total
+
+
 cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
     cdef int ci, st
     s.pin = -1              # HAMi's allocated: the init pass's own list
@@ -614,6 +778,8 @@ cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
         st = _fit_in_devices(nv, pod, ci, s)
         if st != ST_FIT:
             return st
+    if pod.bonus_max > 0:
+        s.node_score = s.node_score + _network_bonus(nv, pod, s)
     return ST_FIT
 
 
@@ -693,7 +859,7 @@ cdef class CardTable:
     def __init__(self, *, node_start, pair_start, count, devmem, devcore, numa,
                  index, health, cordoned, offer, type_exact, type_id, mode_id, used,
                  usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem,
-                 aligned=None, mig=None):
+                 aligned=None, mig=None, network=None, vnpu_core=None):
         arrays = dict(node_start=node_start, pair_start=pair_start,
                       count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
                       used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
@@ -754,6 +920,26 @@ cdef class CardTable:
         # what-if mutex-reserve: the table's own live counters, changed by Core.reserve
         self.reserved = np.zeros(n_rows, dtype=np.int64)
         self.c.reserved = _p64(self.reserved)
+        # Ascend: per row the NetworkID (-1 none), per node hami-vnpu-core
+        if network is None:
+            network = np.full(n_rows, -1, dtype=np.int64)
+        if vnpu_core is None:
+            vnpu_core = np.zeros(n_nodes, dtype=np.uint8)
+        _check(network, np.int64, "network")
+        _check(vnpu_core, np.uint8, "vnpu_core")
+        if len(network) != n_rows:
+            raise ValueError(f"network: expected {n_rows} rows")
+        if len(vnpu_core) != n_nodes:
+            raise ValueError(f"vnpu_core: expected {n_nodes} nodes")
+        # (a one-element array stands in for an empty one: the pointers are
+        # never read then)
+        if not n_rows:
+            network = np.full(1, -1, dtype=np.int64)
+        if not n_nodes:
+            vnpu_core = np.zeros(1, dtype=np.uint8)
+        self._keep += [network, vnpu_core]
+        self.c.network = _p64(network)
+        self.c.vnpu_core = _pu8(vnpu_core)
 
     def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, offer):
         # mig: a mapping of the MIG arrays (hamisim.sim.arrays.ClusterState.mig_arrays),
@@ -817,7 +1003,8 @@ cdef class PodSpec:
 
     def __init__(self, req, int n_init, int mode, chain, int n_chain, bint sort_numa_bind,
                  bint fit_numa_bind, bint mutex, bint topology, weights, type_ok, mode_ok,
-                 uuid_ok, cpu_milli=0, memory_mib=0, gate=None, bint mig_request=False):
+                 uuid_ok, cpu_milli=0, memory_mib=0, gate=None, bint mig_request=False,
+                 bint hami_core=False):
         cdef const int64_t[:, ::1] r = req
         cdef const float[::1] w = weights
         cdef const int32_t[::1] ch = chain
@@ -848,6 +1035,7 @@ cdef class PodSpec:
         self.p.mutex = mutex
         self.p.topology = topology
         self.p.mig_request = mig_request
+        self.p.hami_core = hami_core
         self.p.type_ok = _pu8(type_ok)
         self.p.mode_ok = _pu8(mode_ok)
         self.p.uuid_ok = _pu8(uuid_ok)
@@ -886,6 +1074,7 @@ cdef class PodSpec:
         self.p.need_mem = INT64_MIN
         self.p.need_pct = -1
         self.p.need_cores = INT64_MIN
+        self.p.bonus_max = 0.0
         self.p.type_mask = 0
         self.p.mode_mask = 0
         for t in range(tok.shape[0]):
@@ -904,6 +1093,9 @@ cdef class PodSpec:
                 continue
             if nums > self.p.need_n:
                 self.p.need_n = nums
+            if FAM_ASCEND <= r[ci, Q_FAM] <= FAM_910C:
+                # ScoreNode's network share: at most 1 a container, x 10
+                self.p.bonus_max += <float>NETWORK_WEIGHT
             memreq = r[ci, Q_MEM]
             pct = r[ci, Q_PCT]
             if pct != NO_PERCENTAGE and memreq == 0:
@@ -915,6 +1107,8 @@ cdef class PodSpec:
             cores = r[ci, Q_CORES]
             if cores > 100:
                 cores = 100
+            if self.p.hami_core and FAM_ASCEND <= r[ci, Q_FAM] <= FAM_ASCEND_LAST:
+                cores = INT64_MIN           # the soft split takes a card's cores as 100
             if cores > self.p.need_cores:
                 self.p.need_cores = cores
 
@@ -1065,7 +1259,7 @@ cdef class Core:
         cdef float[::1] score
         cdef int[::1] perm, pk_pos, combo, best_combo, out_n, out_pos
         cdef int32_t[::1] counts, out_prof, out_pl
-        cdef int64_t[::1] qi_mem, qi_cores, qa_mem, qa_cores, qc_mem, qc_cores
+        cdef int64_t[::1] qi_mem, qi_cores, qa_mem, qa_cores, qc_mem, qc_cores, sel_a, sel_b
         cdef uint64_t[::1] w_occ, q_occ
         cdef int cap_p = max(self.table.max_picks, cap_k)
         bufs = dict(
@@ -1083,7 +1277,8 @@ cdef class Core:
             qi_mem=np.zeros(cap_k, np.int64), qi_cores=np.zeros(cap_k, np.int64),
             qa_mem=np.zeros(cap_k, np.int64), qa_cores=np.zeros(cap_k, np.int64),
             qc_mem=np.zeros(cap_k, np.int64), qc_cores=np.zeros(cap_k, np.int64),
-            w_occ=np.zeros(cap_k, np.uint64), q_occ=np.zeros(cap_k, np.uint64))
+            w_occ=np.zeros(cap_k, np.uint64), q_occ=np.zeros(cap_k, np.uint64),
+            sel_a=np.zeros(cap_p, np.int64), sel_b=np.zeros(cap_p, np.int64))
         self._bufs = bufs
         w_used = bufs["w_used"]; w_usedmem = bufs["w_usedmem"]
         w_usedcores = bufs["w_usedcores"]; score = bufs["score"]; perm = bufs["perm"]
@@ -1097,6 +1292,9 @@ cdef class Core:
         out_prof = bufs["out_prof"]; out_pl = bufs["out_pl"]
         qc_mem = bufs["qc_mem"]; qc_cores = bufs["qc_cores"]
         w_occ = bufs["w_occ"]; q_occ = bufs["q_occ"]
+        sel_a = bufs["sel_a"]; sel_b = bufs["sel_b"]
+        self.s.sel_a = &sel_a[0]
+        self.s.sel_b = &sel_b[0]
         self.s.out_prof = &out_prof[0]
         self.s.out_pl = &out_pl[0]
         self.s.qc_mem = &qc_mem[0]
@@ -1424,7 +1622,7 @@ cdef class Core:
         self._memo_sync(<Pod*>pod)
         if (self.use_index and wanted >= n and start % n == 0 and wants_gpu
                 and not sample_only and not want_ties and self.n_nan == 0
-                and pod.gate == NULL):
+                and pod.gate == NULL and pod.bonus_max == 0):
             # Every node is examined: the ordered index answers without a
             # scan when some node fits (else the scan below gives the reasons).
             if self._index_choose(pod, node_spread):
@@ -1721,6 +1919,8 @@ cdef class Core:
             nc += ok
         if has_nan or nc == 0:
             return False
+        if pod.bonus_max > 0:
+            return False if want_ties else self._bounded_choose(pod, spread, nc)
         top = 0
         for k in range(1, nc):
             if _cand_before(spread, &h[k], &h[top]):
@@ -1763,6 +1963,48 @@ cdef class Core:
         self.tied[self.n_tied] = best_j
         self.n_tied += 1
         self.n_fit = self.n_tied
+        if self.placed != <int>self.window[best_j]:
+            self._evaluate(pod, best_j)
+        return True
+
+    cdef bint _bounded_choose(self, const Pod* pod, bint spread, int nc) noexcept nogil:
+        # _fast_choose for a pod whose families add a node score (Ascend 910's
+        # networks, between 0 and pod.bonus_max): candidates (self.cand[0:nc],
+        # base scores) by their best possible score, each evaluated, until no
+        # later one can beat the best true score found (binpack: base + bonus_max
+        # below it; spread: base above it, the bonus only raising a score).
+        # The same node as _choose_node over every fitting node.
+        cdef Cand* h = self.cand
+        cdef Cand c
+        cdef int k, best_j = -1
+        cdef float best_score = 0.0, sc
+        if not spread:
+            for k in range(nc):
+                h[k].score = h[k].score + pod.bonus_max
+        for k in range(nc // 2 - 1, -1, -1):
+            _sift_down(h, spread, k, nc)
+        while nc > 0:
+            c = h[0]
+            h[0] = h[nc - 1]
+            nc -= 1
+            _sift_down(h, spread, 0, nc)
+            if best_j >= 0:
+                if (c.score > best_score) if spread else (c.score < best_score):
+                    break
+                if c.score == best_score and c.j < best_j:
+                    break
+            if self._evaluate(pod, c.j):
+                sc = self.s.node_score
+                if best_j < 0 or (sc < best_score if spread else sc > best_score) \
+                        or (sc == best_score and c.j > best_j):
+                    best_j = c.j
+                    best_score = sc
+        if best_j < 0:
+            return False
+        self.best = best_j
+        self.n_fit = 1
+        self.tied[0] = best_j
+        self.n_tied = 1
         if self.placed != <int>self.window[best_j]:
             self._evaluate(pod, best_j)
         return True

@@ -60,6 +60,10 @@ ctypedef struct Cards:
     const int64_t* n_mig
     # what-if (not HAMi): per row how many mutex-reserve pods hold the card (live)
     const int64_t* reserved
+    # Ascend (hamisim.devices.ascend): per row the card's NetworkID (-1: none);
+    # per node whether it runs hami-vnpu-core
+    const int64_t* network
+    const uint8_t* vnpu_core
 
 
 ctypedef struct Pod:
@@ -77,6 +81,10 @@ ctypedef struct Pod:
     bint mutex
     bint topology
     bint mig_request           # isMIGRequest's pod part: no vgpu-mode, or one naming mig
+    bint hami_core             # Ascend: huawei.com/vnpu-mode is hami-core
+    # the largest family node score (ScoreNode: Ascend 910's networks) the pod
+    # can add to a node's base score; 0: none, the node score is the base score
+    float bonus_max
     const uint8_t* type_ok     # per type id
     const uint8_t* mode_ok     # per mode id
     const uint8_t* uuid_ok     # per card row
@@ -163,6 +171,8 @@ ctypedef struct Node:
     const int64_t* mp_pl1
     const uint64_t* pl_mask
     const int64_t* reserved    # Cards.reserved of the node's rows
+    const int64_t* network     # Cards.network of the node's rows
+    int vnpu_core              # Cards.vnpu_core of the node
 
 
 ctypedef struct Scratch:
@@ -209,3 +219,6 @@ ctypedef struct Scratch:
     # Moore Threads' customFilterRule: the card (position) every earlier Moore
     # Threads pick of this pass holds, -1 none yet, -2 several cards
     int pin
+    # Ascend's choices after the walk: per pick two sort keys (cap_p)
+    int64_t* sel_a
+    int64_t* sel_b

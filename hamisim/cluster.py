@@ -48,6 +48,9 @@ class Card:
     mode: str = "hami-core"
     #: ``migProfiles``: what a card in ``mig`` mode may be cut into (:mod:`hamisim.mig`)
     mig_profiles: tuple[MigProfile, ...] = ()
+    #: ``customInfo.NetworkID`` of an Ascend 910 card's registration (its HCCS
+    #: network; :mod:`hamisim.devices.ascend`), ``None``: none
+    network_id: int | None = None
 
 
 #: Kubernetes' taint effects; kube-scheduler's TaintToleration filter reads the
@@ -88,6 +91,9 @@ class Node:
     unschedulable: bool = False
     #: where its cards sit (NUMA, PCIe switches, NVLink, NICs); ``None`` = not described
     topology: ServerTopology | None = None
+    #: the node annotation ``hami-vnpu-core`` (Ascend's soft split: only
+    #: ``"true"`` enables it); ``None`` = absent, the scheduler's ``hami_vnpu_core`` decides
+    hami_vnpu_core: str | None = None
 
     @property
     def registered(self) -> bool:
@@ -140,6 +146,9 @@ class SchedulerConfig:
     #: device plugin registers for which GPU models (the chart's list by default);
     #: the scheduler itself places on whatever the node registered
     mig_profile_allowlist: tuple[AllowedMigProfiles, ...] = DEFAULT_ALLOWLIST
+    #: Ascend's ``vnpus.hamiVnpuCore`` (the chart's ``devices.ascend.hamiVnpuCore``):
+    #: every node without a ``hami-vnpu-core`` annotation runs the soft split
+    hami_vnpu_core: bool = False
 
 
 #: the ResourceQuota ``spec.hard`` keys HAMi v2.10.0 enforces for NVIDIA cards

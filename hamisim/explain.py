@@ -46,6 +46,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from hamisim.cluster import Cluster
+from hamisim.devices import FAMILIES, family
 from hamisim.errors import HamisimError, InputError
 from hamisim.hami.decision import Decision, Pick, parse_reason
 from hamisim.hami.mig import select_candidate
@@ -135,7 +136,8 @@ class ContainerExplanation:
     def verdict_counts(self) -> dict[str, int]:
         """Rejection keys over the cards (what the node's reason string counts)."""
         c = Counter(v.verdict for v in self.cards
-                    if v.verdict not in (PICKED, NOT_CHOSEN, NOT_VISITED, NOT_NVIDIA))
+                    if v.verdict not in (PICKED, NOT_CHOSEN, NOT_VISITED, NOT_NVIDIA)
+                    and not v.verdict.startswith("not offered to "))
         return dict(c)
 
     def to_json(self) -> dict:
@@ -164,6 +166,8 @@ class NodeExplanation:
     containers: list[ContainerExplanation] = field(default_factory=list)
     rank: int | None = None          # 1-based place in the node sort (fitting nodes)
     detail: str = ""                 # kube-scheduler's arithmetic for its rejections
+    #: the part of ``score`` a family's ScoreNode added (Ascend 910's networks)
+    family_score: float | None = None
 
     @property
     def verdict(self) -> str:
@@ -177,6 +181,7 @@ class NodeExplanation:
         return {"node": self.name, "stage": self.stage, "fit": self.fit,
                 "reasons": self.reasons, "detail": self.detail,
                 "node_score": self.score, "rank": self.rank,
+                **({"family_score": self.family_score} if self.family_score is not None else {}),
                 "containers": [c.to_json() for c in self.containers]}
 
 
@@ -405,6 +410,7 @@ class _Recorder(Tracer):
         self.node_data: dict[int, list[_Container]] = {}
         self.node_results: dict[int, NodeFit] = {}
         self.node_scores: dict[int, np.float32] = {}
+        self.bonus: dict[int, np.float32] = {}
         self.kube_rejected: dict[int, list[str]] = {}
         self.cur: list[_Container] | None = None
         self.cur_i = -1
@@ -438,6 +444,10 @@ class _Recorder(Tracer):
 
     def node_score(self, score) -> None:
         self.node_scores[self.cur_i] = score
+
+    def family_score(self, bonus, score) -> None:
+        self.node_scores[self.cur_i] = score
+        self.bonus[self.cur_i] = bonus
 
     def scored(self, cards: Sequence[CardUsage]) -> None:
         self.cur[-1].snap = {c.id: (c.used, c.usedmem, c.usedcores, c.score) for c in cards}
@@ -500,7 +510,8 @@ class _Recorder(Tracer):
             ne = NodeExplanation(i, node.name, STAGE_HAMI, fit=res.fit,
                                  reasons=[] if res.fit else [res.reason],
                                  score=_f32(self.node_scores[i]) if i in self.node_scores
-                                 else None, rank=rank.get(node.name))
+                                 else None, rank=rank.get(node.name),
+                                 family_score=_f32(self.bonus[i]) if i in self.bonus else None)
             ne.containers = [self._container(i, c) for c in self.node_data.get(i, [])]
             exp.nodes.append(ne)
         return exp
@@ -547,7 +558,9 @@ class _Recorder(Tracer):
             used, usedmem, usedcores, score = c.snap.get(cid, (0, 0, 0, np.float32(0)))
             v = verdicts.get(cid)
             if cid not in order:
-                verdict, detail = NOT_NVIDIA, "its type does not contain NVIDIA"
+                word = c.request.type
+                verdict = NOT_NVIDIA if word == "NVIDIA" else f"not offered to {word}"
+                detail = f"its type does not contain {word}"
             elif v is None:
                 verdict = NOT_VISITED
                 detail = ("Fit stopped before it" if c.visits else
@@ -565,7 +578,13 @@ class _Recorder(Tracer):
                         detail = _mig_picked(card, c.mig_in_use.get(cid, []), need_mem,
                                              sum(1 for p in ce.picks if p.uuid == cid))
                 elif ce.fit:
-                    verdict, detail = NOT_CHOSEN, "acceptable; topology-aware chose others"
+                    fam = family(c.request.type)
+                    chooser = ("the 910C module choice (whole modules, index // 2)"
+                               if fam is not None and fam.module_pairs else
+                               "Ascend's network choice (largest network first)"
+                               if fam is not None and fam.network_topology else
+                               "topology-aware")
+                    verdict, detail = NOT_CHOSEN, f"acceptable; {chooser} chose others"
                 else:
                     verdict = "AllocatedCardsInsufficientRequest"
                     n_ok = sum(1 for _, x in c.visits if x == PICKED) - len(c.dropped)
@@ -1131,7 +1150,7 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
     out += ["", "Result:"]
     d = exp.decision
     if d is not None and d.bound:
-        out.append(f"  bound to {d.node}" + (f"  hami.io/vgpu-devices-allocated: {d.devices}"
+        out.append(f"  bound to {d.node}" + (f"  {_allocated_names(d)}: {d.devices}"
                                              if d.devices else ""))
         if d.mig_allocations:
             out.append(f"  hami.io/vgpu-mig-allocations: {d.mig_allocations}")
@@ -1147,12 +1166,22 @@ def format_text(exp: Explanation, nodes: Sequence[str] = (), max_nodes: int = 20
     return "\n".join(out) + "\n"
 
 
+def _allocated_names(d: Decision) -> str:
+    """The allocation annotation(s) a bound pod's ``devices`` value is written to
+    (``hami.io/vgpu-devices-allocated`` for NVIDIA's, each family's own)."""
+    words = {p.type for picks in d.containers for p in picks}
+    names = [f.allocated_annotation for f in FAMILIES if f.word in words]
+    return " / ".join(names) or "hami.io/vgpu-devices-allocated"
+
+
 def _node_text(x: NodeExplanation) -> list[str]:
     out = [""]
     if x.stage == STAGE_UNREGISTERED:
         out.append(f"Node {x.name}: {x.verdict} (no hami.io/node-nvidia-register)")
         return out
     score = f"node score {x.score:g}" if x.score is not None else "no node score"
+    if x.family_score is not None:
+        score += f", {x.family_score:g} of it Ascend 910's network score (ScoreNode)"
     out.append(f"Node {x.name}: {x.verdict}   ({score}"
                + (f", rank {x.rank}" if x.rank else "") + ")")
     for c in x.containers:

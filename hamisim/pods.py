@@ -202,7 +202,8 @@ def default_core_limit(container: Container, *, count: str = GPU, memory: str = 
     return None
 
 
-def _admit_container(c: Container, config: SchedulerConfig) -> Container:
+def _admit_container(c: Container, config: SchedulerConfig,
+                     annotations: Mapping[str, str]) -> Container:
     limits = dict(c.limits)
     if GPU not in limits and config.default_gpu_num > 0 and any(
             k in limits for k in (GPUCORES, GPUMEM, GPUMEM_PERCENTAGE)):
@@ -211,12 +212,14 @@ def _admit_container(c: Container, config: SchedulerConfig) -> Container:
     core = default_core_limit(c)
     if core is not None and GPUCORES not in limits:
         limits[GPUCORES] = core
+    requests = dict(c.requests)
     for fam in OTHER_THAN_NVIDIA:
-        # the other backends' MutateAdmission (Iluvatar's core limit)
+        # the other backends' MutateAdmission (Iluvatar's core limit, Ascend's
+        # templates)
         if fam.mutate is not None and (fam.count_name in limits
-                                       or fam.count_name in c.requests):
-            fam.mutate(limits, c.requests)
-    return replace(c, limits=limits)
+                                       or fam.count_name in requests):
+            fam.mutate(limits, requests, annotations)
+    return replace(c, limits=limits, requests=requests)
 
 
 #: the name of HAMi's mutating webhook (``vgpu.hami.io``) as kube-apiserver quotes it
@@ -257,7 +260,8 @@ def admission_error(pod: Pod) -> str | None:
                     "must be an integer between 0 and 100")
         for fam in OTHER_THAN_NVIDIA:
             # the other backends' MutateAdmission errors (AMD's core percentage)
-            problem = fam.refuse(c.limits, c.requests) if fam.refuse is not None else None
+            problem = (fam.refuse(c.limits, c.requests, pod.annotations)
+                       if fam.refuse is not None else None)
             if problem is not None:
                 return f'admission webhook "{WEBHOOK}" denied the request: {problem}'
     return None
@@ -274,8 +278,9 @@ def admit(pod: Pod, config: SchedulerConfig) -> Pod:
         raise AdmissionDenied(error)
     return replace(
         pod,
-        containers=tuple(_admit_container(c, config) for c in pod.containers),
-        init_containers=tuple(_admit_container(c, config) for c in pod.init_containers),
+        containers=tuple(_admit_container(c, config, pod.annotations) for c in pod.containers),
+        init_containers=tuple(_admit_container(c, config, pod.annotations)
+                              for c in pod.init_containers),
     )
 
 

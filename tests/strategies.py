@@ -28,7 +28,8 @@ from hamisim.pods import (
 CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10",
               "AMD-MI100", "DCU", "Hygon-dcu-Z100", "MR-V100", "Iluvatar BI-V150", "AMD",
               "AMD_Instinct_MI300X", "Ascend910B", "MLU", "Biren", "Biren-BR104",
-              "Mthreads", "mthreads-s4000", "MTT-Mthreads-S80"]
+              "Mthreads", "mthreads-s4000", "MTT-Mthreads-S80", "Ascend910B3", "Ascend910C",
+              "Ascend310P", "Ascend910B4-1", "Ascend910B4"]
 MODES = ["hami-core", "hami-core", "mps", "mig"]
 GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
                 "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
@@ -50,7 +51,7 @@ def cards_of(draw, node: str, max_cards: int, modes=MODES):
         if proto is None or not uniform or draw(st.integers(0, 7)) == 0:
             proto = {
                 "count": draw(st.sampled_from([10, 10, 4, 2, 1, 0])),
-                "devmem": draw(st.sampled_from([15360, 15360, 40960, 8192, 1000, 0])),
+                "devmem": draw(st.sampled_from([15360, 15360, 40960, 8192, 1000, 0, 65536])),
                 "devcore": draw(st.sampled_from([100, 100, 100, 50, 200, 0, 304])),
                 "type": draw(st.sampled_from(CARD_TYPES[:3] if draw(st.integers(0, 5))
                                           else CARD_TYPES)),
@@ -59,9 +60,12 @@ def cards_of(draw, node: str, max_cards: int, modes=MODES):
                 proto["mig_profiles"] = draw(mig_profile_lists())
             else:
                 proto.pop("mig_profiles", None)
+        # Ascend 910's networks: most cards of a node in one, some without
+        network = draw(st.sampled_from([None, 0, 0, 1, 2])) \
+            if proto["type"].startswith("Ascend") else None
         cards.append(Card(id=f"GPU-{node}-{i}", index=indexes[i],
                           numa=draw(st.sampled_from([0, 0, 1])) if n > 1 else 0,
-                          health=draw(st.integers(0, 12)) != 0, **proto))
+                          health=draw(st.integers(0, 12)) != 0, network_id=network, **proto))
     return cards
 
 
@@ -225,8 +229,10 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True, mod
         cpu = draw(st.none() | st.sampled_from([0, 2000, 8000, 64000]))
         mem = draw(st.none() | st.sampled_from([0, 4096, 65536]))
         labels, taints, unschedulable = draw(kube_node_fields()) if kube else ({}, (), False)
+        vnpu = draw(st.sampled_from([None, None, "true", "false", "yes"]))
         nodes.append(Node(name, tuple(cards), cpu, mem, pairs, cordon, labels=labels,
-                          taints=taints, unschedulable=unschedulable, topology=topology))
+                          taints=taints, unschedulable=unschedulable, topology=topology,
+                          hami_vnpu_core=vnpu))
     cfg = SchedulerConfig(
         gpu_scheduler_policy=draw(st.sampled_from(GPU_POLICIES)),
         node_scheduler_policy=draw(st.sampled_from(NODE_POLICIES)),
@@ -237,7 +243,8 @@ def clusters(draw, min_nodes=1, max_nodes=6, max_cards=16, with_quotas=True, mod
         percentage_of_nodes_to_score=draw(st.sampled_from([0, 10, 50, 100])),
         node_tie_break=draw(st.sampled_from(["last", "random"])),
         preemption=draw(st.integers(0, 4)) != 0,
-        kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.31", "1.34", "1.35"])))
+        kube_scheduler_version=draw(st.sampled_from(["1.32", "1.32", "1.31", "1.34", "1.35"])),
+        hami_vnpu_core=draw(st.booleans()))
     return Cluster(tuple(nodes), cfg, quotas=draw(quotas()) if with_quotas else {})
 
 
@@ -260,7 +267,7 @@ def quotas(draw):
 #: Hygon DCU's resources (hamisim.devices.hygon)
 DCU_KEYS = ("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores")
 #: the other families' resources: two Iluvatar chips (memory in 256 MiB units), AMD,
-#: Cambricon, Biren, Moore Threads
+#: Cambricon, Biren, Moore Threads, three Ascend chips
 OTHER_KEYS = (DCU_KEYS,
               ("iluvatar.ai/MR-V100-vgpu", "iluvatar.ai/MR-V100.vMem", "iluvatar.ai/MR-V100.vCore"),
               ("iluvatar.ai/BI-V150-vgpu", "iluvatar.ai/BI-V150.vMem", "iluvatar.ai/BI-V150.vCore"),
@@ -268,7 +275,9 @@ OTHER_KEYS = (DCU_KEYS,
               ("cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory",
                "cambricon.com/mlu.smlu.vcore"),
               ("birentech.com/gpu", None, None),
-              ("mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"))
+              ("mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"),
+              *((f"huawei.com/{w}", f"huawei.com/{w}-memory", f"huawei.com/{w}-core")
+                for w in ("Ascend910B3", "Ascend910C", "Ascend310P", "Ascend910B4")))
 
 
 @st.composite
@@ -351,12 +360,15 @@ def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
     for key in ("hami.io/use-MR-V100-uuid", "hami.io/no-use-BI-V150-uuid",
                 "amd.com/use-gpu-uuid", "amd.com/nouse-gpu-uuid", "cambricon.com/use-gpuuuid",
                 "birentech.com/use-gpuuuid", "birentech.com/nouse-gpuuuid",
-                "mthreads.ai/use-gpuuuid", "mthreads.ai/nouse-gpuuuid"):
+                "mthreads.ai/use-gpuuuid", "mthreads.ai/nouse-gpuuuid",
+                "hami.io/use-Ascend910B3-uuid", "hami.io/no-use-Ascend910C-uuid"):
         if draw(st.integers(0, 10)) == 0:
             ann[key] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 8)) == 0:
         ann[draw(st.sampled_from(["amd.com/use-gputype", "amd.com/nouse-gputype"]))] = \
             draw(st.sampled_from(["MI300", "mi100", "amd", " ", ", "]))
+    if draw(st.integers(0, 4)) == 0:
+        ann["huawei.com/vnpu-mode"] = draw(st.sampled_from(["hami-core", "hami-core", "other"]))
     if draw(st.integers(0, 8)) == 0:
         ann["nvidia.com/vgpu-mode"] = draw(st.sampled_from(["hami-core", "mps", "mig", "",
                                                             "hami-core,mps"]))

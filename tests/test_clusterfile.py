@@ -801,8 +801,8 @@ def test_cards_hamis_nvidia_backend_never_offers_warn_once_per_type_at_their_lin
     assert len(messages) == 2, messages
     assert messages[0].startswith(
         f"{path}:8: warning: card type 'Ascend910B' (40 cards on nodes npu-0, npu-1, npu-2 and "
-        f"2 more) contains none of {WORDS} (a card for HAMi's Huawei Ascend backend, "
-        f"pkg/device/ascend): no HAMi backend hamisim simulates ({vendors()}) offers it "
+        f"2 more) contains none of {WORDS} (a card for HAMi's Huawei Ascend (a chip outside "
+        f"the chart's vnpus list) backend, pkg/device/ascend): no HAMi backend hamisim simulates ({vendors()}) offers it "
         "to a pod; never scheduled, left out of every GPU total")
     assert messages[1].startswith(f"{path}:12: warning: card type 'Enflame-S60' (1 card on "
                                   f"node mixed) contains none of {WORDS} (a card for HAMi's "

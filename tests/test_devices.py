@@ -39,7 +39,10 @@ def test_family_is_hamis_case_insensitive_substring_rule(card_type, family):
 
 
 def test_other_families_are_named_for_the_warning_only():
-    assert backend_of("Ascend910B") == "HAMi's Huawei Ascend backend, pkg/device/ascend"
+    # (910B is no chip of the chart's vnpus list; 910B3 is simulated)
+    assert backend_of("Ascend910B") == ("HAMi's Huawei Ascend (a chip outside the chart's vnpus "
+                                        "list) backend, pkg/device/ascend")
+    assert backend_of("Ascend910B3") is None
     assert backend_of("Metax-SGPU") == "HAMi's MetaX backend, pkg/device/metax"
     assert backend_of("MLU370-X8") is None          # simulated: Cambricon's word
     assert backend_of("NVIDIA-H100") is None and backend_of("Tesla-T4") is None

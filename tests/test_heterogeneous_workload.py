@@ -32,18 +32,28 @@ def test_every_family_runs_and_the_readme_figures_are_the_runs(tmp_path, capsys)
     assert_engines_agree(tmp_path)
     results = json.loads((tmp_path / "compiled" / "summary.json").read_text())["results"]
     fams = {f["family"]: f for f in results["families"]}
-    # every vendor, in fid order (one Iluvatar chip of the four)
+    # every vendor, in fid order (one Iluvatar chip of the four, two Ascend chips)
     assert list(fams) == [f.word for f in FAMILIES
-                          if f.package != "iluvatar" or f.word == "MR-V100"]
-    assert len({FAMILIES[[g.word for g in FAMILIES].index(w)].package for w in fams}) == 7
+                          if (f.package != "iluvatar" or f.word == "MR-V100")
+                          and (f.package != "ascend" or f.word in ("Ascend910B3", "Ascend910C"))]
+    assert len({FAMILIES[[g.word for g in FAMILIES].index(w)].package for w in fams}) == 8
     assert all(f["pods"] > 0 and f["pods_bound"] == f["pods"] for f in fams.values())
     readme = (FOLDER / "README.md").read_text()
-    for word, quoted in (("NVIDIA", "58.9"), ("DCU", "6.1"), ("AMD", "22.2"),
-                         ("Mthreads", "15.6")):
+    for word, quoted in (("NVIDIA", "53.6"), ("DCU", "5.9"), ("AMD", "31.1"),
+                         ("Mthreads", "22.9"), ("Ascend910B3", "11.5"), ("Ascend910C", "19.3")):
         assert f"{fams[word]['mean_gpu_allocated_pct']:.1f}" == quoted
         assert quoted in readme
     classes = {c["class"]: c for c in results["classes"]}
-    assert f"{classes['h100-train-8']['pending_p99_s']:,.1f}" == "35,326.5"
+    assert f"{classes['h100-train-8']['pending_p99_s']:,.1f}" == "29,003.9"
+    # Ascend: 4-NPU training within one HCCS network (cards 0-3 or 4-7), each 910C
+    # job on both NPUs of one module
+    pods = pd.read_parquet(tmp_path / "compiled" / "pods.parquet")
+    for cls, group in (("npu-train-4", 4), ("910c-module", 2)):
+        chosen = pods[pods["class"] == cls]
+        assert len(chosen)
+        for devices in chosen["devices"]:
+            idx = [int(e.split(",")[0].rsplit("-", 1)[1]) for e in devices.rstrip(":;").split(":")]
+            assert len(idx) == group and len({i // group for i in idx}) == 1, devices
     ts = pd.read_parquet(tmp_path / "compiled" / "timeseries_families.parquet")
     assert set(ts["family"]) == set(fams)
     assert (tmp_path / "compiled" / "figures" / "families.png").exists()

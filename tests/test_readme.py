@@ -87,10 +87,10 @@ def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
     assert main(["run", str(tmp_path / "cluster.yaml"), str(tmp_path / "trace.jsonl"),
                  "--out", str(tmp_path / "results"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert ("cluster.yaml: 8 nodes, 52 GPUs (16 DCU, 8 NVIDIA-Tesla T4, 8 AMD_Instinct_MI300X, "
-            "8 Biren-BR104, 8 Mthreads, 4 MLU)") in out
+    assert ("cluster.yaml: 9 nodes, 56 GPUs (16 DCU, 8 NVIDIA-Tesla T4, 8 AMD_Instinct_MI300X, "
+            "8 Biren-BR104, 8 Mthreads, 4 MLU, 4 Ascend910B3)") in out
     assert ("NVIDIA (8 cards), DCU (16 cards), AMD (8 cards), MLU (4 cards), Biren (8 cards), "
-            "Mthreads (8 cards)") in out
+            "Mthreads (8 cards), Ascend910B3 (4 cards)") in out
     pods = pd.read_parquet(tmp_path / "results" / "pods.parquet").set_index("pod")
     assert pods.loc["infer-1", "devices"] == "GPU-dcu-1-7,DCU,8192,25:;"
     assert pods.loc["train-1", "devices"] == ("GPU-mi-0-7,AMD_Instinct_MI300X,98304,152:"
@@ -102,3 +102,7 @@ def test_the_device_families_example_runs_as_printed(tmp_path, capsys):
     assert pods.loc["mt-1", "devices"] == "GPU-mt-0-7,Mthreads,8192,4:;"
     assert pods.loc["mt-1", "class"] == "1 Mthreads: 8192 MiB, 4/16 cores"
     assert pods.loc["infer-1", "class"] == "1 DCU: 8192 MiB, 25% cores"
+    # Ascend: 10000 MiB rounded up to the 16 GiB template; a soft split keeps its
+    # memory and cores (the node runs hami-vnpu-core)
+    assert pods.loc["npu-1", "devices"] == "GPU-npu-0-3,Ascend910B3,16384,0:;"
+    assert pods.loc["npu-2", "devices"].endswith(",Ascend910B3,4096,25:;")

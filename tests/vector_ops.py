@@ -42,7 +42,16 @@ def card(d: dict) -> ref.CardUsage:
     return ref.CardUsage(id=d["id"], index=d["index"], type=d["type"], count=d["count"],
                          devmem=d["devmem"], devcore=d["devcore"], used=d["used"],
                          usedmem=d["usedmem"], usedcores=d["usedcores"], numa=d["numa"],
-                         health=d["health"], mode=d["mode"], mig_profiles=mig_profiles(d))
+                         health=d["health"], mode=d["mode"], mig_profiles=mig_profiles(d),
+                         network_id=d.get("network_id"))
+
+
+def vnpu_core(case: dict) -> bool:
+    """An Ascend case's node support for hami-vnpu-core (its node annotation,
+    else the backend's global ``hamiVnpuCore``)."""
+    from hamisim.devices.ascend import NODE_ANNOTATION, node_supports_hami_core
+    return node_supports_hami_core((case.get("node_annotations") or {}).get(NODE_ANNOTATION),
+                                   case.get("hami_vnpu_core", False))
 
 
 def pick_dict(p) -> dict:
@@ -90,7 +99,8 @@ class ReferenceOps:
             for c in cards:
                 c.score = np.float32(s["cards_scores"][c.id])
             ref.sort_cards(cards, parse_card_policy(s["policy"], s["numa_bind"]))
-        res = ref.fit(cards, request(case["request"]), ann, policy, case.get("pair_scores"))
+        res = ref.fit(cards, request(case["request"]), ann, policy, case.get("pair_scores"),
+                      vnpu_core=vnpu_core(case))
         return res.fit, [pick_dict(p) for p in res.picks], res.reason
 
     def fit_container(self, case: dict) -> tuple[bool, list[str], str]:
@@ -138,7 +148,7 @@ BACKENDS = {"reference": ReferenceOps()}
 # The compiled kernel's test entry points
 # ---------------------------------------------------------------------------
 def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str = "NVIDIA",
-                    all_offered: bool = False):
+                    all_offered: bool = False, vnpu_core: bool = False):
     """A kernel card table holding one node made of the vector's cards.
 
     ``req_type`` is the container's request type: it decides the vendor
@@ -175,7 +185,9 @@ def _one_node_table(cards: list[dict], pair_scores: dict | None, req_type: str =
         alloc_cpu=np.array([-1], dtype=np.int64), alloc_mem=np.array([-1], dtype=np.int64),
         req_cpu=np.zeros(1, dtype=np.int64), req_mem=np.zeros(1, dtype=np.int64),
         mig=mig_arrays([Card(c["id"], mode=c["mode"], mig_profiles=mig_profiles(c))
-                        for c in cards])[0])
+                        for c in cards])[0],
+        network=np.array([c.get("network_id", -1) for c in cards], dtype=np.int64),
+        vnpu_core=u8([vnpu_core]))
     return table, types, modes
 
 
@@ -186,6 +198,7 @@ def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: l
     from hamisim.sim.arrays import encode_policy, request_rows
 
     from hamisim.devices import family
+    from hamisim.devices.ascend import is_hami_core
     mode, chain, n_chain = encode_policy(sort_policy)
     fp = parse_card_policy(fit_text)
     mode_ann = ann.get(ref.VGPU_MODE)
@@ -201,7 +214,7 @@ def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: l
                  or [1], dtype=np.uint8),
         np.array([ref.mode_allowed(mode_ann, m) for m in modes] or [1], dtype=np.uint8),
         np.array([ref.uuid_allowed(ann, c["id"], fam.use_uuid, fam.nouse_uuid) for c in cards]
-                 or [1], dtype=np.uint8))
+                 or [1], dtype=np.uint8), hami_core=is_hami_core(ann))
 
 
 def _kernel_picks(cards: list[dict], picks, word: str = "NVIDIA") -> list[dict]:
@@ -302,7 +315,7 @@ class KernelOps:
         # card as a vendor card.
         r = request(case["request"])
         table, types, modes = _one_node_table(cards, case.get("pair_scores"), r.type,
-                                              all_offered=True)
+                                              all_offered=True, vnpu_core=vnpu_core(case))
         spec = _pod_spec([r], 0, parse_card_policy(text), text, ann, cards, types, modes)
         perm = list(range(len(cards)))
         if case.get("sort"):

@@ -11,8 +11,8 @@ strings.ToLower(card type), strings.ToLower(request type))``). That test is
 the whole of a card's family as HAMi decides it.
 
 hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU, the
-four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU, Biren and Moore Threads; one module per
-vendor in this package,
+four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU, Biren, Moore Threads
+and the seven Ascend chips of HAMi's chart; one module per vendor in this package,
 sharing :class:`~hamisim.devices.family.Family`):
 a card whose type contains none of their words (an ``Ascend910B``, a
 ``Metax-SGPU``, an empty type) is offered to no simulated pod, so it is never scheduled and is
@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from hamisim.devices.family import Family
+from hamisim.devices import ascend as _ascend
 from hamisim.devices import iluvatar as _iluvatar
 from hamisim.devices.amd import AMD as _AMD
 from hamisim.devices.biren import BIREN as _BIREN
@@ -51,7 +52,7 @@ NVIDIA = _NVIDIA.word
 
 #: the families hamisim simulates, by ``fid`` (the order they are tried in)
 FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU, _BIREN,
-                                 _MTHREADS)
+                                 _MTHREADS, *_ascend.FAMILIES)
 assert all(f.fid == i for i, f in enumerate(FAMILIES)) and len(FAMILIES) <= 32
 
 #: the families whose requests come from their own module (all but NVIDIA,
@@ -81,7 +82,8 @@ def requested_family(c: Resources) -> tuple[Family, RequestFields | None] | None
 
 def vendors() -> str:
     """The simulated families in words, for messages (``NVIDIA, Hygon DCU,
-    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU, Biren, Moore Threads``)."""
+    Iluvatar (MR-V100, MR-V50, BI-V150, BI-V100), AMD, Cambricon MLU, Biren, Moore Threads,
+    Ascend (Ascend910A, ...)``)."""
     out: list[str] = []
     for f in FAMILIES:
         chips = [g.word for g in FAMILIES if g.package == f.package]
@@ -95,7 +97,7 @@ def vendors() -> str:
 #: Iluvatar's come from the chart's device config, so their chip prefix is given
 #: here), vendor, package under ``pkg/device``; tried in order after the simulated ones
 OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
-    ("Ascend", "Huawei Ascend", "ascend"),
+    ("Ascend", "Huawei Ascend (a chip outside the chart's vnpus list)", "ascend"),
     ("Iluvatar", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
     ("MR-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),
     ("BI-V", "Iluvatar (a chip outside the chart's iluvatars list)", "iluvatar"),

@@ -94,5 +94,6 @@ AMD = Family(
     register_annotation="hami.io/node-amd-register",
     to_allocate_annotation="hami.io/amd-devices-to-allocate",
     allocated_annotation="hami.io/amd-devices-allocated",
-    generate=request_fields, refuse=lambda limits, _requests: admission_error(limits),
+    generate=request_fields,
+    refuse=lambda limits, _requests, _annotations: admission_error(limits),
     register_format="json", cores_as_cus=True)

@@ -116,19 +116,31 @@ class Family:
     #: every earlier container of the pod in the same pass holds only that card,
     #: else ``CardNotFoundCustomFilterRule``
     one_card_per_pod: bool = False
+    #: Ascend's Fit: a pod annotated ``huawei.com/vnpu-mode: hami-core`` fits
+    #: only a node that runs hami-vnpu-core (else ``ModeNotFit``, counted once),
+    #: and its cards' cores are taken as 100 (:mod:`hamisim.devices.ascend`)
+    vnpu: bool = False
+    #: Ascend 910's Fit and ScoreNode: on a node where every offered card has a
+    #: ``NetworkID``, every acceptable card is gathered and the largest networks
+    #: are taken first; the node score gains 10 x the pod's network share
+    network_topology: bool = False
+    #: Ascend 910C's Fit: a request of several NPUs takes whole modules (pairs
+    #: of ``index // 2``), else ``AllocatedCardsInsufficientRequest`` out of the request
+    module_pairs: bool = False
     # -- the family's own code (its module) -------------------------------
     #: ``GenerateResourceRequests`` (NVIDIA's lives in :mod:`hamisim.pods`, which
     #: needs the scheduler config)
     generate: Callable[[Resources], RequestFields | None] | None = field(
         default=None, compare=False, repr=False)
-    #: ``MutateAdmission``'s rewrite of a container's limits, in place, given
-    #: ``(limits, requests)``
-    mutate: Callable[[dict[str, int], Mapping[str, int]], None] | None = field(
+    #: ``MutateAdmission``'s rewrite of a container's limits and requests, in
+    #: place, given ``(limits, requests, pod annotations)``
+    mutate: Callable[[dict[str, int], dict[str, int], Mapping[str, str]], None] | None = field(
         default=None, compare=False, repr=False)
     #: ``MutateAdmission``'s refusal of a container, given ``(limits,
-    #: requests)``: the error text (the webhook answers HTTP 500 with it), or ``None``
-    refuse: Callable[[Mapping[str, int], Mapping[str, int]], str | None] | None = field(
-        default=None, compare=False, repr=False)
+    #: requests, pod annotations)``: the error text (the webhook answers HTTP
+    #: 500 with it), or ``None``
+    refuse: Callable[[Mapping[str, int], Mapping[str, int], Mapping[str, str]], str | None] \
+        | None = field(default=None, compare=False, repr=False)
     #: ``GetNodeDevices`` of a ``capacity`` family: ``(node, cores capacity,
     #: memory capacity) -> card mappings`` (``[]``: no device)
     capacity_cards: Callable[[str, int, int], list[dict]] | None = field(

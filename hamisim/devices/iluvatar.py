@@ -102,7 +102,7 @@ def _chip(word: str, fid: int) -> Family:
                 "devices.iluvatar.enabled, false by default)")
     # the family's own functions, bound to it (Family is frozen: set once here)
     object.__setattr__(fam, "generate", lambda c: request_fields(c, fam))
-    object.__setattr__(fam, "mutate", lambda limits, requests: mutate(limits, fam))
+    object.__setattr__(fam, "mutate", lambda limits, _requests, _annotations: mutate(limits, fam))
     return fam
 
 

@@ -155,7 +155,9 @@ MTHREADS = Family(
     register_annotation="", register_format="capacity",
     to_allocate_annotation="hami.io/mthreads-vgpu-devices-to-allocate",
     allocated_annotation="hami.io/mthreads-vgpu-devices-allocated",
-    generate=request_fields, mutate=mutate, refuse=admission_error,
+    generate=request_fields,
+    mutate=lambda limits, requests, _annotations: mutate(limits, requests),
+    refuse=lambda limits, requests, _annotations: admission_error(limits, requests),
     memory_unit_mib=MEMORY_FACTOR, default_count=CARD_SLOTS, registered_type="Mthreads",
     registered_devcore=CARD_CORES, type_case_sensitive=True, one_card_per_pod=True,
     capacity_cards=cards_from_capacity)

@@ -16,7 +16,7 @@ from hamisim.kube.fit import INSUFFICIENT_CPU, INSUFFICIENT_MEMORY
 from hamisim.kube.fiterror import failed_scheduling_message, histogram_message
 
 __all__ = [
-    "REASONS", "REASON_CODE", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
+    "REASONS", "REASON_CODE", "LISTED_ZERO", "NODE_INSUFFICIENT_DEVICE", "NODE_UNREGISTERED",
     "DEVICE_TYPE_NOT_FOUND", "INSUFFICIENT_CPU", "INSUFFICIENT_MEMORY",
     "Pick", "Decision", "fit_reason", "parse_reason", "failed_scheduling_message",
     "histogram_message",
@@ -45,7 +45,13 @@ REASONS: tuple[str, ...] = (
     "CardReservedByMutex",
     # Moore Threads' customFilterRule (hamisim.devices.mthreads)
     "CardNotFoundCustomFilterRule",
+    # Ascend: a hami-core pod on a node without hami-vnpu-core (hamisim.devices.ascend)
+    "ModeNotFit",
 )
+#: a reason count HAMi lists with 0 (Ascend 910C sets
+#: ``AllocatedCardsInsufficientRequest`` to the NPUs its module choice found,
+#: even none): the histograms' "present, 0" (a count of 0 is "absent")
+LISTED_ZERO = -1
 REASON_CODE = {name: i for i, name in enumerate(REASONS)}
 
 # Whole-node reasons that are not per-card histograms.
@@ -159,8 +165,10 @@ class Decision:
 
 
 def fit_reason(counts: Mapping[str, int], n_cards: int) -> str:
-    """HAMi's Fit failure string: ``"<n>/<cards> <Key>"`` sorted as strings."""
-    parts = [f"{n}/{n_cards} {key}" for key, n in counts.items() if n > 0]
+    """HAMi's Fit failure string: ``"<n>/<cards> <Key>"`` sorted as strings
+    (a :data:`LISTED_ZERO` count is written ``0/<cards>``)."""
+    parts = [f"{max(n, 0)}/{n_cards} {key}" for key, n in counts.items()
+             if n > 0 or n == LISTED_ZERO]
     return ", ".join(sorted(parts))
 
 

@@ -23,7 +23,10 @@ from hamisim.cluster import Cluster, Node
 from hamisim.errors import HamisimError
 from hamisim.devices import FAMILIES, SIMULATED_FAMILIES, family, offered_to
 from hamisim.devices.amd import cus
+from hamisim.devices.ascend import (is_hami_core, module_pairs, network_choice, network_score,
+                                    node_supports_hami_core)
 from hamisim.hami.decision import (
+    LISTED_ZERO,
     DEVICE_TYPE_NOT_FOUND,
     NODE_INSUFFICIENT_DEVICE,
     NODE_UNREGISTERED,
@@ -106,6 +109,8 @@ class CardUsage:
     #: what-if (not HAMi): pods holding the card under ``mutex-reserve``
     #: (:data:`hamisim.registry.RESERVE_TOKEN`); such a card takes no other tenant
     reserved: int = 0
+    #: Ascend 910: ``customInfo.NetworkID`` of the registration (``None``: none)
+    network_id: int | None = None
 
     def copy(self) -> "CardUsage":
         """A working copy for one Fit pass: what Fit and the usage updates
@@ -148,6 +153,10 @@ class Tracer:
 
     def container(self, j: int, init: bool, request: Request | None) -> None:
         """Container ``j`` (init containers first) is placed on the current node."""
+
+    def family_score(self, bonus: np.float32, score: np.float32) -> None:
+        """A family's ``ScoreNode`` (Ascend 910's networks) added ``bonus``: the
+        node's score is now ``score``."""
 
     def node_score(self, score: np.float32) -> None:
         """The node's base score, before the pod (§5.3)."""
@@ -353,7 +362,7 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
         policy: str, pair_scores: Mapping[str, Mapping[str, int]] | None = None,
         trace: Tracer | None = None,
         quota: Callable[[list[Pick]], bool] | None = None,
-        earlier: Sequence[Pick] = ()) -> FitResult:
+        earlier: Sequence[Pick] = (), vnpu_core: bool = False) -> FitResult:
     """HAMi's ``Fit`` of the request's family: walk ``cards`` (already sorted,
     offered to the family) from the last one.
 
@@ -370,8 +379,10 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     picks so far plus the candidate card (:func:`quota_check`); ``None`` = the
     namespace has no quota. ``earlier``: the picks of the pod's earlier
     containers in this pass (HAMi's ``allocated``), which Moore Threads'
-    ``customFilterRule`` reads (:mod:`hamisim.devices.mthreads`). Usage is not
-    updated; the caller adds the picks.
+    ``customFilterRule`` reads (:mod:`hamisim.devices.mthreads`).
+    ``vnpu_core``: whether the node runs Ascend's hami-vnpu-core, which a
+    ``hami-core`` pod needs (:mod:`hamisim.devices.ascend`, also for its
+    network and module choices). Usage is not updated; the caller adds the picks.
     """
     cp = parse_card_policy(policy)
     fam = family(request.type) or FAMILIES[0]
@@ -386,12 +397,23 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     mode_ann = annotations.get(VGPU_MODE) if fam.checks_mode else None
     origin = nums = request.nums
     coresreq = request.coresreq
+    reasons: Counter = Counter()
+    # Ascend: a soft-split pod needs hami-vnpu-core on the node; its cards'
+    # cores count as 100
+    soft = fam.vnpu and is_hami_core(annotations)
+    if soft and not vnpu_core:
+        reasons["ModeNotFit"] += 1
+        return FitResult(False, [], reasons, len(cards))
+    # Ascend 910 with every card in a network, 910C's modules: gather every
+    # acceptable card, choose after the walk
+    networks = fam.network_topology and all(c.network_id is not None for c in cards)
+    pairs = fam.module_pairs and origin > 1
+    gather = topology or networks or pairs
     prevnuma = -1
     picks: list[Pick] = []
     # CustomFilterRule replays this Fit's earlier picks on a MIG card: the
     # placements they took, per card
     queued: dict[str, list[MigPlacement]] = {}
-    reasons: Counter = Counter()
     i = len(cards) - 1
     while i >= 0:
         card = cards[i]
@@ -472,15 +494,16 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             reasons["CardInsufficientMemory"] += 1
             _visit(trace, card, "CardInsufficientMemory")
             continue
-        if card.devcore - card.usedcores < coresreq:
+        devcore = 100 if soft else card.devcore
+        if devcore - card.usedcores < coresreq:
             reasons["CardInsufficientCore"] += 1
             _visit(trace, card, "CardInsufficientCore")
             continue
-        if card.devcore == 100 and coresreq == 100 and card.used > 0:
+        if devcore == 100 and coresreq == 100 and card.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             _visit(trace, card, "ExclusiveDeviceAllocateConflict")
             continue
-        if card.devcore != 0 and card.usedcores == card.devcore and coresreq == 0:
+        if devcore != 0 and card.usedcores == devcore and coresreq == 0:
             reasons["CardComputeUnitsExhausted"] += 1
             _visit(trace, card, "CardComputeUnitsExhausted")
             continue
@@ -502,17 +525,30 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
             on_card.append(choice[1])
         picks.append(Pick(card.id, mem, coresreq, card.index, type=request.type))
         _visit(trace, card, "picked")
-        if not topology:
+        if not gather:
             nums -= 1
             if nums == 0:
                 return FitResult(True, picks, reasons, len(cards))
         if mig:
             i += 1          # §11.4 a MIG card is visited again for the next instance
-    if topology:
+    if pairs:
+        # Ascend 910C: whole modules, and the reason counts out of the request
+        chosen = module_pairs(picks, [p.idx for p in picks], origin)
+        if len(chosen) != origin:
+            reasons["AllocatedCardsInsufficientRequest"] = len(chosen) or LISTED_ZERO
+            return FitResult(False, [], reasons, origin)
+        return FitResult(True, chosen, reasons, len(cards))
+    if topology or networks:
         if len(picks) == origin:
             return FitResult(True, picks, reasons, len(cards))
         if len(picks) > origin:
-            chosen = _topology_choice(picks, origin, pair_scores or {})
+            if topology:
+                chosen = _topology_choice(picks, origin, pair_scores or {})
+            elif origin == 1:
+                chosen = picks[:1]
+            else:
+                by_id = {c.id: c.network_id for c in cards}
+                chosen = network_choice(picks, [by_id[p.uuid] for p in picks], origin)
             return FitResult(True, chosen, reasons, len(cards))
     if picks:
         reasons["AllocatedCardsInsufficientRequest"] = len(picks)
@@ -530,7 +566,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                    trace: Tracer | None = None,
                    quota: Callable[[list[Pick]], bool] | None = None,
                    card_order: Callable[[CardUsage, Request], float] | None = None,
-                   earlier: Sequence[Pick] = (),
+                   earlier: Sequence[Pick] = (), vnpu_core: bool = False,
                    ) -> tuple[bool, list[Pick], str]:
     """Score, sort (in place) and Fit one container's requests on a node.
 
@@ -539,7 +575,8 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
     ``card_order`` (not HAMi): a user's card policy, ``f(card, request) ->
     float``; the cards are sorted by it (stable), so Fit, which walks the list
     from its end, tries the highest first. ``earlier``: the picks of the pod's
-    earlier containers in this pass (:func:`fit`). Returns ``(fit, picks, reason)``.
+    earlier containers in this pass, ``vnpu_core``: the node's Ascend
+    hami-vnpu-core (:func:`fit`). Returns ``(fit, picks, reason)``.
     """
     for card in cards:
         card.score = card_score(card, requests, weights)
@@ -563,7 +600,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                 trace.request_failed(NODE_INSUFFICIENT_DEVICE)
             return False, [], NODE_INSUFFICIENT_DEVICE
         res = fit(vendor_cards, k, annotations, policy.text, pair_scores, trace, quota,
-                  [*earlier, *picks])
+                  [*earlier, *picks], vnpu_core)
         if trace is not None:
             trace.fit_done(res)
         if not res.fit:
@@ -644,12 +681,14 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
                pair_scores: Mapping[str, Mapping[str, int]] | None = None,
                trace: Tracer | None = None, quota: QuotaGate | None = None,
                aligned: bool = True, corrected: bool = False,
-               card_order: Callable[[CardUsage, Request], float] | None = None) -> NodeFit:
+               card_order: Callable[[CardUsage, Request], float] | None = None,
+               vnpu_core: bool = False) -> NodeFit:
     """Evaluate a pod on a node whose cards carry the current usage.
 
     Init containers are fitted each on a fresh copy of the current usage (they
     do not stack); app containers accumulate on one working copy. The node
-    score is the base score before the pod. ``cards`` is not modified.
+    score is the base score before the pod, plus the families' ``ScoreNode``
+    (Ascend 910's networks, :func:`family_node_score`). ``cards`` is not modified.
     ``quota``: the pod's namespace quota (:mod:`hamisim.hami.quota`), checked
     per card with HAMi's list of this pass (``aligned``: see :func:`aligned_usage`);
     ``corrected`` (``init_container_usage: corrected``) checks the pod's
@@ -665,7 +704,8 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
         ok, picks, reason = fit_in_devices(
             [c.copy() for c in cards], [req], annotations, policy, weights, pair_scores,
             trace=trace, quota=quota_check(quota, allocation, n_init, aligned),
-            card_order=card_order, earlier=[p for c in allocation for p in c])
+            card_order=card_order, earlier=[p for c in allocation for p in c],
+            vnpu_core=vnpu_core)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
@@ -683,11 +723,33 @@ def score_node(cards: list[CardUsage], containers: Sequence[Request | None], n_i
             app, [req], annotations, policy, weights, pair_scores, trace=trace,
             quota=quota_check(quota, allocation if corrected else allocation[n_init:], n_init,
                               aligned), card_order=card_order,
-            earlier=[p for c in allocation[n_init:] for p in c])
+            earlier=[p for c in allocation[n_init:] for p in c], vnpu_core=vnpu_core)
         if not ok:
             return NodeFit(False, f32(0), [], reason)
         allocation.append(picks)
+    bonus = family_node_score(cards, allocation)
+    if bonus:
+        score = f32(score + bonus)
+        if trace is not None:
+            trace.family_score(bonus, score)
     return NodeFit(True, score, allocation)
+
+
+def family_node_score(cards: Sequence[CardUsage], allocation: Sequence[Sequence[Pick]]
+                      ) -> np.float32:
+    """``OverrideScore``'s device part: the families' ``ScoreNode`` summed in
+    float32 (Ascend 910's network share, :func:`hamisim.devices.ascend.network_score`;
+    every other family's is 0), families in :data:`~hamisim.devices.FAMILIES`
+    order (HAMi's is Go's map order)."""
+    total = f32(0)
+    network = {c.id: c.network_id for c in cards}
+    for fam in FAMILIES:
+        if not fam.network_topology:
+            continue
+        ids = [[network[p.uuid] for p in picks if p.type == fam.word] for picks in allocation]
+        if any(ids):
+            total = f32(total + network_score(ids))
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -850,7 +912,8 @@ class ReferenceScheduler:
         """Every node's cards with usage rebuilt from the pod cache."""
         nodes = [[CardUsage(c.id, c.index, c.type, c.count, c.devmem, c.devcore,
                             numa=c.numa, health=c.health, mode=c.mode,
-                            cordoned=c.id in n.cordon, mig_profiles=c.mig_profiles)
+                            cordoned=c.id in n.cordon, mig_profiles=c.mig_profiles,
+                            network_id=c.network_id)
                   for c in n.cards]
                  for n in self.cluster.nodes]
         aligned = self._aligned
@@ -1017,7 +1080,9 @@ class ReferenceScheduler:
                              aligned=self._aligned[i],
                              corrected=cfg.init_container_usage == "corrected",
                              card_order=self.card_order
-                             if policy_text == cfg.gpu_scheduler_policy else None)
+                             if policy_text == cfg.gpu_scheduler_policy else None,
+                             vnpu_core=node_supports_hami_core(node.hami_vnpu_core,
+                                                               cfg.hami_vnpu_core))
             if trace is not None:
                 trace.node_done(i, res)
             if res.fit:

@@ -108,6 +108,7 @@ from hamisim.devices import (
     is_simulated,
     vendors,
 )
+from hamisim.devices import ascend
 from hamisim.errors import InputError, InputWarning
 from hamisim.hami.gpuscore import gpu_scores, topology_scored
 from hamisim.hami.policy import CARD_MODES, policy_problem, warn_policy
@@ -148,13 +149,15 @@ SCHEDULER_KEYS = frozenset({
     "gpu_scheduler_policy", "node_scheduler_policy", "default_memory", "default_cores",
     "default_gpu_num", "memory_factor", "percentage_of_nodes_to_score", "node_tie_break",
     "preemption", "kube_scheduler_version", "init_container_usage", "migProfileAllowlist",
+    "hami_vnpu_core",
 })
 NODE_KEYS = frozenset({"name", "cpu_milli", "memory_mib", "devices", "nvidia_score", "cordon",
                        "topology",
-                       "gpus", "card", "group", "labels", "taints", "unschedulable"})
+                       "gpus", "card", "group", "labels", "taints", "unschedulable",
+                       "annotations"})
 GROUP_KEYS = NODE_KEYS | {"replicas", "name_prefix"}
 CARD_KEYS = frozenset({"id", "index", "count", "devmem", "devcore", "type", "numa", "health",
-                       "mode", "migProfiles"})
+                       "mode", "migProfiles", "customInfo"})
 TEMPLATE_KEYS = CARD_KEYS - {"id", "index"}
 MAX_REPLICAS = 1_000_000
 #: at most this many cards on one node (the metrics meter's per-node bitmasks)
@@ -296,6 +299,7 @@ def scheduler_from_document(doc: Doc) -> SchedulerConfig:
                                      INIT_CONTAINER_USAGES),
         mig_profile_allowlist=_allowlist(doc) if "migProfileAllowlist" in doc
         else d.mig_profile_allowlist,
+        hami_vnpu_core=doc.optional_bool("hami_vnpu_core", d.hami_vnpu_core),
     )
     if config.default_cores > 100:
         v = doc.get("default_cores")
@@ -679,7 +683,8 @@ def _plain_nodes(entries: list[dict]) -> list[Node]:
     if set(map(type, lists)) - {list} or any(len(x) > MAX_CARDS_PER_NODE for x in lists):
         raise _Slow
     devs = [d for x in lists for d in x]
-    if set(map(type, devs)) - {dict} or any(not set(d) <= CARD_KEYS - {"migProfiles"}
+    if set(map(type, devs)) - {dict} or any(not set(d) <= CARD_KEYS - {"migProfiles",
+                                                                      "customInfo"}
                                             for d in devs):
         raise _Slow
     column = _columns(devs)
@@ -822,6 +827,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
                 "plugin scores such pairs 0 and warns AsymmetricGPUP2PLink"))
     cordon = _cordon(entry, local_ids)
     labels = _labels(entry)
+    vnpu_core = _node_annotations(entry)
     taints = _taints(entry)
     unschedulable = bool(entry.optional_bool("unschedulable", False))
 
@@ -839,7 +845,7 @@ def _expand_entry(entry: Doc, totals: list[int] | None = None,
             pair_scores={ids[a]: {ids[b]: v for b, v in row.items()} for a, row in scores.items()},
             cordon=frozenset(ids[c] for c in cordon), group=group_name,
             labels=dict(labels), taints=taints, unschedulable=unschedulable,
-            topology=topology,
+            topology=topology, hami_vnpu_core=vnpu_core,
         )
         nodes.append((node, {ids[s.local]: s.line for s in specs}))
     return nodes
@@ -1105,6 +1111,7 @@ def _yaml_card(doc: Doc, *, index: int, card_id: str,
         numa=doc.optional_int("numa", 0, min=0, max=INT32_MAX),
         health=doc.optional_bool("health", True),
         mode=mode,
+        network_id=_network_id(doc),
     )
 
 
@@ -1397,6 +1404,54 @@ def _labels(entry: Doc) -> dict[str, str]:
             raise v.error(f"label '{key}' must be a string: write {key}: \"{_plain(v.scalar)}\" "
                           "(Kubernetes label values are strings)")
         out[key] = v.scalar
+    return out
+
+
+#: the node annotations HAMi's scheduler reads that a cluster file may give
+NODE_ANNOTATIONS = (ascend.NODE_ANNOTATION,)
+
+
+def _node_annotations(entry: Doc) -> str | None:
+    """``annotations``: the node's ``hami-vnpu-core`` (Ascend's soft split, only
+    ``"true"`` turns it on, as HAMi reads it); ``None`` without it. Other
+    annotations are not read by HAMi's scheduler: ignored with a warning."""
+    doc = entry.optional_doc("annotations")
+    if doc is None:
+        return None
+    out = None
+    for key, v in doc.items():
+        if key not in NODE_ANNOTATIONS:
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{entry.context}: annotation {key!r} is not one hamisim reads (a cluster "
+                f"file's node annotations are {', '.join(NODE_ANNOTATIONS)}); ignored")),
+                stacklevel=3)
+            continue
+        if isinstance(v.scalar, bool) or not isinstance(v.scalar, str):
+            raise v.error(f"annotation '{key}' must be a string: write {key}: "
+                          f"\"{_plain(v.scalar)}\" (Kubernetes annotation values are strings)")
+        if v.scalar not in ("true", "false"):
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{entry.context}: {key}: {v.scalar!r} is not \"true\": HAMi's Ascend Fit "
+                "reads it as false (no hami-vnpu-core, so soft-split pods do not fit here: "
+                "ModeNotFit)")), stacklevel=3)
+        out = v.scalar
+    return out
+
+
+def _network_id(doc: Doc) -> int | None:
+    """``customInfo``: the device plugin's extra fields; HAMi's scheduler reads
+    ``NetworkID`` (Ascend 910's network) alone, others are ignored with a warning."""
+    info = doc.optional_doc("customInfo")
+    if info is None:
+        return None
+    out = None
+    for key, v in info.items():
+        if key != "NetworkID":
+            warnings.warn(InputWarning(f"{v.path}:{v.line}", (
+                f"{doc.context}: customInfo {key!r} is not read by HAMi's scheduler "
+                "(only NetworkID, Ascend 910's); ignored")), stacklevel=3)
+            continue
+        out = v.as_int("customInfo NetworkID", min=0, max=INT32_MAX)
     return out
 
 

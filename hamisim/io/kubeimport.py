@@ -74,6 +74,7 @@ from typing import Any
 from hamisim._version import __version__
 from hamisim.cluster import QUOTA_CORES, QUOTA_MEMORY, Cluster, Node, Quota, SchedulerConfig
 from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, family, vendors
+from hamisim.devices import ascend
 from hamisim.errors import InputError, InputWarning
 from hamisim.io.clusterfile import load_cluster, nodes_from_document, quota_limit_from_value
 from hamisim.io.documents import Doc, Value, load_document
@@ -323,6 +324,14 @@ def _json_family_cards(reg: Value, node: str, warnings: list[str], annotation: s
         for key, x in card.items():
             if key.lower() in fields and x is not None:
                 fields[key.lower()] = x
+            elif key.lower() == "custominfo" and isinstance(x, dict) and "NetworkID" in x:
+                # Ascend 910's network (HAMi reads it as a JSON number, truncated)
+                nid = x["NetworkID"]
+                if isinstance(nid, (int, float)) and not isinstance(nid, bool) and nid >= 0:
+                    fields["customInfo"] = {"NetworkID": int(nid)}
+                else:
+                    warnings.append(f"node {node}: {annotation}: card {pos}: customInfo "
+                                    f"NetworkID {nid!r} is not a number; not imported")
         fam = family(word)
         if fam is not None and fam.registered_devcore is not None:
             fields["devcore"] = fam.registered_devcore     # GetNodeDevices overwrites it
@@ -330,8 +339,10 @@ def _json_family_cards(reg: Value, node: str, warnings: list[str], annotation: s
             warnings.append(f"node {node}: {annotation}: card {pos} ({fields['id']!r}) is not "
                             "registered healthy (no \"health\": true), so HAMi never places on "
                             "it")
-        items.append(_doc(reg.path, reg.line, {k: _value(reg.path, reg.line, x)
-                                               for k, x in fields.items()}))
+        items.append(_doc(reg.path, reg.line, {
+            k: _doc(reg.path, reg.line, {n: _value(reg.path, reg.line, v) for n, v in x.items()})
+            if isinstance(x, dict) else _value(reg.path, reg.line, x)
+            for k, x in fields.items()}))
     return items
 
 
@@ -384,6 +395,10 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     score = _annotation(ann, PAIR_SCORE)
     if score is not None and score.scalar.strip():
         children["nvidia_score"] = score
+    vnpu = _annotation(ann, ascend.NODE_ANNOTATION)
+    if vnpu is not None:
+        children["annotations"] = Value(vnpu.path, vnpu.line, children={
+            ascend.NODE_ANNOTATION: vnpu})
     status = _sub(obj, "status")
     capacity = _sub(status, "capacity")
     for fam in CAPACITY_FAMILIES:
@@ -794,7 +809,7 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
              f"  percentage_of_nodes_to_score: {s.percentage_of_nodes_to_score}"]
     defaults = SchedulerConfig()
     for key in ("node_tie_break", "preemption", "kube_scheduler_version",
-                "init_container_usage"):
+                "init_container_usage", "hami_vnpu_core"):
         value = getattr(s, key)
         if value != getattr(defaults, key):
             lines.append(f"  {key}: {_q(value) if isinstance(value, str) else str(value).lower()}")
@@ -822,6 +837,8 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
             lines.append(f"    group: {_q(n.group)}")
         if n.unschedulable:
             lines.append("    unschedulable: true    # kubectl cordon")
+        if n.hami_vnpu_core is not None:
+            lines.append(f"    annotations: {{{ascend.NODE_ANNOTATION}: {_q(n.hami_vnpu_core)}}}")
         if n.labels:
             lines.append("    labels:")
             lines.extend(f"      {_q(k)}: {_q(v)}" for k, v in n.labels.items())
@@ -846,7 +863,9 @@ def cluster_yaml(cluster: Cluster, source: str) -> str:
                 f"      - {{id: {_q(c.id)}, index: {c.index}, count: {c.count}, "
                 f"devmem: {c.devmem}, devcore: {c.devcore}, type: {_q(c.type)}, "
                 f"numa: {c.numa}, health: {'true' if c.health else 'false'}, "
-                f"mode: {_q(c.mode)}{mig}}}")
+                f"mode: {_q(c.mode)}{mig}"
+                + ("" if c.network_id is None else f", customInfo: {{NetworkID: {c.network_id}}}")
+                + "}")
         if n.pair_scores:
             lines.append("    nvidia_score:")
             for a, row in n.pair_scores.items():

@@ -104,6 +104,7 @@ from hamisim.pods import (
     NodeSelectorTerm,
     Pod,
     Toleration,
+    admission_error,
 )
 
 __all__ = [
@@ -606,8 +607,9 @@ def _boolean(v: Value, what: str) -> bool:
 
 
 def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
-    """Warn about a card's cores above 100 (``gpucores``, ``hygon.com/dcucores``,
-    ...), about requests another family's webhook drops, and about an Iluvatar
+    """Warn about a pod HAMi's webhook refuses (an Ascend memory no template
+    holds, a 910C count of 3, ...), about a card's cores above 100 (``gpucores``,
+    ``hygon.com/dcucores``, ...), about requests another family's webhook drops, and about an Iluvatar
     ``vMem`` that reads as MiB, once per distinct value (at its first
     ``where``); ``pods`` yields ``(where, pod)``.
 
@@ -620,6 +622,15 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
     core_names = (GPUCORES, *(f.cores_name for f in OTHER_THAN_NVIDIA
                                if f.cores_name and not f.cores_as_cus))
     for where, pod in pods:
+        refused = admission_error(pod)
+        if refused is not None and ("refused", refused) not in seen:
+            # valid input, and HAMi's webhook answers the pod's creation with an
+            # error: it never exists (the run counts it as refused)
+            seen.add(("refused", refused))
+            warnings.warn(InputWarning(where, (
+                f"pod '{pod.name}': HAMi's admission webhook refuses to create it "
+                f"({refused.split(': ', 1)[-1]}); the run counts it as refused")),
+                stacklevel=2)
         for c in (*pod.init_containers, *pod.containers):
             asked = requested_family(c)
             for name in core_names:

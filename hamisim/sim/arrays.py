@@ -30,6 +30,7 @@ from hamisim.devices import (
     family,
     offer_mask,
 )
+from hamisim.devices.ascend import is_hami_core, node_supports_hami_core
 from hamisim.hami.mig import MIG_MODE, candidate_order, ordered_placements
 from hamisim.hami.policy import CardPolicy
 from hamisim.hami.reference import (
@@ -97,6 +98,12 @@ class ClusterState:
         self.numa = np.array([c.numa for c in cards], dtype=_I64)
         self.index = np.array([c.index for c in cards], dtype=_I64)
         self.health = np.array([bool(c.health) for c in cards], dtype=np.uint8)
+        # Ascend: a card's NetworkID (-1: none), a node's hami-vnpu-core
+        self.network = np.array([-1 if c.network_id is None else c.network_id
+                                 for c in cards], dtype=_I64)
+        self.vnpu_core = np.array([node_supports_hami_core(nd.hami_vnpu_core,
+                                                           cluster.scheduler.hami_vnpu_core)
+                                   for nd in nodes], dtype=np.uint8)
         # HAMi's vendor filter: a request's type (its family's word) is a
         # case-insensitive substring of the card type (HAMI-SEMANTICS §5.1;
         # hamisim.devices decides), as bits per family
@@ -304,6 +311,8 @@ class PodEncoding:
     wants_gpu: bool
     #: isMIGRequest's pod part: no ``nvidia.com/vgpu-mode``, or one containing ``mig``
     mig_request: bool = True
+    #: Ascend's soft split (``huawei.com/vnpu-mode: hami-core``)
+    hami_core: bool = False
 
 
 def request_rows(requests: Sequence[Request | None],
@@ -354,7 +363,8 @@ def encode_pod(state: ClusterState, pod: Pod, requests: Sequence[Request | None]
         weights=np.array([np.float32(w) for w in weights], dtype=np.float32),
         type_ok=type_ok, mode_ok=mode_ok, uuid_ok=uuid_ok,
         cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, wants_gpu=wants_gpu,
-        mig_request=VGPU_MODE not in ann or MIG_MODE in ann[VGPU_MODE])
+        mig_request=VGPU_MODE not in ann or MIG_MODE in ann[VGPU_MODE],
+        hami_core=is_hami_core(ann))
 
 
 class FilterTable:

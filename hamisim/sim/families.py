@@ -27,7 +27,6 @@ import pyarrow.compute as pc
 from hamisim.cluster import Cluster, SchedulerConfig
 from hamisim.devices import FAMILIES, device_family, family
 from hamisim.pods import AdmissionDenied, Pod, admit, pod_requests
-from hamisim.sim.recorder import INITIAL_STATE_CLASS
 from hamisim.sim.stats import percentiles
 
 __all__ = ["FamilyMeter", "pod_families", "family_statistics", "cluster_families",

@@ -26,12 +26,14 @@ import numpy as np
 from hamisim import _core
 from hamisim.cluster import Cluster
 from hamisim.devices import FAMILIES
+from hamisim.devices.ascend import NETWORK_WEIGHT
 from hamisim.errors import HamisimError
 from hamisim.hami import policy as _policy
 from hamisim.hami.decision import (
     DEVICE_TYPE_NOT_FOUND,
     INSUFFICIENT_CPU,
     INSUFFICIENT_MEMORY,
+    LISTED_ZERO,
     NODE_INSUFFICIENT_DEVICE,
     NODE_UNREGISTERED,
     REASONS,
@@ -89,6 +91,15 @@ assert [f.fid for f in FAMILIES if f.slots_only] == [_core.CODES["FAM_BIREN"]]
 # (FAM_MTHREADS; Cards.type_exact's TYPE_CASE_MISMATCH flag assumes one)
 assert ([f.fid for f in FAMILIES if f.type_case_sensitive]
         == [f.fid for f in FAMILIES if f.one_card_per_pod] == [_core.CODES["FAM_MTHREADS"]])
+# Ascend (the kernel's FAM_ASCEND .. FAM_ASCEND_LAST): the vNPU families; the
+# 910 chips (NetworkID, ScoreNode) first, 910C (module pairs) the last of them
+_vnpu = [f.fid for f in FAMILIES if f.vnpu]
+assert _vnpu == list(range(_core.CODES["FAM_ASCEND"], _core.CODES["FAM_ASCEND_LAST"] + 1))
+assert [f.fid for f in FAMILIES if f.network_topology] == list(
+    range(_core.CODES["FAM_ASCEND"], _core.CODES["FAM_910C"] + 1))
+assert [f.fid for f in FAMILIES if f.module_pairs] == [_core.CODES["FAM_910C"]]
+assert _core.CODES["LISTED_ZERO"] == LISTED_ZERO
+assert _core.CODES["NETWORK_WEIGHT"] == NETWORK_WEIGHT
 #: the families whose allocation names the card's own type (Pick.label)
 _LABELLED = frozenset(f.word for f in FAMILIES if f.cores_as_cus)
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
@@ -114,7 +125,8 @@ def card_table(state: ClusterState, aligned: np.ndarray | None = None) -> _core.
         mode_id=state.mode_id, used=state.used, usedmem=state.usedmem,
         usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
         alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem,
-        aligned=aligned, mig=state.mig_arrays)
+        aligned=aligned, mig=state.mig_arrays, network=state.network,
+        vnpu_core=state.vnpu_core)
 
 
 def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
@@ -123,7 +135,8 @@ def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:
     return _core.PodSpec(enc.req, enc.n_init, enc.mode, enc.chain, enc.n_chain,
                          enc.sort_numa_bind, enc.fit_numa_bind, enc.mutex, enc.topology,
                          enc.weights, enc.type_ok, enc.mode_ok, enc.uuid_ok,
-                         enc.cpu_milli, enc.memory_mib, gate, enc.mig_request)
+                         enc.cpu_milli, enc.memory_mib, gate, enc.mig_request,
+                         enc.hami_core)
 
 
 _INT64_MAX = 2**63 - 1

@@ -13,7 +13,12 @@ and units, as a team running on that hardware writes it:
   and whole-card jobs (no memory, cores default to the whole card);
 * Biren: 1-2 cards by count alone (a card takes ``count`` pods);
 * Moore Threads: slices (``sgpu-memory`` in 512 MiB units of the legal sizes,
-  ``sgpu-core`` of 16) and 2-card jobs (the webhook makes them whole cards).
+  ``sgpu-core`` of 16) and 2-card jobs (the webhook makes them whole cards);
+* Ascend 910B3: hard-split inference (``huawei.com/Ascend910B3-memory`` 12 GiB,
+  which the webhook rounds up to the 16 GiB template), soft-split slices
+  (``huawei.com/vnpu-mode: hami-core``, 8 GiB and 20 % of the cores) and
+  4-NPU training (whole NPUs, Fit takes one HCCS network);
+* Ascend 910C: one NPU, which the webhook makes a whole module of two.
 
     python workloads/heterogeneous/make_trace.py
 """
@@ -28,10 +33,10 @@ SEED = 37
 HOURLY = (6, 4, 3, 3, 3, 4, 8, 16, 30, 44, 52, 52, 44, 50, 54, 50, 42, 30, 20, 14, 10, 8, 7, 6)
 
 
-def _pod(rng: random.Random) -> tuple[str, list[dict], float]:
-    """(class, containers, lifetime s) of one pod."""
-    family = rng.choices(("nvidia", "dcu", "mr", "amd", "mlu", "biren", "mthreads"),
-                         weights=(30, 18, 8, 10, 16, 8, 10))[0]
+def _pod(rng: random.Random) -> tuple[str, list[dict], float, dict]:
+    """(class, containers, lifetime s, annotations) of one pod."""
+    family = rng.choices(("nvidia", "dcu", "mr", "amd", "mlu", "biren", "mthreads", "ascend",
+                          "910c"), weights=(30, 18, 8, 10, 16, 8, 10, 16, 4))[0]
     serve = rng.expovariate(1 / 3600)
     train = rng.expovariate(1 / (3 * 3600))
     if family == "nvidia":
@@ -59,10 +64,24 @@ def _pod(rng: random.Random) -> tuple[str, list[dict], float]:
     if family == "biren":
         n = rng.choice((1, 2))
         return f"biren-{n}", [{"limits": {"birentech.com/gpu": n}}], serve
-    if rng.random() < 0.8:
-        return "mthreads-8g", [{"limits": {"mthreads.com/vgpu": 1, "mthreads.com/sgpu-memory": 16,
-                                           "mthreads.com/sgpu-core": 4}}], serve
-    return "mthreads-2", [{"limits": {"mthreads.com/vgpu": 2}}], train
+    if family == "mthreads":
+        if rng.random() < 0.8:
+            return "mthreads-8g", [{"limits": {"mthreads.com/vgpu": 1,
+                                               "mthreads.com/sgpu-memory": 16,
+                                               "mthreads.com/sgpu-core": 4}}], serve
+        return "mthreads-2", [{"limits": {"mthreads.com/vgpu": 2}}], train
+    if family == "ascend":
+        kind = rng.random()
+        if kind < 0.6:
+            return "npu-12g", [{"limits": {"huawei.com/Ascend910B3": 1,
+                                           "huawei.com/Ascend910B3-memory": 12288}}], serve
+        if kind < 0.85:
+            return "npu-soft-8g", [{"limits": {"huawei.com/Ascend910B3": 1,
+                                               "huawei.com/Ascend910B3-memory": 8192,
+                                               "huawei.com/Ascend910B3-core": 20}}], serve, \
+                {"huawei.com/vnpu-mode": "hami-core"}
+        return "npu-train-4", [{"limits": {"huawei.com/Ascend910B3": 4}}], train
+    return "910c-module", [{"limits": {"huawei.com/Ascend910C": 1}}], train
 
 
 def main() -> None:
@@ -70,10 +89,11 @@ def main() -> None:
     lines = []
     for hour, rate in enumerate(HOURLY):
         for t in sorted(rng.uniform(0, 3600) for _ in range(rate)):
-            cls, containers, life = _pod(rng)
+            cls, containers, life, *ann = _pod(rng)
             lines.append(json.dumps({"name": f"p{len(lines)}", "arrival": round(hour * 3600 + t, 1),
                                      "duration": round(max(life, 60.0), 1), "class": cls,
-                                     "containers": containers}))
+                                     "containers": containers,
+                                     **({"annotations": ann[0]} if ann else {})}))
     (Path(__file__).resolve().parent / "trace.jsonl").write_text("\n".join(lines) + "\n")
 
 
