@@ -65,6 +65,9 @@ cdef enum:
     FAM_910C = 15              # chips 10 .. 15 (NetworkID), 910C (module pairs), then 310P
     FAM_ASCEND_LAST = 16
     NETWORK_WEIGHT = 10        # ScoreNode's factor (Ascend910NetworkWeight)
+    FAM_KUNLUN = 17            # hamisim.devices.kunlun.KUNLUN.fid (whole cards, graghSelect)
+    FAM_XPU = 18               # hamisim.devices.kunlun.XPU.fid (vXPU slices, graghSelect)
+    BUBBLE_MAX = 3000          # Kunlunxin's ScoreNode at most
     TYPE_CASE_MISMATCH = 0x80  # Cards.type_exact's flag: the card's type holds the
                                # case-sensitive family's word in another case only
 

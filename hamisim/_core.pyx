@@ -49,6 +49,7 @@ CODES = {
     "FAM_BIREN": FAM_BIREN, "FAM_MTHREADS": FAM_MTHREADS,
     "FAM_ASCEND": FAM_ASCEND, "FAM_910C": FAM_910C, "FAM_ASCEND_LAST": FAM_ASCEND_LAST,
     "NETWORK_WEIGHT": NETWORK_WEIGHT, "LISTED_ZERO": LISTED_ZERO,
+    "FAM_KUNLUN": FAM_KUNLUN, "FAM_XPU": FAM_XPU,
     "TYPE_CASE_MISMATCH": TYPE_CASE_MISMATCH,
 }
 REASON_ORDER = (
@@ -113,6 +114,7 @@ cdef inline void _node_view(const Cards* c, int i, Node* nv) noexcept nogil:
     nv.reserved = c.reserved + r0
     nv.network = c.network + r0
     nv.vnpu_core = c.vnpu_core[i]
+    nv.kunlun_only = c.kunlun_only[i]
 
 
 cdef inline bint _mig_select(const Node* nv, int p, uint64_t occ, int64_t mem, int* prof,
@@ -330,6 +332,202 @@ cdef int _module_pairs(const Node* nv, Scratch* s, int npick, int64_t origin) no
     return n
 
 
+cdef inline bint _fits_slice(const Node* nv, const Scratch* s, int p, int64_t memreq
+                             ) noexcept nogil:
+    # FitVXPU: healthy, room for the slice, only slices of its size
+    if not nv.health[p] or memreq + s.w_usedmem[p] > nv.devmem[p]:
+        return False
+    return s.w_used[p] == 0 or s.w_usedmem[p] // s.w_used[p] == memreq
+
+
+cdef int _wing_pick(const Node* nv, Scratch* s, int q, int start, int64_t count) noexcept nogil:
+    # devicepick: the fitting cards' indices from position start to 7 into sel_b
+    cdef int t, n = 0
+    t = start
+    while t < q and t < 8:
+        if s.sel_a[t]:
+            s.sel_b[n] = nv.index[s.combo[t]]
+            n += 1
+            if n == count:
+                break
+        t += 1
+    return n
+
+
+cdef int _graph_select(const Node* nv, Scratch* s, int q, int64_t count) noexcept nogil:
+    # hamisim.devices.kunlun.graph_select over the q offered cards (positions
+    # combo[0:q], verdicts sel_a): the chosen indices into sel_b, their number
+    cdef int t, a, b, left = 0, right = 0, slots, num, i, j, nfree, m
+    cdef int64_t ia, ib
+    cdef int ret = -1
+    cdef int* free_idx
+    cdef bint ok, rest_ok
+    for t in range(q):
+        if s.sel_a[t]:
+            if t < 4:
+                left += 1
+            else:
+                right += 1
+    if count == 8:
+        if left + right != 8:
+            return 0
+        for t in range(8):
+            s.sel_b[t] = t
+        return 8
+    if count != 1 and count != 2 and count != 4:
+        return 0
+    if left >= count or right >= count:
+        for slots in range(<int>count, 5):
+            num = _ODD_ORDER[slots - 1] if count % 2 == 1 else slots
+            if left == num:
+                return _wing_pick(nv, s, q, 0, count)
+            if right == num:
+                return _wing_pick(nv, s, q, 4, count)
+    if count == 2:
+        for a in range(q):
+            if not s.sel_a[a]:
+                continue
+            ia = nv.index[s.combo[a]]
+            for b in range(q):
+                if not s.sel_a[b]:
+                    continue
+                ib = nv.index[s.combo[b]]
+                if ib != ia and ((ia < 4 and ib == ia + 4) or (ib < 4 and ia == ib + 4)):
+                    s.sel_b[0] = ia
+                    s.sel_b[1] = ib
+                    return 2
+        return 0
+    if count == 4:
+        nfree = 0
+        for t in range(q):
+            if s.sel_a[t]:
+                nfree += 1
+        if nfree < 4 or nfree > 6:
+            return 0
+        for i in range(6):
+            ok = True
+            for j in range(4):
+                if not _index_fits(nv, s, q, _QUADS[i][j]):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if nfree != 6:
+                ret = i
+                break
+            ret = i
+            # the two cards left over: a pair of the 16 (cross or within a wing)?
+            rest_ok = False
+            for m in range(16):
+                if (_index_fits(nv, s, q, _PAIRS[m][0]) and _index_fits(nv, s, q, _PAIRS[m][1])
+                        and not _in_quad(i, _PAIRS[m][0]) and not _in_quad(i, _PAIRS[m][1])):
+                    rest_ok = True
+                    break
+            if rest_ok:
+                break
+        if ret < 0:
+            return 0
+        for j in range(4):
+            s.sel_b[j] = _QUADS[ret][j]
+        return 4
+    return 0
+
+
+cdef int _ODD_ORDER[4]
+_ODD_ORDER[:] = [1, 3, 2, 4]
+cdef int _QUADS[6][4]
+_QUADS[0][:] = [0, 1, 4, 5]
+_QUADS[1][:] = [2, 3, 6, 7]
+_QUADS[2][:] = [0, 2, 4, 6]
+_QUADS[3][:] = [1, 3, 5, 7]
+_QUADS[4][:] = [0, 3, 4, 7]
+_QUADS[5][:] = [1, 2, 5, 6]
+cdef int _PAIRS[16][2]
+_PAIRS[0][:] = [0, 4]
+_PAIRS[1][:] = [1, 5]
+_PAIRS[2][:] = [2, 6]
+_PAIRS[3][:] = [3, 7]
+_PAIRS[4][:] = [0, 1]
+_PAIRS[5][:] = [0, 2]
+_PAIRS[6][:] = [0, 3]
+_PAIRS[7][:] = [1, 2]
+_PAIRS[8][:] = [1, 3]
+_PAIRS[9][:] = [2, 3]
+_PAIRS[10][:] = [4, 5]
+_PAIRS[11][:] = [4, 6]
+_PAIRS[12][:] = [4, 7]
+_PAIRS[13][:] = [5, 6]
+_PAIRS[14][:] = [5, 7]
+_PAIRS[15][:] = [6, 7]
+
+
+cdef inline bint _in_quad(int i, int idx) noexcept nogil:
+    return (_QUADS[i][0] == idx or _QUADS[i][1] == idx or _QUADS[i][2] == idx
+            or _QUADS[i][3] == idx)
+
+
+cdef inline bint _index_fits(const Node* nv, const Scratch* s, int q, int64_t idx
+                             ) noexcept nogil:
+    # is a fitting offered card of this index among the q (canMeet's set)
+    cdef int t
+    for t in range(q):
+        if s.sel_a[t] and nv.index[s.combo[t]] == idx:
+            return True
+    return False
+
+
+cdef int _wings_fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
+                    int* npick_out) noexcept nogil:
+    # Kunlunxin's Fit (hamisim.hami.reference._wings_fit): every offered card of
+    # the sorted list tested in order (UUID filters, then FitXPU / FitVXPU),
+    # graghSelect on the verdicts by position, each chosen index mapped to its
+    # first card. The reason is ExclusiveDeviceAllocateConflict (vXPU, mutex),
+    # else CardUuidMismatch, else NumaNotFit (1).
+    cdef bint whole = req[Q_FAM] == FAM_KUNLUN
+    cdef uint32_t bit = (<uint32_t>1) << req[Q_FAM]
+    cdef int q = 0, t, p, k, j, n, npick = 0, n_bad = 0
+    cdef int64_t memreq = req[Q_MEM]
+    cdef int32_t* counts = s.counts
+    for t in range(nv.k):
+        p = s.perm[t]
+        if not (nv.offer[p] & bit):
+            continue
+        s.combo[q] = p
+        if not pod.uuid_ok[nv.row0 + p]:
+            s.sel_a[q] = 0
+            n_bad += 1
+        elif whole:
+            s.sel_a[q] = s.w_used[p] == 0 and nv.health[p]
+        else:
+            s.sel_a[q] = _fits_slice(nv, s, p, memreq) and not (pod.mutex and s.w_used[p] > 0)
+        q += 1
+    n = _graph_select(nv, s, q, req[Q_NUMS])
+    if n == 0:
+        if not whole and pod.mutex:
+            for k in range(q):
+                p = s.combo[k]
+                if s.w_used[p] > 0 and _fits_slice(nv, s, p, memreq):
+                    counts[R_EXCLUSIVE] += 1
+        if counts[R_EXCLUSIVE] == 0:
+            if n_bad:
+                counts[R_UUID] = n_bad
+            else:
+                counts[R_NUMA] = 1
+        npick_out[0] = 0
+        return 0
+    for j in range(n):
+        for k in range(q):
+            p = s.combo[k]
+            if nv.index[p] == s.sel_b[j]:
+                s.pk_pos[npick] = p
+                s.pk_mem[npick] = nv.devmem[p] if whole else memreq
+                s.pk_cores[npick] = nv.devcore[p] if whole else req[Q_CORES]
+                npick += 1
+                break
+    npick_out[0] = npick
+    return 1
+
+
 cdef inline int64_t _imin(int64_t a, int64_t b) noexcept nogil:
     return a if a < b else b
 
@@ -460,6 +658,8 @@ cdef int _fit(const Node* nv, const Pod* pod, const int64_t* req, Scratch* s,
         counts[R_MODE] = 1
         npick_out[0] = 0
         return 0
+    if req[Q_FAM] == FAM_KUNLUN or req[Q_FAM] == FAM_XPU:
+        return _wings_fit(nv, pod, req, s, npick_out)
     if networks:
         for p in range(nv.k):
             if (nv.offer[p] & bit) and nv.network[p] < 0:
@@ -695,8 +895,9 @@ cdef int _fit_in_devices(const Node* nv, const Pod* pod, int ci, Scratch* s) noe
             s.out_prof[b] = prof
             s.out_pl[b] = place
         s.w_used[p] += 1
-        s.w_usedmem[p] += s.pk_mem[i]
-        s.w_usedcores[p] += s.pk_cores[i]
+        if req[Q_FAM] != FAM_KUNLUN:    # Kunlunxin's whole cards: the slot alone
+            s.w_usedmem[p] += s.pk_mem[i]
+            s.w_usedcores[p] += s.pk_cores[i]
         s.out_pos[b] = p
         s.out_mem[b] = s.pk_mem[i]
         s.out_cores[b] = s.pk_cores[i]
@@ -753,7 +954,72 @@ cdef float _network_bonus(const Node* nv, const Pod* pod, const Scratch* s) noex
             score = score + <float>best / <float>n
         if not none and score != 0.0:
             total = total + score * <float>NETWORK_WEIGHT
-    return total
+    return total + _bubble_score(nv, pod, s)
+
+
+cdef inline int _bubbles(int left, int right) noexcept nogil:
+    # countbubble of a set with left members below 4 and right ones from 4 on
+    if left == 0 and right == 0:
+        return 1
+    return ((0 if left == 4 else 2 if left == 1 else 1)
+            + (0 if right == 4 else 2 if right == 1 else 1))
+
+
+cdef float _bubble_score(const Node* nv, const Pod* pod, const Scratch* s) noexcept nogil:
+    # hamisim.devices.kunlun.bubble_score: the pod's Kunlunxin whole cards
+    # (distinct indices, init containers too) against the node's cards in use
+    cdef int ci, i, j, c2, left = 0, right = 0, pl = 0, pr = 0, d, p
+    cdef bint any_pick = False, seen
+    cdef int64_t idx
+    cdef Py_ssize_t b, b2
+    for ci in range(pod.n_cont):
+        if pod.req[ci * Q_WIDTH + Q_FAM] != FAM_KUNLUN or pod.req[ci * Q_WIDTH + Q_NUMS] <= 0:
+            continue
+        b = ci * s.cap_p
+        for i in range(s.out_n[ci]):
+            any_pick = True
+            idx = nv.index[s.out_pos[b + i]]
+            # distinct: an earlier pick of this index (this container or one before)
+            seen = False
+            for c2 in range(ci + 1):
+                if pod.req[c2 * Q_WIDTH + Q_FAM] != FAM_KUNLUN \
+                        or pod.req[c2 * Q_WIDTH + Q_NUMS] <= 0:
+                    continue
+                b2 = c2 * s.cap_p
+                for j in range(s.out_n[c2] if c2 < ci else i):
+                    if nv.index[s.out_pos[b2 + j]] == idx:
+                        seen = True
+                        break
+                if seen:
+                    break
+            if not seen:
+                if idx < 4:
+                    left += 1
+                else:
+                    right += 1
+    if not any_pick or not nv.kunlun_only:
+        return 0.0
+    for p in range(nv.k):
+        if nv.used[p] > 0:
+            # distinct indices among the cards in use
+            seen = False
+            for j in range(p):
+                if nv.used[j] > 0 and nv.index[j] == nv.index[p]:
+                    seen = True
+                    break
+            if not seen:
+                if nv.index[p] < 4:
+                    pl += 1
+                else:
+                    pr += 1
+    d = _bubbles(left, right) - _bubbles(pl, pr)
+    if d == -1:
+        return 3000.0
+    if d == 0:
+        return 2000.0
+    if d == 2:
+        return 0.0
+    return 1000.0
 
 
 cdef int _score_node(const Node* nv, const Pod* pod, Scratch* s) noexcept nogil:
@@ -859,7 +1125,7 @@ cdef class CardTable:
     def __init__(self, *, node_start, pair_start, count, devmem, devcore, numa,
                  index, health, cordoned, offer, type_exact, type_id, mode_id, used,
                  usedmem, usedcores, pair, alloc_cpu, alloc_mem, req_cpu, req_mem,
-                 aligned=None, mig=None, network=None, vnpu_core=None):
+                 aligned=None, mig=None, network=None, vnpu_core=None, kunlun_only=None):
         arrays = dict(node_start=node_start, pair_start=pair_start,
                       count=count, devmem=devmem, devcore=devcore, numa=numa, index=index,
                       used=used, usedmem=usedmem, usedcores=usedcores, pair=pair,
@@ -935,11 +1201,18 @@ cdef class CardTable:
         # never read then)
         if not n_rows:
             network = np.full(1, -1, dtype=np.int64)
+        if kunlun_only is None:
+            kunlun_only = np.zeros(n_nodes, dtype=np.uint8)
+        _check(kunlun_only, np.uint8, "kunlun_only")
+        if len(kunlun_only) != n_nodes:
+            raise ValueError(f"kunlun_only: expected {n_nodes} nodes")
         if not n_nodes:
             vnpu_core = np.zeros(1, dtype=np.uint8)
-        self._keep += [network, vnpu_core]
+            kunlun_only = np.zeros(1, dtype=np.uint8)
+        self._keep += [network, vnpu_core, kunlun_only]
         self.c.network = _p64(network)
         self.c.vnpu_core = _pu8(vnpu_core)
+        self.c.kunlun_only = _pu8(kunlun_only)
 
     def _set_mig(self, mig, Py_ssize_t n_rows, int n_nodes, node_start, offer):
         # mig: a mapping of the MIG arrays (hamisim.sim.arrays.ClusterState.mig_arrays),
@@ -1070,6 +1343,7 @@ cdef class PodSpec:
         cdef const uint8_t[::1] tok = type_ok
         cdef const uint8_t[::1] mok = mode_ok
         cdef Py_ssize_t t
+        cdef bint kunlun = False, loose = False
         self.p.need_n = 0
         self.p.need_mem = INT64_MIN
         self.p.need_pct = -1
@@ -1096,6 +1370,13 @@ cdef class PodSpec:
             if FAM_ASCEND <= r[ci, Q_FAM] <= FAM_910C:
                 # ScoreNode's network share: at most 1 a container, x 10
                 self.p.bonus_max += <float>NETWORK_WEIGHT
+            if r[ci, Q_FAM] == FAM_KUNLUN and not kunlun:
+                kunlun = True
+                self.p.bonus_max += <float>BUBBLE_MAX
+            if r[ci, Q_FAM] == FAM_XPU:
+                # FitVXPU reads neither slots nor cores: NodeAgg's slot and core
+                # conditions do not hold for it
+                loose = True
             memreq = r[ci, Q_MEM]
             pct = r[ci, Q_PCT]
             if pct != NO_PERCENTAGE and memreq == 0:
@@ -1111,6 +1392,10 @@ cdef class PodSpec:
                 cores = INT64_MIN           # the soft split takes a card's cores as 100
             if cores > self.p.need_cores:
                 self.p.need_cores = cores
+        if loose:
+            # every node may fit as far as the slot and core aggregates know
+            self.p.need_n = 0
+            self.p.need_cores = INT64_MIN
 
 
 # ---------------------------------------------------------------------------

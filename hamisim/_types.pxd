@@ -64,6 +64,9 @@ ctypedef struct Cards:
     # per node whether it runs hami-vnpu-core
     const int64_t* network
     const uint8_t* vnpu_core
+    # Kunlunxin: per node whether every card's type contains "kunlun" (its
+    # ScoreNode is 0 elsewhere)
+    const uint8_t* kunlun_only
 
 
 ctypedef struct Pod:
@@ -173,6 +176,7 @@ ctypedef struct Node:
     const int64_t* reserved    # Cards.reserved of the node's rows
     const int64_t* network     # Cards.network of the node's rows
     int vnpu_core              # Cards.vnpu_core of the node
+    int kunlun_only            # Cards.kunlun_only of the node
 
 
 ctypedef struct Scratch:

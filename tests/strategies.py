@@ -29,7 +29,7 @@ CARD_TYPES = ["NVIDIA-Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA", "nvidia-a10"
               "AMD-MI100", "DCU", "Hygon-dcu-Z100", "MR-V100", "Iluvatar BI-V150", "AMD",
               "AMD_Instinct_MI300X", "Ascend910B", "MLU", "Biren", "Biren-BR104",
               "Mthreads", "mthreads-s4000", "MTT-Mthreads-S80", "Ascend910B3", "Ascend910C",
-              "Ascend310P", "Ascend910B4-1", "Ascend910B4"]
+              "Ascend310P", "Ascend910B4-1", "Ascend910B4", "kunlun", "XPU", "Kunlun-XPU"]
 MODES = ["hami-core", "hami-core", "mps", "mig"]
 GPU_POLICIES = ["spread", "binpack", "mutex", "numa", "topology-aware", " binpack", "pack", "",
                 "mutex,binpack,numa", "binpack,numa", "numa,spread", "spread, mutex",
@@ -267,7 +267,7 @@ def quotas(draw):
 #: Hygon DCU's resources (hamisim.devices.hygon)
 DCU_KEYS = ("hygon.com/dcunum", "hygon.com/dcumem", "hygon.com/dcucores")
 #: the other families' resources: two Iluvatar chips (memory in 256 MiB units), AMD,
-#: Cambricon, Biren, Moore Threads, three Ascend chips
+#: Cambricon, Biren, Moore Threads, three Ascend chips, Kunlunxin whole cards and vXPU
 OTHER_KEYS = (DCU_KEYS,
               ("iluvatar.ai/MR-V100-vgpu", "iluvatar.ai/MR-V100.vMem", "iluvatar.ai/MR-V100.vCore"),
               ("iluvatar.ai/BI-V150-vgpu", "iluvatar.ai/BI-V150.vMem", "iluvatar.ai/BI-V150.vCore"),
@@ -277,7 +277,9 @@ OTHER_KEYS = (DCU_KEYS,
               ("birentech.com/gpu", None, None),
               ("mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"),
               *((f"huawei.com/{w}", f"huawei.com/{w}-memory", f"huawei.com/{w}-core")
-                for w in ("Ascend910B3", "Ascend910C", "Ascend310P", "Ascend910B4")))
+                for w in ("Ascend910B3", "Ascend910C", "Ascend310P", "Ascend910B4")),
+              ("kunlunxin.com/xpu", None, None),
+              ("kunlunxin.com/vxpu", "kunlunxin.com/vxpu-memory", None))
 
 
 @st.composite
@@ -361,7 +363,8 @@ def pods(draw, name: str, card_ids: list[str], what_ifs: bool = False):
                 "amd.com/use-gpu-uuid", "amd.com/nouse-gpu-uuid", "cambricon.com/use-gpuuuid",
                 "birentech.com/use-gpuuuid", "birentech.com/nouse-gpuuuid",
                 "mthreads.ai/use-gpuuuid", "mthreads.ai/nouse-gpuuuid",
-                "hami.io/use-Ascend910B3-uuid", "hami.io/no-use-Ascend910C-uuid"):
+                "hami.io/use-Ascend910B3-uuid", "hami.io/no-use-Ascend910C-uuid",
+                "hami.io/use-xpu-uuid", "baidu.com/nouse-gpuuuid"):
         if draw(st.integers(0, 10)) == 0:
             ann[key] = _uuid_list(draw, card_ids)
     if draw(st.integers(0, 8)) == 0:

@@ -36,15 +36,17 @@ def test_every_family_runs_and_the_readme_figures_are_the_runs(tmp_path, capsys)
     assert list(fams) == [f.word for f in FAMILIES
                           if (f.package != "iluvatar" or f.word == "MR-V100")
                           and (f.package != "ascend" or f.word in ("Ascend910B3", "Ascend910C"))]
-    assert len({FAMILIES[[g.word for g in FAMILIES].index(w)].package for w in fams}) == 8
+    assert len({FAMILIES[[g.word for g in FAMILIES].index(w)].package for w in fams}) == 9
     assert all(f["pods"] > 0 and f["pods_bound"] == f["pods"] for f in fams.values())
     readme = (FOLDER / "README.md").read_text()
-    for word, quoted in (("NVIDIA", "53.6"), ("DCU", "5.9"), ("AMD", "31.1"),
-                         ("Mthreads", "22.9"), ("Ascend910B3", "11.5"), ("Ascend910C", "19.3")):
+    for word, quoted in (("NVIDIA", "49.4"), ("DCU", "5.3"), ("AMD", "19.5"),
+                         ("Mthreads", "13.6"), ("Ascend910B3", "9.3"), ("Ascend910C", "28.2"),
+                         ("kunlun", "31.2"), ("XPU", "18.4")):
         assert f"{fams[word]['mean_gpu_allocated_pct']:.1f}" == quoted
         assert quoted in readme
     classes = {c["class"]: c for c in results["classes"]}
-    assert f"{classes['h100-train-8']['pending_p99_s']:,.1f}" == "29,003.9"
+    assert f"{classes['h100-train-8']['pending_p99_s']:,.1f}" == "6,850.2"
+    assert f"{classes['kunlun-4']['pending_p99_s']:,.1f}" == "6,525.2"
     # Ascend: 4-NPU training within one HCCS network (cards 0-3 or 4-7), each 910C
     # job on both NPUs of one module
     pods = pd.read_parquet(tmp_path / "compiled" / "pods.parquet")

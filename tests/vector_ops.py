@@ -213,8 +213,9 @@ def _pod_spec(reqs, n_init: int, sort_policy, fit_text: str, ann: dict, cards: l
                   or ref.type_allowed(ann, t, fam.use_type, fam.nouse_type) for t in types]
                  or [1], dtype=np.uint8),
         np.array([ref.mode_allowed(mode_ann, m) for m in modes] or [1], dtype=np.uint8),
-        np.array([ref.uuid_allowed(ann, c["id"], fam.use_uuid, fam.nouse_uuid) for c in cards]
-                 or [1], dtype=np.uint8), hami_core=is_hami_core(ann))
+        np.array([ref.uuid_allowed(ann, c["id"], fam.use_uuid, fam.nouse_uuid)
+                  and (fam.legacy_uuid is None or ref.uuid_allowed(ann, c["id"], *fam.legacy_uuid))
+                  for c in cards] or [1], dtype=np.uint8), hami_core=is_hami_core(ann))
 
 
 def _kernel_picks(cards: list[dict], picks, word: str = "NVIDIA") -> list[dict]:

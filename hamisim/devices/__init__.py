@@ -12,7 +12,8 @@ the whole of a card's family as HAMi decides it.
 
 hamisim simulates the families of :data:`FAMILIES` (NVIDIA, Hygon DCU, the
 four Iluvatar chips of HAMi's chart, AMD, Cambricon MLU, Biren, Moore Threads
-and the seven Ascend chips of HAMi's chart; one module per vendor in this package,
+the seven Ascend chips of HAMi's chart and Kunlunxin's whole cards and vXPU; one module per
+vendor in this package,
 sharing :class:`~hamisim.devices.family.Family`):
 a card whose type contains none of their words (an ``Ascend910B``, a
 ``Metax-SGPU``, an empty type) is offered to no simulated pod, so it is never scheduled and is
@@ -39,6 +40,8 @@ from hamisim.devices.biren import BIREN as _BIREN
 from hamisim.devices.cambricon import MLU as _MLU
 from hamisim.devices.family import RequestFields, Resources
 from hamisim.devices.hygon import DCU as _DCU
+from hamisim.devices.kunlun import KUNLUN as _KUNLUN
+from hamisim.devices.kunlun import XPU as _XPU
 from hamisim.devices.mthreads import MTHREADS as _MTHREADS
 from hamisim.devices.nvidia import NVIDIA as _NVIDIA
 
@@ -52,7 +55,7 @@ NVIDIA = _NVIDIA.word
 
 #: the families hamisim simulates, by ``fid`` (the order they are tried in)
 FAMILIES: tuple[Family, ...] = (_NVIDIA, _DCU, *_iluvatar.FAMILIES, _AMD, _MLU, _BIREN,
-                                 _MTHREADS, *_ascend.FAMILIES)
+                                 _MTHREADS, *_ascend.FAMILIES, _KUNLUN, _XPU)
 assert all(f.fid == i for i, f in enumerate(FAMILIES)) and len(FAMILIES) <= 32
 
 #: the families whose requests come from their own module (all but NVIDIA,
@@ -104,8 +107,6 @@ OTHER_FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("Metax", "MetaX", "metax"),
     ("Enflame", "Enflame", "enflame"),
     ("GCU", "Enflame GCU", "enflame"),
-    ("kunlun", "Kunlunxin", "kunlun"),
-    ("XPU", "Kunlunxin XPU", "kunlun"),
     ("AWSNeuron", "AWS Neuron", "awsneuron"),
     ("Vastai", "Vastai", "vastai"),
 )

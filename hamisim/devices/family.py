@@ -127,6 +127,14 @@ class Family:
     #: Ascend 910C's Fit: a request of several NPUs takes whole modules (pairs
     #: of ``index // 2``), else ``AllocatedCardsInsufficientRequest`` out of the request
     module_pairs: bool = False
+    #: Kunlunxin's Fit (``graghSelect``): cards chosen by wings of the sorted
+    #: list, ``"whole"`` (a card with no tenant; a pick adds its slot alone to
+    #: the working usage) or ``"slices"`` (vXPU: one slice size per card);
+    #: ``""`` for every other family (:mod:`hamisim.devices.kunlun`)
+    wings: str = ""
+    #: a second pair of UUID annotations a card must also pass (Kunlunxin's
+    #: legacy ``baidu.com/use-gpuuuid`` / ``nouse-gpuuuid``), or ``None``
+    legacy_uuid: tuple[str, str] | None = None
     # -- the family's own code (its module) -------------------------------
     #: ``GenerateResourceRequests`` (NVIDIA's lives in :mod:`hamisim.pods`, which
     #: needs the scheduler config)
@@ -145,6 +153,9 @@ class Family:
     #: memory capacity) -> card mappings`` (``[]``: no device)
     capacity_cards: Callable[[str, int, int], list[dict]] | None = field(
         default=None, compare=False, repr=False)
+    #: the capacity a ``capacity`` family's cards are built from (default: its
+    #: cores resource; Kunlunxin's whole cards: its count)
+    capacity_resource: str | None = None
     #: how its device plugin registers cards: ``text`` (HAMi's colon/comma
     #: ``DecodeNodeDevices``), ``json`` (``UnMarshalNodeDevices``) or
     #: ``capacity`` (built from the node's capacity, no annotation)

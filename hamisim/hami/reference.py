@@ -25,6 +25,7 @@ from hamisim.devices import FAMILIES, SIMULATED_FAMILIES, family, offered_to
 from hamisim.devices.amd import cus
 from hamisim.devices.ascend import (is_hami_core, module_pairs, network_choice, network_score,
                                     node_supports_hami_core)
+from hamisim.devices.kunlun import bubble_score, graph_select
 from hamisim.hami.decision import (
     LISTED_ZERO,
     DEVICE_TYPE_NOT_FOUND,
@@ -386,6 +387,8 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     """
     cp = parse_card_policy(policy)
     fam = family(request.type) or FAMILIES[0]
+    if fam.wings:
+        return _wings_fit(cards, request, annotations, cp.mutex, fam, trace)
     word_ok = request.type == fam.word
     # Moore Threads: the cards its earlier containers hold (one card per pod)
     pinned = ({p.uuid for p in earlier if p.type == fam.word} if fam.one_card_per_pod
@@ -555,6 +558,54 @@ def fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, 
     return FitResult(False, [], reasons, len(cards))
 
 
+def _fits_slice(card: CardUsage, memreq: int) -> bool:
+    """``FitVXPU``: healthy, room for the slice, and only slices of its size."""
+    if not card.health or memreq + card.usedmem > card.devmem:
+        return False
+    return card.used == 0 or card.usedmem // card.used == memreq
+
+
+def _wings_fit(cards: Sequence[CardUsage], request: Request, annotations: Mapping[str, str],
+               mutex: bool, fam, trace: Tracer | None) -> FitResult:
+    """Kunlunxin's Fit (:mod:`hamisim.devices.kunlun`): every card of the sorted
+    list tested (UUID filters, then the family's predicate), ``graghSelect``
+    on the results by position, each chosen index mapped to its first card."""
+    whole = fam.wings == "whole"
+    uuid_bad: set[str] = set()
+    flags = []
+    for card in cards:
+        if not (uuid_allowed(annotations, card.id, fam.use_uuid, fam.nouse_uuid)
+                and uuid_allowed(annotations, card.id, *fam.legacy_uuid)):
+            uuid_bad.add(card.id)
+            flags.append(False)
+        elif whole:
+            flags.append(card.used == 0 and card.health)
+        else:
+            flags.append(_fits_slice(card, request.memreq) and not (mutex and card.used > 0))
+    chosen = graph_select(flags, [c.index for c in cards], request.nums)
+    reasons: Counter = Counter()
+    if not chosen:
+        if not whole and mutex:
+            reasons["ExclusiveDeviceAllocateConflict"] = sum(
+                1 for c in cards if c.used > 0 and _fits_slice(c, request.memreq))
+        if not reasons["ExclusiveDeviceAllocateConflict"]:
+            reasons.pop("ExclusiveDeviceAllocateConflict", None)
+            if uuid_bad:
+                reasons["CardUuidMismatch"] = len(uuid_bad)
+            else:
+                reasons["NumaNotFit"] = 1
+        return FitResult(False, [], reasons, len(cards))
+    picks = []
+    for idx in chosen:
+        card = next((c for c in cards if c.index == idx), None)
+        if card is None:
+            continue            # an index no card has: skipped, Fit still succeeds
+        mem, cores = (card.devmem, card.devcore) if whole else (request.memreq, request.coresreq)
+        picks.append(Pick(card.id, mem, cores, card.index, type=request.type))
+        _visit(trace, card, "picked")
+    return FitResult(True, picks, reasons, len(cards))
+
+
 # ---------------------------------------------------------------------------
 # §5.1  One container on one node
 # ---------------------------------------------------------------------------
@@ -606,6 +657,7 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
         if not res.fit:
             return False, [], res.reason
         by_id = {c.id: c for c in cards}
+        slot_only = getattr(family(k.type), "wings", "") == "whole"
         added = []
         for p in res.picks:
             card = by_id[p.uuid]
@@ -620,8 +672,9 @@ def fit_in_devices(cards: list[CardUsage], requests: Sequence[Request],
                          (prof.name, place.start, place.size))
                 card.mig_in_use.append(place)
             card.used += 1
-            card.usedmem += p.usedmem
-            card.usedcores += p.usedcores
+            if not slot_only:   # Kunlunxin's whole cards: AddResourceUsage adds the slot alone
+                card.usedmem += p.usedmem
+                card.usedcores += p.usedcores
             added.append(p)
         picks += added
     return True, picks, ""
@@ -739,11 +792,19 @@ def family_node_score(cards: Sequence[CardUsage], allocation: Sequence[Sequence[
                       ) -> np.float32:
     """``OverrideScore``'s device part: the families' ``ScoreNode`` summed in
     float32 (Ascend 910's network share, :func:`hamisim.devices.ascend.network_score`;
-    every other family's is 0), families in :data:`~hamisim.devices.FAMILIES`
-    order (HAMi's is Go's map order)."""
+    Kunlunxin's wing bubbles against ``cards``, the node before the pod,
+    :func:`hamisim.devices.kunlun.bubble_score`; every other family's is 0),
+    families in :data:`~hamisim.devices.FAMILIES` order (HAMi's is Go's map order)."""
     total = f32(0)
     network = {c.id: c.network_id for c in cards}
     for fam in FAMILIES:
+        if fam.wings == "whole":
+            picked = [(p.type, p.idx) for picks in allocation for p in picks
+                      if p.type == fam.word]
+            if picked:
+                total = f32(total + bubble_score([(c.type, c.index, c.used) for c in cards],
+                                                 picked))
+            continue
         if not fam.network_topology:
             continue
         ids = [[network[p.uuid] for p in picks if p.type == fam.word] for picks in allocation]

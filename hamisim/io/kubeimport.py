@@ -402,19 +402,20 @@ def _node_entry(obj: Doc, i: int, warnings: list[str]) -> tuple[Doc, Value | Non
     status = _sub(obj, "status")
     capacity = _sub(status, "capacity")
     for fam in CAPACITY_FAMILIES:
-        # Cambricon and Moore Threads register no annotation: their cards come
+        # Cambricon, Moore Threads and Kunlunxin (whole cards) register no annotation: their cards come
         # from the capacity
-        vcore = capacity.get(fam.cores_name) if capacity is not None else None
+        resource = fam.capacity_resource or fam.cores_name
+        vcore = capacity.get(resource) if capacity is not None else None
         if vcore is None or vcore.is_null:
             continue
-        vmem = capacity.get(fam.memory_name)
-        cores = int(vcore.as_quantity(f"capacity {fam.cores_name}"))
+        vmem = capacity.get(fam.memory_name) if fam.memory_name else None
+        cores = int(vcore.as_quantity(f"capacity {resource}"))
         mem = 0 if vmem is None or vmem.is_null else int(
             vmem.as_quantity(f"capacity {fam.memory_name}"))
         made = fam.capacity_cards(name, cores, mem)
         if not made:
-            warnings.append(f"node {name}: capacity {fam.cores_name} is 0 (HAMi: \"device not "
-                            f"found {fam.cores_name}\"); no {fam.word} there")
+            warnings.append(f"node {name}: capacity {resource} is 0 (HAMi: \"device not "
+                            f"found {resource}\"); no {fam.word} there")
             continue
         have = children.get("devices")
         before = [] if have is None else have.as_list("devices") if have.is_list \

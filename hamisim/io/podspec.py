@@ -85,6 +85,7 @@ from typing import Collection, Iterable, Mapping, NamedTuple
 
 from hamisim.devices import FAMILIES, OTHER_THAN_NVIDIA, requested_family
 from hamisim.devices.family import int32
+from hamisim.devices.kunlun import PLACEABLE_COUNTS
 from hamisim.errors import InputWarning
 from hamisim.io.documents import INT32_MAX, MAX_SAFE_INT, Doc, Value
 from hamisim.kube.filters import selector_problem
@@ -674,6 +675,14 @@ def warn_core_limits(pods: Iterable[tuple[str | None, Pod]]) -> None:
                     f"for MiB), so the container asks for no {fam.word} and the pod is placed "
                     "without one")), stacklevel=2)
                 continue
+            if fam.wings and fields[0] not in PLACEABLE_COUNTS \
+                    and ("wings", fam.word, fields[0]) not in seen:
+                # valid, and HAMi's graghSelect never chooses so many cards
+                seen.add(("wings", fam.word, fields[0]))
+                warnings.warn(InputWarning(where, (
+                    f"pod '{pod.name}': {fam.count_name} {fields[0]}: HAMi's Kunlunxin "
+                    "topology (graghSelect) places 1, 2, 4 or 8 cards only, so this pod never "
+                    "fits (NumaNotFit on every node)")), stacklevel=2)
             mem = c.value(fam.memory_name) if fam.memory_name else None
             if (fam.memory_unit_mib > 1 and mem is not None
                     and mem * fam.memory_unit_mib > _LARGEST_CARD_MIB

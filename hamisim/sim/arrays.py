@@ -104,6 +104,9 @@ class ClusterState:
         self.vnpu_core = np.array([node_supports_hami_core(nd.hami_vnpu_core,
                                                            cluster.scheduler.hami_vnpu_core)
                                    for nd in nodes], dtype=np.uint8)
+        # Kunlunxin's ScoreNode acts only where every card's type contains "kunlun"
+        self.kunlun_only = np.array([all("kunlun" in c.type for c in nd.cards)
+                                     for nd in nodes], dtype=np.uint8)
         # HAMi's vendor filter: a request's type (its family's word) is a
         # case-insensitive substring of the card type (HAMI-SEMANTICS §5.1;
         # hamisim.devices decides), as bits per family
@@ -137,7 +140,9 @@ class ClusterState:
                              for t in self.type_names]
         self._card_fid = np.array([self._type_family[i].fid for i in self.type_id.tolist()],
                                   dtype=np.intp)
-        self._uuid_keys = [(f.use_uuid, f.nouse_uuid) for f in FAMILIES]
+        # per family its pairs of UUID annotations (Kunlunxin's cards pass two)
+        self._uuid_keys = [((f.use_uuid, f.nouse_uuid),) + ((f.legacy_uuid,) if f.legacy_uuid
+                                                            else ()) for f in FAMILIES]
 
         # Pair scores (hami.io/node-nvidia-score): per node a dense k x k block,
         # row a / column b = score of (card a, card b) in registration order,
@@ -208,21 +213,23 @@ class ClusterState:
     def uuid_filter(self, annotations: Mapping[str, str]) -> np.ndarray:
         """``use/nouse-gpuuuid`` per card row (shared all-ones without them);
         a card of another family: that family's UUID annotations."""
-        if not any(k in annotations for keys in self._uuid_keys for k in keys):
+        if not any(k in annotations for pairs in self._uuid_keys for keys in pairs
+                   for k in keys):
             return self._ones_cards
         # Every card not named in its family's lists gets its family's answer;
         # ask the reference's filter for those answers and for each named card.
-        defaults = np.array([uuid_allowed(annotations, _NOT_A_CARD_ID, *keys)
-                             for keys in self._uuid_keys], dtype=np.uint8)
+        def allowed(cid: str, pairs) -> bool:
+            return all(uuid_allowed(annotations, cid, *keys) for keys in pairs)
+        defaults = np.array([allowed(_NOT_A_CARD_ID, pairs) for pairs in self._uuid_keys],
+                            dtype=np.uint8)
         mask = np.ones(max(self.n_cards, 1), dtype=np.uint8)
         mask[:self.n_cards] = defaults[self._card_fid]
-        named = {m.strip() for keys in self._uuid_keys for key in keys
+        named = {m.strip() for pairs in self._uuid_keys for keys in pairs for key in keys
                  for m in (annotations.get(key) or "").split(",")}
         for cid in named:
             row = self.row_of.get(cid)
             if row is not None:
-                mask[row] = uuid_allowed(annotations, cid,
-                                         *self._uuid_keys[self._card_fid[row]])
+                mask[row] = allowed(cid, self._uuid_keys[self._card_fid[row]])
         return mask
 
 

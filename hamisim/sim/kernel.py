@@ -100,6 +100,9 @@ assert [f.fid for f in FAMILIES if f.network_topology] == list(
 assert [f.fid for f in FAMILIES if f.module_pairs] == [_core.CODES["FAM_910C"]]
 assert _core.CODES["LISTED_ZERO"] == LISTED_ZERO
 assert _core.CODES["NETWORK_WEIGHT"] == NETWORK_WEIGHT
+# Kunlunxin (FAM_KUNLUN whole cards, FAM_XPU slices: graghSelect)
+assert [(f.fid, f.wings) for f in FAMILIES if f.wings] == [
+    (_core.CODES["FAM_KUNLUN"], "whole"), (_core.CODES["FAM_XPU"], "slices")]
 #: the families whose allocation names the card's own type (Pick.label)
 _LABELLED = frozenset(f.word for f in FAMILIES if f.cores_as_cus)
 assert _core.ROW_COLUMNS == (INT_COLUMNS, FLOAT_COLUMNS), "hamisim._core row columns out of date"
@@ -126,7 +129,7 @@ def card_table(state: ClusterState, aligned: np.ndarray | None = None) -> _core.
         usedcores=state.usedcores, pair=state.pair, alloc_cpu=state.alloc_cpu,
         alloc_mem=state.alloc_mem, req_cpu=state.req_cpu, req_mem=state.req_mem,
         aligned=aligned, mig=state.mig_arrays, network=state.network,
-        vnpu_core=state.vnpu_core)
+        vnpu_core=state.vnpu_core, kunlun_only=state.kunlun_only)
 
 
 def pod_spec(enc, gate: np.ndarray | None = None) -> _core.PodSpec:

@@ -18,7 +18,10 @@ and units, as a team running on that hardware writes it:
   which the webhook rounds up to the 16 GiB template), soft-split slices
   (``huawei.com/vnpu-mode: hami-core``, 8 GiB and 20 % of the cores) and
   4-NPU training (whole NPUs, Fit takes one HCCS network);
-* Ascend 910C: one NPU, which the webhook makes a whole module of two.
+* Ascend 910C: one NPU, which the webhook makes a whole module of two;
+* Kunlunxin: 1, 2 or 4 whole cards (``kunlunxin.com/xpu``; graghSelect picks
+  them by wing) and quarter-card vXPU slices (``kunlunxin.com/vxpu-memory``
+  20 GiB, which the webhook rounds up to 24 GiB).
 
     python workloads/heterogeneous/make_trace.py
 """
@@ -36,7 +39,8 @@ HOURLY = (6, 4, 3, 3, 3, 4, 8, 16, 30, 44, 52, 52, 44, 50, 54, 50, 42, 30, 20, 1
 def _pod(rng: random.Random) -> tuple[str, list[dict], float, dict]:
     """(class, containers, lifetime s, annotations) of one pod."""
     family = rng.choices(("nvidia", "dcu", "mr", "amd", "mlu", "biren", "mthreads", "ascend",
-                          "910c"), weights=(30, 18, 8, 10, 16, 8, 10, 16, 4))[0]
+                          "910c", "kunlun", "vxpu"),
+                         weights=(30, 18, 8, 10, 16, 8, 10, 16, 4, 8, 6))[0]
     serve = rng.expovariate(1 / 3600)
     train = rng.expovariate(1 / (3 * 3600))
     if family == "nvidia":
@@ -81,7 +85,13 @@ def _pod(rng: random.Random) -> tuple[str, list[dict], float, dict]:
                                                "huawei.com/Ascend910B3-core": 20}}], serve, \
                 {"huawei.com/vnpu-mode": "hami-core"}
         return "npu-train-4", [{"limits": {"huawei.com/Ascend910B3": 4}}], train
-    return "910c-module", [{"limits": {"huawei.com/Ascend910C": 1}}], train
+    if family == "910c":
+        return "910c-module", [{"limits": {"huawei.com/Ascend910C": 1}}], train
+    if family == "kunlun":
+        n = rng.choice((1, 2, 4))
+        return f"kunlun-{n}", [{"limits": {"kunlunxin.com/xpu": n}}], train
+    return "vxpu-24g", [{"limits": {"kunlunxin.com/vxpu": 1,
+                                    "kunlunxin.com/vxpu-memory": 20480}}], serve
 
 
 def main() -> None:
