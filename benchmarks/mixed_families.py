@@ -6,13 +6,15 @@ Iluvatar MR-V100, AMD (Instinct MI210, 104 CUs), Cambricon MLU, Biren (slots
 only: a card takes 10 pods), Moore Threads (16 cores a card) and Ascend 910B3
 (soft split on hami-vnpu-core nodes, every card in one network: Fit gathers
 every acceptable card and the node score gains ScoreNode's bonus, the
-slowest path, ``_bounded_choose``); and two
+slowest path, ``_bounded_choose``); ``--families kunlun`` adds Kunlunxin
+whole cards (graghSelect's wings, the bubble score's bound of 3000); and two
 traces of the same pods (``--pods``, one card each, 2-8 GiB and 20-50 % cores,
 a daily arrival pattern, two hours' lifetime): on the mixed cluster the pods
 take turns over the families, each asking with its vendor's resource names
 and units (Iluvatar's and Cambricon's memory in 256 MiB units, Moore Threads'
 in 512 MiB units and its cores of 16; Biren's count alone; Ascend's pods
-annotated ``huawei.com/vnpu-mode: hami-core``). Runs ``hamisim
+annotated ``huawei.com/vnpu-mode: hami-core``; Kunlunxin's a whole card by
+count). Runs ``hamisim
 run`` as a separate process on each, as a user runs it (files in, every
 output written), REPEAT times, and prints per run the wall time, peak RSS,
 attempts, the console's simulate and decision times, and the simulated time
@@ -72,6 +74,8 @@ FAMILIES = {
                                                    "huawei.com/Ascend910B3-core": cores}},
                     {"huawei.com/vnpu-mode": "hami-core"},
                     '    annotations: {hami-vnpu-core: "true"}\n'),
+    "kunlun": ("kl", "{type: kunlun, devmem: 16384}",
+               lambda mem, cores: {"limits": {"kunlunxin.com/xpu": 1}}),
 }
 
 
@@ -127,11 +131,14 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--families", choices=("all", "dcu"), default="all",
-                    help="the mixed cluster's families: all eight simulated vendors, or "
+    ap.add_argument("--families", choices=("all", "dcu", "kunlun"), default="all",
+                    help="the mixed cluster's families: eight simulated vendors, those and "
+                         "Kunlunxin whole cards (a pod takes a card alone, so that group "
+                         "saturates: another problem), or "
                          "NVIDIA + DCU (the earlier run)")
     args = ap.parse_args()
-    mixed = tuple(FAMILIES) if args.families == "all" else ("NVIDIA", "DCU")
+    mixed = (tuple(f for f in FAMILIES if f != "kunlun") if args.families == "all"
+             else tuple(FAMILIES) if args.families == "kunlun" else ("NVIDIA", "DCU"))
     label = "NVIDIA + " + " + ".join(mixed[1:])
     runs = (("NVIDIA only", ("NVIDIA",)), (label, mixed))
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
