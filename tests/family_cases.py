@@ -73,3 +73,37 @@ def assert_type_check(fam: Family, case: dict, card: ref.CardUsage) -> None:
     assert res.fit == ok
     if not ok:
         assert res.reason == "1/1 CardTypeMismatch"
+
+
+def _attempt(sched, pod, draw: float):
+    """One attempt's outcome as the two engines must agree on it (the webhook's
+    refusal as its text)."""
+    try:
+        d = sched.schedule(pod, draw)
+    except ValueError as exc:
+        return str(exc)
+    return d.node, [[(p.uuid, p.usedmem, p.usedcores) for p in c] for c in d.containers], \
+        d.message
+
+
+def assert_sequence_agrees(cluster, data, pod_of, steps: int = 25) -> None:
+    """Random creates and deletes on both engines (``pod_of(name)`` is the pods'
+    strategy): every attempt and the final usage per card agree."""
+    from hypothesis import strategies as st
+
+    from hamisim.hami.reference import ReferenceScheduler
+    from hamisim.sim.kernel import KernelScheduler
+    r, k = ReferenceScheduler(cluster), KernelScheduler(cluster)
+    names: list[str] = []
+    for step in range(data.draw(st.integers(1, steps))):
+        if names and data.draw(st.integers(0, 3)) == 0:
+            name = names.pop(data.draw(st.integers(0, len(names) - 1)))
+            r.delete(name)
+            k.delete(name)
+            continue
+        pod = data.draw(pod_of(f"p{step}"))
+        tie = data.draw(st.floats(0, 0.999))
+        assert _attempt(r, pod, tie) == _attempt(k, pod, tie)
+        if pod.name in r.pods:
+            names.append(pod.name)
+    assert r.usage_by_card() == k.usage_by_card()

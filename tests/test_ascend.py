@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SLOW
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_sequence_agrees,
+                          run_in as _run, vector_cases as _cases)
 from vector_ops import BACKENDS
 
 from hamisim.cli import main
@@ -455,29 +456,7 @@ def _ascend_pods(draw, name: str):
     return Pod(name=name, containers=tuple(containers), init_containers=init, annotations=ann)
 
 
-def _attempt(sched, pod, draw):
-    try:
-        d = sched.schedule(pod, draw)
-    except ValueError as exc:
-        return str(exc)
-    return d.node, [[(p.uuid, p.usedmem, p.usedcores) for p in c] for c in d.containers], \
-        d.message
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
 @given(cluster=_ascend_clusters(), data=st.data())
 def test_kernel_equals_reference_on_ascend_clusters(cluster, data):
-    r, k = ReferenceScheduler(cluster), KernelScheduler(cluster)
-    names: list[str] = []
-    for step in range(data.draw(st.integers(1, 25))):
-        if names and data.draw(st.integers(0, 3)) == 0:
-            name = names.pop(data.draw(st.integers(0, len(names) - 1)))
-            r.delete(name)
-            k.delete(name)
-            continue
-        pod = data.draw(_ascend_pods(f"p{step}"))
-        tie = data.draw(st.floats(0, 0.999))
-        assert _attempt(r, pod, tie) == _attempt(k, pod, tie)
-        if pod.name in r.pods:
-            names.append(pod.name)
-    assert r.usage_by_card() == k.usage_by_card()
+    assert_sequence_agrees(cluster, data, _ascend_pods)

@@ -16,7 +16,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from family_cases import VECTORS, assert_engines_agree, run_in as _run, vector_cases as _cases
+from family_cases import (VECTORS, assert_engines_agree, assert_sequence_agrees,
+                          run_in as _run, vector_cases as _cases)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SLOW
@@ -356,27 +357,8 @@ def _kunlun_pods(draw, name: str, ids: list[str]):
     return Pod(name=name, containers=tuple(containers), annotations=ann)
 
 
-def _attempt(sched, pod, draw):
-    d = sched.schedule(pod, draw)
-    return d.node, [[(p.uuid, p.usedmem, p.usedcores) for p in c] for c in d.containers], \
-        d.message
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=SLOW)
 @given(cluster=_kunlun_clusters(), data=st.data())
 def test_kernel_equals_reference_on_kunlun_clusters(cluster, data):
-    r, k = ReferenceScheduler(cluster), KernelScheduler(cluster)
     ids = [c.id for n in cluster.nodes for c in n.cards]
-    names: list[str] = []
-    for step in range(data.draw(st.integers(1, 25))):
-        if names and data.draw(st.integers(0, 3)) == 0:
-            name = names.pop(data.draw(st.integers(0, len(names) - 1)))
-            r.delete(name)
-            k.delete(name)
-            continue
-        pod = data.draw(_kunlun_pods(f"p{step}", ids))
-        tie = data.draw(st.floats(0, 0.999))
-        assert _attempt(r, pod, tie) == _attempt(k, pod, tie)
-        if pod.name in r.pods:
-            names.append(pod.name)
-    assert r.usage_by_card() == k.usage_by_card()
+    assert_sequence_agrees(cluster, data, lambda name: _kunlun_pods(name, ids))
