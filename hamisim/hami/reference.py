@@ -585,15 +585,14 @@ def _wings_fit(cards: Sequence[CardUsage], request: Request, annotations: Mappin
     chosen = graph_select(flags, [c.index for c in cards], request.nums)
     reasons: Counter = Counter()
     if not chosen:
-        if not whole and mutex:
-            reasons["ExclusiveDeviceAllocateConflict"] = sum(
-                1 for c in cards if c.used > 0 and _fits_slice(c, request.memreq))
-        if not reasons["ExclusiveDeviceAllocateConflict"]:
-            reasons.pop("ExclusiveDeviceAllocateConflict", None)
-            if uuid_bad:
-                reasons["CardUuidMismatch"] = len(uuid_bad)
-            else:
-                reasons["NumaNotFit"] = 1
+        conflicts = sum(1 for c in cards if c.used > 0 and _fits_slice(c, request.memreq)) \
+            if not whole and mutex else 0
+        if conflicts:
+            reasons["ExclusiveDeviceAllocateConflict"] = conflicts
+        elif uuid_bad:
+            reasons["CardUuidMismatch"] = len(uuid_bad)
+        else:
+            reasons["NumaNotFit"] = 1
         return FitResult(False, [], reasons, len(cards))
     picks = []
     for idx in chosen:
